@@ -1,0 +1,3 @@
+from pilot_sys.cli import main
+
+main()

@@ -1,0 +1,92 @@
+"""The ``pilot-sys`` entry point.
+
+Argument parsing stays thin: every subcommand lives in its own module under
+``pilot_sys.cli`` and is imported only when it is called, so ``pilot-sys --help`` does not pay
+for numpy, scipy or matplotlib.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+
+import click
+
+from pilot_sys import __version__
+from pilot_sys.errors import ExitCode, PilotError
+
+# name -> (module, attribute, one-line help shown in `pilot-sys --help`)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": ("pilot_sys.cli.run", "run", "Run a workload in rounds until every CI target is met."),
+    "analyze": ("pilot_sys.cli.analyze", "analyze", "Mean and honest CI of one column of numbers."),
+    "changepoints": ("pilot_sys.cli.changepoints", "changepoints", "EDM change points and the dominant stable segment."),
+    "steady": ("pilot_sys.cli.steady", "steady", "Steady state, time to steady state and cold-start cost of latencies."),
+    "compare": ("pilot_sys.cli.compare", "compare", "Welch comparison of saved results or interleaved live runs."),
+    "graph": ("pilot_sys.cli.graph", "graph", "Discover the component data-link graph and the data path of arguments."),
+    "monitor": ("pilot_sys.cli.monitor", "monitor", "Run a command while sampling utilization; name hidden bottlenecks."),
+    "tune": ("pilot_sys.cli.tune", "tune", "Highest sampling rate within an overhead budget (Newton's method)."),
+    "report": ("pilot_sys.cli.report", "report", "Regenerate result.json, report.md and plots from a result directory."),
+    "phases": ("pilot_sys.cli.phases", "phases", "Recurrent phase signatures of recorded runs and their matching score."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name, (mod, _, _) in COMMANDS.items() if importlib.util.find_spec(mod) is not None]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module_name, attr, _ = entry
+        if importlib.util.find_spec(module_name) is None:
+            return None
+        return getattr(importlib.import_module(module_name), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="pilot-sys")
+def cli() -> None:
+    """pilot-sys: benchmark the right way, and know what you measured.
+
+    Runs workloads in rounds until every performance index reaches its confidence-interval
+    target, removes warm-up and cool-down, handles autocorrelation, and flags hidden
+    bottlenecks in the data path. `pilot-sys COMMAND --help` explains each command.
+    """
+
+
+def fail(message: str, code: int = ExitCode.BAD_INPUT) -> None:
+    """Print one line to stderr and exit; the shared way out for every command."""
+    click.echo(f"pilot-sys: error: {message}", err=True)
+    sys.exit(int(code))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry: run the group, turning PilotError into one line and its exit code."""
+    try:
+        rv = cli.main(args=argv, prog_name="pilot-sys", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("pilot-sys: interrupted", err=True)
+        sys.exit(int(ExitCode.INTERRUPTED))
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except PilotError as exc:
+        fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("pilot-sys: interrupted", err=True)
+        sys.exit(int(ExitCode.INTERRUPTED))
+    except BrokenPipeError:
+        sys.exit(0)
+    sys.exit(rv if isinstance(rv, int) else 0)

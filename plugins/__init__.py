@@ -1,0 +1,1 @@
+"""Built-in plug-ins, installed as ``pilot_sys.plugins`` (never as a top-level ``plugins``)."""

@@ -1,0 +1,1 @@
+"""Dynamic plug-ins: read raw counters cheaply on every sampler tick."""

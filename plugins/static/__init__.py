@@ -1,0 +1,1 @@
+"""Static plug-ins: discover components and their theoretical limits once per session."""

@@ -1,0 +1,31 @@
+"""Shared test helpers."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def run_cli(*args: str, input: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run the real console entry point in a subprocess, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "pilot_sys", *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def require_tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.skip(f"{name} is not installed (.ci/run installs it)")
+    return path
