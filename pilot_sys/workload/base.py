@@ -1,0 +1,70 @@
+"""The contract between workloads and the session engine.
+
+A workload runs one *round* for a given work amount and returns what it measured:
+per-round *readings* (one number per performance index, e.g. the round's throughput) and,
+where the workload can give them, *unit readings* (many time-ordered numbers per index within
+the round, e.g. fio's per-window bandwidth), which the engine uses for warm-up/cool-down
+removal with EDM. See seeds/002 §III-A and seeds/000.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class PIType(StrEnum):
+    """How a performance index's samples are averaged (seeds/002 §III-D)."""
+
+    ARITHMETIC = "arithmetic"  # e.g. latency in seconds
+    HARMONIC = "harmonic"  # rates such as throughput: the mean of work over time
+    PROPORTION = "proportion"  # binomial, samples are 0/1
+
+
+class PISpec(BaseModel):
+    """A performance index a workload reports."""
+
+    name: str  # e.g. "write_bw"
+    unit: str  # e.g. "B/s", "s", "IOPS"
+    pi_type: PIType = PIType.ARITHMETIC
+    higher_is_better: bool = True
+    description: str = ""
+
+
+class RoundOutput(BaseModel):
+    """What one round produced. Arrays are kept as numpy arrays in memory."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    work_amount: float
+    duration: float  # seconds, wall clock of the round as measured by the runner
+    returncode: int = 0
+    readings: dict[str, float] = Field(default_factory=dict)  # PI name -> one value for the round
+    unit_readings: dict[str, np.ndarray] = Field(default_factory=dict)  # PI name -> values in time order
+    unit_timestamps: dict[str, np.ndarray] = Field(default_factory=dict)  # optional, seconds since round start
+    work_done: float | None = None  # for the WPS regression: work actually done (bytes, ops), if known
+    output_files: list[Path] = Field(default_factory=list)  # kept in the round's directory
+    warnings: list[str] = Field(default_factory=list)
+
+
+@runtime_checkable
+class Workload(Protocol):
+    """Anything the session engine can run in rounds."""
+
+    name: str
+
+    def pi_specs(self) -> list[PISpec]:
+        """The performance indices this workload reports (may be known only after a first round)."""
+        ...
+
+    def run_round(self, work_amount: float, round_dir: Path) -> RoundOutput:
+        """Run one round of ``work_amount`` work, keeping its raw output in ``round_dir``."""
+        ...
+
+    def data_path_args(self) -> list[str]:
+        """Arguments that name files, directories or devices the workload touches (for the data path)."""
+        ...
