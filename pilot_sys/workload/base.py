@@ -33,6 +33,9 @@ class PISpec(BaseModel):
     pi_type: PIType = PIType.ARITHMETIC
     higher_is_better: bool = True
     description: str = ""
+    # False: reported with its CI, but the session does not wait for it (e.g. p99.9 latency or
+    # retransmit counts, too noisy to gate a session on).
+    gates_stop: bool = True
 
 
 class RoundOutput(BaseModel):

@@ -1,0 +1,169 @@
+"""fio's JSON output (``--output-format=json``) and its windowed bandwidth/latency logs.
+
+Readings per direction: ``<dir>_bw`` (B/s), ``<dir>_iops``, ``<dir>_lat_mean`` (s) and latency
+percentiles. Jobs of one reporting group run concurrently, so a group's rate is its total bytes
+over its longest job runtime (fio's own "Run status group" aggregate); with ``group_reporting``
+fio has already merged the jobs into one entry. Unit readings come from the logs written with
+``--write_bw_log``/``--write_lat_log`` and ``--log_avg_msec`` (bw in KiB/s, latency in ns).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pilot_sys.workload.base import PISpec, PIType
+from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput, ParsedOutput
+
+DIRECTIONS = ("read", "write", "trim")
+LOG_DIRECTION = {0: "read", 1: "write", 2: "trim"}  # column 3 of fio's log files
+PERCENTILES = {"50.000000": "p50", "99.000000": "p99", "99.900000": "p99_9"}
+_LOG_NAME = re.compile(r"_(bw|lat)(?:\.(\d+))?\.log$")
+
+
+def find_json(text: str, where: str) -> dict[str, Any]:
+    """The JSON document in fio's stdout, which may be preceded by warnings or normal output."""
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"^\{", text, flags=re.MULTILINE):
+        try:
+            doc, _ = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError as exc:
+            line = text.count("\n", 0, exc.pos) + 1
+            column = exc.pos - text.rfind("\n", 0, exc.pos)
+            raise MalformedOutput(f"{where}:{line}:{column}", f"fio JSON is cut short or invalid ({exc.msg})") from None
+        if isinstance(doc, dict) and "jobs" in doc:
+            return doc
+    raise MalformedOutput(where, "expected fio JSON output (--output-format=json) with a 'jobs' list; none found")
+
+
+def _spec(name: str, unit: str, pi_type: PIType, higher: bool, description: str, gates: bool = True) -> PISpec:
+    return PISpec(name=name, unit=unit, pi_type=pi_type, higher_is_better=higher, description=description,
+                  gates_stop=gates)
+
+
+def _add_direction(out: ParsedOutput, direction: str, entries: list[tuple[int, dict[str, Any]]]) -> None:
+    """Readings of one direction over all job entries (grouped by fio's reporting group)."""
+    by_group: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for group, stats in entries:
+        by_group[group].append(stats)
+    total_bytes = sum(s["io_bytes"] for g in by_group.values() for s in g)
+    group_seconds = sum(max(s["runtime"] for s in g) / 1000.0 for g in by_group.values())
+    total_ios = sum(s["total_ios"] for g in by_group.values() for s in g)
+    if total_bytes <= 0 or group_seconds <= 0:
+        return
+    if len(by_group) > 1:
+        out.warnings.append(f"fio: {len(by_group)} reporting groups; {direction} rates are total bytes over the sum of group runtimes")
+    out.add(_spec(f"{direction}_bw", "B/s", PIType.HARMONIC, True, f"fio {direction} bandwidth of the round (all jobs)"),
+            total_bytes / group_seconds)
+    out.add(_spec(f"{direction}_iops", "IOPS", PIType.HARMONIC, True, f"fio {direction} I/O operations per second (all jobs)"),
+            total_ios / group_seconds)
+    lats = [s["lat_ns"] for g in by_group.values() for s in g if s.get("lat_ns", {}).get("N", 0) > 0]
+    if lats:
+        n = np.array([lat["N"] for lat in lats], dtype=float)
+        means = np.array([lat["mean"] for lat in lats], dtype=float)
+        out.add(_spec(f"{direction}_lat_mean", "s", PIType.ARITHMETIC, False,
+                      f"fio {direction} total latency (submission + completion), mean over all I/Os"),
+                float(np.dot(n, means) / n.sum()) / 1e9)
+    flat = [s for g in by_group.values() for s in g]
+    if len(flat) == 1:
+        stats = flat[0]
+        kind = "lat_ns" if "percentile" in stats.get("lat_ns", {}) else "clat_ns"
+        table = stats.get(kind, {}).get("percentile", {})
+        label = "total" if kind == "lat_ns" else "completion"
+        for key, suffix in PERCENTILES.items():
+            if key in table:
+                out.add(_spec(f"{direction}_lat_{suffix}", "s", PIType.ARITHMETIC, False,
+                              f"fio {direction} {label} latency, percentile {float(key):g}", gates=False),
+                        table[key] / 1e9)
+    elif flat:
+        out.warnings.append(f"fio: {len(flat)} {direction} job entries; percentiles need --group_reporting to be merged")
+
+
+def read_log(path: Path) -> np.ndarray:
+    """A fio log's (time ms, value, direction) columns; fio also writes block size, offset[, priority]."""
+    if path.stat().st_size == 0:  # fio creates the file before the first window closes
+        return np.empty((0, 3))
+    try:
+        # Only the first three columns are used; skipping the rest halves the parse time of
+        # unaveraged logs (2 s per million rows on the project VM).
+        return np.loadtxt(path, delimiter=",", ndmin=2, dtype=float, usecols=(0, 1, 2))
+    except ValueError as exc:
+        raise MalformedOutput(str(path), f"expected fio log rows 'msec, value, direction, bs, offset' ({exc})") from None
+
+
+def combine_jobs(logs: list[np.ndarray], summed: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Merge per-job windowed series onto the windows of the job with the most rows.
+
+    Jobs' windows end a few ms apart (fio timestamps each job's window separately), so each grid
+    window takes, from every job, the row with the nearest timestamp if it lies within half a
+    window (vectorised with searchsorted). Bandwidth is summed across concurrent jobs; latency is
+    averaged.
+    """
+    logs = [log for log in logs if log.size]
+    if len(logs) == 1:
+        return logs[0][:, 0] / 1000.0, logs[0][:, 1]
+    grid = max(logs, key=len)[:, 0]
+    half_window = float(np.median(np.diff(grid))) / 2 if grid.size > 1 else np.inf
+    stacked = np.full((len(logs), grid.size), np.nan)
+    for i, log in enumerate(logs):
+        times = log[:, 0]
+        right = np.clip(np.searchsorted(times, grid), 0, times.size - 1)
+        left = np.clip(right - 1, 0, times.size - 1)
+        nearest = np.where(np.abs(times[left] - grid) <= np.abs(times[right] - grid), left, right)
+        close = np.abs(times[nearest] - grid) <= half_window
+        stacked[i, close] = log[nearest[close], 1]
+    values = np.nansum(stacked, axis=0) if summed else np.nanmean(stacked, axis=0)
+    return grid / 1000.0, values
+
+
+def _unit_readings(out: ParsedOutput, round_dir: Path) -> None:
+    """Unit readings from the bw/lat logs fio wrote in the round directory."""
+    found: dict[str, list[Path]] = defaultdict(list)
+    for path in sorted(round_dir.iterdir()):
+        match = _LOG_NAME.search(path.name)
+        if match and path.is_file():
+            found[match.group(1)].append(path)
+    for kind, paths in found.items():
+        logs = [read_log(p) for p in paths]
+        for code, direction in LOG_DIRECTION.items():
+            parts = [log[log[:, 2] == code] for log in logs]
+            parts = [p[np.argsort(p[:, 0], kind="stable")] for p in parts if p.size]
+            if not parts:
+                continue
+            times, values = combine_jobs(parts, summed=kind == "bw")
+            if kind == "bw" and f"{direction}_bw" in out.readings:
+                out.add_units(f"{direction}_bw", values * 1024.0, times)  # KiB/s -> B/s
+            elif kind == "lat" and f"{direction}_lat_mean" in out.readings:
+                out.add_units(f"{direction}_lat_mean", values / 1e9, times)  # ns -> s
+
+
+def parse(captured: CapturedOutput) -> ParsedOutput:
+    """Readings and unit readings of one fio round."""
+    doc = find_json(captured.stdout, captured.stdout_name)
+    out = ParsedOutput()
+    jobs = doc.get("jobs") or []
+    if not jobs:
+        raise MalformedOutput(captured.stdout_name, "fio JSON has no jobs; did the job file define any?")
+    errors = [f"{j.get('jobname', '?')}: error {j['error']}" for j in jobs if j.get("error")]
+    if errors:
+        raise MalformedOutput(captured.stdout_name, "fio jobs failed (" + "; ".join(errors) + ")")
+    try:
+        for direction in DIRECTIONS:
+            entries = [(int(j.get("groupid", 0)), j[direction]) for j in jobs if j.get(direction, {}).get("io_bytes", 0) > 0]
+            _add_direction(out, direction, entries)
+        moved = sum(j[d]["io_bytes"] for j in jobs for d in DIRECTIONS if d in j)
+    except (KeyError, TypeError) as exc:
+        raise MalformedOutput(captured.stdout_name, f"fio JSON lacks the expected field {exc}") from None
+    if not out.readings:
+        raise MalformedOutput(captured.stdout_name, "fio did no I/O in this round (io_bytes is 0 in every job)")
+    out.work_done = float(moved)
+    if captured.round_dir is not None and captured.round_dir.is_dir():
+        _unit_readings(out, captured.round_dir)
+    if not out.unit_readings:
+        out.warnings.append("fio: no bw/lat logs in the round directory, so no unit readings")
+    return out

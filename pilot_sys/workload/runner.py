@@ -1,0 +1,202 @@
+"""A workload that is a command line, run once per round (the third kind of benchmark, seeds/002 §IV).
+
+Each round: substitute the macros, run the command in its own process group with its output in
+``round_dir/stdout.txt`` and ``stderr.txt``, time it, check the return code, parse the output.
+Options are added so that the parsers get what they need: fio gets JSON output and windowed
+bandwidth/latency logs in the round directory (unit readings), iperf3 gets ``-J``, dd runs with
+``LC_ALL=C`` so its summary line has one known form.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterable
+from pathlib import Path
+
+from pilot_sys.errors import BadInput, WorkloadFailed
+from pilot_sys.workload import macros
+from pilot_sys.workload.base import PISpec, PIType, RoundOutput
+from pilot_sys.workload.command_line import data_paths, program_index, program_name
+from pilot_sys.workload.parsers import PARSERS, CapturedOutput, MalformedOutput, ParsedOutput, iperf3, table
+from pilot_sys.workload.process import run_process
+
+FIO_LOG_PREFIX = "fio"  # logs land in the round directory as fio_bw.1.log, fio_lat.1.log...
+REPRESENTATIVE_WORK_AMOUNT = 1.0  # what data_path_args() substitutes: paths rarely depend on it
+
+
+def detect_parser(argv: list[str]) -> str:
+    """The parser for a command: fio, iperf3 and dd are recognised, anything else gets ``none``."""
+    name = program_name(argv)
+    return name if name in ("fio", "iperf3", "dd") else "none"
+
+
+def _has_option(args: Iterable[str], *names: str) -> bool:
+    return any(arg == name or arg.startswith(name + "=") for arg in args for name in names)
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:200] if lines else ""
+
+
+class CommandWorkload:
+    """Runs ``argv`` once per round and parses its output into readings and unit readings."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        parser: str | None = None,
+        env: dict[str, str] | None = None,
+        accepted_returncodes: Iterable[int] = frozenset({0}),
+        timeout: float | None = None,
+        cwd: Path | str | None = None,
+        name: str | None = None,
+        pi_specs: list[PISpec] | None = None,
+        integer_work_amount: bool = True,
+        fio_log_avg_msec: int = 100,
+        work_amount_unit: str = "work",
+    ) -> None:
+        if not argv or not argv[0]:
+            raise BadInput("command", "no command given to run")
+        chosen = parser or detect_parser(argv)
+        if chosen not in PARSERS:
+            raise BadInput("--parser", f"unknown parser {chosen!r}; choose one of {', '.join(PARSERS)}")
+        if timeout is not None and timeout <= 0:
+            raise BadInput("--timeout", f"must be a positive number of seconds, got {timeout:g}")
+        if fio_log_avg_msec <= 0:
+            raise BadInput("fio_log_avg_msec", "must be a positive number of milliseconds")
+        self.argv = list(argv)
+        self.parser = chosen
+        self.env = dict(env or {})
+        self.accepted_returncodes = frozenset(accepted_returncodes)
+        self.timeout = timeout
+        self.cwd = Path(cwd) if cwd is not None else Path.cwd()
+        self.name = name or program_name(self.argv)
+        self.integer_work_amount = integer_work_amount
+        self.fio_log_avg_msec = fio_log_avg_msec
+        self.work_amount_unit = work_amount_unit
+        self.nominal_work_amount = not macros.uses_work_amount(self.argv + list(self.env.values()))
+        self._overrides = {spec.name: spec for spec in pi_specs or []}
+        self._specs: list[PISpec] = list(pi_specs or [])
+        if self.parser == "none":
+            self._specs = [self._work_rate_spec()]
+        if not self.cwd.is_dir():
+            raise BadInput(str(self.cwd), "working directory does not exist")
+
+    def _work_rate_spec(self) -> PISpec:
+        return self._overrides.get("work_rate", PISpec(
+            name="work_rate", unit=f"{self.work_amount_unit}/s", pi_type=PIType.HARMONIC,
+            description="work amount divided by the round's wall-clock duration"))
+
+    def pi_specs(self) -> list[PISpec]:
+        """The PIs: known up front for ``--parser none`` or given ``pi_specs``, else after a first round."""
+        return list(self._specs)
+
+    def command_for(self, work_amount: float, round_dir: Path) -> list[str]:
+        """The exact argv a round runs: macros substituted, parser options added."""
+        text = macros.format_work_amount(work_amount, integer=self.integer_work_amount)
+        argv = macros.substitute(self.argv, text, round_dir.resolve())
+        at = program_index(argv) + 1
+        rest = argv[at:]
+        added: list[str] = []
+        if self.parser == "fio":
+            formats = next((a.split("=", 1)[1] for a in rest if a.startswith("--output-format=")), None)
+            if formats is None:
+                added.append("--output-format=json")
+            elif not any(f.startswith("json") for f in formats.split(",")):  # json+ is JSON too
+                rest = [f"{a},json" if a.startswith("--output-format=") else a for a in rest]
+            if not _has_option(rest, "--write_bw_log"):
+                added.append(f"--write_bw_log={round_dir.resolve() / FIO_LOG_PREFIX}")
+            if not _has_option(rest, "--write_lat_log"):
+                added.append(f"--write_lat_log={round_dir.resolve() / FIO_LOG_PREFIX}")
+            if not _has_option(rest, "--log_avg_msec"):
+                added.append(f"--log_avg_msec={self.fio_log_avg_msec}")
+        elif self.parser == "iperf3" and not _has_option(rest, "-J", "--json"):
+            added.append("-J")
+        return argv[:at] + added + rest
+
+    def _environment(self, work_amount: str, round_dir: Path) -> dict[str, str]:
+        """The user's environment, plus ``env`` with the macros substituted in its values too."""
+        values = macros.substitute(list(self.env.values()), work_amount, round_dir.resolve())
+        env = {**os.environ, **dict(zip(self.env, values, strict=True))}
+        if self.parser == "dd":
+            env["LC_ALL"] = "C"  # one summary-line format, whatever the user's locale
+        return env
+
+    def _captured(self, argv: list[str], round_dir: Path) -> CapturedOutput:
+        stdout_path = round_dir / "stdout.txt"
+        if self.parser == "fio":  # fio --output=FILE writes its report there instead of stdout
+            target = next((a.split("=", 1)[1] for a in argv if a.startswith("--output=")), None)
+            if target:
+                stdout_path = self.cwd / target
+        return CapturedOutput(
+            stdout=stdout_path.read_text(errors="replace") if stdout_path.exists() else "",
+            stderr=(round_dir / "stderr.txt").read_text(errors="replace"),
+            stdout_name=str(stdout_path), stderr_name=str(round_dir / "stderr.txt"), round_dir=round_dir)
+
+    def _parse(self, captured: CapturedOutput, work_amount: float, duration: float) -> ParsedOutput:
+        if self.parser == "none":
+            out = ParsedOutput()
+            if duration <= 0:
+                raise MalformedOutput(captured.stdout_name, "the round took no measurable time")
+            out.add(self._work_rate_spec(), work_amount / duration)
+            return out
+        if self.parser in ("csv", "lines"):
+            out = table.parse(captured, one_column=self.parser == "lines", specs=self._overrides)
+        else:
+            function = PARSERS[self.parser]
+            assert function is not None
+            out = function(captured)
+        if not out.readings:
+            raise MalformedOutput(captured.stdout_name, f"nothing the {self.parser} parser could read")
+        out.specs = [self._overrides.get(spec.name, spec) for spec in out.specs]
+        return out
+
+    def _failure(self, returncode: int, captured: CapturedOutput) -> WorkloadFailed:
+        why = captured.stderr.strip().splitlines()[-1][:200] if captured.stderr.strip() else ""
+        if not why and self.parser == "iperf3":
+            why = iperf3.error_message(captured) or ""
+        if not why:
+            why = _last_line(Path(captured.stdout_name)) or "no output"
+        if returncode < 0:
+            try:
+                how = f"was killed by {signal.Signals(-returncode).name}"
+            except ValueError:  # a real-time signal has no name
+                how = f"was killed by signal {-returncode}"
+        else:
+            how = f"exited with code {returncode} (accepted: {', '.join(map(str, sorted(self.accepted_returncodes)))})"
+        return WorkloadFailed(f"{self.name}: {how}: {why} [output kept in {captured.round_dir}]")
+
+    def run_round(self, work_amount: float, round_dir: Path) -> RoundOutput:
+        """Run one round; its stdout/stderr and any files it wrote stay in ``round_dir``."""
+        round_dir.mkdir(parents=True, exist_ok=True)
+        argv = self.command_for(work_amount, round_dir)
+        text = macros.format_work_amount(work_amount, integer=self.integer_work_amount)
+        amount = float(work_amount) if self.nominal_work_amount else float(text)
+        result = run_process(argv, stdout=round_dir / "stdout.txt", stderr=round_dir / "stderr.txt",
+                             env=self._environment(text, round_dir), cwd=self.cwd, timeout=self.timeout)
+        captured = self._captured(argv, round_dir)
+        if result.returncode not in self.accepted_returncodes:
+            raise self._failure(result.returncode, captured)
+        parsed = self._parse(captured, amount, result.duration)
+        self._specs = parsed.specs
+        warnings = list(parsed.warnings)
+        if self.nominal_work_amount:
+            warnings.append("the command has no %WORK_AMOUNT%: every round does the same work, the work amount is nominal")
+        if result.leftovers_killed:
+            warnings.append(f"ended {result.leftovers_killed} process(es) the command left running")
+        return RoundOutput(
+            work_amount=amount, duration=result.duration, returncode=result.returncode,
+            readings=parsed.readings, unit_readings=parsed.unit_readings, unit_timestamps=parsed.unit_timestamps,
+            work_done=parsed.work_done if parsed.work_done is not None else (None if self.nominal_work_amount else amount),
+            output_files=sorted(p for p in round_dir.iterdir() if p.is_file()), warnings=warnings)
+
+    def data_path_args(self) -> list[str]:
+        """File, directory and device arguments, with the macros substituted."""
+        argv = macros.substitute(self.argv, macros.format_work_amount(REPRESENTATIVE_WORK_AMOUNT), Path("."))
+        return data_paths(argv, self.cwd)
