@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 
 import click
@@ -89,4 +90,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(int(ExitCode.INTERRUPTED))
     except BrokenPipeError:
         sys.exit(0)
+    except Exception as exc:  # noqa: BLE001 - the user gets one line; PILOT_SYS_DEBUG=1 shows the traceback
+        if os.environ.get("PILOT_SYS_DEBUG"):
+            raise
+        fail(f"internal error: {type(exc).__name__}: {exc} (set PILOT_SYS_DEBUG=1 for the traceback, and please report it)",
+             ExitCode.ERROR)
     sys.exit(rv if isinstance(rv, int) else 0)
