@@ -1,0 +1,277 @@
+"""``pilot-sys analyze``: mean and honest CI of one column of numbers.
+
+Argument parsing and presentation only: reading is ``pilot_sys.dataio``, the statistics are
+``pilot_sys.stats.ci.summarize``, warm-up removal is the other stats modules' job.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Literal
+
+import click
+from pydantic import BaseModel, ConfigDict
+
+from pilot_sys.errors import BadInput, InsufficientData
+from pilot_sys.stats.ci import Summary  # the JSON model nests it; loaded only when analyze runs
+
+if TYPE_CHECKING:
+    import numpy as np
+
+WarmupMethod = Literal["edm", "steady", "none"]
+
+
+class StablePart(BaseModel):
+    """Which samples the CI uses, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    method: WarmupMethod
+    begin: int  # inclusive, 0-based
+    end: int  # exclusive
+    removed: list[tuple[int, int]]  # removed index ranges, [begin, end)
+    found: bool  # False: the method found no stable part and all samples are used
+
+
+def find_stable_part(values: np.ndarray, method: WarmupMethod) -> tuple[StablePart, list[str]]:
+    """The stable part of ``values`` by EDM's dominant segment or the dual-gate steady state."""
+    n = int(values.size)
+    if method == "none":
+        return StablePart(method=method, begin=0, end=n, removed=[], found=True), []
+    try:
+        if method == "edm":
+            from pilot_sys.stats.changepoint import detect
+
+            segment = detect(values).stable_segment
+            begin, end = (int(segment[0]), int(segment[1])) if segment is not None else (0, n)
+            found = segment is not None
+            why = "EDM found no segment holding more than 50% of the samples"
+        else:
+            from pilot_sys.stats.steady import detect_steady_state
+
+            start = detect_steady_state(values).steady_state_start
+            begin, end = (int(start), n) if start is not None else (0, n)
+            found = start is not None
+            why = "the dual-gate detector found no steady state"
+    except InsufficientData as exc:
+        found, begin, end, why = False, 0, n, f"{method} cannot run on these samples ({exc.problem})"
+    if not found:
+        return StablePart(method=method, begin=0, end=n, removed=[], found=False), [
+            f"warm-up removal ({method}): {why}; all samples are used"
+        ]
+    removed = [r for r in [(0, begin), (end, n)] if r[1] > r[0]]
+    return StablePart(method=method, begin=begin, end=end, removed=removed, found=True), []
+
+
+class AnalyzeOutput(BaseModel):
+    """The ``--json`` object: the stable part's summary at the top level, the raw one nested."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str
+    column: str | None
+    unit: str | None
+    pi_type: str
+    confidence: float
+    sample_size: int
+    mean: float
+    ci_low: float | None
+    ci_high: float | None
+    ci_width: float | None
+    subsession_size: int | None
+    n_subsessions: int | None
+    subsession_variance: float | None
+    autocorrelation: float | None
+    autocorrelation_time: float
+    effective_sample_size: float
+    tail_dropped: int
+    target_width: float
+    target: str
+    required_sample_size: int | None
+    samples_still_needed: int | None
+    ci_reached: bool
+    warnings: list[str]
+    stable_part: StablePart
+    raw: Summary | None  # all samples; None when nothing was removed (then it equals the top level)
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.6g}"
+
+
+def _render(out: AnalyzeOutput, stable: Summary, raw: Summary) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(highlight=False, soft_wrap=True)
+    unit = f" {escape(out.unit)}" if out.unit else ""
+    column = f" column {escape(out.column)!s}" if out.column else ""
+    console.print(f"[bold]{escape(out.source)}[/]{column}: {out.pi_type} mean, {100 * out.confidence:g}% CI")
+
+    def line(label: str, s: Summary) -> None:
+        if s.ci_low is None:
+            console.print(f"  {label:<7} {_fmt(s.mean)}{unit}  [red]no CI[/] (too few effective samples)  n={s.sample_size}")
+            return
+        half = (s.ci_high - s.ci_low) / 2  # type: ignore[operator]
+        console.print(
+            f"  {label:<7} [bold]{_fmt(s.mean)} ± {half:.3g}{unit}[/]  "
+            f"CI [{_fmt(s.ci_low)}, {_fmt(s.ci_high)}]  n={s.sample_size}  "
+            f"subsession {s.subsession_size} x {s.n_subsessions}  lag-1 r={s.autocorrelation:+.3f}"
+        )
+
+    sp = out.stable_part
+    removed = ", ".join(f"{b}..{e - 1}" for b, e in sp.removed) or "nothing"
+    if sp.removed:
+        line("stable", stable)
+        console.print(f"          samples {sp.begin}..{sp.end - 1} ({sp.method}; removed {removed})")
+        line("raw", raw)
+    else:
+        line("all", stable)
+    if stable.ci_low is not None:
+        verdict = "[green]reached[/]" if stable.ci_reached else "[yellow]not reached[/]"
+        still = stable.samples_still_needed
+        console.print(
+            f"  target  width {_fmt(stable.ci_width)} vs {_fmt(stable.target_width)} ({escape(stable.target)}): {verdict}; "
+            f"needs {stable.required_sample_size} samples"
+            + (f", {still} more" if still else "")
+        )
+    for w in out.warnings:
+        console.print(f"  [yellow]warning:[/] {escape(w)}")
+
+
+def plot_analysis(values: np.ndarray, out: AnalyzeOutput, path: str) -> None:
+    """The series, the removed ranges shaded, and the mean with its CI over the stable part."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(10, 4))
+    dense = values.size > 500  # points, not a line, once a line would only draw a grey block
+    ax.plot(np.arange(values.size), values, color="0.4", label="samples",
+            **({"ls": "none", "marker": ".", "ms": 1.5} if dense else {"lw": 0.6}))
+    for b, e in out.stable_part.removed:
+        ax.axvspan(b, e, color="tab:red", alpha=0.12, lw=0, label="removed" if b == out.stable_part.removed[0][0] else None)
+    sp = out.stable_part
+    ax.hlines(out.mean, sp.begin, sp.end, color="tab:blue", lw=1.5, label=f"{out.pi_type} mean")
+    if out.ci_low is not None and out.ci_high is not None:
+        ax.fill_between([sp.begin, sp.end], out.ci_low, out.ci_high, color="tab:blue", alpha=0.2,
+                        label=f"{100 * out.confidence:g}% CI")
+    ax.set_xlabel("sample index")
+    ax.set_ylabel(out.unit or (out.column or "value"))
+    ax.set_title(f"{out.source}: mean {_fmt(out.mean)}", fontsize=10)
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=110)
+    except OSError as exc:
+        raise BadInput("--plot", f"{path!r}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)
+
+
+@click.command(
+    "analyze",
+    epilog="""\b
+Examples:
+  pilot-sys analyze data/throughput-example.csv --column 'throughput (MiB/s)' --pi-type harmonic
+  seq 1 100 | pilot-sys analyze - --json
+  pilot-sys analyze lat.txt --ci-abs 0.5 --warmup none --plot lat.png
+
+The CI uses the stable part only (--warmup); the raw result over all samples is shown too.
+Samples must be in time order: autocorrelation is handled by subsession analysis, and no
+interval is printed when the data hold too few effective samples.
+Exit status: 0 on success, 2 on bad input (one line naming the file:line:column).""",
+)
+@click.argument("source", metavar="[FILE|-]", default="-", required=False)
+@click.option("--column", "-c", metavar="NAME|INDEX", help="Column to read (header name or 0-based index).")
+@click.option(
+    "--pi-type",
+    type=click.Choice(["arithmetic", "harmonic", "proportion"]),
+    default="arithmetic",
+    show_default=True,
+    help="arithmetic: times and sizes; harmonic: rates of equal work units (throughput); proportion: 0/1 outcomes.",
+)
+@click.option("--confidence", type=float, default=0.95, show_default=True, help="Confidence level of the interval.")
+@click.option("--ci-perc", type=float, default=None, metavar="PCT", help="Target CI width in percent of the mean  [default: 10].")
+@click.option("--ci-abs", type=float, default=None, metavar="X", help="Target CI width as an absolute value (overrides --ci-perc).")
+@click.option("--autocorr-limit", type=float, default=0.1, show_default=True, help="Largest |lag-1 autocorrelation| of subsession means.")
+@click.option(
+    "--warmup",
+    type=click.Choice(["edm", "steady", "none"]),
+    default="edm",
+    show_default=True,
+    help="Warm-up/cool-down removal: EDM dominant segment, dual-gate steady state, or none.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one machine-readable JSON object.")
+@click.option("--plot", metavar="FILE.png", help="Draw the samples, the removed ranges and the mean with its CI.")
+def analyze(
+    source: str,
+    column: str | None,
+    pi_type: str,
+    confidence: float,
+    ci_perc: float | None,
+    ci_abs: float | None,
+    autocorr_limit: float,
+    warmup: WarmupMethod,
+    as_json: bool,
+    plot: str | None,
+) -> None:
+    """Mean and confidence interval of one column of numbers, honest under autocorrelation.
+
+    Reads FILE (CSV or whitespace-separated text; a header is detected; # starts a comment) or
+    stdin, removes warm-up/cool-down, finds the subsession size that makes the samples nearly
+    independent, and reports the mean, its CI, and how many samples the target width needs.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise BadInput("--confidence", f"{confidence:g} must be between 0 and 1, e.g. 0.95")
+    if ci_perc is not None and ci_perc <= 0:
+        raise BadInput("--ci-perc", f"{ci_perc:g} must be > 0, e.g. 10 for 10% of the mean")
+    if ci_abs is not None and ci_abs <= 0:
+        raise BadInput("--ci-abs", f"{ci_abs:g} must be > 0")
+    if not 0.0 < autocorr_limit < 1.0:
+        raise BadInput("--autocorr-limit", f"{autocorr_limit:g} must be between 0 and 1, e.g. 0.1")
+    if plot is not None and not plot.lower().endswith((".png", ".svg", ".pdf")):
+        raise BadInput("--plot", f"{plot!r}: the picture format comes from the suffix; use .png, .svg or .pdf")
+    if source == "-" and sys.stdin.isatty():
+        raise BadInput("FILE", "no input: give a file, or pipe numbers into stdin (use - for stdin)")
+
+    from pilot_sys.dataio import read_table_column
+    from pilot_sys.stats.ci import CITarget, summarize
+    from pilot_sys.workload.base import PIType
+
+    col = read_table_column(source, column)
+    values = col.values
+    target = CITarget(absolute=ci_abs) if ci_abs is not None else CITarget(percent=ci_perc or 10.0)
+    kind = PIType(pi_type)
+
+    def run(samples: np.ndarray) -> Summary:
+        try:
+            return summarize(samples, pi_type=kind, confidence=confidence, target=target, autocorr_limit=autocorr_limit)
+        except BadInput as exc:  # name the file, not the internal "samples"
+            raise type(exc)(col.source, exc.problem) from None
+
+    raw = run(values)
+    part, warnings = find_stable_part(values, warmup)
+    stable = raw
+    if part.removed:
+        try:
+            stable = run(values[part.begin : part.end])
+        except InsufficientData as exc:
+            warnings.append(f"the stable part is too short ({exc.problem}); all samples are used")
+            part = StablePart(method=warmup, begin=0, end=values.size, removed=[], found=False)
+    out = AnalyzeOutput(
+        source=col.source, column=col.name if col.name is not None else str(col.index), unit=col.unit,
+        **stable.model_dump(exclude={"warnings"}),
+        samples_still_needed=stable.samples_still_needed,
+        warnings=warnings + stable.warnings, stable_part=part, raw=raw if part.removed else None,
+    )
+    if as_json:
+        click.echo(out.model_dump_json(indent=2))
+    else:
+        _render(out, stable, raw)
+    if plot is not None:
+        plot_analysis(values, out, plot)
+        if not as_json:
+            click.echo(f"plot: {plot}")

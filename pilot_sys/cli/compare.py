@@ -1,0 +1,159 @@
+"""``pilot-sys compare A B``: Welch comparison of two data files.
+
+Thin on purpose: the comparison is ``pilot_sys.stats.compare.compare_samples``; a later command
+extends this one with result directories and live interleaved runs.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import click
+from pydantic import BaseModel, ConfigDict
+
+from pilot_sys.errors import BadInput
+from pilot_sys.stats.ci import Summary  # nested in the JSON model; loaded only when compare runs
+
+
+class CompareOutput(BaseModel):
+    """The ``--json`` object of an offline comparison."""
+
+    model_config = ConfigDict(frozen=True)
+
+    a_source: str
+    b_source: str
+    column: str | None
+    unit: str | None
+    pi_type: str
+    confidence: float
+    threshold: float
+    mean_a: float
+    mean_b: float
+    difference: float  # A - B
+    relative_difference: float | None  # (A - B) / B
+    difference_ci_low: float
+    difference_ci_high: float
+    t: float
+    dof: float
+    p_value: float
+    verdict: Literal["a_higher", "a_lower", "undecided"]
+    higher_is_better: bool
+    a_faster: bool | None  # None when undecided
+    additional_samples_a: int | None  # raw samples A still needs for p < threshold (None: never)
+    additional_samples_b: int | None
+    a: Summary
+    b: Summary
+
+
+def _render(out: CompareOutput) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(highlight=False, soft_wrap=True)
+    unit = f" {escape(out.unit)}" if out.unit else ""
+    for label, s, src in (("A", out.a, out.a_source), ("B", out.b, out.b_source)):
+        half = (s.ci_high - s.ci_low) / 2  # type: ignore[operator]
+        console.print(f"  {label}  {s.mean:.6g} ± {half:.3g}{unit}  n={s.sample_size}  subsession {s.subsession_size} x {s.n_subsessions}  ({escape(src)})")
+    rel = f" ({100 * out.relative_difference:+.2f}%)" if out.relative_difference is not None else ""
+    console.print(
+        f"  A - B = {out.difference:+.6g}{unit}{rel}  {100 * out.confidence:g}% CI [{out.difference_ci_low:.6g}, {out.difference_ci_high:.6g}]"
+    )
+    console.print(f"  Welch t = {out.t:.3f}, dof = {out.dof:.1f}, p = {out.p_value:.3g} (threshold {out.threshold:g})")
+    if out.verdict == "undecided":
+        more = (
+            f"about {out.additional_samples_a} more samples of A and {out.additional_samples_b} of B would decide it"
+            if out.additional_samples_a is not None
+            else "the means are practically equal; more samples will not separate them"
+        )
+        console.print(f"  [yellow]verdict: no significant difference[/]; {more}")
+    else:
+        word = "higher" if out.verdict == "a_higher" else "lower"
+        speed = "faster" if out.a_faster else "slower"
+        console.print(f"  [bold]verdict: A is {word} than B, so A is {speed}[/] ({'higher' if out.higher_is_better else 'lower'} is better)")
+
+
+@click.command(
+    "compare",
+    epilog="""\b
+Examples:
+  pilot-sys compare before.csv after.csv --column 'throughput (MiB/s)' --pi-type harmonic
+  pilot-sys compare a.txt b.txt --threshold 0.05 --json
+
+Each file holds one series in time order (subsession analysis handles autocorrelation).
+Exit status: 0 whatever the verdict (it is in the output), 2 on bad input.""",
+)
+@click.argument("file_a", metavar="A")
+@click.argument("file_b", metavar="B")
+@click.option("--column", "-c", metavar="NAME|INDEX", help="Column to read in both files (header name or 0-based index).")
+@click.option(
+    "--pi-type",
+    type=click.Choice(["arithmetic", "harmonic", "proportion"]),
+    default="arithmetic",
+    show_default=True,
+    help="arithmetic: times and sizes; harmonic: rates (throughput); proportion: 0/1 outcomes.",
+)
+@click.option("--confidence", type=float, default=0.95, show_default=True, help="Confidence level of the CIs.")
+@click.option("--threshold", type=float, default=0.01, show_default=True, help="p-value below which the difference is significant.")
+@click.option("--autocorr-limit", type=float, default=0.1, show_default=True, help="Largest |lag-1 autocorrelation| of subsession means.")
+@click.option(
+    "--higher-is-better/--lower-is-better",
+    default=None,
+    help="Which direction is faster  [default: higher for harmonic (rates), lower otherwise (times)].",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one machine-readable JSON object.")
+def compare(
+    file_a: str,
+    file_b: str,
+    column: str | None,
+    pi_type: str,
+    confidence: float,
+    threshold: float,
+    autocorr_limit: float,
+    higher_is_better: bool | None,
+    as_json: bool,
+) -> None:
+    """Is A different from B? Welch's t-test on two data files, honest under autocorrelation.
+
+    Prints the difference of the means with its CI, the p-value, a verdict, and, when undecided,
+    how many more samples each side needs to reach the threshold.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise BadInput("--confidence", f"{confidence:g} must be between 0 and 1, e.g. 0.95")
+    if not 0.0 < threshold < 1.0:
+        raise BadInput("--threshold", f"{threshold:g} must be between 0 and 1, e.g. 0.01")
+    if not 0.0 < autocorr_limit < 1.0:
+        raise BadInput("--autocorr-limit", f"{autocorr_limit:g} must be between 0 and 1, e.g. 0.1")
+    if file_a == "-" and file_b == "-":
+        raise BadInput("B", "only one of A and B can be stdin (-)")
+
+    from pilot_sys.dataio import read_table_column
+    from pilot_sys.errors import InsufficientData
+    from pilot_sys.stats.compare import compare_samples
+    from pilot_sys.workload.base import PIType
+
+    col_a = read_table_column(file_a, column)
+    col_b = read_table_column(file_b, column)
+    kind = PIType(pi_type)
+    try:
+        result = compare_samples(col_a.values, col_b.values, pi_type=kind, confidence=confidence,
+                                 threshold=threshold, autocorr_limit=autocorr_limit)
+    except BadInput as exc:  # "A"/"B" -> the file's name
+        source = {"A": col_a.source, "B": col_b.source}.get(exc.where, exc.where)
+        raise (InsufficientData if isinstance(exc, InsufficientData) else BadInput)(source, exc.problem) from None
+    better_high = higher_is_better if higher_is_better is not None else kind is PIType.HARMONIC
+    w = result.welch
+    a_faster = None if result.verdict == "undecided" else ((result.verdict == "a_higher") == better_high)
+    out = CompareOutput(
+        a_source=col_a.source, b_source=col_b.source,
+        column=col_a.name if col_a.name is not None else str(col_a.index), unit=col_a.unit or col_b.unit,
+        pi_type=pi_type, confidence=confidence, threshold=threshold, mean_a=result.a.mean, mean_b=result.b.mean,
+        difference=w.difference, relative_difference=result.relative_difference,
+        difference_ci_low=w.ci.low, difference_ci_high=w.ci.high, t=w.t, dof=w.dof, p_value=w.p_value,
+        verdict=result.verdict, higher_is_better=better_high, a_faster=a_faster,
+        additional_samples_a=result.additional_samples_a, additional_samples_b=result.additional_samples_b,
+        a=result.a, b=result.b,
+    )
+    if as_json:
+        click.echo(out.model_dump_json(indent=2))
+    else:
+        _render(out)

@@ -1,0 +1,50 @@
+"""Performance-index types: which average a PI's samples call for (seeds/002 §III-D).
+
+* arithmetic: plain mean, e.g. latencies in seconds.
+* harmonic: for rates (bytes/s, ops/s) of equal work units. The average rate is total work over
+  total time, i.e. the harmonic mean of the rates; the arithmetic mean of rates overstates it.
+  It is analysed on the reciprocal scale (time per unit of work), where the samples add up, and
+  the interval is mapped back: 1/x is decreasing, so the endpoints swap.
+* proportion: 0/1 outcomes (e.g. "request met its deadline"); the mean is the success fraction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pilot_sys.errors import BadInput
+from pilot_sys.workload.base import PIType
+
+
+def validate(samples: np.ndarray, pi_type: PIType, where: str = "samples") -> None:
+    """Raise BadInput when the samples cannot be averaged as ``pi_type``."""
+    if pi_type is PIType.HARMONIC and np.any(samples <= 0):
+        bad = int(np.argmax(samples <= 0))
+        raise BadInput(where, f"sample {bad + 1} is {samples[bad]:g}; a harmonic mean of rates needs values > 0")
+    if pi_type is PIType.PROPORTION and np.any((samples != 0) & (samples != 1)):
+        bad = int(np.argmax((samples != 0) & (samples != 1)))
+        raise BadInput(where, f"sample {bad + 1} is {samples[bad]:g}; a proportion needs 0/1 outcomes")
+
+
+def to_analysis_scale(samples: np.ndarray, pi_type: PIType) -> np.ndarray:
+    """The values whose arithmetic mean is analysed: reciprocals for harmonic, else the samples."""
+    return 1.0 / samples if pi_type is PIType.HARMONIC else samples
+
+
+def from_analysis_scale(value: float, pi_type: PIType) -> float:
+    """Map a mean on the analysis scale back to the PI's own scale."""
+    if pi_type is PIType.HARMONIC:
+        return 1.0 / value if value > 0 else float("inf")
+    return value
+
+
+def interval_from_analysis_scale(low: float, high: float, pi_type: PIType) -> tuple[float, float]:
+    """Map CI endpoints back; for harmonic the reciprocal swaps them (a non-positive low end is unbounded)."""
+    if pi_type is PIType.HARMONIC:
+        return 1.0 / high, (1.0 / low if low > 0 else float("inf"))
+    return low, high
+
+
+def point_estimate(samples: np.ndarray, pi_type: PIType) -> float:
+    """The PI's average of all samples: arithmetic, harmonic or the success fraction."""
+    return from_analysis_scale(float(np.mean(to_analysis_scale(samples, pi_type))), pi_type)

@@ -1,0 +1,331 @@
+"""Subsession analysis: merge adjacent correlated samples until their means are nearly independent.
+
+Why this module is more than Pilot's loop
+-----------------------------------------
+Pilot (seeds/002 §III-D) merges every q adjacent samples into one *subsession* mean and raises q
+until the lag-1 autocorrelation r of the subsession means is within a limit (0.1), then treats the
+k = n // q means as i.i.d. On AR(1) data that covers the true mean only 81-93% of the time at a
+nominal 95%. Three things go wrong, and each has a fix here:
+
+1. *r from few subsession means is biased low and noisy.* With k means and an estimated mean,
+   E[r] ~ rho - (1 + 3 rho) / k (Marriott & Pope 1954), and its standard error is ~1/sqrt(k).
+   Testing the raw r against 0.1 at k = 10 passes by chance at almost any q. We test the
+   bias-corrected r~ = r + (1 + 3 r) / k instead.
+2. *The search stops at the first q where noise lets r~ through.* Those are exactly the runs whose
+   subsession means look calmer than the process is, so their variance is underestimated. The raw
+   lag-1 coefficient of all n samples, by contrast, is estimated precisely (SE ~ sqrt((1-phi^2)/n)).
+   Under the first-order (AR(1)) model of a stateful system, it predicts the lag-1 correlation of
+   q-subsession means in closed form. We require that prediction, computed from a one-sided 95%
+   *upper* confidence bound of the raw coefficient, to be within the limit too: the data must show
+   with confidence that q is long enough. This floor is also where the search starts, which keeps
+   the search O(n) for strongly correlated data.
+3. *r within 0.1 is not r = 0.* Residual positive correlation rho between subsession means makes the
+   variance of their average (1 + rho) / (1 - rho) times the naive one, and a lag-1 test cannot see
+   longer-range dependence at all. So the long-run variance is the largest of three estimates:
+   the subsession estimate inflated by (1 + r~+) / (1 - r~+); Geyer's initial monotone sequence
+   estimate (integrated autocorrelation time from all lags of the raw series); and the AR(1) value
+   gamma_0 (1 + phi) / (1 - phi) at the bias-corrected raw lag-1 phi (>= 0), which is precise
+   where the subsession estimate is noisy. Under-estimating is the failure that hides (false
+   precision); over-estimating shows up as a slightly wider interval (median +1-10% on AR(1)).
+
+4. *Too few effective samples cannot be rescued by any formula.* With ~10 independent samples'
+   worth of data, the runs whose interval looks trustworthy are precisely those whose sample path
+   happened to look calm, and they cover far less than nominal. So an interval is reported only
+   when the series is worth at least ``MIN_EFFECTIVE_SAMPLES`` (50) independent samples by the
+   conservative AR(1) count n (1 - phi_u) / (1 + phi_u) at the upper bound phi_u, and with at
+   least ``MIN_SUBSESSIONS`` (8) subsessions (with fewer, t's quantile grows fast and the lag-1
+   test has no power). Otherwise the caller is told there is no honest interval yet.
+
+The interval then uses Student's t with k - 1 degrees of freedom. ``benchmarks/ci_coverage.py``
+measures the whole against the targets of issue 2 (coverage >= 93% of reported intervals in every
+cell, report rate >= 95% wherever phi <= 0.8 and n >= 1000, median width <= 1.5x the oracle).
+
+The tail
+--------
+When q does not divide n, the n - k q samples that do not fill a subsession are dropped from the
+*start* of the series (the oldest samples), never from the end: the start is where residual
+warm-up lives, and the newest samples are the ones a growing session has just paid for.
+
+All functions work on the last axis, so the benchmark runs thousands of series at once through the
+very code that ``pilot-sys analyze`` uses on one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pilot_sys.errors import InsufficientData
+
+DEFAULT_AUTOCORR_LIMIT = 0.1  # seeds/002 §III-D: |r| <= 0.1 counts as negligible
+MIN_SUBSESSIONS = 8  # fewest subsession means an interval is trusted from (t_7 = 2.36 vs z = 1.96)
+PHI_UPPER_Z = 1.645  # one-sided 95% upper bound on the raw lag-1 coefficient for the AR(1) floor
+MIN_EFFECTIVE_SAMPLES = 50  # seeds/000 (after Chen et al., HPCA 2012): > 50 for the CLT to take effect
+
+
+def lag1_autocorrelation(x: np.ndarray) -> np.ndarray:
+    """Lag-1 autocorrelation along the last axis (the usual estimator, centred on the sample mean).
+
+    A series with zero variance has no correlation to speak of: it returns 0.
+    """
+    d = x - x.mean(axis=-1, keepdims=True)
+    num = np.einsum("...i,...i->...", d[..., :-1], d[..., 1:])
+    den = np.einsum("...i,...i->...", d, d)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = num / den
+    return np.where(den > 0, r, 0.0)
+
+
+def bias_corrected_lag1(r: np.ndarray | float, k: np.ndarray | int) -> np.ndarray:
+    """Undo the first-order bias of the lag-1 estimator from k values: r + (1 + 3 r) / k."""
+    r = np.asarray(r, dtype=np.float64)
+    return np.clip(r + (1.0 + 3.0 * r) / np.asarray(k), -1.0, 1.0)
+
+
+def ar1_subsession_autocorrelation(phi: np.ndarray | float, q: np.ndarray | int) -> np.ndarray:
+    """Lag-1 autocorrelation of adjacent q-sample means of an AR(1) process with coefficient phi.
+
+    From the AR(1) autocovariance gamma_h = gamma_0 phi^h:
+    q^2 Var(mean)/gamma_0 = q (1+phi)/(1-phi) - 2 phi (1-phi^q)/(1-phi)^2 and
+    q^2 Cov(adjacent means)/gamma_0 = phi (1-phi^q)^2/(1-phi)^2. Negative phi is treated as 0
+    (alternating series average out within a subsession).
+    """
+    phi = np.clip(np.asarray(phi, dtype=np.float64), 0.0, 1.0 - 1e-12)
+    q = np.asarray(q, dtype=np.float64)
+    a = 1.0 - phi**q
+    var = q * (1.0 + phi) / (1.0 - phi) - 2.0 * phi * a / (1.0 - phi) ** 2
+    cov = phi * a**2 / (1.0 - phi) ** 2
+    return cov / var
+
+
+def lag1_upper_bound(x: np.ndarray, z: float = PHI_UPPER_Z) -> np.ndarray:
+    """One-sided upper confidence bound of the raw lag-1 coefficient (bias-corrected, Bartlett SE)."""
+    n = x.shape[-1]
+    r = bias_corrected_lag1(lag1_autocorrelation(x), n)
+    return np.minimum(r + z * np.sqrt(np.clip(1.0 - r**2, 0.0, None) / n), 1.0)
+
+
+def integrated_autocorrelation_time(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Geyer's initial monotone sequence estimate of tau = 1 + 2 sum_h rho_h, and gamma_0.
+
+    Returns (tau, gamma_0) along the last axis; the long-run variance is tau * gamma_0. The
+    autocovariances come from one FFT per series (O(n log n)). Sums of adjacent-lag pairs are
+    positive and decreasing for any reversible process, so the sum stops at the first non-positive
+    pair and is made monotone: the noisy far tail never enters.
+    """
+    n = x.shape[-1]
+    d = x - x.mean(axis=-1, keepdims=True)
+    nfft = 1 << (2 * n - 1).bit_length()
+    spectrum = np.fft.rfft(d, nfft, axis=-1)
+    acov = np.fft.irfft(spectrum * np.conj(spectrum), nfft, axis=-1)[..., :n] / n
+    gamma0 = acov[..., 0]
+    m = n // 2
+    pairs = acov[..., 0 : 2 * m : 2] + acov[..., 1 : 2 * m : 2]
+    positive = np.cumprod(pairs > 0, axis=-1).astype(bool)
+    pairs = np.minimum.accumulate(np.where(positive, pairs, np.inf), axis=-1)
+    total = np.where(positive, pairs, 0.0).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = (2.0 * total - gamma0) / gamma0
+    tau = np.where(gamma0 > 0, np.maximum(tau, 1.0 / n), 1.0)
+    return tau, gamma0
+
+
+def subsession_means(x: np.ndarray, q: int) -> np.ndarray:
+    """Means of consecutive q-sample subsessions, dropping the n mod q oldest samples (see module doc)."""
+    n = x.shape[-1]
+    k = n // q
+    if k < 1:
+        raise InsufficientData("samples", f"{n} samples cannot fill one subsession of {q}")
+    return x[..., n - k * q :].reshape(*x.shape[:-1], k, q).mean(axis=-1)
+
+
+@dataclass(frozen=True)
+class SubsessionBatch:
+    """Per-series results of the vectorised search; q == 0 where no valid size exists."""
+
+    q: np.ndarray
+    n_subsessions: np.ndarray
+    mean: np.ndarray  # mean of the samples kept (the tail dropped)
+    variance: np.ndarray  # variance of one subsession mean, corrected (see module doc)
+    autocorrelation: np.ndarray  # bias-corrected lag-1 of the subsession means
+    tail_dropped: np.ndarray
+    autocorrelation_time: np.ndarray  # Geyer's tau of the raw series, in samples
+
+    @property
+    def found(self) -> np.ndarray:
+        return self.q > 0
+
+
+def conservative_effective_size(n: int, phi_upper: np.ndarray | float) -> np.ndarray:
+    """n (1 - phi) / (1 + phi) at the upper bound of phi: how many independent samples the
+    series is worth under AR(1), erring low (negative phi counts as independent)."""
+    phi = np.clip(np.asarray(phi_upper, dtype=np.float64), 0.0, 1.0)
+    return n * (1.0 - phi) / (1.0 + phi)
+
+
+def _floor_q(phi_upper: np.ndarray, limit: float, q_max: int) -> np.ndarray:
+    """Smallest q whose AR(1)-predicted subsession correlation is within the limit (q_max + 1 if none)."""
+    qs = np.arange(1, q_max + 1)
+    ok = ar1_subsession_autocorrelation(phi_upper[..., None], qs) <= limit
+    return np.where(ok.any(axis=-1), ok.argmax(axis=-1) + 1, q_max + 1)
+
+
+def search(
+    x: np.ndarray,
+    limit: float = DEFAULT_AUTOCORR_LIMIT,
+    min_subsessions: int = MIN_SUBSESSIONS,
+) -> SubsessionBatch:
+    """Find, for each series on the last axis, the smallest subsession size q that passes.
+
+    q passes when (a) n // q >= min_subsessions, (b) |r~| <= limit for the bias-corrected lag-1
+    autocorrelation r~ of the q-subsession means, (c) the AR(1) prediction from the upper bound
+    of the raw lag-1 coefficient is <= limit, and (d) the series holds at least
+    MIN_EFFECTIVE_SAMPLES conservative effective samples. See ``passes`` for the same test on one q.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    # Work on (x - median) / max|x - median|: every statistic below is shift/scale equivariant,
+    # and values near 1e300 or 1e-300 neither overflow nor underflow when squared.
+    raw = x.reshape(-1, x.shape[-1])
+    loc = np.median(raw, axis=1, keepdims=True)
+    scale = np.max(np.abs(raw - loc), axis=1, keepdims=True)
+    scale = np.where(scale > 0, scale, 1.0)
+    x2 = (raw - loc) / scale
+    rows, n = x2.shape
+    q_max = n // min_subsessions
+    q_out = np.zeros(rows, dtype=np.int64)
+    k_out = np.zeros(rows, dtype=np.int64)
+    mean_out = np.full(rows, np.nan)
+    var_out = np.full(rows, np.nan)
+    r_out = np.full(rows, np.nan)
+    tail_out = np.zeros(rows, dtype=np.int64)
+    tau, gamma0 = integrated_autocorrelation_time(x2)
+    if q_max >= 1:
+        phi_upper = lag1_upper_bound(x2)
+        phi = np.clip(bias_corrected_lag1(lag1_autocorrelation(x2), n), 0.0, 1.0 - 1e-12)
+        ar1_lrv = gamma0 * (1.0 + phi) / (1.0 - phi)
+        floor = _floor_q(phi_upper, limit, q_max)
+        # Prefix sums make every q cost O(n/q); the whole search over q is O(n log n) per series.
+        cs = np.concatenate([np.zeros((rows, 1)), np.cumsum(x2, axis=1)], axis=1)
+        pending = (floor <= q_max) & (conservative_effective_size(n, phi_upper) >= MIN_EFFECTIVE_SAMPLES)
+        for q in range(int(floor.min()), q_max + 1):
+            if not pending.any():
+                break
+            k = n // q
+            tail = n - k * q
+            means = np.diff(cs[:, tail + q * np.arange(k + 1)], axis=1) / q
+            r = bias_corrected_lag1(lag1_autocorrelation(means), k)
+            ok = pending & (q >= floor) & (np.abs(r) <= limit)
+            if ok.any():
+                m = means[ok]
+                rc = np.clip(r[ok], 0.0, None)
+                inflated = m.var(axis=1, ddof=1) * (1.0 + rc) / (1.0 - rc)
+                geyer = gamma0[ok] * tau[ok] / q
+                q_out[ok], k_out[ok], tail_out[ok] = q, k, tail
+                mean_out[ok] = m.mean(axis=1)
+                var_out[ok] = np.maximum(np.maximum(inflated, geyer), ar1_lrv[ok] / q)
+                r_out[ok] = r[ok]
+                pending &= ~ok
+    shape = x.shape[:-1]
+    loc, scale = loc[:, 0], scale[:, 0]
+    return SubsessionBatch(
+        q=q_out.reshape(shape),
+        n_subsessions=k_out.reshape(shape),
+        mean=(loc + scale * mean_out).reshape(shape),
+        variance=(scale**2 * var_out).reshape(shape),
+        autocorrelation=r_out.reshape(shape),
+        tail_dropped=tail_out.reshape(shape),
+        autocorrelation_time=tau.reshape(shape),
+    )
+
+
+def passes(
+    x: np.ndarray, q: int, limit: float = DEFAULT_AUTOCORR_LIMIT, min_subsessions: int = MIN_SUBSESSIONS
+) -> bool:
+    """Whether subsession size q passes the test of ``search`` for the 1-D series x."""
+    x = np.asarray(x, dtype=np.float64)
+    k = x.shape[-1] // q
+    if k < min_subsessions:
+        return False
+    phi_upper = lag1_upper_bound(x)
+    if conservative_effective_size(x.shape[-1], phi_upper) < MIN_EFFECTIVE_SAMPLES:
+        return False
+    if ar1_subsession_autocorrelation(phi_upper, q) > limit:
+        return False
+    r = bias_corrected_lag1(lag1_autocorrelation(subsession_means(x, q)), k)
+    return bool(abs(r) <= limit)
+
+
+@dataclass(frozen=True)
+class SubsessionResult:
+    """Subsession analysis of one series.
+
+    ``variance`` is the variance of one subsession mean (after the corrections in the module
+    doc), so the variance of ``mean`` is ``variance / n_subsessions``: the three numbers Welch's
+    test needs to compare against this result later (seeds/002 §III-F).
+    """
+
+    q: int
+    n_subsessions: int
+    mean: float
+    variance: float
+    autocorrelation: float
+    tail_dropped: int
+    autocorrelation_time: float
+
+    @property
+    def effective_sample_size(self) -> float:
+        """Samples' worth of independent information: n / tau (Geyer)."""
+        return (self.q * self.n_subsessions + self.tail_dropped) / self.autocorrelation_time
+
+
+def analyze(
+    samples: np.ndarray, limit: float = DEFAULT_AUTOCORR_LIMIT, min_subsessions: int = MIN_SUBSESSIONS
+) -> SubsessionResult:
+    """Subsession analysis of a 1-D series; InsufficientData when no subsession size passes."""
+    x = np.asarray(samples, dtype=np.float64)
+    if x.ndim != 1:
+        raise ValueError("subsession.analyze expects a 1-D series")
+    n = x.size
+    if n < min_subsessions:
+        raise InsufficientData("samples", f"{n} samples, subsession analysis needs at least {min_subsessions}")
+    batch = search(x, limit, min_subsessions)
+    if not batch.found:
+        tau = float(batch.autocorrelation_time)
+        raise InsufficientData(
+            "samples",
+            f"too few effective samples: {n} samples with autocorrelation time {tau:.1f} "
+            f"(about {n / tau:.0f} independent ones); an interval needs at least {MIN_EFFECTIVE_SAMPLES} "
+            f"and a subsession size that leaves {min_subsessions} subsessions with "
+            f"|lag-1 autocorrelation| <= {limit}",
+        )
+    return SubsessionResult(
+        q=int(batch.q),
+        n_subsessions=int(batch.n_subsessions),
+        mean=float(batch.mean),
+        variance=float(batch.variance),
+        autocorrelation=float(batch.autocorrelation),
+        tail_dropped=int(batch.tail_dropped),
+        autocorrelation_time=float(batch.autocorrelation_time),
+    )
+
+
+def ar1_min_subsession_size(phi: float, limit: float = DEFAULT_AUTOCORR_LIMIT) -> int:
+    """Smallest q whose AR(1)-predicted subsession correlation is within the limit.
+
+    The prediction decreases in q, so doubling then bisection finds it in O(log q); used to tell
+    a user how many samples a too-short series would need.
+    """
+    if float(ar1_subsession_autocorrelation(phi, 1)) <= limit:
+        return 1
+    hi = 2
+    while float(ar1_subsession_autocorrelation(phi, hi)) > limit:
+        hi *= 2
+    lo = hi // 2  # fails at lo, passes at hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if float(ar1_subsession_autocorrelation(phi, mid)) <= limit:
+            hi = mid
+        else:
+            lo = mid
+    return hi

@@ -1,0 +1,104 @@
+"""Subsession analysis against hand-computed cases, exact AR(1) algebra and its own definition."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.linalg import toeplitz
+from scipy.signal import lfilter
+
+from pilot_sys.errors import InsufficientData
+from pilot_sys.stats import subsession as ss
+
+
+def ar1(n: int, phi: float, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return lfilter([1.0], [1.0, -phi], rng.standard_normal(n))
+
+
+def test_lag1_hand_computed() -> None:
+    # x = 1,2,3,4: deviations -1.5,-0.5,0.5,1.5; num = 0.75-0.25+0.75 = 1.25; den = 5
+    assert ss.lag1_autocorrelation(np.array([1.0, 2, 3, 4])) == pytest.approx(0.25)
+    assert ss.lag1_autocorrelation(np.array([1.0, -1, 1, -1])) == pytest.approx(-0.75)
+    assert ss.lag1_autocorrelation(np.full(5, 3.0)) == 0.0  # no variance, no correlation
+    rows = np.array([[1.0, 2, 3, 4], [1.0, -1, 1, -1]])
+    np.testing.assert_allclose(ss.lag1_autocorrelation(rows), [0.25, -0.75])
+
+
+def test_tail_is_dropped_from_the_start() -> None:
+    x = np.arange(10.0)  # q = 3: k = 3, the oldest sample (0) is dropped
+    np.testing.assert_allclose(ss.subsession_means(x, 3), [2.0, 5.0, 8.0])
+    with pytest.raises(InsufficientData):
+        ss.subsession_means(x, 11)
+
+
+@pytest.mark.parametrize("phi", [0.3, 0.8, 0.95])
+@pytest.mark.parametrize("q", [1, 4, 25])
+def test_ar1_subsession_autocorrelation_matches_the_covariance_matrix(phi: float, q: int) -> None:
+    # exact: the covariance of two adjacent q-means from the AR(1) Toeplitz covariance matrix
+    cov = toeplitz(phi ** np.arange(2 * q)) / (1 - phi**2)
+    w1 = np.r_[np.full(q, 1 / q), np.zeros(q)]
+    w2 = np.r_[np.zeros(q), np.full(q, 1 / q)]
+    exact = (w1 @ cov @ w2) / (w1 @ cov @ w1)
+    assert float(ss.ar1_subsession_autocorrelation(phi, q)) == pytest.approx(exact, rel=1e-10)
+
+
+def test_ar1_min_subsession_size_is_the_smallest() -> None:
+    for phi in (0.0, 0.5, 0.9, 0.99):
+        q = ss.ar1_min_subsession_size(phi, 0.1)
+        assert ss.ar1_subsession_autocorrelation(phi, q) <= 0.1
+        assert q == 1 or ss.ar1_subsession_autocorrelation(phi, q - 1) > 0.1
+
+
+def test_integrated_autocorrelation_time_of_ar1() -> None:
+    # tau = (1 + phi) / (1 - phi): 1 for white noise, 9 for phi = 0.8
+    x = np.stack([ar1(20000, 0.0, 1), ar1(20000, 0.8, 2)])
+    tau, gamma0 = ss.integrated_autocorrelation_time(x)
+    assert tau[0] == pytest.approx(1.0, abs=0.1)
+    assert tau[1] == pytest.approx(9.0, rel=0.15)
+    assert gamma0[1] == pytest.approx(1 / (1 - 0.64), rel=0.1)
+
+
+def test_white_noise_needs_no_merging_and_ar1_does() -> None:
+    assert ss.analyze(ar1(2000, 0.0, 3)).q <= 2
+    r = ss.analyze(ar1(5000, 0.8, 4))
+    assert r.q >= ss.ar1_min_subsession_size(0.8, 0.1) * 0.5
+    assert r.n_subsessions == 5000 // r.q and r.tail_dropped == 5000 - r.q * r.n_subsessions
+    assert abs(r.autocorrelation) <= 0.1
+
+
+def test_too_correlated_series_is_refused() -> None:
+    with pytest.raises(InsufficientData, match="too few effective samples"):
+        ss.analyze(ar1(200, 0.95, 5))
+    with pytest.raises(InsufficientData):
+        ss.analyze(np.arange(5.0))
+
+
+def test_batch_search_equals_one_by_one() -> None:
+    x = np.stack([ar1(600, phi, s) for s, phi in enumerate([0.0, 0.4, 0.7, 0.9])])
+    batch = ss.search(x)
+    for i in range(4):
+        if batch.q[i] == 0:
+            with pytest.raises(InsufficientData):
+                ss.analyze(x[i])
+        else:
+            assert ss.analyze(x[i]).q == batch.q[i]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    phi=st.floats(-0.5, 0.9),
+    n=st.integers(100, 600),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_q_found_is_the_smallest_that_passes(phi: float, n: int, seed: int) -> None:
+    x = ar1(n, phi, seed)
+    batch = ss.search(x)
+    q = int(batch.q)
+    if q == 0:
+        assert not any(ss.passes(x, c) for c in range(1, n // ss.MIN_SUBSESSIONS + 1))
+    else:
+        assert ss.passes(x, q)
+        assert not any(ss.passes(x, c) for c in range(1, q))
