@@ -7,8 +7,12 @@ spaces, tabs, newlines and backslashes in paths are printed as octal escapes (``
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import TypeVar
 
 from pydantic import BaseModel
+
+T = TypeVar("T")
 
 NETWORK_FS = frozenset(
     {"nfs", "nfs4", "cifs", "smb3", "smbfs", "ceph", "glusterfs", "fuse.glusterfs", "fuse.sshfs",
@@ -91,8 +95,9 @@ def visible_mounts(entries: list[MountEntry]) -> dict[str, MountEntry]:
     return {entry.mountpoint: entry for entry in entries}
 
 
-def mount_for(path: str, mounts: dict[str, MountEntry]) -> MountEntry | None:
-    """The mount holding an absolute, symlink-free path: the longest mount point prefix."""
+def mount_for(path: str, mounts: Mapping[str, T]) -> T | None:
+    """The mount holding an absolute, symlink-free path: the longest mount point prefix
+    (``mounts`` maps mount points to entries, or to the graph's mount components)."""
     probe = path.rstrip("/") or "/"
     while True:
         entry = mounts.get(probe)

@@ -1,0 +1,152 @@
+"""The readable view: a rich tree of data paths (or of the whole host) with each component's
+limits and where they came from, and its warnings."""
+
+from __future__ import annotations
+
+import networkx as nx
+from rich.text import Text
+from rich.tree import Tree
+
+from pilot_sys.topology.components import Component, ComponentKind
+from pilot_sys.topology.graph import OUTWARD, ROOT_ID, ComponentGraph
+from pilot_sys.topology.humanize import format_limits
+from pilot_sys.topology.resolve import DataPath
+
+KIND_STYLES = {
+    ComponentKind.CPU: "red", ComponentKind.MEMORY: "dark_orange", ComponentKind.PCI: "cyan",
+    ComponentKind.CONTROLLER: "green", ComponentKind.BLOCK: "blue", ComponentKind.MOUNT: "magenta",
+    ComponentKind.NIC: "yellow", ComponentKind.NETWORK: "bright_black", ComponentKind.REMOTE: "white",
+}
+
+
+def _summary(c: Component) -> str:
+    """A few attributes that say what the component is (only those the graph has)."""
+    a = c.attrs
+    parts: list[str] = []
+    if c.kind == ComponentKind.CPU and "cores" in a:
+        parts.append(f"{a.get('sockets')} socket(s), {a.get('cores')} cores, {a.get('online_cpus')} CPUs")
+    elif c.kind == ComponentKind.BLOCK and "role" in a:
+        role = str(a["role"])
+        parts.append(role + {"md": f" {a.get('level')} of {', '.join(a.get('members', []))}",
+                             "dm": f" {a.get('dm_target')} {a.get('dm_name')}",
+                             "loop": f" backed by {a.get('backing_file')}"}.get(role, ""))
+        if "rotational" in a:
+            parts.append("rotational" if a["rotational"] else "non-rotational")
+    elif c.kind == ComponentKind.MOUNT and "fstype" in a:
+        parts.append(f"{a['fstype']} from {a.get('source')}" + (f", bind of {a['bind_of']}" if a.get("bind_of") else ""))
+    elif c.kind == ComponentKind.NIC and "type" in a:
+        parts.append(f"{a['type']}, mtu {a.get('mtu')}, {a.get('operstate')}")
+    elif c.kind == ComponentKind.CONTROLLER and "type" in a:
+        parts.append(str(a["type"]) + (f", transport {a['transport']}" if a.get("transport") else ""))
+    elif c.kind == ComponentKind.PCI and "class_name" in a:
+        parts.append(str(a["class_name"]) + (f", driver {a['driver']}" if a.get("driver") else ""))
+    if a.get("user") and c.name and c.name != c.id.partition(":")[2]:
+        parts.append(c.name)
+    return ", ".join(parts)
+
+
+def _label(graph: ComponentGraph, node: str, cut: str | None) -> Text:
+    c = graph.component(node)
+    text = Text()
+    text.append(node, style=f"bold {KIND_STYLES.get(c.kind, '')}")
+    if node == cut:
+        text.append("  ◀ component under test", style="bold red")
+    summary = _summary(c)
+    if summary:
+        text.append(f"  {summary}", style="dim")
+    for line in format_limits({k: v for k, v in c.limits.items() if k != "capacity"}):
+        text.append(f"\n  {line}")
+    for warning in c.warnings:
+        text.append(f"\n  ⚠ {warning}", style="bold yellow")
+    return text
+
+
+def path_tree(graph: ComponentGraph, data: DataPath) -> Tree:
+    """One branch per argument; the argument's paths merged into a tree from the CPU outward."""
+    top = Tree(Text("data paths", style="bold"))
+    for argument in data.arguments:
+        branch = top.add(Text.assemble((argument.argument, "bold"), f"  ({argument.kind}) → {argument.component}",
+                                       ("  CUT " + (argument.cut or "none"), "red")))
+        drawn: dict[str, Tree] = {}
+        edges: set[tuple[str, str]] = set()
+        for path in argument.paths:  # paths share prefixes and rejoin (bond slaves, md members)
+            parent, previous = branch, ""
+            for node in path:
+                if node in drawn:
+                    if previous and (previous, node) not in edges:
+                        parent.add(Text(f"{node} (joins the path drawn above)", style="dim"))
+                        edges.add((previous, node))
+                        break
+                    parent, previous = drawn[node], node
+                    continue
+                drawn[node] = parent.add(_label(graph, node, argument.cut))
+                edges.add((previous, node))
+                parent, previous = drawn[node], node
+    return top
+
+
+def host_tree(graph: ComponentGraph) -> Tree:
+    """The whole graph from the CPU outward (then from any other root, e.g. the clients of a
+    loaded graph); a component reached from several parents (an md member set, a bond) is drawn
+    under the first and referenced under the others."""
+    view = nx.subgraph_view(graph.g, filter_edge=lambda a, b: graph.link(a, b).direction in (*OUTWARD, "contains"))
+    drawn: set[str] = set()
+
+    def grow(root: str, top: Tree) -> None:
+        drawn.add(root)
+        queue = [(root, top)]
+        while queue:
+            node, branch = queue.pop(0)
+            for child in sorted(view.successors(node)):
+                if child in drawn:
+                    branch.add(Text(f"{child} (drawn under another parent)", style="dim"))
+                    continue
+                drawn.add(child)
+                queue.append((child, branch.add(_label(graph, child, None))))
+
+    top = Tree(Text("component graph", style="bold"), hide_root=True)
+    roots = [ROOT_ID] if ROOT_ID in graph else []
+    roots += sorted(n for n in graph.g.nodes if n != ROOT_ID and view.in_degree(n) == 0)
+    for root in roots:
+        if root not in drawn:
+            grow(root, top.add(_label(graph, root, None)))
+    for node in sorted(graph.g.nodes):  # cycles with no root
+        if node not in drawn:
+            grow(node, top.add(_label(graph, node, None)))
+    return top
+
+
+def device_tree(graph: ComponentGraph) -> Tree:
+    """The device-level view (Fig. 4): each device with the components folded into it."""
+    from pilot_sys.topology.devices import device_graph
+
+    devices = device_graph(graph)
+    outward = nx.DiGraph()
+    outward.add_nodes_from(devices.nodes)
+    outward.add_edges_from((a, b) for a, b, d in devices.edges(data=True) if set(d["directions"]) & set(OUTWARD))
+    top = Tree(Text("devices", style="bold"), hide_root=True)
+    drawn: set[str] = set()
+
+    def label(device: str) -> Text:
+        members = [m for m in devices.nodes[device]["members"] if m != device]
+        text = Text(device, style=f"bold {KIND_STYLES.get(graph.component(device).kind, '')}")
+        if members:
+            text.append(f"  + {', '.join(sorted(members))}", style="dim")
+        return text
+
+    roots = [ROOT_ID] if ROOT_ID in outward else []
+    roots += sorted(n for n in outward.nodes if n not in roots and outward.in_degree(n) == 0)
+    for root in roots + sorted(outward.nodes):
+        if root in drawn:
+            continue
+        drawn.add(root)
+        queue = [(root, top.add(label(root)))]
+        while queue:
+            node, branch = queue.pop(0)
+            for child in sorted(outward.successors(node)):
+                if child in drawn:
+                    branch.add(Text(f"{child} (drawn under another parent)", style="dim"))
+                    continue
+                drawn.add(child)
+                queue.append((child, branch.add(label(child))))
+    return top
