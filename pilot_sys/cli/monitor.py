@@ -1,0 +1,186 @@
+"""``pilot-sys monitor``: run a command while sampling its data path; name hidden bottlenecks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pilot_sys.errors import BadInput, ExitCode
+
+
+def _writable(option: str, path: str | None) -> None:
+    if path is None:
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise BadInput(option, f"{path}: directory {parent} does not exist")
+
+
+def _write_outputs(result: Any, json_path: str | None, plot_path: str | None, err: Any) -> None:
+    """The JSON first (it holds everything measured), then the picture; a picture that cannot
+    be drawn does not cost the JSON."""
+    if json_path:
+        try:
+            Path(json_path).write_text(result.trace.model_dump_json(indent=1), encoding="utf-8")
+        except OSError as exc:
+            raise BadInput("--json", f"{json_path}: {exc.strerror}") from None
+        click.echo(f"pilot-sys monitor: wrote {json_path}", file=err)
+    if plot_path:
+        from pilot_sys.monitor.plot import draw
+
+        try:
+            draw(result.trace, result.verdict, plot_path, graph=result.graph, data_path=result.data_path)
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise BadInput("--plot", f"{plot_path}: {exc}") from None
+        click.echo(f"pilot-sys monitor: wrote {plot_path}", file=err)
+
+
+def _fraction(option: str, value: float, *, allow_zero: bool = False) -> None:
+    low_ok = value >= 0 if allow_zero else value > 0
+    if not (low_ok and value <= 1):
+        raise BadInput(option, f"must be a fraction in {'[0' if allow_zero else '(0'}, 1], got {value:g}")
+
+
+class OneLineErrors(click.Command):
+    """Usage errors (unknown option, a value of the wrong type) as one ``BadInput`` line."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            param = getattr(exc, "param", None)
+            where = getattr(exc, "option_name", None) or (
+                param.opts[0] if param is not None and getattr(param, "opts", None) else "monitor"
+            )
+            message = exc.format_message()
+            if message.startswith("Invalid value for"):
+                message = message.split(": ", 1)[-1]
+            raise BadInput(where, f"{message.rstrip('.')} (see pilot-sys monitor --help)") from None
+
+
+@click.command(
+    "monitor",
+    cls=OneLineErrors,
+    context_settings={"ignore_unknown_options": False, "allow_interspersed_args": False},
+    epilog="""\b
+Examples:
+  pilot-sys monitor -- fio --name=w --filename=/tmp/f --rw=write --bs=1M --size=1G --direct=1
+  pilot-sys monitor --rate 20 --json run.json --plot run.png -- dd if=/dev/zero of=/tmp/x bs=512 count=1000000
+  pilot-sys monitor --cut nic:eth0 --load my-rated-graph.json -- iperf3 -c 10.0.0.5 -t 10
+\b
+Exit status: CMD's own (so scripts see whether the workload worked); with --strict, 3 when
+CMD succeeded but a hidden bottleneck made the result invalid; 2 for bad options; 130 after
+Ctrl-C (what was measured is still written).
+""",
+)
+@click.argument("cmd", nargs=-1, required=False, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
+@click.option("--rate", type=float, default=10.0, show_default=True, metavar="HZ",
+              help="Samples per second (absolute deadlines, no drift). /proc CPU times tick at 100 Hz.")
+@click.option("--cut", default=None, metavar="COMPONENT",
+              help="Component under test, e.g. block:vda, nic:eth0, cpu:host. Default: the end of "
+                   "the data path CMD's arguments resolve to.")
+@click.option("--threshold", type=float, default=0.8, show_default=True,
+              help="Utilization above which a component counts as saturated.")
+@click.option("--max-hot-fraction", type=float, default=0.10, show_default=True,
+              help="A component other than the CUT may be above the threshold for at most this "
+                   "share of the run before the result is called invalid.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Write the trace: sampled series, per-component statistics, the verdict "
+                   "(hidden_bottlenecks with component and evidence).")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Draw utilization over time and the data path coloured by peak utilization (PNG).")
+@click.option("--load", "loads", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="Merge a user-designated component graph (JSON node-link or GraphML) whose "
+                   "limits fill in unknown ones; repeatable.")
+@click.option("--spill-dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="Keep raw samples here as .npy chunks (bounded memory on long runs).")
+@click.option("--strict", is_flag=True, help="Exit 3 when CMD succeeded but the result is invalid.")
+@click.option("--live/--no-live", default=None,
+              help="Live utilization table (default: on when stdout is a terminal).")
+def monitor(
+    cmd: tuple[str, ...], rate: float, cut: str | None, threshold: float, max_hot_fraction: float,
+    json_path: str | None, plot_path: str | None, loads: tuple[str, ...], spill_dir: str | None,
+    strict: bool, live: bool | None,
+) -> None:
+    """Run CMD while sampling the utilization of its data path; name hidden bottlenecks.
+
+    CMD's file, device and host arguments are resolved to the data path (e.g. a file ->
+    mount:/ -> block:vda -> PCIe -> memory -> CPU); the end of the path is the component under
+    test (CUT). While CMD runs, every component's utilization (a fraction of its stated limit,
+    per direction) is sampled. At the end the verdict says whether anything other than the CUT
+    was saturated: if so, the result measured that component, not the CUT. A CUT whose limit is
+    unknown is judged by what can be measured instead (a single-queue disk's busy time) and
+    said so.
+    """
+    from pilot_sys.monitor.session_monitor import NO_COMMAND, discover_path, run_monitored
+
+    if not cmd:
+        raise BadInput("CMD", NO_COMMAND)
+    if not (rate > 0) or rate > 10_000:
+        raise BadInput("--rate", f"must be in (0, 10000] Hz, got {rate:g}")
+    _fraction("--threshold", threshold)
+    _fraction("--max-hot-fraction", max_hot_fraction, allow_zero=True)
+    _writable("--json", json_path)
+    _writable("--plot", plot_path)
+
+    graph = None
+    if loads:
+        from pilot_sys.topology.discover import discover
+        from pilot_sys.topology.userspec import apply_user_graph, load_user_graph
+
+        graph = discover("/")
+        for path in loads:
+            for note in apply_user_graph(graph, load_user_graph(path), path):
+                click.echo(f"pilot-sys: {note}", err=True)
+    graph, data_path, notes = discover_path(cmd, graph=graph)
+
+    show_live = sys.stdout.isatty() if live is None else live
+    kwargs: dict[str, Any] = {}
+    view = None
+    if show_live:
+        from pilot_sys.monitor.live import LiveView
+
+        components = list(data_path.components) if data_path is not None else []
+        view = LiveView(components, cut=cut or (data_path.cut if data_path is not None else None), threshold=threshold)
+        kwargs = {
+            "on_tick": view.update, "on_output": lambda proc: view.relay(proc.stdout),
+            "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT,
+        }
+        view.__enter__()
+    try:
+        result = run_monitored(
+            list(cmd), rate_hz=rate, cut=cut, threshold=threshold, max_hot_fraction=max_hot_fraction,
+            graph=graph, data_path=data_path, spill_dir=Path(spill_dir) if spill_dir else None,
+            notes=notes, **kwargs,
+        )
+    finally:
+        if view is not None:
+            view.__exit__(None, None, None)
+
+    trace, verdict = result.trace, result.verdict
+    err = click.get_text_stream("stderr")
+    cost = trace.monitor_cost or {}
+    seconds = trace.timestamps[-1] if trace.timestamps else 0.0
+    share = f"sampler used {cost.get('cpu_seconds_per_second', 0.0) * 100:.2f} % of a core; " if seconds >= 1 else ""
+    click.echo(
+        f"pilot-sys monitor: {len(trace.timestamps)} samples at {rate:g} Hz over {seconds:.1f} s; "
+        f"{share}CMD exited with {result.returncode}",
+        file=err,
+    )
+    for line in verdict.summary():
+        click.echo(f"pilot-sys monitor: {line}", file=err)
+    _write_outputs(result, json_path, plot_path, err)
+
+    if result.interrupted:
+        sys.exit(int(ExitCode.INTERRUPTED))
+    code = result.returncode
+    if code < 0:  # killed by a signal: the shell convention
+        code = 128 - code
+    if strict and code == 0 and not verdict.valid:
+        code = int(ExitCode.INVALID_RESULT)
+    sys.exit(code)

@@ -1,0 +1,53 @@
+"""The live table and the picture, from hand-built numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pilot_sys.monitor.bottleneck import assess
+from pilot_sys.monitor.live import human_rate, rows_for
+from pilot_sys.monitor.plot import draw, peak_by_component, plotted_signals
+from pilot_sys.monitor.trace import MonitorTrace
+
+from conftest import run_cli
+
+
+def test_rows_show_utilization_when_a_limit_is_known_and_what_was_measured_otherwise() -> None:
+    latest = {
+        "nic:eth0/util_send": 0.5, "nic:eth0/util_receive": 0.9,
+        "block:vda/busy": 0.97, "block:vda/write_bytes_per_s": 3 * 2**20,
+        "cpu:host/util_compute": 0.25, "cpu:host/busiest_core": 1.0,
+    }
+    nic = rows_for("nic:eth0", latest, 0.8)
+    assert [(r[1], r[3]) for r in nic] == [("receive", "90%"), ("send", "50%")]
+    assert nic[0][2].style == "red" and nic[1][2].style == "green"  # above / well below the threshold
+    disk = rows_for("block:vda", latest, 0.8)
+    assert [(r[1], r[3]) for r in disk] == [("busy (io_ticks)", "97%"), ("limit unknown", "write 3.0 MiB/s")]
+    cpu = rows_for("cpu:host", latest, 0.8)
+    assert [(r[1], r[3]) for r in cpu] == [("compute", "25%"), ("busiest core", "100%")]
+    assert human_rate(512.0) == "512 B/s" and human_rate(1.5 * 2**30) == "1.5 GiB/s"
+
+
+def test_plot_picks_the_cut_and_judged_signals_and_draws(tmp_path: Path) -> None:
+    n = 11
+    trace = MonitorTrace(
+        rate_hz=10.0, start_time=0.0, timestamps=[float(i) for i in range(n)], command=["fio"],
+        series={"cpu:host/util_compute": [None] + [0.95] * 10, "block:vda/busy": [None] + [0.5] * 10,
+                "core:0/util_compute": [None] + [1.0] * 10},
+        component_under_test="block:vda",
+    )
+    verdict = assess(trace)
+    chosen = [s.metric for s in plotted_signals(verdict)]
+    assert chosen[0] == "block:vda/busy"  # the CUT first
+    assert "core:0/util_compute" not in chosen  # per-core series are reported, not plotted
+    assert peak_by_component(verdict) == {"block:vda": 0.5, "cpu:host": 0.95}
+    out = tmp_path / "p.png"
+    draw(trace, verdict, out)
+    assert out.read_bytes()[:4] == b"\x89PNG" and out.stat().st_size > 10_000
+
+
+def test_forced_live_view_relays_the_command_output(tmp_path: Path) -> None:
+    result = run_cli("monitor", "--live", "--rate", "10", "--", "sh", "-c", "echo relayed-line; sleep 1", timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "relayed-line" in result.stdout  # through the pipe, printed above the table
+    assert "pilot-sys monitor" in result.stdout and "cpu:host" in result.stdout  # the table itself
