@@ -21,6 +21,7 @@ from pilot_sys.errors import BadInput
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
+_BOM = "\ufeff"
 
 # "throughput (MiB/s)", "latency [ms]" -> the unit in brackets
 _UNIT_IN_HEADER = re.compile(r"[\(\[]\s*([^\)\]]+?)\s*[\)\]]\s*$")
@@ -34,6 +35,11 @@ class Column:
     source: str  # the file name as the user gave it, or "<stdin>"
     name: str | None  # header name, if the file has a header
     index: int  # 0-based column index
+    lines: tuple[int, ...] = ()  # 1-based line of each value, so later checks can name FILE:LINE
+
+    def where(self, sample: int) -> str:
+        """``FILE:LINE`` of the value at 0-based position ``sample`` (just FILE when unknown)."""
+        return f"{self.source}:{self.lines[sample]}" if 0 <= sample < len(self.lines) else self.source
 
     @property
     def unit(self) -> str | None:
@@ -51,26 +57,37 @@ class _Row:
     starts: list[int]  # 1-based character column where each cell starts
 
 
+def _decode(name: str, data: bytes) -> str:
+    """Strict UTF-8 (a leading BOM dropped: spreadsheets write one); binary data named as such."""
+    nul = data.find(b"\x00", 0, 65536)
+    if nul >= 0:
+        raise BadInput(name, f"binary data (a NUL byte at byte {nul}), expected text with numbers")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise BadInput(name, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
 def _read_text(source: str) -> tuple[str, str]:
     """Return (display name, text) of a file or stdin, as BadInput on any OS problem."""
     if source == STDIN:
-        try:
-            return STDIN_NAME, sys.stdin.read()
-        except UnicodeDecodeError as exc:
-            raise BadInput(STDIN_NAME, f"not UTF-8 text ({exc.reason})") from None
+        # bytes, not sys.stdin's text layer: its locale and error handler would let binary through
+        stream = getattr(sys.stdin, "buffer", None)
+        if stream is None:  # stdin replaced by a text-only object (tests, embedding)
+            return STDIN_NAME, sys.stdin.read().removeprefix(_BOM)
+        return STDIN_NAME, _decode(STDIN_NAME, stream.read())
     path = Path(source)
     try:
-        return source, path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise BadInput(source, "no such file") from None
     except IsADirectoryError:
         raise BadInput(source, "is a directory, expected a data file") from None
     except PermissionError:
         raise BadInput(source, "permission denied") from None
-    except UnicodeDecodeError as exc:
-        raise BadInput(source, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise BadInput(source, exc.strerror or str(exc)) from None
+    return source, _decode(source, data)
 
 
 def _strip_comment(line: str) -> str:
@@ -122,18 +139,39 @@ def _split_csv(text: str) -> tuple[list[str], list[int]]:
         i = comma + 1
 
 
-def _rows(text: str) -> list[_Row]:
+def _split_tabs(text: str) -> tuple[list[str], list[int]]:
+    """Tab-separated cells (a run of tabs is one separator, spaces inside a cell are kept)."""
+    cells, starts = [], []
+    for match in re.finditer(r"[^\t]+", text):
+        cell = match.group(0)
+        if cell.strip():
+            cells.append(cell.strip())
+            starts.append(match.start() + len(cell) - len(cell.lstrip()) + 1)
+    return cells, starts
+
+
+def _rows(text: str) -> tuple[list[_Row], str | None]:
+    """The non-blank rows and the delimiter (",", "\\t" or " " for any whitespace)."""
     rows: list[_Row] = []
     delimiter: str | None = None
     for number, raw in enumerate(text.splitlines(), start=1):
         line = _strip_comment(raw).rstrip()
         if not line.strip():
             continue
-        if delimiter is None:  # decided on the first data line: CSV if it has a comma
-            delimiter = "," if "," in line else " "
-        cells, starts = _split_csv(line) if delimiter == "," else _split_whitespace(line)
+        if delimiter is None:
+            # decided on the first line: CSV if it has a comma; TSV if it has a tab and a cell
+            # with a space ("latency ms<TAB>rate MiB/s"), where splitting at every space would
+            # shift the header names against the columns; otherwise any whitespace separates
+            tab_cells = _split_tabs(line)[0] if "\t" in line else []
+            delimiter = "," if "," in line else "\t" if any(" " in c for c in tab_cells) else " "
+        if delimiter == ",":
+            cells, starts = _split_csv(line)
+        elif delimiter == "\t":
+            cells, starts = _split_tabs(line)
+        else:
+            cells, starts = _split_whitespace(line)
         rows.append(_Row(number, cells, starts))
-    return rows
+    return rows, delimiter
 
 
 def _parse_number(cell: str) -> float | None:
@@ -162,11 +200,14 @@ def _resolve_column(name: str, header: list[str] | None, column: str | int | Non
         return column
     if header is None:
         raise BadInput(name, f"no column named {column!r}: the file has no header line")
-    if column in header:
-        return header.index(column)
-    folded = [h.casefold() for h in header]
-    if column.casefold() in folded:
-        return folded.index(column.casefold())
+    matches = [i for i, h in enumerate(header) if h == column]
+    if not matches:
+        matches = [i for i, h in enumerate(header) if h.casefold() == column.casefold()]
+    if len(matches) > 1:  # taking the first silently could analyse the wrong numbers
+        raise BadInput(name, f"column name {column!r} appears {len(matches)} times in the header "
+                             f"(columns {', '.join(map(str, matches))}); choose one by its index")
+    if matches:
+        return matches[0]
     raise BadInput(name, f"no column named {column!r}; the header has {', '.join(repr(h) for h in header)}")
 
 
@@ -177,7 +218,7 @@ def read_table_column(source: str, column: str | int | None = None) -> Column:
     be omitted when the data has a single column.
     """
     name, text = _read_text(source)
-    rows = _rows(text)
+    rows, delimiter = _rows(text)
     if not rows:
         raise BadInput(name, "no data: the file is empty or holds only comments and blank lines")
     header: list[str] | None = None
@@ -192,12 +233,25 @@ def read_table_column(source: str, column: str | int | None = None) -> Column:
     width = len(header) if header is not None else len(rows[0].cells)
     index = _resolve_column(name, header, column, width)
     label = repr(header[index]) if header is not None else str(index)
+    # In CSV a row with a cell too many or too few may have its cells shifted: reading the
+    # wrong column silently is worse than stopping. Whitespace text is commonly ragged on purpose.
+    ragged_check = width > 1 and delimiter == ","
+    named = width  # cells the header names: a trailing "," there adds an empty name, not a column
+    while header is not None and named > index + 1 and not header[named - 1].strip():
+        named -= 1
     values = np.empty(len(rows), dtype=np.float64)
     for i, row in enumerate(rows):
         if index >= len(row.cells):
             raise BadInput(
                 f"{name}:{row.line}:{row.starts[-1] if row.starts else 1}",
                 f"only {len(row.cells)} cell(s) on this line, column {label} is missing",
+            )
+        if ragged_check and (len(row.cells) < named or any(row.cells[width:])):  # a trailing "," is harmless
+            extra = len(row.cells) > width
+            raise BadInput(
+                f"{name}:{row.line}:{row.starts[width if extra else -1]}",
+                f"{len(row.cells)} cell(s) on this line, but the {'header' if header is not None else 'first line'} "
+                f"has {named}: a cell is {'extra' if extra else 'missing'}, so column {label} may be shifted",
             )
         value = _parse_number(row.cells[index])
         where = f"{name}:{row.line}:{row.starts[index]}"
@@ -206,7 +260,8 @@ def read_table_column(source: str, column: str | int | None = None) -> Column:
         if not math.isfinite(value):
             raise BadInput(where, f"{row.cells[index]!r} in column {label} is not a finite number")
         values[i] = value
-    return Column(values=values, source=name, name=header[index] if header is not None else None, index=index)
+    return Column(values=values, source=name, name=header[index] if header is not None else None, index=index,
+                  lines=tuple(row.line for row in rows))
 
 
 def read_column(source: str, column: str | int | None = None) -> np.ndarray:

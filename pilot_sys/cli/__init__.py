@@ -80,9 +80,13 @@ def main(argv: list[str] | None = None) -> None:
     except click.Abort:
         click.echo("pilot-sys: interrupted", err=True)
         sys.exit(int(ExitCode.INTERRUPTED))
+    except click.UsageError as exc:
+        # One line, like every other bad input; commands with OneLineErrors name the option too.
+        ctx = exc.ctx
+        hint = f" (see {ctx.command_path} --help)" if ctx is not None else " (see pilot-sys --help)"
+        fail(f"{exc.format_message().rstrip('.')}{hint}", ExitCode.BAD_INPUT)
     except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
+        fail(exc.format_message(), exc.exit_code)
     except PilotError as exc:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:

@@ -6,12 +6,16 @@ Argument parsing and presentation only: reading is ``pilot_sys.dataio``, the sta
 
 from __future__ import annotations
 
+import math
+import os
+import re
 import sys
 from typing import TYPE_CHECKING, Literal
 
 import click
 from pydantic import BaseModel, ConfigDict
 
+from pilot_sys.cli.common import OneLineErrors
 from pilot_sys.errors import BadInput, InsufficientData
 from pilot_sys.stats.ci import Summary  # the JSON model nests it; loaded only when analyze runs
 
@@ -113,9 +117,12 @@ def _render(out: AnalyzeOutput, stable: Summary, raw: Summary) -> None:
             console.print(f"  {label:<7} {_fmt(s.mean)}{unit}  [red]no CI[/] (too few effective samples)  n={s.sample_size}")
             return
         half = (s.ci_high - s.ci_low) / 2  # type: ignore[operator]
+        # harmonic (mapped from reciprocals) and Wilson intervals are not centred on the mean: a ±
+        # would misstate them (e.g. "1 ± 0.02" for a success fraction that cannot exceed 1)
+        spread = f" ± {half:.3g}" if s.pi_type == "arithmetic" else ""
         console.print(
-            f"  {label:<7} [bold]{_fmt(s.mean)} ± {half:.3g}{unit}[/]  "
-            f"CI [{_fmt(s.ci_low)}, {_fmt(s.ci_high)}]  n={s.sample_size}  "
+            f"  {label:<7} [bold]{_fmt(s.mean)}{spread}{unit}[/]  "
+            f"CI [{_fmt(s.ci_low)}, {_fmt(s.ci_high)}]{unit}  n={s.sample_size}  "
             f"subsession {s.subsession_size} x {s.n_subsessions}  lag-1 r={s.autocorrelation:+.3f}"
         )
 
@@ -131,7 +138,7 @@ def _render(out: AnalyzeOutput, stable: Summary, raw: Summary) -> None:
         verdict = "[green]reached[/]" if stable.ci_reached else "[yellow]not reached[/]"
         still = stable.samples_still_needed
         console.print(
-            f"  target  width {_fmt(stable.ci_width)} vs {_fmt(stable.target_width)} ({escape(stable.target)}): {verdict}; "
+            f"  target  width {_fmt(stable.ci_width)}{unit} vs {_fmt(stable.target_width)}{unit} ({escape(stable.target)}): {verdict}; "
             f"needs {stable.required_sample_size} samples"
             + (f", {still} more" if still else "")
         )
@@ -173,6 +180,7 @@ def plot_analysis(values: np.ndarray, out: AnalyzeOutput, path: str) -> None:
 
 @click.command(
     "analyze",
+    cls=OneLineErrors,
     epilog="""\b
 Examples:
   pilot-sys analyze data/throughput-example.csv --column 'throughput (MiB/s)' --pi-type harmonic
@@ -226,14 +234,17 @@ def analyze(
     """
     if not 0.0 < confidence < 1.0:
         raise BadInput("--confidence", f"{confidence:g} must be between 0 and 1, e.g. 0.95")
-    if ci_perc is not None and ci_perc <= 0:
-        raise BadInput("--ci-perc", f"{ci_perc:g} must be > 0, e.g. 10 for 10% of the mean")
-    if ci_abs is not None and ci_abs <= 0:
-        raise BadInput("--ci-abs", f"{ci_abs:g} must be > 0")
+    if ci_perc is not None and not (0 < ci_perc < math.inf):  # "not <": nan fails too
+        raise BadInput("--ci-perc", f"{ci_perc:g} must be > 0 and finite, e.g. 10 for 10% of the mean")
+    if ci_abs is not None and not (0 < ci_abs < math.inf):
+        raise BadInput("--ci-abs", f"{ci_abs:g} must be > 0 and finite, in the unit of the data")
     if not 0.0 < autocorr_limit < 1.0:
         raise BadInput("--autocorr-limit", f"{autocorr_limit:g} must be between 0 and 1, e.g. 0.1")
     if plot is not None and not plot.lower().endswith((".png", ".svg", ".pdf")):
         raise BadInput("--plot", f"{plot!r}: the picture format comes from the suffix; use .png, .svg or .pdf")
+    if plot is not None and not os.path.isdir(os.path.dirname(os.path.abspath(plot))):
+        # before the analysis, so the result is not printed and then followed by an error
+        raise BadInput("--plot", f"{plot!r}: directory {os.path.dirname(os.path.abspath(plot))} does not exist")
     if source == "-" and sys.stdin.isatty():
         raise BadInput("FILE", "no input: give a file, or pipe numbers into stdin (use - for stdin)")
 
@@ -249,8 +260,10 @@ def analyze(
     def run(samples: np.ndarray) -> Summary:
         try:
             return summarize(samples, pi_type=kind, confidence=confidence, target=target, autocorr_limit=autocorr_limit)
-        except BadInput as exc:  # name the file, not the internal "samples"
-            raise type(exc)(col.source, exc.problem) from None
+        except BadInput as exc:  # name the file (and the line of "sample N"), not the internal "samples"
+            bad = re.match(r"sample (\d+) is", exc.problem)
+            where = col.where(int(bad.group(1)) - 1) if bad and samples is values else col.source
+            raise type(exc)(where, exc.problem) from None
 
     raw = run(values)
     part, warnings = find_stable_part(values, warmup)

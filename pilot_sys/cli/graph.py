@@ -5,23 +5,42 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
+from pilot_sys.cli.common import OneLineErrors
 from pilot_sys.errors import BadInput
 
 
+PICTURE_SUFFIXES = (".png", ".svg", ".pdf")
+
+
 def _writable(option: str, path: str | None) -> None:
+    """Fail before discovery, not after, when an output cannot be written."""
     if path is None:
         return
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise BadInput(option, f"{path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise BadInput(option, f"{path}: directory {parent} is not writable")
+    if option in ("--png", "--svg") and not path.lower().endswith(PICTURE_SUFFIXES):
+        raise BadInput(option, f"{path}: the picture format comes from the suffix; use .png, .svg or .pdf")
+
+
+def _write(option: str, path: str, write: Callable[[], None]) -> None:
+    """One output file; an OS error (e.g. a path under /proc) becomes one line naming the option."""
+    try:
+        write()
+    except OSError as exc:
+        raise BadInput(option, f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
 @click.command(
     "graph",
+    cls=OneLineErrors,
     epilog="""\b
 Examples:
   pilot-sys graph                         # the whole host
@@ -30,6 +49,9 @@ Examples:
   pilot-sys graph --devices               # the device-level view (paper Fig. 4)
   pilot-sys graph /tmp --load graphs/rated-virtual-disk.json --png path.png
   pilot-sys graph --json > host-graph.json
+
+Each limit is shown per direction with its unit and source; an unknown limit is never guessed.
+Exit status: 0, or 2 on bad input (one line naming the argument, option or FILE:LINE:COL).
 """,
 )
 @click.argument("targets", nargs=-1, metavar="[PATH|DEVICE|HOST]...")
@@ -88,13 +110,13 @@ def graph(targets: tuple[str, ...], loads: tuple[str, ...], override: bool, no_d
         from pilot_sys.topology import graphio
 
         if graphml:
-            graphio.write_graphml(shown, graphml)
+            _write("--graphml", graphml, lambda: graphio.write_graphml(shown, graphml))
         if dot:
-            Path(dot).write_text(graphio.to_dot(shown), encoding="utf-8")
+            _write("--dot", dot, lambda: Path(dot).write_text(graphio.to_dot(shown), encoding="utf-8"))
         highlight = [data_path.cut] if data_path and data_path.cut else []
-        for picture in (png, svg):
+        for option, picture in (("--png", png), ("--svg", svg)):
             if picture:
-                graphio.draw(shown, picture, highlight=highlight)
+                _write(option, picture, lambda: graphio.draw(shown, picture, highlight=highlight))
 
     if as_json:
         payload = shown.to_node_link()

@@ -10,15 +10,48 @@ from typing import Any
 
 import click
 
+from pilot_sys.cli.common import OneLineErrors
+
 from pilot_sys.errors import BadInput, ExitCode
 
 
+PICTURE_SUFFIXES = (".png", ".svg", ".pdf")
+
+
 def _writable(option: str, path: str | None) -> None:
+    """Fail before CMD runs, not after: a run whose trace cannot be written is a run lost.
+
+    Opening the file is the only sure test (a directory under /proc passes every access check
+    and still refuses new files); a file this probe created is removed again.
+    """
     if path is None:
         return
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise BadInput(option, f"{path}: directory {parent} does not exist")
+    if option == "--plot" and not path.lower().endswith(PICTURE_SUFFIXES):
+        raise BadInput(option, f"{path}: the picture format comes from the suffix; use .png, .svg or .pdf")
+    existed = os.path.exists(path)
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise BadInput(option, f"{path}: cannot write ({exc.strerror or exc})") from None
+    if not existed:
+        os.unlink(path)
+
+
+def _save_elsewhere(result: Any) -> str | None:
+    """Where the trace went when the file the user named refused it, so the run is not lost."""
+    import tempfile
+
+    try:
+        fd, rescue = tempfile.mkstemp(prefix="pilot-sys-monitor-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(result.trace.model_dump_json(indent=1))
+    except OSError:
+        return None
+    return rescue
 
 
 def _write_outputs(result: Any, json_path: str | None, plot_path: str | None, err: Any) -> None:
@@ -28,7 +61,9 @@ def _write_outputs(result: Any, json_path: str | None, plot_path: str | None, er
         try:
             Path(json_path).write_text(result.trace.model_dump_json(indent=1), encoding="utf-8")
         except OSError as exc:
-            raise BadInput("--json", f"{json_path}: {exc.strerror}") from None
+            rescue = _save_elsewhere(result)
+            kept = f"; the trace was saved to {rescue} instead" if rescue else ""
+            raise BadInput("--json", f"{json_path}: cannot write ({exc.strerror or exc}){kept}") from None
         click.echo(f"pilot-sys monitor: wrote {json_path}", file=err)
     if plot_path:
         from pilot_sys.monitor.plot import draw
@@ -36,31 +71,30 @@ def _write_outputs(result: Any, json_path: str | None, plot_path: str | None, er
         try:
             draw(result.trace, result.verdict, plot_path, graph=result.graph, data_path=result.data_path)
         except (OSError, ValueError, RuntimeError) as exc:
-            raise BadInput("--plot", f"{plot_path}: {exc}") from None
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            rescue = None if json_path else _save_elsewhere(result)
+            kept = f"; the trace was saved to {rescue}" if rescue else ""
+            raise BadInput("--plot", f"{plot_path}: cannot draw ({why}){kept}") from None
         click.echo(f"pilot-sys monitor: wrote {plot_path}", file=err)
+
+
+def _how_it_ended(returncode: int) -> str:
+    """'CMD exited with 1' or 'CMD was killed by SIGKILL (signal 9)': Popen reports a signal as -N."""
+    if returncode >= 0:
+        return f"CMD exited with {returncode}"
+    import signal
+
+    try:
+        name = f"{signal.Signals(-returncode).name} (signal {-returncode})"
+    except ValueError:
+        name = f"signal {-returncode}"
+    return f"CMD was killed by {name}"
 
 
 def _fraction(option: str, value: float, *, allow_zero: bool = False) -> None:
     low_ok = value >= 0 if allow_zero else value > 0
     if not (low_ok and value <= 1):
         raise BadInput(option, f"must be a fraction in {'[0' if allow_zero else '(0'}, 1], got {value:g}")
-
-
-class OneLineErrors(click.Command):
-    """Usage errors (unknown option, a value of the wrong type) as one ``BadInput`` line."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        try:
-            return super().parse_args(ctx, args)
-        except click.UsageError as exc:
-            param = getattr(exc, "param", None)
-            where = getattr(exc, "option_name", None) or (
-                param.opts[0] if param is not None and getattr(param, "opts", None) else "monitor"
-            )
-            message = exc.format_message()
-            if message.startswith("Invalid value for"):
-                message = message.split(": ", 1)[-1]
-            raise BadInput(where, f"{message.rstrip('.')} (see pilot-sys monitor --help)") from None
 
 
 @click.command(
@@ -127,6 +161,13 @@ def monitor(
     _fraction("--max-hot-fraction", max_hot_fraction, allow_zero=True)
     _writable("--json", json_path)
     _writable("--plot", plot_path)
+    if spill_dir is not None:
+        try:
+            os.makedirs(spill_dir, exist_ok=True)
+        except OSError as exc:
+            raise BadInput("--spill-dir", f"{spill_dir}: cannot create ({exc.strerror or exc})") from None
+        if not os.access(spill_dir, os.W_OK):
+            raise BadInput("--spill-dir", f"{spill_dir}: directory is not writable")
 
     graph = None
     if loads:
@@ -169,7 +210,7 @@ def monitor(
     share = f"sampler used {cost.get('cpu_seconds_per_second', 0.0) * 100:.2f} % of a core; " if seconds >= 1 else ""
     click.echo(
         f"pilot-sys monitor: {len(trace.timestamps)} samples at {rate:g} Hz over {seconds:.1f} s; "
-        f"{share}CMD exited with {result.returncode}",
+        f"{share}{_how_it_ended(result.returncode)}",
         file=err,
     )
     for line in verdict.summary():

@@ -14,6 +14,7 @@ import click
 import numpy as np
 from pydantic import BaseModel, Field
 
+from pilot_sys.cli.common import OneLineErrors
 from pilot_sys.errors import BadInput
 from pilot_sys.monitor.trace_io import LoadedTrace, MetricMatrix, load_traces, metric_matrix
 from pilot_sys.stats.phases import (
@@ -193,12 +194,15 @@ def build_report(
 
 @click.command(
     "phases",
+    cls=OneLineErrors,
     epilog="""\b
 Example:
   pilot-sys monitor --json base.json -- fio job.fio
   pilot-sys monitor --json new.json -- fio job.fio
   pilot-sys phases new.json --baseline base.json
   pilot-sys phases results/session-2/ --baseline results/session-1/ --workload --json
+
+Exit status: 0 whatever the verdicts (they are in the output), 2 on bad input.
 """,
 )
 @click.argument("runs", nargs=-1, required=True, metavar="DIR_OR_TRACE...")
@@ -237,6 +241,17 @@ def phases(
     Martonosi). Values are not compared point by point, so shifted, stretched or briefly
     disturbed runs of one workload still match, while another workload does not.
     """
+    # click's FloatRange lets nan through (every comparison with nan is False)
+    for option, value in (("--threshold", threshold), ("--transition-threshold", transition_threshold),
+                          ("--rate", rate_hz)):
+        if value is not None and not math.isfinite(value):
+            raise BadInput(option, f"{value:g} is not a finite number (see pilot-sys phases --help)")
+    if plot_path is not None:
+        parent = plot_path.resolve().parent
+        if not parent.is_dir():
+            raise BadInput("--plot", f"{plot_path}: directory {parent} does not exist")
+        if plot_path.suffix.lower() not in (".png", ".svg", ".pdf"):
+            raise BadInput("--plot", f"{plot_path}: the picture format comes from the suffix; use .png, .svg or .pdf")
     params = PhaseParams(
         transition_threshold=transition_threshold,
         tolerance=tolerance,

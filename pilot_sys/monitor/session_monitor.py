@@ -94,6 +94,8 @@ def run_monitored(
     """
     if not argv:
         raise BadInput("CMD", NO_COMMAND)
+    if not argv[0].strip():
+        raise BadInput("CMD", "the command name is empty (an unset shell variable?)")
     notes = list(notes or [])
     if graph is None or data_path is None:
         graph, data_path, found = discover_path(argv, graph=graph, root=root)
@@ -107,9 +109,14 @@ def run_monitored(
     sampler = Sampler(graph, rate_hz=rate_hz, spill_dir=spill_dir, root=Path(root))
     try:
         proc = subprocess.Popen(list(argv), stdout=stdout, stderr=stderr)
-    except (FileNotFoundError, PermissionError) as exc:
+    except OSError as exc:  # not found, not executable, not a program at all (ENOEXEC), ...
         sampler.close()
-        problem = "command not found" if isinstance(exc, FileNotFoundError) else "not executable"
+        if isinstance(exc, FileNotFoundError):
+            problem = "command not found"
+        elif isinstance(exc, PermissionError):
+            problem = "not executable"
+        else:
+            problem = f"cannot start ({exc.strerror or exc})"
         raise BadInput("CMD", f"{problem}: {argv[0]}") from None
     started = False
     interrupted = False

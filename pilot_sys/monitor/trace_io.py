@@ -26,6 +26,8 @@ TRACE_FILE = "monitor.json"
 TRACE_DIR = "monitor"
 #: A trace shorter than this has no transitions to speak of.
 MIN_SAMPLES = 3
+#: Resampling a trace to more points than this (a --rate typo like 1e9) would exhaust memory.
+MAX_GRID_SAMPLES = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -40,8 +42,14 @@ def _read_trace_file(path: Path) -> MonitorTrace:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise BadInput(str(path), "no such file or directory") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise BadInput(str(path), f"cannot read: {exc.__class__.__name__}") from None
+    except IsADirectoryError:
+        raise BadInput(str(path), "is a directory without monitor.json or monitor/*.json") from None
+    except PermissionError:
+        raise BadInput(str(path), "permission denied") from None
+    except UnicodeDecodeError as exc:
+        raise BadInput(str(path), f"not UTF-8 text (byte {exc.start}); expected a monitor trace (JSON)") from None
+    except OSError as exc:
+        raise BadInput(str(path), f"cannot read ({exc.strerror or exc})") from None
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -211,7 +219,11 @@ def metric_matrix(
     rate = float(rate_hz or trace.rate_hz)
     t = np.asarray(trace.timestamps, dtype=float)
     span = t[-1] - t[0]
-    grid = t[0] + np.arange(int(np.floor(span * rate + 1e-9)) + 1) / rate
+    count = int(np.floor(span * rate + 1e-9)) + 1
+    if count > MAX_GRID_SAMPLES:  # a mistyped --rate must not exhaust memory
+        raise BadInput("--rate", f"{rate:g} Hz puts {span:.4g} s of {where or 'the trace'} on {count:.3g} samples; "
+                                 f"at most {MAX_GRID_SAMPLES:.0e} are analysed, use a lower rate")
+    grid = t[0] + np.arange(count) / rate
     # nearest recorded sample for each grid point: compare with the midpoints between samples
     idx = np.searchsorted((t[1:] + t[:-1]) / 2.0, grid, side="right")
     values = values[idx]

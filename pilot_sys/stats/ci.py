@@ -182,7 +182,8 @@ def _no_interval(
     if phi >= NEAR_UNIT_ROOT:
         warnings.append(
             f"the samples trend or wander (lag-1 autocorrelation {phi:.3f}): there is no stable mean to "
-            "estimate; remove the warm-up/trend (see --warmup) or check the measurement"
+            "estimate; remove the warm-up or trend (`pilot-sys analyze --warmup`, `pilot-sys changepoints`) "
+            "or check the measurement"
         )
     else:
         required = min_subsessions * subsession.ar1_min_subsession_size(phi, limit)

@@ -24,6 +24,32 @@ def validate(samples: np.ndarray, pi_type: PIType, where: str = "samples") -> No
     if pi_type is PIType.PROPORTION and np.any((samples != 0) & (samples != 1)):
         bad = int(np.argmax((samples != 0) & (samples != 1)))
         raise BadInput(where, f"sample {bad + 1} is {samples[bad]:g}; a proportion needs 0/1 outcomes")
+    if samples.size and pi_type is not PIType.PROPORTION:
+        _check_magnitude(samples, pi_type, where)
+
+
+def _check_magnitude(samples: np.ndarray, pi_type: PIType, where: str) -> None:
+    """Refuse magnitudes whose squares leave double precision.
+
+    Variances sum n squared deviations: beyond sqrt(max / n) they overflow to inf, and below
+    sqrt(tiny) they underflow to 0, so every later number would be nan or nonsense. Naming the
+    sample beats printing such numbers. Both scales are checked: warm-up removal reads the raw
+    samples, the interval their reciprocals (harmonic).
+    """
+    high = np.sqrt(np.finfo(np.float64).max / samples.size) / 4.0
+    low = np.sqrt(np.finfo(np.float64).tiny) * 1e10
+    with np.errstate(over="ignore", divide="ignore"):
+        scales = [np.abs(samples)] + ([np.abs(1.0 / samples)] if pi_type is PIType.HARMONIC else [])
+    for magnitude in scales:
+        bad_mask = ~(magnitude < high) | ((magnitude > 0) & (magnitude < low))
+        if np.any(bad_mask):
+            bad = int(np.argmax(bad_mask))
+            raise BadInput(
+                where,
+                f"sample {bad + 1} is {samples[bad]:g}, too {'large' if samples[bad] >= 1 else 'small'} for "
+                "double-precision statistics (its square leaves the float range); rescale the data, "
+                "e.g. GiB instead of bytes",
+            )
 
 
 def to_analysis_scale(samples: np.ndarray, pi_type: PIType) -> np.ndarray:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -175,6 +176,10 @@ def draw(graph: ComponentGraph, path: str | Path, *, highlight: Iterable[str] = 
     ax.set_title(title or default, fontsize=9)
     ax.axis("off")
     ax.margins(x=0.08, y=0.08)
-    fig.tight_layout()
-    fig.savefig(str(path), dpi=130)
-    plt.close(fig)
+    with warnings.catch_warnings():  # a one-row graph cannot fit its legend: the picture is still right,
+        warnings.simplefilter("ignore", UserWarning)  # and a warning would break the one-line stderr
+        fig.tight_layout()
+    try:
+        fig.savefig(str(path), dpi=130)
+    finally:
+        plt.close(fig)

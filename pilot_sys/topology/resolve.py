@@ -115,7 +115,11 @@ class _Resolver:
     # -- what an argument is --------------------------------------------------------------
     def classify(self, value: str, explicit: bool, strict: bool) -> tuple[str, str] | None:
         if value.startswith("host:"):
+            if not value[5:].strip():
+                raise BadInput(repr(value), "empty host name after host:")
             return "host", value[5:]
+        if strict and not value.strip():
+            raise BadInput(repr(value), "empty argument: name a path, device or host")
         if strict and value.startswith("-"):
             raise BadInput(value, "looks like an option, not a path, device or host")
         path = os.path.expanduser(value)
@@ -128,7 +132,12 @@ class _Resolver:
         if _is_ip(value):
             return "host", value
         parent = os.path.dirname(os.path.abspath(full))
-        if ("/" in value or explicit) and os.path.isdir(parent):
+        if strict and os.path.abspath(full).startswith("/dev/"):
+            # devtmpfs would take a new file, but a device the user names must exist
+            raise BadInput(value, "no such device; `lsblk` lists the block devices of this host")
+        # A workload's explicit file option (fio --filename=x) names a file to be created; a bare
+        # word given to `graph` (strict) is a host first: "nas01" must not become ./nas01.
+        if ("/" in value or (explicit and not strict)) and os.path.isdir(parent):
             return "new-file", path
         if strict and "/" not in value and resolve_host(value) is not None:
             return "host", value

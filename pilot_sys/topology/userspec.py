@@ -26,7 +26,9 @@ from pilot_sys.errors import BadInput
 from pilot_sys.topology.components import Component, ComponentKind, Limit, LimitSource, Link
 from pilot_sys.topology.graph import INWARD, OUTWARD, ComponentGraph, reverse_direction
 
-Number = Annotated[float, Field(strict=True, ge=0)]
+# A limit is a finite rate > 0: JSON's 1e400 parses to inf and NaN is accepted by Python's json,
+# and a zero limit would make every utilization infinite.
+Number = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
 DIRECTIONS = set(OUTWARD) | set(INWARD) | {"contains"}
 
 
@@ -80,6 +82,10 @@ def _problem(exc: ValidationError) -> str:
     err = exc.errors()[0]
     loc = [str(p) for p in err["loc"] if not str(p).startswith(("float", "UserLimit", "function"))]
     field = loc[0] if loc else "entry"
+    bounds = next((e for e in exc.errors() if e["type"] in ("greater_than", "finite_number")), None)
+    if bounds is not None and field in ("capacity", "reverse_capacity", "limits"):
+        what = f"limit {loc[1]!r}" if field == "limits" and len(loc) > 1 else field
+        return f"{what} must be finite and > 0 (or null when unknown), not {bounds.get('input')!r}"
     if field in ("capacity", "reverse_capacity"):
         return f"{field} must be a number in B/s (or null when unknown), not {err.get('input')!r}"
     if field == "limits":
