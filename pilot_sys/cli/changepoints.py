@@ -1,0 +1,197 @@
+"""``pilot-sys changepoints``: EDM change points of a column of readings and the stable segment.
+
+Argument parsing and presentation only; the method is ``pilot_sys.stats.changepoint``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from pilot_sys.errors import BadInput, InsufficientData
+
+if TYPE_CHECKING:  # numpy, scipy and matplotlib load only when the command runs
+    import numpy as np
+
+    from pilot_sys.stats.changepoint import ChangePoints
+
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def check_plot_path(plot: str | None, option: str = "--plot") -> Path | None:
+    """Refuse an unusable plot path before any work is done, so no result is lost to it."""
+    if plot is None:
+        return None
+    path = Path(plot)
+    if path.suffix.lower() not in PLOT_SUFFIXES:
+        raise BadInput(option, f"{plot!r}: the picture format comes from the suffix; use {', '.join(PLOT_SUFFIXES)}")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise BadInput(option, f"{plot!r}: directory {str(parent)!r} does not exist")
+    return path
+
+
+def load_series(source: str, column: str | None) -> tuple[np.ndarray, str, str | None, str]:
+    """Values, display name, header unit and axis label of one column of ``source`` (file or ``-``)."""
+    if source == "-" and sys.stdin.isatty():
+        raise BadInput("FILE", "no input: give a file, or pipe numbers into stdin (use - for stdin)")
+    from pilot_sys.dataio import read_table_column
+
+    col = read_table_column(source, column)
+    label = col.name if col.name is not None else f"column {col.index}"
+    return col.values, col.source, col.unit, label
+
+
+def save_figure(fig: object, path: Path) -> None:
+    """Write a matplotlib figure, reporting an OS failure as bad input on --plot."""
+    try:
+        fig.savefig(path, dpi=110)  # type: ignore[attr-defined]
+    except OSError as exc:
+        raise BadInput("--plot", f"{str(path)!r}: {exc.strerror or exc}") from None
+
+
+def plot_changepoints(values: np.ndarray, result: ChangePoints, path: Path, title: str, ylabel: str) -> None:
+    """The series with its segments shaded, segment medians drawn and the stable one marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    index = np.arange(values.size)
+    ax.plot(index, values, lw=0.5, color="0.35", rasterized=values.size > 20_000, label="readings")
+    stable = result.stable_segment
+    for i, seg in enumerate(result.segments):
+        is_stable = stable is not None and (seg.begin, seg.end) == tuple(stable)
+        ax.axvspan(
+            seg.begin,
+            seg.end,
+            color="tab:green" if is_stable else ("tab:orange" if i % 2 else "tab:red"),
+            alpha=0.18 if is_stable else 0.10,
+            lw=0,
+            label="stable segment" if is_stable else None,
+        )
+        ax.hlines(seg.median, seg.begin, seg.end, colors="tab:blue", lw=1.6, label="segment median" if i == 0 else None)
+    for cp in result.changepoints:
+        ax.axvline(cp, color="tab:red", lw=0.8, ls="--")
+    ax.set_xlim(0, max(values.size - 1, 1))
+    ax.set_xlabel("reading index")
+    ax.set_ylabel(ylabel)
+    verdict = "stable segment marked green" if stable is not None else "no stable phase (no segment > 50%)"
+    ax.set_title(f"{title}: {len(result.changepoints)} change point(s), {verdict}", fontsize=10)
+    ax.legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, path)
+    plt.close(fig)
+
+
+def _as_json(result: ChangePoints, source: str) -> str:
+    body = {
+        "source": source,
+        "n": result.n,
+        "changepoints": result.changepoints,
+        "stable_segment": list(result.stable_segment) if result.stable_segment is not None else None,
+        "stable_reason": result.stable_reason,
+        "segments": [
+            {"begin": s.begin, "end": s.end, "n": s.size, "median": s.median} for s in result.segments
+        ],
+        "details": [d.model_dump() for d in result.details],
+        "min_size": result.min_size,
+        "significance": result.significance,
+        "penalty": result.penalty,
+        "statistic": result.statistic,
+    }
+    return json.dumps(body, indent=2)
+
+
+def _as_text(result: ChangePoints, source: str, unit: str | None) -> str:
+    suffix = f" {unit}" if unit else ""
+    lines = [
+        f"{source}: {result.n} readings, {len(result.changepoints)} change point(s) "
+        f"(EDM, {result.statistic} statistic, min segment {result.min_size}, "
+        f"false-alarm rate {result.significance:g} per test)",
+        "",
+        f"  {'segment':>8}  {'begin':>9}  {'end':>9}  {'n':>9}  {'share':>6}  {'median':>12}  change",
+    ]
+    evidence = {d.index: d for d in result.details}
+    stable = result.stable_segment
+    for i, seg in enumerate(result.segments):
+        mark = "  <- stable" if stable is not None and (seg.begin, seg.end) == tuple(stable) else ""
+        d = evidence.get(seg.begin)
+        change = f"{d.kind}, p={d.p_value:.2g}" if d is not None else "-"
+        lines.append(
+            f"  {i:>8}  {seg.begin:>9}  {seg.end:>9}  {seg.size:>9}  {100.0 * seg.size / result.n:>5.1f}%  "
+            f"{seg.median:>12.6g}{suffix}  {change}{mark}"
+        )
+    lines += ["", f"stable: {result.stable_reason}"]
+    return "\n".join(lines)
+
+
+@click.command(
+    "changepoints",
+    epilog="""\b
+Examples:
+  pilot-sys changepoints lat.csv --column latency_us
+  cat urs.txt | pilot-sys changepoints - --json
+  pilot-sys changepoints tput.txt --plot tput.png --min-size 200
+
+Exit status: 0 on success, 2 on bad input (one line naming the file:line:column).""",
+)
+@click.argument("source", metavar="[FILE|-]", default="-", required=False)
+@click.option("--column", "-c", metavar="NAME|INDEX", help="Column to read (header name or 0-based index).")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.option("--plot", metavar="FILE.png", help="Draw the series with segments shaded and the stable one marked.")
+@click.option("--min-size", type=int, metavar="N", help="Shortest segment (default: largest power of 2 <= sqrt(n), at least 10).")
+@click.option(
+    "--significance",
+    type=float,
+    default=0.01,
+    show_default=True,
+    help="False-alarm rate of each split test on data without a change.",
+)
+@click.option(
+    "--statistic",
+    type=click.Choice(["sign", "median"]),
+    default="sign",
+    show_default=True,
+    help="sign: O(n), consistent split location; median: the literal EDM median difference.",
+)
+def changepoints(
+    source: str,
+    column: str | None,
+    as_json: bool,
+    plot: str | None,
+    min_size: int | None,
+    significance: float,
+    statistic: str,
+) -> None:
+    """Find where the level or spread of a series of readings changes (E-Divisive with Medians).
+
+    Reads one column of numbers (unit readings such as per-I/O latencies or per-second
+    throughput) from FILE or stdin, splits it where the median or spread changes, and names the
+    dominant stable segment: the longest one, if it holds more than 50% of the readings.
+    """
+    if min_size is not None and min_size < 2:
+        raise BadInput("--min-size", f"{min_size} is too small; a segment needs at least 2 readings")
+    if not 0.0 < significance < 1.0:
+        raise BadInput("--significance", f"{significance} must be between 0 and 1, e.g. 0.01")
+    plot_path = check_plot_path(plot)
+    values, name, unit, label = load_series(source, column)
+    from pilot_sys.stats.changepoint import default_min_size, detect
+
+    size = default_min_size(values.size) if min_size is None else min_size
+    if values.size < 2 * size:
+        raise InsufficientData(
+            name, f"{values.size} readings: need at least {2 * size} (two segments of --min-size {size})"
+        )
+    result = detect(values, min_size=size, significance=significance, statistic=statistic)  # type: ignore[arg-type]
+    click.echo(_as_json(result, name) if as_json else _as_text(result, name, unit))
+    if plot_path is not None:
+        plot_changepoints(values, result, plot_path, name, label)
+        if not as_json:
+            click.echo(f"plot: {plot_path}")

@@ -1,0 +1,258 @@
+"""Dual-gate steady-state detection and the three-regime report for per-iteration latencies.
+
+A run is three regimes glued together: a cold tail (page faults, frequency ramp, JIT), a warm-up
+transient, and the steady state the reader cares about. Averaging them gives a number that is
+neither. The detector (seed 003) cuts the time-ordered latencies into windows and declares the
+steady state to start at the first window of ``history`` consecutive windows whose median
+(throughput gate) AND tail percentile (p99.9 gate) both stay put: the median settles first,
+the tail only once the rare slow paths have warmed too, so both are required.
+
+Defaults and why:
+
+* ``history = 5`` consecutive windows, median drift <= 2% and p99.9 drift <= 10% of their mean
+  (the seed's values, JMH-like): tight enough to catch JIT/cache settling in the body, loose
+  enough for a tail that is always noisier than the body.
+* Drift is also allowed up to what sampling noise alone produces: a gate passes when the range
+  of its ``history`` window statistics is within ``max(tolerance * mean, 4 * SE)``, SE being the
+  root-mean-square standard error of that statistic within the windows, estimated without
+  assuming a distribution from the order statistics bracketing it. (Four SEs bound the range of
+  five independent estimates about 97% of the time.) Without this, a stationary but noisy series
+  is "never steady" merely because its windows are small.
+* Window size from the data when not given: a p99.9 means something only with about
+  ``tail_samples = 10`` readings above it, i.e. 10,000 per window; windows are that long when
+  the run allows at least ``2 * history`` windows, otherwise shorter (n / (2 * history), at
+  least 20), and then the tail gate uses the highest percentile that still has 10 readings
+  above it per window (``tail_quantile`` in the result says which one was used).
+
+Three-regime report: ``warmup_iterations`` (= steady_state_start), ``time_to_steady_state``
+(seconds from timestamps when given, else the sum of the warm-up latencies converted with
+``seconds_per_unit``), ``cold_start_cost`` (sum of the latencies of the iterations before the
+steady state, in the latencies' unit), ``cold_start_excess`` (the same minus what those
+iterations would have cost at the steady-state median: the price of being cold) and the
+steady-state distribution with exact percentiles (numpy, linear interpolation).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from pydantic import BaseModel, ConfigDict, Field
+
+from pilot_sys.errors import InsufficientData
+
+DEFAULT_HISTORY = 5
+DEFAULT_MEDIAN_TOLERANCE = 0.02
+DEFAULT_TAIL_TOLERANCE = 0.10
+DEFAULT_TAIL_QUANTILE = 0.999
+DEFAULT_TAIL_SAMPLES = 10
+MIN_WINDOW = 20
+NOISE_RANGE = 4.0
+
+
+class SteadyDistribution(BaseModel):
+    """Latency distribution of the steady state (exact percentiles of the readings)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int
+    mean: float
+    median: float
+    p99: float
+    p999: float
+    max: float
+
+
+class SteadyState(BaseModel):
+    """Where the steady state starts, why, and what the cold start and the steady state cost."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int
+    steady_state_start: int | None = Field(description="0-based index of the first steady iteration")
+    reason: str
+    warmup_iterations: int | None
+    time_to_steady_state: float | None = Field(description="seconds until the steady state starts")
+    cold_start_cost: float = Field(description="sum of latencies before the steady state (all, if never reached)")
+    cold_start_excess: float | None = Field(description="cold_start_cost minus warm-up iterations at steady median")
+    steady: SteadyDistribution | None
+    raw: SteadyDistribution
+    window: int
+    history: int
+    median_tolerance: float
+    tail_tolerance: float
+    tail_quantile: float = Field(description="percentile used by the tail gate (0.999 unless windows are short)")
+
+
+def choose_window(n: int, history: int = DEFAULT_HISTORY, tail_samples: int = DEFAULT_TAIL_SAMPLES) -> int:
+    """Window length from the data: 10 readings above p99.9 if the run allows, else n / (2 history)."""
+    ideal = math.ceil(tail_samples / (1.0 - DEFAULT_TAIL_QUANTILE))
+    return max(MIN_WINDOW, min(ideal, n // (2 * history)))
+
+
+def tail_quantile_for(window: int, tail_samples: int = DEFAULT_TAIL_SAMPLES) -> float:
+    """The highest percentile (at most p99.9) with ``tail_samples`` readings above it per window."""
+    return min(DEFAULT_TAIL_QUANTILE, 1.0 - tail_samples / window)
+
+
+def _distribution(values: np.ndarray) -> SteadyDistribution:
+    p50, p99, p999 = np.percentile(values, [50.0, 99.0, 99.9])
+    return SteadyDistribution(
+        n=int(values.size),
+        mean=float(values.mean()),
+        median=float(p50),
+        p99=float(p99),
+        p999=float(p999),
+        max=float(values.max()),
+    )
+
+
+def _window_statistic(ordered: np.ndarray, q: float) -> tuple[np.ndarray, np.ndarray]:
+    """Quantile q of each sorted window and its distribution-free standard error.
+
+    SE from the order statistics at q +/- sqrt(q (1-q) / w) (the binomial spread of the rank of
+    the sample quantile): half their distance approximates one standard error.
+    """
+    w = ordered.shape[1]
+    value = np.quantile(ordered, q, axis=1, method="linear")
+    delta = math.sqrt(q * (1.0 - q) / w)
+    lo = int(min(w - 1, max(0, math.floor(w * (q - delta)))))
+    hi = int(min(w - 1, max(0, math.ceil(w * (q + delta)) - 1)))
+    return value, 0.5 * (ordered[:, hi] - ordered[:, lo])
+
+
+def _gate(stat: np.ndarray, se: np.ndarray, history: int, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
+    """For every run of ``history`` windows: does it pass, and its drift relative to the allowance."""
+    runs = sliding_window_view(stat, history)
+    spread = runs.max(axis=1) - runs.min(axis=1)
+    centre = np.abs(runs.mean(axis=1))
+    noise = NOISE_RANGE * np.sqrt(np.mean(sliding_window_view(se, history) ** 2, axis=1))
+    allowance = np.maximum(tolerance * centre, noise)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        drift = np.where(allowance > 0, spread / allowance, np.where(spread > 0, np.inf, 0.0))
+    return drift <= 1.0, drift
+
+
+def detect_steady_state(
+    latencies: np.ndarray,
+    *,
+    timestamps: np.ndarray | None = None,
+    window: int | None = None,
+    history: int = DEFAULT_HISTORY,
+    median_tolerance: float = DEFAULT_MEDIAN_TOLERANCE,
+    tail_tolerance: float = DEFAULT_TAIL_TOLERANCE,
+    seconds_per_unit: float = 1.0,
+) -> SteadyState:
+    """Dual-gate steady state of time-ordered per-iteration ``latencies`` (see the module doc).
+
+    ``timestamps`` (seconds, one per iteration) give time_to_steady_state directly; otherwise it
+    is the sum of warm-up latencies times ``seconds_per_unit`` (1e-3 for milliseconds, ...).
+    Raises InsufficientData when the series cannot hold ``history`` windows of MIN_WINDOW.
+    """
+    values = np.asarray(latencies, dtype=np.float64)
+    if values.ndim != 1:
+        raise ValueError(f"expected a 1-D series, got shape {values.shape}")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("latencies hold NaN or infinite values")
+    if history < 2:
+        raise ValueError("history must be at least 2 windows")
+    n = values.size
+    if timestamps is not None:
+        stamps = np.asarray(timestamps, dtype=np.float64)
+        if stamps.shape != values.shape:
+            raise ValueError("timestamps must have one entry per latency")
+    size = choose_window(n, history) if window is None else int(window)
+    if size < 2:
+        raise ValueError("window must be at least 2 iterations")
+    n_windows = n // size
+    if n < history * MIN_WINDOW or n_windows < history:
+        raise InsufficientData(
+            "latencies",
+            f"{n} samples: need at least {history} windows of {max(size, MIN_WINDOW)} iterations "
+            f"({history * max(size, MIN_WINDOW)} samples) to judge stability",
+        )
+    q_tail = tail_quantile_for(size)
+    ordered = np.sort(values[: n_windows * size].reshape(n_windows, size), axis=1)
+    medians, median_se = _window_statistic(ordered, 0.5)
+    tails, tail_se = _window_statistic(ordered, q_tail)
+    median_ok, median_drift = _gate(medians, median_se, history, median_tolerance)
+    tail_ok, tail_drift = _gate(tails, tail_se, history, tail_tolerance)
+    both = np.flatnonzero(median_ok & tail_ok)
+    raw = _distribution(values)
+    tail_name = f"p{round(100 * q_tail, 2):g}"
+    common = dict(
+        n=n,
+        raw=raw,
+        window=size,
+        history=history,
+        median_tolerance=median_tolerance,
+        tail_tolerance=tail_tolerance,
+        tail_quantile=q_tail,
+    )
+    if both.size == 0:
+        reason = _no_steady_reason(median_ok, tail_ok, median_drift, tail_drift, tail_name, size, history)
+        return SteadyState(
+            steady_state_start=None,
+            reason=reason,
+            warmup_iterations=None,
+            time_to_steady_state=None,
+            cold_start_cost=float(values.sum()),
+            cold_start_excess=None,
+            steady=None,
+            **common,
+        )
+    start = int(both[0]) * size
+    steady = _distribution(values[start:])
+    warm = values[:start]
+    if timestamps is not None:
+        seconds = float(stamps[start] - stamps[0])
+    else:
+        seconds = float(warm.sum()) * seconds_per_unit
+    reason = (
+        f"median and {tail_name} of {history} consecutive windows of {size} iterations stayed within "
+        f"{100 * median_tolerance:g}% and {100 * tail_tolerance:g}% (or their sampling noise) "
+        f"from iteration {start}"
+    )
+    return SteadyState(
+        steady_state_start=start,
+        reason=reason,
+        warmup_iterations=start,
+        time_to_steady_state=seconds,
+        cold_start_cost=float(warm.sum()),
+        cold_start_excess=float(warm.sum() - start * steady.median),
+        steady=steady,
+        **common,
+    )
+
+
+def _no_steady_reason(
+    median_ok: np.ndarray,
+    tail_ok: np.ndarray,
+    median_drift: np.ndarray,
+    tail_drift: np.ndarray,
+    tail_name: str,
+    size: int,
+    history: int,
+) -> str:
+    """Explain which gate never passed, with the closest it came."""
+    where = f"in any {history} consecutive windows of {size} iterations"
+    if not median_ok.any() and not tail_ok.any():
+        return (
+            f"no steady state reached: neither the median nor the {tail_name} settled {where} "
+            f"(best drift {median_drift.min():.2f}x and {tail_drift.min():.2f}x the allowance); run longer"
+        )
+    if not median_ok.any():
+        return (
+            f"no steady state reached: the median never settled {where} "
+            f"(best drift {median_drift.min():.2f}x the allowance); run longer"
+        )
+    if not tail_ok.any():
+        return (
+            f"no steady state reached: the {tail_name} never settled {where} "
+            f"(best drift {tail_drift.min():.2f}x the allowance); run longer"
+        )
+    return (
+        f"no steady state reached: the median and the {tail_name} settled, but never in the same "
+        f"{history} consecutive windows of {size} iterations; run longer"
+    )

@@ -1,0 +1,93 @@
+"""`pilot-sys changepoints` as a user runs it: output, plot and every bad-input path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pilot_sys.stats.changepoint import detect
+from tests.conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def series() -> np.ndarray:
+    rng = np.random.default_rng(42)
+    return np.concatenate([np.linspace(40, 12, 300) + rng.normal(0, 1, 300), rng.normal(10, 1, 3000), rng.normal(15, 1, 300)])
+
+
+@pytest.fixture(scope="module")
+def csv_file(tmp_path_factory: pytest.TempPathFactory, series: np.ndarray) -> Path:
+    path = tmp_path_factory.mktemp("cp") / "readings.csv"
+    path.write_text("iteration,latency_ms\n" + "".join(f"{i},{v:.6f}\n" for i, v in enumerate(series)))
+    return path
+
+
+def test_json_output_matches_the_library(csv_file: Path) -> None:
+    proc = run_cli("changepoints", str(csv_file), "--column", "latency_ms", "--json")
+    assert proc.returncode == 0, proc.stderr
+    body = json.loads(proc.stdout)
+    values = np.loadtxt(csv_file, delimiter=",", skiprows=1, usecols=1)
+    want = detect(values)
+    assert body["n"] == 3600
+    assert body["changepoints"] == want.changepoints
+    assert body["stable_segment"] == list(want.stable_segment or [])
+    begin, end = body["stable_segment"]
+    assert 250 <= begin <= 360 and abs(end - 3300) <= 10
+    assert [s["median"] for s in body["segments"]] == pytest.approx([s.median for s in want.segments])
+
+
+def test_readable_output_lists_segments_and_stable_mark_from_stdin(series: np.ndarray) -> None:
+    text = "\n".join(f"{v:.6f}" for v in series) + "\n"
+    proc = run_cli("changepoints", "-", input=text)
+    assert proc.returncode == 0, proc.stderr
+    assert "<- stable" in proc.stdout
+    assert "stable: segment [" in proc.stdout
+    assert proc.stdout.startswith("<stdin>: 3600 readings")
+
+
+def test_plot_is_written(csv_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "cp.png"
+    proc = run_cli("changepoints", str(csv_file), "-c", "1", "--plot", str(out), "--min-size", "100")
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    assert "min segment 100" in proc.stdout
+
+
+def test_help_has_an_example() -> None:
+    proc = run_cli("changepoints", "--help")
+    assert proc.returncode == 0 and "Examples:" in proc.stdout and "--json" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "args", "message"),
+    [
+        (None, ("/nonexistent/readings.csv",), "/nonexistent/readings.csv: no such file"),
+        ("1\n2\nabc\n4\n", (), ":3:1: 'abc' in column 0 is not a number"),
+        ("1\n2\nnan\n4\n", (), ":3:1: 'nan' in column 0 is not a finite number"),
+        ("1\ninf\n", (), ":2:1: 'inf' in column 0 is not a finite number"),
+        ("", (), "no data"),
+        ("1\n2\n3\n4\n5\n", (), "5 readings: need at least 20"),
+        ("\n".join(["1"] * 100), ("--min-size", "1"), "--min-size: 1 is too small"),
+        ("\n".join(["1"] * 100), ("--significance", "2"), "--significance: 2.0 must be between 0 and 1"),
+        ("\n".join(["1"] * 100), ("--plot", "out.jpeg"), "--plot: 'out.jpeg'"),
+        ("\n".join(["1"] * 100), ("--plot", "/no/such/dir/x.png"), "does not exist"),
+        ("a,b\n1,2\n", (), "has 2 columns"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, content: str | None, args: tuple[str, ...], message: str
+) -> None:
+    if content is None:
+        proc = run_cli("changepoints", *args)
+    else:
+        path = tmp_path / "data.txt"
+        path.write_text(content)
+        proc = run_cli("changepoints", str(path), *args)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pilot-sys: error: ")
+    assert message in lines[0]
+    assert "Traceback" not in proc.stderr
