@@ -13,6 +13,11 @@ A ``Probe`` opens its files once and then does two separate jobs:
 
 Metric keys are ``<component id>/<metric>``; metrics named ``util_<direction>`` are fractions of
 a stated limit (see ``MonitorTrace``); ``busy`` is a fraction of wall time, never a utilization.
+
+A probe may declare ``max_rate_hz``: the fastest rate at which reading its counters yields new
+information (e.g. counters the kernel folds from per-CPU deltas only every ``vm.stat_interval``).
+The sampler then reads it only on every n-th tick of its grid, carries its last reading forward
+on the others, and derives its metrics from its real reads only (``Sampler`` documents how).
 """
 
 from __future__ import annotations
@@ -72,6 +77,11 @@ class Probe(ABC):
     # order as ``bytes`` decimal tokens. The sampler calls them directly.
     readers: list[Callable[[], Sequence[Any]]]
 
+    # the fastest rate at which these counters carry new information (None: as fast as sampled),
+    # and why, in words a reviewer can check against the kernel (recorded with the trace)
+    max_rate_hz: float | None = None
+    rate_reason: str = ""
+
     def __init__(self) -> None:
         self.limits = {}
         self.readers = []
@@ -88,6 +98,14 @@ class Probe(ABC):
         """Metrics from this probe's raw columns (``raw``: samples x columns, float64, NaN where
         a counter was missing) at times ``t`` (seconds). ``metrics`` holds what probes derived
         before this one (the PCIe plug-in sums its children's traffic from it)."""
+
+    def interval_metric(self, key: str) -> bool:
+        """Whether metric ``key`` describes the interval ending at its sample (a rate, a share of
+        time) rather than a level read at that instant. Only matters for a probe read slower
+        than the sampler: an interval value belongs to every tick inside the interval it
+        averages, a level holds from its read until the next one."""
+        name = key.rsplit("/", 1)[-1]
+        return name.endswith("_per_s") or name.startswith("psi_")
 
     def attrs(self) -> dict[str, dict[str, Any]]:
         """Facts about the measured components that the verdict needs (kept in the trace),

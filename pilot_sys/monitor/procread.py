@@ -5,19 +5,28 @@ files. psutil re-opens every file and parses every field into Python objects (~4
 ``np.fromstring`` parses ~250 ns per number. What is cheap in CPython is a few C-level calls:
 ``os.pread`` on a file descriptor opened once, ``bytes.find`` to locate the few lines that hold
 the wanted counters, ``bytes.split`` on just those lines and ``operator.itemgetter`` to pick
-the tokens. The tokens stay ``bytes``: the sampler joins a whole tick into one record of its
-preallocated numpy buffer (``row_dtype``; a fifth of the cost of making numpy parse them into
-``int64`` there), and ``parse_rows`` turns the buffer into numbers after the run, vectorised,
-like everything else (rates, fractions).
+the tokens (``LineTable.read``, ``FieldFile.read``: the counters as ``bytes`` tokens, the
+plug-ins' reader contract; ``parse_rows`` turns token records into numbers, vectorised).
+
+The sampler's tick goes one step further (``tick_reader``/``parse_segments``): it stores the
+text holding the wanted lines as read (the whole file when it is small, a C-level ``os.pread``
+with no Python frame at all; else the windows of wanted lines, found with ``bytes.find``) and
+splits it after the run, vectorised over all ticks: no token objects are made on the tick. In a
+thread woken 100 times a second with caches made cold by other work, every Python frame and
+object costs several times its inline price (measured here: splitting on the tick cost ~45 us
+per tick in the thread, ~15 us inline), so this is what brings the sampler's thread close to a
+thread that only preads the files.
 
 The layout (which token holds which counter) is learnt once from the file's current text and
 checked on every read (token count, and the key token of every wanted line); when a device
-appears or vanishes the layout is relearnt by name, and a counter that no longer exists reads
-as ``MISSING`` (-1; /proc counters are never negative), which becomes NaN in the derived metrics.
+appears or vanishes the counters are found again by line key, and a counter that no longer
+exists reads as ``MISSING`` (-1; /proc counters are never negative), which becomes NaN in the
+derived metrics.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from operator import itemgetter
@@ -26,6 +35,14 @@ from pathlib import Path
 import numpy as np
 
 MISSING = b"-1"
+SEGMENT = b"\x01"  # separates the readers' texts in a tick record (never in /proc or /sys text)
+# room in a record for a reader's text to grow: a digit more per token (each counter 10x), plus
+# about a line; a text that outgrows it is cut, and the counters cut off read MISSING (NaN)
+TEXT_GROWTH_PER_TOKEN = 1
+TEXT_GROWTH_BYTES = 128
+# a file this small is stored whole on the tick (one C-level pread, no Python frame at all)
+# rather than as windows of wanted lines
+WHOLE_TEXT_BYTES = 2048
 # Wanted lines separated by at most this many unwanted tokens are read in one window: splitting
 # a few extra tokens is cheaper than the three ``find`` calls a separate window costs (but the
 # 500-token ``intr`` line of /proc/stat is not).
@@ -79,12 +96,20 @@ class LineTable:
         self.key_token = key_token
         self.skip_lines = skip_lines
         self.bufsize = bufsize
+        self._separators = separators
         self._table = bytes.maketrans(separators, b" " * len(separators)) if separators else None
         self.fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         self.relayouts = 0
         self._windows: list[tuple[bytes, bytes, int]] = []
         self._hints: list[int] = []
         self._whole = -1  # token count when the wanted lines are the whole file: split it all
+        self._pick: list[int] = []  # token indices of the wanted counters (as ``_get``)
+        self._check_at: list[int] = []  # token indices of the wanted lines' keys (as ``_check``)
+        # the same in the whole file's tokens, and its token count (for texts stored whole)
+        self._whole_pick: list[int] = []
+        self._whole_check: list[int] = []
+        self._whole_count = -1
+        self._text_whole = False
         self._get: Callable[[Sequence[bytes]], Sequence[bytes]] = _getter([0])
         self._check: Callable[[Sequence[bytes]], Sequence[bytes]] = _getter([0])
         self._keys: tuple[bytes, ...] = ()
@@ -134,6 +159,62 @@ class LineTable:
         self.relayouts += 1
         self._fast = self._layout(data)
         return self._get(data.split()) if self._whole >= 0 and self._fast else self._by_name(data)
+
+    def read_text(self) -> bytes:
+        """The tick's read: the text holding the wanted lines, unsplit (``parse_segments`` finds
+        the counters in it after the run). The whole file when the layout splits it whole (or
+        a wanted line was missing at open), else the windows of wanted lines, concatenated (each
+        window starts with its line's newline, so lines stay apart); the whole file again when
+        a window is not found (a device vanished: parsed by name, missing counters read MISSING)."""
+        data = os.pread(self.fd, self.bufsize, 0)
+        if self._text_whole or not self._fast:
+            return data
+        parts = []
+        pos = 0
+        hints = self._hints
+        for k, (first, last, _count) in enumerate(self._windows):
+            start = data.find(first, hints[k])
+            if start < 0:
+                start = data.find(first, pos)
+                if start < 0:
+                    return data
+            hints[k] = start - HINT_SLACK if start > HINT_SLACK else 0
+            last_at = data.find(last, start)
+            if last_at < 0:
+                return data
+            end = data.find(b"\n", last_at + 1)
+            pos = end if end >= 0 else len(data)
+            parts.append(data[start:pos])
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def tick_reader(self) -> Callable[[], bytes]:
+        """What the sampler calls on each tick: ``read_text``, or for a text stored whole the
+        ``os.pread`` itself (a C call: no Python frame to run with cold caches)."""
+        if self._text_whole or not self._fast:
+            return functools.partial(os.pread, self.fd, self.bufsize, 0)
+        return self.read_text
+
+    def layout(self) -> dict[str, object]:
+        """How ``parse_segments`` finds the counters in ``read_text``'s texts (JSON-ready, so
+        that a spill directory can be parsed without the files)."""
+        whole = self._text_whole
+        count = self._whole_count if whole else sum(c for _, _, c in self._windows)
+        return {
+            "kind": "lines",
+            "wanted": [[w.key, w.field] for w in self.wanted],
+            "key_token": self.key_token,
+            "separators": self._separators.decode("latin-1"),
+            "skip_lines": self.skip_lines,
+            "count": count if self._fast else -1,
+            "pick": list(self._whole_pick if whole else self._pick),
+            "check": list(self._whole_check if whole else self._check_at),
+            "keys": [k.decode("latin-1") for k in self._keys],
+        }
+
+    def text_bound(self) -> int:
+        """Bytes a record reserves for this reader's text."""
+        text = self.read_text()
+        return len(text) + TEXT_GROWTH_PER_TOKEN * len(text.split()) + TEXT_GROWTH_BYTES
 
     # -- layout ----------------------------------------------------------------------------
     def _lines(self, data: bytes) -> list[bytes]:
@@ -189,6 +270,13 @@ class LineTable:
         self._hints = [0] * len(windows)
         self._whole = sum(ntok) if whole else -1
         self._get = _getter(indices)
+        self._pick = indices
+        self._check_at = [offset_of[line_no[k]] + self.key_token + shift for k in keys]
+        line_start = [sum(ntok[:n]) for n in range(len(ntok))]
+        self._whole_pick = [line_start[line_no[w.key.encode()]] + w.field for w in self.wanted]
+        self._whole_check = [line_start[line_no[k]] + self.key_token for k in keys]
+        self._whole_count = sum(ntok)
+        self._text_whole = whole or len(data) <= WHOLE_TEXT_BYTES
         return True
 
     def _marker(self, all_lines: list[bytes], n: int) -> bytes:
@@ -230,6 +318,48 @@ class LineTable:
             self.fd = -1
 
 
+class FieldFile:
+    """A one-line file of whitespace-separated counters (``/sys/class/block/<dev>/stat``): the
+    ``fields`` (0-based token indices) of the line, as ``bytes`` tokens. A line with fewer
+    tokens than the highest wanted index is an error (the sampler records those counters as
+    missing for that tick), never a shifted read."""
+
+    def __init__(self, path: str | os.PathLike[str], fields: Sequence[int], *, bufsize: int = 4096) -> None:
+        self.path = Path(path)
+        self.bufsize = bufsize
+        self._need = max(fields) + 1
+        self._fields = list(fields)
+        self._get = _getter(list(fields))
+        self.fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        self.read()  # fail at open time, not on the first tick
+        self._count = len(os.pread(self.fd, self.bufsize, 0).split())
+
+    def read(self) -> Sequence[bytes]:
+        toks = os.pread(self.fd, self.bufsize, 0).split()
+        if len(toks) < self._need:
+            raise ValueError(f"{self.path}: {len(toks)} fields, expected at least {self._need}")
+        return self._get(toks)
+
+    def read_text(self) -> bytes:
+        """The tick's read: the line as it is (``parse_segments`` splits it after the run)."""
+        return os.pread(self.fd, self.bufsize, 0)
+
+    def tick_reader(self) -> Callable[[], bytes]:
+        return functools.partial(os.pread, self.fd, self.bufsize, 0)
+
+    def layout(self) -> dict[str, object]:
+        return {"kind": "fields", "pick": list(self._fields), "count": self._count}
+
+    def text_bound(self) -> int:
+        text = self.read_text()
+        return len(text) + TEXT_GROWTH_PER_TOKEN * len(text.split()) + TEXT_GROWTH_BYTES
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
 def read_text(path: str | os.PathLike[str], default: str | None = None) -> str | None:
     """A small sysfs/proc attribute read once at open time (never on the hot path)."""
     try:
@@ -243,7 +373,7 @@ _PARSE_ROWS = 8192  # records split at a time: bounds the temporary Python token
 
 
 def row_dtype(columns: int) -> np.dtype:
-    """One tick: ``columns`` tokens of at most 20 digits joined by single spaces."""
+    """A record of ``columns`` tokens of at most 20 digits joined by single spaces."""
     return np.dtype(f"S{max(1, 21 * columns)}")
 
 
@@ -253,7 +383,7 @@ def join_row(tokens: Sequence[bytes]) -> bytes:
 
 
 def parse_rows(records: np.ndarray, columns: int) -> np.ndarray:
-    """Tick records (``row_dtype``) to a float64 matrix (rows x columns), NaN where missing."""
+    """Token records (``row_dtype``) to a float64 matrix (rows x columns), NaN where missing."""
     out = np.full((len(records), columns), np.nan)
     for lo in range(0, len(records), _PARSE_ROWS):
         block = records[lo : lo + _PARSE_ROWS].tolist()
@@ -295,3 +425,74 @@ def parse_tokens(tokens: np.ndarray) -> np.ndarray:
     out = value.astype(np.float64)
     out[bad] = np.nan
     return out
+
+
+def tokens_layout(width: int) -> dict[str, object]:
+    """The layout of a reader without ``read_text``: its tokens, joined by spaces on the tick."""
+    return {"kind": "tokens", "count": width}
+
+
+def parse_segments(segments: Sequence[bytes], layout: dict[str, object]) -> np.ndarray:
+    """The wanted counters (``TOKEN_DTYPE``, rows x wanted, MISSING where absent) from one
+    reader's tick texts, as ``read_text`` stored them.
+
+    Vectorised: all texts are joined and split at once; when every text has the layout's token
+    count (the usual case: no device came or went) the counters are picked by index and each
+    row's line keys are compared with the expected ones. Rows that fail (another token count,
+    another key: a device appeared or vanished, or the text was cut) are parsed one by one by
+    line key, so no counter is ever taken from the wrong line."""
+    kind = layout["kind"]
+    n = len(segments)
+    if kind == "tokens":
+        width = int(layout["count"])  # type: ignore[arg-type]
+        pick: list[int] = list(range(width))
+    else:
+        pick = list(layout["pick"])  # type: ignore[arg-type]
+        width = len(layout["wanted"]) if kind == "lines" else len(pick)  # type: ignore[arg-type]
+    out = np.full((n, width), MISSING, dtype=TOKEN_DTYPE)
+    if n == 0 or width == 0:
+        return out
+    seps = str(layout.get("separators", "")).encode("latin-1")
+    table = bytes.maketrans(seps, b" " * len(seps)) if seps else None
+    count = int(layout.get("count", -1))  # type: ignore[arg-type]
+    ok = np.zeros(n, dtype=bool)
+    if count > 0 and (kind != "lines" or len(pick) == width):
+        blob = b" ".join(segments)
+        toks = (blob.translate(table) if table is not None else blob).split()
+        if len(toks) == n * count:
+            grid = np.array(toks, dtype=object).reshape(n, count)
+            ok[:] = True
+            if kind == "lines":
+                keys = np.array([k.encode("latin-1") for k in layout["keys"]], dtype=object)  # type: ignore[union-attr]
+                ok = (grid[:, list(layout["check"])] == keys).all(axis=1)  # type: ignore[arg-type]
+            out[ok] = grid[ok][:, pick].astype(TOKEN_DTYPE)
+    for r in np.flatnonzero(~ok):
+        out[r] = _parse_one(segments[r], layout, table, pick, width, count)
+    return out
+
+
+def _parse_one(text: bytes, layout: dict[str, object], table: bytes | None, pick: list[int], width: int,
+               count: int) -> list[bytes]:
+    """One tick's text, the slow way: by token count for one-line files, by line key otherwise."""
+    if table is not None:
+        text = text.translate(table)
+    kind = layout["kind"]
+    if kind != "lines":
+        toks = text.split()
+        if (kind == "tokens" and len(toks) == width) or (kind == "fields" and toks and len(toks) > max(pick)):
+            return [toks[i] for i in pick]
+        return [MISSING] * width
+    key_token = int(layout["key_token"])  # type: ignore[arg-type]
+    lines = text.split(b"\n")
+    if not text.startswith(b"\n"):  # the whole file (a window always starts with its newline)
+        lines = lines[int(layout["skip_lines"]) :]  # type: ignore[arg-type]
+    by_key: dict[bytes, list[bytes]] = {}
+    for line in lines:
+        toks = line.split()
+        if len(toks) > key_token:
+            by_key.setdefault(toks[key_token], toks)
+    values: list[bytes] = []
+    for key, field in layout["wanted"]:  # type: ignore[union-attr]
+        toks = by_key.get(str(key).encode("latin-1"))
+        values.append(toks[int(field)] if toks is not None and len(toks) > int(field) else MISSING)
+    return values

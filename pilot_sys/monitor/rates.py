@@ -62,3 +62,26 @@ def utilization(rate: np.ndarray, limit: Limit) -> np.ndarray | None:
 def levels(raw: np.ndarray) -> np.ndarray:
     """A gauge (e.g. in-flight requests, MemAvailable) as float, unchanged."""
     return np.asarray(raw, dtype=np.float64)
+
+
+def spread_reads(values: np.ndarray, rows: np.ndarray, n: int, *, interval: bool) -> np.ndarray:
+    """Values derived at the real-read rows ``rows`` (ascending) spread over all ``n`` grid rows.
+
+    An interval value (a rate, a share of time) computed at read k covers the interval from
+    read k-1 to read k, so every grid row inside it, up to and including read k, gets it:
+    the next read's value (rows after the last read: NaN, the interval is not closed). A level
+    holds from its read until the next one: the last read's value (rows before the first
+    read: NaN)."""
+    values = np.asarray(values, dtype=np.float64)
+    grid = np.arange(n)
+    out = np.full(n, np.nan)
+    if not len(rows):
+        return out
+    if interval:
+        idx = np.searchsorted(rows, grid, side="left")
+        ok = idx < len(rows)
+    else:
+        idx = np.searchsorted(rows, grid, side="right") - 1
+        ok = idx >= 0
+    out[ok] = values[idx[ok]]
+    return out

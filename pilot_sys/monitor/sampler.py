@@ -4,19 +4,31 @@ Why it looks like this:
 
 * Fixed rate without drift: tick k is due at ``t0 + k / rate`` (absolute deadlines), so a late
   tick does not push every later one; deadlines already missed are skipped and counted.
-* The tick only reads raw counters (see ``procread``) and stores them, joined as they were
-  read, into one record of a preallocated numpy buffer; parsing, rates and utilizations happen
-  once at the end, vectorised (``procread.parse_rows``, ``Probe.derive``).
+* The tick only reads the files (see ``procread``: the text of the wanted lines, unsplit) and
+  stores the texts, joined, into one record of a preallocated numpy buffer; splitting, parsing,
+  rates and utilizations happen after the run, vectorised (``procread.parse_segments``,
+  ``Probe.derive``). A record is ``mask SEP text_0 SEP text_1 ...`` (``procread.SEGMENT``), one
+  text per reader; a reader without ``read_text`` (the process tree) stores its tokens.
 * Memory stays bounded on long runs: a full buffer is written to ``spill_dir`` as ``.npy``
   chunks (with ``columns.json`` naming the columns) and reused; without ``spill_dir`` full
   buffers are kept in memory.
 * It accounts for its own CPU time (the thread's CPU clock), wake-ups and buffer memory:
   the monitor's direct cost, the first model of overhead for the rate tuner.
+* Multi-rate on one time grid: a probe that declares ``max_rate_hz`` below the sampling rate
+  (counters the kernel only refreshes every so often, see ``Probe``) is read only on every
+  ``every``-th tick (``every = ceil(rate / max_rate_hz)``), and on the opening and closing
+  samples. On the other ticks its columns repeat its last reading (``raw()`` shows that carried
+  value) and a bit mask at the start of each record says which rows were real reads. Its
+  metrics are derived from its real reads only, with their own times, so a rate is always (counter at read k -
+  counter at read k-1) / (time of read k - time of read k-1), never a jump divided by one tick;
+  the result is then spread over the grid: a rate or share of an interval to every tick inside
+  that interval (the tick that ends it included), a level from its read until the next.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -28,14 +40,37 @@ from pydantic import BaseModel
 
 from pilot_sys.errors import BadInput
 from pilot_sys.monitor.probe import Probe, ProbeContext
-from pilot_sys.monitor.procread import MISSING, parse_rows, row_dtype
+from pilot_sys.monitor.rates import spread_reads
+from pilot_sys.monitor.procread import (
+    MISSING, SEGMENT, TOKEN_DTYPE, parse_segments, parse_tokens, tokens_layout,
+)
 from pilot_sys.monitor.trace import MonitorTrace
 from pilot_sys.plugin_loader import load_plugins
 
 MIN_CHUNK_ROWS = 64
 MAX_CHUNK_ROWS = 1 << 16
 CHUNK_SECONDS = 60.0  # a chunk (and a spill file) holds about this much sampling
+MAX_CHUNK_BYTES = 16 << 20  # ... or less, so that one buffer stays within this many bytes
 EVENT_WAIT_PERIOD = 0.05  # slower ticks wait on an event so that stop() returns promptly
+READS_DTYPE = np.uint64
+# Each record starts with the bit mask of the slow probes read on that tick (bit g for slow group
+# g). Kept in the record rather than in an array of its own so that a spilled chunk is
+# self-contained; at most 52 groups, so that the mask survives parsing to float64.
+MAX_SLOW_GROUPS = 52
+NO_SLOW_READ = b"0"
+MASK_BYTES = 21
+_PARSE_ROWS = 8192  # records parsed at a time: bounds the temporary Python objects
+
+
+class ProbeSchedule(BaseModel):
+    """How often one probe is read: what the benchmark and the trace notes report."""
+
+    probe: str
+    every: int  # read on every ``every``-th tick of the grid
+    rate_hz: float  # = sampling rate / every
+    columns: int
+    files: list[str]
+    reason: str = ""
 
 
 class SamplerCost(BaseModel):
@@ -106,12 +141,20 @@ class Sampler:
         self.columns: list[str] = []
         self._readers: list[Callable[[], Sequence[Any]]] = []
         self._widths: list[int] = []
+        self._every: list[int] = []  # per probe
+        self._ticks: list[Callable[[], bytes]] = []  # per reader: the tick's read (text)
+        self._layouts: list[dict[str, Any]] = []  # per reader: how to parse that text
+        self._bounds: list[int] = []  # per reader: bytes reserved in a record
+        self._fast: list[Callable[[], bytes]] = []  # tick reads of the probes read every tick
+        # per slow probe: [next due tick, every, tick reads, last texts, bit, width, first reader index]
+        self._slow: list[list[Any]] = []
         self._reader_errors: dict[int, str] = {}  # reader index -> first error, for the notes
         self._assemble()
+        by_bytes = MAX_CHUNK_BYTES // self._record_dtype().itemsize
         self.chunk_rows = int(
-            chunk_rows or min(MAX_CHUNK_ROWS, max(MIN_CHUNK_ROWS, round(self.rate_hz * CHUNK_SECONDS)))
+            chunk_rows or max(MIN_CHUNK_ROWS, min(MAX_CHUNK_ROWS, round(self.rate_hz * CHUNK_SECONDS), by_bytes))
         )
-        self._buf = np.zeros(self.chunk_rows, dtype=row_dtype(len(self.columns)))
+        self._buf = np.zeros(self.chunk_rows, dtype=self._record_dtype())
         self._times = np.zeros(self.chunk_rows, dtype=np.float64)
         self._row = 0
         self._chunks: list[tuple[np.ndarray, np.ndarray]] = []  # full buffers kept in memory
@@ -149,7 +192,7 @@ class Sampler:
         self.probes.insert(0, probe)
         self.probes.sort(key=lambda p: bool(getattr(p, "derives_from_metrics", False)))
         self._assemble()
-        self._buf = np.zeros(self.chunk_rows, dtype=row_dtype(len(self.columns)))
+        self._buf = np.zeros(self.chunk_rows, dtype=self._record_dtype())
 
     def start(self) -> Sampler:
         if self._thread is not None:
@@ -207,38 +250,76 @@ class Sampler:
             max_lateness_s=self._max_late,
         )
 
-    def per_sample_cost(self, samples: int = 200) -> float:
-        """CPU seconds one full sample costs (reads + storing the row), measured inline on the
-        calling thread over ``samples`` samples into a scratch buffer; the recording is not
-        touched. Usable before ``start()``."""
+    def per_sample_cost(self, samples: int = 200, *, every_probe: bool = False) -> float:
+        """CPU seconds one sample costs (reads + storing the row), measured inline on the
+        calling thread over ``samples`` consecutive ticks into a scratch buffer; the recording
+        is not touched. Usable before ``start()``.
+
+        By default the ticks follow the sampler's schedule (slow probes on their own ticks), so
+        this is the mean cost per tick of a real recording; ``every_probe=True`` reads every
+        probe on every sample (the cost of one complete snapshot)."""
         if self.trace is not None:
             raise RuntimeError("the sampler is stopped and its files are closed")
-        scratch = np.zeros(2, dtype=row_dtype(len(self.columns)))
-        readers = self._readers
+        scratch = np.zeros(2, dtype=self._record_dtype())
+        fast = self._fast
+        slow = [list(g) for g in self._slow]
+        for g in slow:
+            g[0] = 0
+            if every_probe:
+                g[1] = 1
         monotonic = time.monotonic
+        join = SEGMENT.join
         begin = time.thread_time()
-        for k in range(samples):
-            row: list[Any] = []
-            for read in readers:
-                row += read()
-            scratch[k & 1] = b" ".join(row)
+        for tick in range(samples):
             monotonic()
+            row = [NO_SLOW_READ]
+            append = row.append
+            bits = 0
+            for read in fast:
+                append(read())
+            for g in slow:
+                if tick >= g[0]:
+                    g[3] = [read() for read in g[2]]
+                    bits |= g[4]
+                    g[0] = tick + g[1]
+                row += g[3]
+            if bits:
+                row[0] = b"%d" % bits
+            scratch[tick & 1] = join(row)
         return (time.thread_time() - begin) / samples
+
+    def schedule(self) -> list[ProbeSchedule]:
+        """Which probe is read how often, from which files, and why."""
+        out: list[ProbeSchedule] = []
+        for probe, every in zip(self.probes, self._every):
+            files: list[str] = []
+            for reader in probe.readers:
+                path = getattr(getattr(reader, "__self__", None), "path", None)
+                if path is not None and str(path) not in files:
+                    files.append(str(path))
+            out.append(ProbeSchedule(
+                probe=probe.name, every=every, rate_hz=self.rate_hz / every, columns=len(probe.columns),
+                files=files, reason=probe.rate_reason if every > 1 else "",
+            ))
+        return out
 
     def recent(self, rows: int = 20) -> dict[str, float]:
         """The latest value of every metric, derived from the last ``rows`` samples: for a live
         view while sampling runs (the sampler thread is not disturbed)."""
+        rows = max(rows, 2 * max(self._every, default=1) + 2)  # two reads of the slowest probe
         n = self._row
-        if n >= 2:
+        if n >= rows or (n >= 2 and not self._chunks):
             lo = max(0, n - rows)
-            raw, t = self._buf[lo:n].copy(), self._times[lo:n].copy()
+            records, t = self._buf[lo:n].copy(), self._times[lo:n].copy()
         elif self._chunks:
-            last_raw, last_t = self._chunks[-1]
-            raw = np.concatenate([last_raw[-rows:], self._buf[:n]])
-            t = np.concatenate([last_t[-rows:], self._times[:n]])
+            last_records, last_t = self._chunks[-1]
+            keep = rows - n
+            records = np.concatenate([last_records[-keep:], self._buf[:n]])
+            t = np.concatenate([last_t[-keep:], self._times[:n]])
         else:
             return {}
-        metrics = self._derive(parse_rows(raw, len(self.columns)), t)
+        raw, reads = _parse_records(records, self._layouts)
+        metrics = self._derive(raw, t, reads)
         latest: dict[str, float] = {}
         for key, values in metrics.items():
             finite = values[np.isfinite(values)]
@@ -273,29 +354,82 @@ class Sampler:
                 continue
             kept.append(probe)
             widths += [int(w or 0) for w in found]
+        width_of = {}
+        k = 0
+        for probe in kept:
+            width_of[id(probe)] = widths[k : k + len(probe.readers)]
+            k += len(probe.readers)
+        every = {id(p): self._every_for(p) for p in kept}
+        # the row: probes read on every tick first, then the slow ones (``_derive`` takes the
+        # probes that derive from other probes' metrics, PCIe, last)
+        kept.sort(key=lambda p: (every[id(p)] > 1, bool(getattr(p, "derives_from_metrics", False))))
         self.probes = kept
         self.columns = [c for p in kept for c in p.columns]
         self._readers = [r for p in kept for r in p.readers]
-        self._widths = widths
+        self._widths = [w for p in kept for w in width_of[id(p)]]
+        self._every = [every[id(p)] for p in kept]
+        self._ticks, self._layouts, self._bounds = [], [], []
+        for reader, width in zip(self._readers, self._widths):
+            tick, layout, bound = _tick_read(reader, width)
+            self._ticks.append(tick)
+            self._layouts.append(layout)
+            self._bounds.append(bound)
+        self._slow = []
+        self._fast = []
+        first = 0
+        for p in kept:
+            ticks = self._ticks[first : first + len(p.readers)]
+            if every[id(p)] == 1:
+                self._fast += ticks
+            elif p.readers:
+                if len(self._slow) == MAX_SLOW_GROUPS:
+                    raise RuntimeError(f"more than {MAX_SLOW_GROUPS} probes read slower than the sampler")
+                bit = 1 << len(self._slow)
+                self._slow.append([0, every[id(p)], ticks, [b""] * len(ticks), bit, len(p.columns), first])
+            first += len(p.readers)
+
+    def _record_dtype(self) -> np.dtype:
+        """Room for the mask and every reader's text (with room to grow, ``procread``)."""
+        return np.dtype(f"S{MASK_BYTES + sum(self._bounds) + len(self._bounds)}")
+
+    def _every_for(self, probe: Probe) -> int:
+        """Read ``probe`` on every n-th tick: the fewest ticks that keep it at or under its
+        useful rate (1 when it has none, or the sampler is slower anyway)."""
+        limit = getattr(probe, "max_rate_hz", None)
+        if not limit or limit <= 0 or limit >= self.rate_hz:
+            return 1
+        return max(1, math.ceil(self.rate_hz / limit - 1e-9))
 
     def _reader_columns(self, k: int) -> list[str]:
         start = sum(self._widths[:k])
         return self.columns[start : start + self._widths[k]]
 
-    def _read_row_safely(self) -> list[Any]:
+    def _read_one(self, k: int) -> bytes:
+        """Reader ``k``'s tick read on its own; an empty text (parsed as MISSING counters) and
+        a note when it fails."""
+        try:
+            return self._ticks[k]()
+        except Exception as exc:  # noqa: BLE001 - a plug-in's failure must not end sampling
+            self._reader_errors.setdefault(k, f"{type(exc).__name__}: {exc}")
+            return b""
+
+    def _read_row_safely(self, tick: int, closing: bool) -> tuple[list[Any], int]:
         """The tick's slow path, taken only after a reader raised: each reader on its own, a
-        failing one's counters MISSING for this tick (it is tried again on the next)."""
-        row: list[Any] = []
-        for k, (read, width) in enumerate(zip(self._readers, self._widths)):
-            try:
-                part = read()
-                if len(part) != width:
-                    raise ValueError(f"{len(part)} counters instead of {width}")
-                row += part
-            except Exception as exc:  # noqa: BLE001 - a plug-in's failure must not end sampling
-                self._reader_errors.setdefault(k, f"{type(exc).__name__}: {exc}")
-                row += [MISSING] * width
-        return row
+        failing one's counters MISSING for this tick (it is tried again on its next tick).
+        The slow groups follow the same schedule as on the fast path."""
+        row: list[bytes] = [NO_SLOW_READ]
+        for k in range(len(self._fast)):
+            row.append(self._read_one(k))
+        bits = 0
+        for g in self._slow:
+            if closing or tick >= g[0]:
+                g[3] = [self._read_one(k) for k in range(g[6], g[6] + len(g[2]))]
+                bits |= g[4]
+                g[0] = (tick // g[1] + 1) * g[1]
+            row += g[3]
+        if bits:
+            row[0] = b"%d" % bits
+        return row, bits
 
     def _run(self) -> None:
         try:
@@ -303,40 +437,56 @@ class Sampler:
         except (AttributeError, OSError):
             self._cpu_clock = None
         self._cpu_start = time.thread_time()
-        readers = self._readers
-        join = b" ".join
+        fast = self._fast
+        slow = self._slow
+        join = SEGMENT.join
         monotonic = time.monotonic
         sleep = time.sleep
         wait = self._stop.wait
         stopping = self._stop.is_set
         period = self.period
         use_event = period >= EVENT_WAIT_PERIOD
+        buf, times = self._buf, self._times
+        last_row = self.chunk_rows - 1
         self._t0_mono = monotonic()
         self._t0_wall = time.time() - (monotonic() - self._t0_mono)
-        deadline = self._t0_mono
+        t0 = self._t0_mono
+        deadline = t0
         tick = 0
         self._ready.set()
         try:
             while True:
                 now = monotonic()
-                row: list[Any] = []
+                closing = stopping()
+                row = [NO_SLOW_READ]
+                append = row.append
+                bits = 0
                 try:
-                    for read in readers:
-                        row += read()
+                    for read in fast:
+                        append(read())
+                    for g in slow:  # [next due tick, every, tick reads, last texts, bit, ...]
+                        if tick >= g[0] or closing:
+                            g[3] = [read() for read in g[2]]
+                            bits |= g[4]
+                            g[0] = (tick // g[1] + 1) * g[1]
+                        row += g[3]  # the last reading, carried forward on the ticks between reads
+                    if bits:
+                        row[0] = b"%d" % bits
                 except Exception:  # noqa: BLE001 - see _read_row_safely
-                    row = self._read_row_safely()
+                    row, bits = self._read_row_safely(tick, closing)
                 i = self._row
-                self._buf[i] = join(row)
-                self._times[i] = now
+                buf[i] = join(row)
+                times[i] = now
                 self._samples += 1
-                if i + 1 == self.chunk_rows:
+                if i == last_row:
                     self._rotate()
+                    buf, times = self._buf, self._times
                 else:
                     self._row = i + 1
-                if stopping() and self._samples >= 2:
+                if closing and self._samples >= 2:
                     break  # that was the closing sample, taken when stop() was called
                 tick += 1
-                deadline = self._t0_mono + tick * period
+                deadline = t0 + tick * period
                 after = monotonic()
                 if after >= deadline:
                     self._late += 1
@@ -344,7 +494,7 @@ class Sampler:
                     missed = int((after - deadline) / period) + 1
                     self._skipped += missed
                     tick += missed
-                    deadline = self._t0_mono + tick * period
+                    deadline = t0 + tick * period
                 remaining = deadline - monotonic()
                 self._wakeups += 1
                 if remaining > 0:
@@ -385,7 +535,23 @@ class Sampler:
 
     # -- turning raw counters into the trace -----------------------------------------------
     def raw(self) -> tuple[np.ndarray, np.ndarray]:
-        """All raw samples (float64, NaN where a counter was missing) and their monotonic times."""
+        """All raw samples (float64, NaN where a counter was missing) and their monotonic times.
+        A probe read slower than the sampler shows its last reading on the ticks between its
+        reads (``read_rows`` says which rows were real reads)."""
+        raw, t, _ = self._all_rows()
+        return raw, t
+
+    def read_rows(self) -> dict[str, np.ndarray]:
+        """For each probe read slower than the sampler, the indices of the rows of ``raw()``
+        that are real reads of its counters (the others carry its previous reading)."""
+        _, _, reads = self._all_rows()
+        return {
+            self.probes[i].name: np.flatnonzero(_read_mask(reads, bit))
+            for i, bit in self._probe_bits() if bit
+        }
+
+    def _all_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every sample: raw counters, times, slow-read masks."""
         raws: list[np.ndarray] = []
         times: list[np.ndarray] = []
         for raw_path, t_path in self._spilled:
@@ -396,23 +562,50 @@ class Sampler:
             times.append(t)
         raws.append(self._buf[: self._row])
         times.append(self._times[: self._row])
-        raw = parse_rows(np.concatenate(raws), len(self.columns))  # procread.MISSING becomes NaN
-        return raw, np.concatenate(times)
+        raw, reads = _parse_records(np.concatenate(raws), self._layouts)
+        return raw, np.concatenate(times), reads
 
-    def _derive(self, raw: np.ndarray, t: np.ndarray) -> dict[str, np.ndarray]:
+    def _probe_bits(self) -> list[tuple[int, int]]:
+        """(probe index, its slow-group bit, 0 for a probe read on every tick)."""
+        out: list[tuple[int, int]] = []
+        g = 0
+        for i, (probe, every) in enumerate(zip(self.probes, self._every)):
+            if every > 1 and probe.readers:
+                out.append((i, 1 << g))
+                g += 1
+            else:
+                out.append((i, 0))
+        return out
+
+    def _derive(self, raw: np.ndarray, t: np.ndarray, reads: np.ndarray | None = None) -> dict[str, np.ndarray]:
         metrics: dict[str, np.ndarray] = {}
-        start = 0
-        for probe in self.probes:
-            width = len(probe.columns)
-            block = raw[:, start : start + width]
-            start += width
-            metrics.update(probe.derive(block, t, metrics))
+        starts = np.cumsum([0] + [len(p.columns) for p in self.probes])
+        order = sorted(self._probe_bits(), key=lambda ib: bool(getattr(self.probes[ib[0]], "derives_from_metrics", False)))
+        for i, bit in order:
+            probe = self.probes[i]
+            block = raw[:, starts[i] : starts[i + 1]]
+            if not bit or reads is None:
+                metrics.update(probe.derive(block, t, metrics))
+                continue
+            rows = np.flatnonzero(_read_mask(reads, bit))
+            derived = probe.derive(block[rows], t[rows], {k: v[rows] for k, v in metrics.items()})
+            for key, values in derived.items():
+                metrics[key] = spread_reads(values, rows, len(t), interval=probe.interval_metric(key))
         return metrics
 
     def _describe(self) -> dict[str, Any]:
         return {
             "columns": self.columns,
             "rate_hz": self.rate_hz,
+            # a record is "mask SEP text SEP text ...": how to parse each reader's text, and which
+            # bit of the mask marks the real reads of which columns
+            "record_format": "segments-v1",
+            "layouts": self._layouts,
+            "slow_reads": [
+                {"probe": self.probes[i].name, "bit": bit, "every": self._every[i],
+                 "columns": list(self.probes[i].columns)}
+                for i, bit in self._probe_bits() if bit
+            ],
             "limits": {k: v.model_dump(mode="json") for p in self.probes for k, v in p.limits.items()},
             "attrs": {k: v for p in self.probes for k, v in p.attrs().items()},
         }
@@ -426,8 +619,14 @@ class Sampler:
                 f"reading {names[0].split('/')[0] if names else 'a plug-in'} failed at times ({message}); "
                 "those samples are missing, not zero"
             )
-        raw, t = self.raw()
-        metrics = self._derive(raw, t) if len(t) else {}
+        for plan in self.schedule():
+            if plan.every > 1:
+                self.context.notes.append(
+                    f"{plan.probe} read at {plan.rate_hz:g} Hz (every {plan.every} ticks; its last reading is "
+                    f"carried between reads, its rates are taken between real reads): {plan.reason}"
+                )
+        raw, t, reads = self._all_rows()
+        metrics = self._derive(raw, t, reads) if len(t) else {}
         rel = t - t[0] if len(t) else t
         series = {key: _to_list(values) for key, values in sorted(metrics.items())}
         description = self._describe()
@@ -446,6 +645,53 @@ class Sampler:
         )
 
 
+def _tick_read(reader: Callable[[], Sequence[Any]], width: int) -> tuple[Callable[[], bytes], dict[str, Any], int]:
+    """A reader's tick read, the layout to parse what it stores, and the bytes to reserve.
+    A plug-in reader that is the ``read`` of a ``procread`` table stores its text unsplit;
+    any other reader (the process tree, a wrapped reader) stores its tokens joined."""
+    table = getattr(reader, "__self__", None)
+    tick_reader = getattr(table, "tick_reader", None)
+    if tick_reader is not None and getattr(table, "read", None) == reader:
+        return tick_reader(), table.layout(), table.text_bound()
+
+    def tokens() -> bytes:
+        part = reader()
+        if len(part) != width:
+            raise ValueError(f"{len(part)} counters instead of {width}")
+        return b" ".join(part)
+
+    return tokens, tokens_layout(width), 21 * width
+
+
+def _parse_records(records: np.ndarray, layouts: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    """Tick records to (raw counters, float64 with NaN where missing, slow-read masks)."""
+    widths = [int(layout["count"]) if layout["kind"] == "tokens" else
+              len(layout["wanted"] if layout["kind"] == "lines" else layout["pick"]) for layout in layouts]
+    n = len(records)
+    raw = np.full((n, sum(widths)), np.nan)
+    reads = np.zeros(n, dtype=READS_DTYPE)
+    parts = len(layouts) + 1
+    for lo in range(0, n, _PARSE_ROWS):
+        block = records[lo : lo + _PARSE_ROWS].tolist()
+        split = [record.split(SEGMENT) for record in block]
+        for r, segs in enumerate(split):
+            if len(segs) != parts:  # cut short (a text outgrew its room): what is there is parsed
+                split[r] = (segs + [b""] * parts)[:parts]
+        masks = parse_tokens(np.array([segs[0][:20] for segs in split], dtype=TOKEN_DTYPE))
+        reads[lo : lo + len(block)] = np.where(np.isfinite(masks), masks, 0).astype(READS_DTYPE)
+        tokens = np.full((len(block), sum(widths)), MISSING, dtype=TOKEN_DTYPE)
+        start = 0
+        for k, (layout, width) in enumerate(zip(layouts, widths)):
+            tokens[:, start : start + width] = parse_segments([segs[k + 1] for segs in split], layout)
+            start += width
+        raw[lo : lo + len(block)] = parse_tokens(tokens)  # procread.MISSING becomes NaN
+    return raw, reads
+
+
+def _read_mask(reads: np.ndarray, bit: int) -> np.ndarray:
+    return (np.asarray(reads, dtype=READS_DTYPE) & READS_DTYPE(bit)) != 0
+
+
 def _to_list(values: np.ndarray) -> list[float | None]:
     """JSON-ready: NaN and infinities become None ("could not be read / not defined here")."""
     values = np.asarray(values, dtype=np.float64)
@@ -459,7 +705,9 @@ def read_spill(spill_dir: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
     them did not get to ``stop()``."""
     spill_dir = Path(spill_dir)
     try:
-        columns = json.loads((spill_dir / "columns.json").read_text())["columns"]
+        description = json.loads((spill_dir / "columns.json").read_text())
+        columns = description["columns"]
+        layouts = description["layouts"]
     except (OSError, ValueError, KeyError) as exc:
         raise BadInput(str(spill_dir / "columns.json"), f"not a sampler spill directory ({exc})") from None
     raw_files = sorted(spill_dir.glob("samples-*.npy"))
@@ -467,4 +715,5 @@ def read_spill(spill_dir: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
     times = [np.load(spill_dir / f.name.replace("samples-", "times-")) for f in raw_files]
     if not records:
         return columns, np.zeros((0, len(columns))), np.zeros(0)
-    return columns, parse_rows(np.concatenate(records), len(columns)), np.concatenate(times)
+    raw, _ = _parse_records(np.concatenate(records), layouts)
+    return columns, raw, np.concatenate(times)

@@ -21,6 +21,14 @@ Formulas (per interval, sysstat ``iostat -x`` style):
 * ``read_await_s`` = delta(field 4) / delta(field 1) / 1000 (NaN in an interval without reads);
   ``write_await_s`` from fields 8 and 5; ``await_s`` over both.
 * ``in_flight`` = field 9, a level.
+
+Where the counters are read from: ``/sys/class/block/<dev>/stat`` holds the same fields for one
+device (Documentation/block/stat.rst: the same 11+ values, without major, minor and name), while
+/proc/diskstats formats every device and partition (loop devices included) on each read. Reading
+a few watched devices' own files is cheaper (here 2 x 2.5 us instead of 10 us for 10 lines), so
+the per-device files are used when at most a third of the listed devices are watched and every
+watched device has one; /proc/diskstats otherwise (and in captured trees without /sys).
+These counters change at least every jiffy or millisecond: read at the sampler's full rate.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from pilot_sys.monitor.probe import Probe, ProbeContext
-from pilot_sys.monitor.procread import LineTable, Wanted, read_text
+from pilot_sys.monitor.procread import FieldFile, LineTable, Wanted, read_text
 from pilot_sys.monitor.rates import deltas, intervals, levels, per_second, ratio, utilization
 
 KIND = "dynamic"
@@ -43,6 +51,7 @@ FIELDS = {
     "write_ms": 8, "in_flight": 9, "io_ticks_ms": 10, "time_in_queue_ms": 11,
 }
 PARALLEL_PREFIXES = ("nvme", "md", "rbd")
+PER_DEVICE_FILES_UP_TO = 1 / 3  # of the devices /proc/diskstats lists
 IO_PSI = "io:host"
 
 
@@ -101,15 +110,24 @@ def default_devices(context: ProbeContext, present: list[str]) -> list[str]:
 class BlockProbe(Probe):
     name = NAME
 
-    def __init__(self, context: ProbeContext, devices: list[str]) -> None:
+    def __init__(self, context: ProbeContext, devices: list[str], listed: int | None = None) -> None:
         super().__init__()
         self.devices = devices
         self.parallel = {d: serves_in_parallel(context.root, d) for d in devices}
         self.queues = {d: hardware_queues(context.root, d) for d in devices}
-        wanted = [Wanted(d, 2 + n) for d in devices for n in FIELDS.values()]
-        self._stats = LineTable(context.path("proc", "diskstats"), wanted, key_token=2)
+        self._files: list[FieldFile] = []
+        self._stats: LineTable | None = None
+        if listed is not None and len(devices) <= listed * PER_DEVICE_FILES_UP_TO:
+            self._files = self._open_device_files(context, devices)
+        if self._files:
+            self.source = "/sys/class/block/<dev>/stat"
+            self.readers = [f.read for f in self._files]
+        else:
+            wanted = [Wanted(d, 2 + n) for d in devices for n in FIELDS.values()]
+            self._stats = LineTable(context.path("proc", "diskstats"), wanted, key_token=2)
+            self.source = "/proc/diskstats"
+            self.readers = [self._stats.read]
         columns = [f"block:{d}/{f}" for d in devices for f in FIELDS]
-        self.readers = [self._stats.read]
         self._psi: LineTable | None = None
         psi_path = context.path("proc", "pressure", "io")
         if psi_path.exists():
@@ -123,6 +141,20 @@ class BlockProbe(Probe):
         for d in devices:
             for direction in ("read", "write", "iops_read", "iops_write"):
                 self.limits[f"block:{d}/{direction}"] = context.limit(f"block:{d}", direction)
+
+    @staticmethod
+    def _open_device_files(context: ProbeContext, devices: list[str]) -> list[FieldFile]:
+        """Every watched device's own stat file (field n of diskstats is token n - 1 there), or
+        none at all when one is missing or unreadable: all devices come from one source."""
+        files: list[FieldFile] = []
+        try:
+            for d in devices:
+                files.append(FieldFile(context.path("sys", "class", "block", d, "stat"), [n - 1 for n in FIELDS.values()]))
+        except (OSError, ValueError):
+            for f in files:
+                f.close()
+            return []
+        return files
 
     def derive(self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
@@ -163,7 +195,10 @@ class BlockProbe(Probe):
         }
 
     def close(self) -> None:
-        self._stats.close()
+        if self._stats is not None:
+            self._stats.close()
+        for f in self._files:
+            f.close()
         if self._psi is not None:
             self._psi.close()
 
@@ -175,4 +210,4 @@ def open_probe(context: ProbeContext) -> BlockProbe | None:
     text = read_text(path, "") or ""
     present = [line.split()[2] for line in text.splitlines() if len(line.split()) > 2]
     devices = default_devices(context, present)
-    return BlockProbe(context, devices) if devices else None
+    return BlockProbe(context, devices, listed=len(present)) if devices else None
