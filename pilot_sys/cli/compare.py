@@ -1,11 +1,14 @@
-"""``pilot-sys compare A B``: Welch comparison of two data files.
+"""``pilot-sys compare``: Welch comparison of two data files, of saved result directories, or of
+workloads run live with their rounds interleaved.
 
-Thin on purpose: the comparison is ``pilot_sys.stats.compare.compare_samples``; a later command
-extends this one with result directories and live interleaved runs.
+Thin on purpose: data files go to ``pilot_sys.stats.compare.compare_samples``; result
+directories and ``--run`` go to ``pilot_sys.session.compare_launch``.
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Literal
 
 import click
@@ -78,12 +81,22 @@ def _render(out: CompareOutput) -> None:
 Examples:
   pilot-sys compare before.csv after.csv --column 'throughput (MiB/s)' --pi-type harmonic
   pilot-sys compare a.txt b.txt --threshold 0.05 --json
+  pilot-sys compare pilot-results/old-fio pilot-results/new-fio --pi write_bw
+  pilot-sys compare --parser lines --run old='python3 bench.py --v1' --run new='python3 bench.py --v2'
 
+\b
 Each file holds one series in time order (subsession analysis handles autocorrelation).
-Exit status: 0 whatever the verdict (it is in the output), 2 on bad input.""",
+A result directory is read back from its result.json (its first workload).
+With --run, rounds of the workloads are interleaved (W1, W2, ..., W1, W2, ...) until every
+adjacent pair of the ranking is separated (CIs apart, or Welch p below --threshold) and
+every CI meets its target; the session options are those of `pilot-sys run`.
+
+\b
+Exit status: 0 whatever the verdict of files and directories (it is in the output), 2 on bad
+input; with --run the exit codes of `pilot-sys run` (0 all separated, 4 limit reached first).""",
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
-@click.argument("file_a", metavar="A")
-@click.argument("file_b", metavar="B")
+@click.argument("inputs", nargs=-1, metavar="[A B]")
 @click.option("--column", "-c", metavar="NAME|INDEX", help="Column to read in both files (header name or 0-based index).")
 @click.option(
     "--pi-type",
@@ -101,9 +114,22 @@ Exit status: 0 whatever the verdict (it is in the output), 2 on bad input.""",
     help="Which direction is faster  [default: higher for harmonic (rates), lower otherwise (times)].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one machine-readable JSON object.")
+@click.option("--run", "runs", multiple=True, metavar="NAME='CMD'", help="A workload to run live (repeat, at least twice).")
+@click.option("--pi", help="The PI to rank by (result directories and --run; default: the first one all report).")
+@click.option("-w", "--work-amount", metavar="MIN,MAX", help="--run: valid range of %WORK_AMOUNT%.")
+@click.option("-o", "--output-dir", type=click.Path(path_type=Path), help="--run: result directory.")
+@click.option("-s", "--session-limit", type=float, metavar="SECONDS", help="--run: stop after this long (0: no limit).")
+@click.option("--ci-perc", metavar="PCT", help="--run: target full CI width, e.g. 5%.")
+@click.option("--preset", type=click.Choice(["quick", "normal", "strict"]), default="normal", show_default=True,
+              help="--run: targets and limits, as for `pilot-sys run`.")
+@click.option("--max-rounds", type=int, help="--run: stop after this many rounds of each workload.")
+@click.option("--parser", type=click.Choice(["auto", "fio", "iperf3", "dd", "csv", "lines", "none"]), default="auto",
+              show_default=True, help="--run: how to read the commands' output.")
+@click.option("--timeout", type=float, metavar="SECONDS", help="--run: kill a round that runs longer.")
+@click.option("--no-monitor", is_flag=True, help="--run: do not sample utilization.")
+@click.option("--quiet", "-q", is_flag=True, help="--run: no progress output.")
 def compare(
-    file_a: str,
-    file_b: str,
+    inputs: tuple[str, ...],
     column: str | None,
     pi_type: str,
     confidence: float,
@@ -111,12 +137,53 @@ def compare(
     autocorr_limit: float,
     higher_is_better: bool | None,
     as_json: bool,
+    runs: tuple[str, ...],
+    pi: str | None,
+    work_amount: str | None,
+    output_dir: Path | None,
+    session_limit: float | None,
+    ci_perc: str | None,
+    preset: str,
+    max_rounds: int | None,
+    parser: str,
+    timeout: float | None,
+    no_monitor: bool,
+    quiet: bool,
 ) -> None:
-    """Is A different from B? Welch's t-test on two data files, honest under autocorrelation.
+    """Is A different from B? Welch's t-test, honest under autocorrelation, on two data files,
+    two result directories, or workloads run live and interleaved (--run NAME='CMD' ...).
 
     Prints the difference of the means with its CI, the p-value, a verdict, and, when undecided,
     how many more samples each side needs to reach the threshold.
     """
+    if runs:
+        if inputs:
+            raise BadInput("A B", "give either two files/result directories or --run options, not both")
+        from pilot_sys.cli.run import parse_ci_perc, parse_work_amount
+        from pilot_sys.session.compare_launch import CompareRequest, launch_compare
+        from pilot_sys.session.launch import RunRequest
+
+        request = RunRequest(
+            work_amount=parse_work_amount(work_amount) if work_amount else None, output_dir=output_dir,
+            session_limit=session_limit, ci_perc=parse_ci_perc(ci_perc) if ci_perc is not None else None,
+            confidence=None if click.get_current_context().get_parameter_source("confidence")
+            is click.core.ParameterSource.DEFAULT else confidence, preset=preset, max_rounds=max_rounds, parser=None if parser == "auto" else parser,
+            timeout=timeout, monitor=not no_monitor, quiet=quiet, as_json=as_json,
+            command_line=["pilot-sys", *sys.argv[1:]],
+        )
+        sys.exit(launch_compare(CompareRequest(runs=list(runs), pi=pi, threshold=threshold, run=request)))
+    if len(inputs) != 2:
+        raise BadInput("A B", "give two data files or two result directories, or at least two --run NAME='CMD'")
+    file_a, file_b = inputs
+    if Path(file_a).is_dir() or Path(file_b).is_dir():
+        if not (Path(file_a).is_dir() and Path(file_b).is_dir()):
+            raise BadInput(file_b if Path(file_a).is_dir() else file_a, "is not a result directory like the other input")
+        if not 0.0 < threshold < 1.0:
+            raise BadInput("--threshold", f"{threshold:g} must be between 0 and 1, e.g. 0.01")
+        from pilot_sys.session.compare_launch import compare_directories
+
+        compare_directories([Path(file_a), Path(file_b)], pi, threshold, as_json)
+        return
     if not 0.0 < confidence < 1.0:
         raise BadInput("--confidence", f"{confidence:g} must be between 0 and 1, e.g. 0.95")
     if not 0.0 < threshold < 1.0:

@@ -1,0 +1,49 @@
+"""`pilot-sys report`: rebuild result.json, report.md and plots from a result directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from pilot_sys.errors import BadInput
+
+EXAMPLES = """
+\b
+Examples:
+  pilot-sys report pilot-results/20261121-064500-fio
+  pilot-sys report --json pilot-results/20261121-064500-fio | jq .workloads[0].pis
+  pilot-sys report --schema > result.schema.json
+
+\b
+Works on any result directory, also one left by a killed or interrupted session: the
+report says how it stopped. It reads the journal and never changes it.
+"""
+
+
+@click.command("report", epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("directory", required=False, type=click.Path(path_type=Path))
+@click.option("--schema", is_flag=True, help="Print the JSON Schema of result.json and exit.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rebuilt result.json to stdout.")
+@click.option("--no-plots", is_flag=True, help="Skip the PNG plots.")
+def report(directory: Path | None, schema: bool, as_json: bool, no_plots: bool) -> None:
+    """Rebuild result.json, report.md and plots/ in DIRECTORY from its round journal."""
+    if schema:
+        from pilot_sys.session.result import result_schema
+
+        click.echo(json.dumps(result_schema(), indent=2))
+        return
+    if directory is None:
+        raise BadInput("DIRECTORY", "give a result directory (or --schema)")
+    if not directory.is_dir():
+        raise BadInput(str(directory), "no such directory")
+    from pilot_sys.report.rebuild import rebuild
+    from pilot_sys.session.launch import print_summary
+
+    result = rebuild(directory, plots=not no_plots)
+    print_summary(result, as_json=as_json)
+    if result.comparison is not None and not as_json:
+        from pilot_sys.session.compare_launch import print_comparison
+
+        print_comparison(result.comparison, result)

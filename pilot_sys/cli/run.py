@@ -1,0 +1,136 @@
+"""`pilot-sys run`: option parsing only; the session lives in ``pilot_sys.session``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from pilot_sys.errors import BadInput
+
+PARSER_CHOICES = ["auto", "fio", "iperf3", "dd", "csv", "lines", "none"]
+
+
+def parse_work_amount(text: str) -> tuple[float, float]:
+    """``MIN,MAX`` (Pilot's -w); both non-negative, MAX >= MIN."""
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise BadInput("-w/--work-amount", f"expected MIN,MAX (e.g. 16,1024), got {text!r}")
+    try:
+        low, high = float(parts[0]), float(parts[1])
+    except ValueError:
+        raise BadInput("-w/--work-amount", f"MIN and MAX must be numbers, got {text!r}") from None
+    if low < 0 or high <= 0 or high < low:
+        raise BadInput("-w/--work-amount", f"need 0 <= MIN <= MAX and MAX > 0, got {text!r}")
+    return low, high
+
+
+def parse_ci_perc(text: str) -> float:
+    """``10%``, ``10`` (a percentage when >= 1) or ``0.1`` (a fraction): the full CI width / mean."""
+    raw = text.strip()
+    try:
+        value = float(raw.rstrip("%"))
+    except ValueError:
+        raise BadInput("--ci-perc", f"expected a percentage like 10% or a fraction like 0.1, got {text!r}") from None
+    fraction = value / 100 if raw.endswith("%") or value >= 1 else value
+    if not 0 < fraction < 10:
+        raise BadInput("--ci-perc", f"must be above 0, got {text!r}")
+    return fraction
+
+
+def parse_env(items: tuple[str, ...]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise BadInput("--env", f"expected K=V, got {item!r}")
+        env[key] = value
+    return env
+
+
+def parse_codes(text: str) -> list[int]:
+    try:
+        codes = [int(c) for c in text.split(",") if c.strip()]
+    except ValueError:
+        raise BadInput("--accept-rc", f"expected comma-separated integers like 0,1, got {text!r}") from None
+    if not codes:
+        raise BadInput("--accept-rc", "no return code given")
+    return codes
+
+
+EXAMPLES = """
+\b
+Examples:
+  pilot-sys run --preset quick
+      benchmark the storage under the current directory (built-in sequential write/read)
+  pilot-sys run -w 16,1024 -- fio --name=w --rw=write --bs=1M --size=%WORK_AMOUNT%M \\
+      --filename=/tmp/fio.dat --direct=1
+  pilot-sys run --parser lines --ci-perc 5% -- python3 bench.py
+  pilot-sys run --resume pilot-results/20261121-064500-fio
+
+\b
+Exit codes: 0 valid result; 2 bad input; 3 invalid (hidden bottleneck); 4 session limit
+reached before every CI target; 5 workload failure; 130 interrupted (all rounds kept:
+continue with --resume DIR, rebuild reports with `pilot-sys report DIR`).
+"""
+
+
+@click.command("run", epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@click.option("-w", "--work-amount", "work_amount", metavar="MIN,MAX",
+              help="Valid range of %WORK_AMOUNT% (built-in workload: MiB, default 16,1024 capped by free space).")
+@click.option("-o", "--output-dir", type=click.Path(path_type=Path), help="Result directory (default: ./pilot-results/<time>-<name>).")
+@click.option("-s", "--session-limit", type=float, metavar="SECONDS", help="Stop after this long (0: no limit). Preset: 30/600/3600.")
+@click.option("--ci-perc", metavar="PCT", help="Target full CI width as % of the mean, e.g. 10% or 0.1. Preset: 10/10/5%.")
+@click.option("--confidence", type=float, help="Confidence level of the CIs. Preset: 0.95/0.95/0.99.")
+@click.option("--preset", type=click.Choice(["quick", "normal", "strict"]), default="normal", show_default=True,
+              help="quick (~30 s), normal, strict: targets and limits (see `pilot_sys.session.config`).")
+@click.option("--min-rounds", type=int, help="Analysed rounds needed before stopping. Preset: 3/5/10.")
+@click.option("--max-rounds", type=int, help="Stop after this many rounds.")
+@click.option("--first-result", type=float, metavar="SECONDS", help="t of the k heuristic: a first rough result within t seconds.")
+@click.option("--min-round-seconds", type=float, help="Shorter rounds are stored but not analysed. Preset: 0.1/0.5/1.")
+@click.option("--max-round-seconds", type=float, help="Longest planned round. Preset: 0.5/20/60.")
+@click.option("--parser", type=click.Choice(PARSER_CHOICES), default="auto", show_default=True,
+              help="How to read the command's output (auto: from the program name: fio, iperf3, dd; else none).")
+@click.option("--work-unit", default=None, help="Name of the work amount's unit, for reports (e.g. MiB, requests).")
+@click.option("--timeout", type=float, metavar="SECONDS", help="Kill a round that runs longer (a workload failure).")
+@click.option("--accept-rc", default="0", show_default=True, metavar="CODES", help="Return codes that count as success.")
+@click.option("--env", "env", multiple=True, metavar="K=V", help="Environment variable for the command (repeatable).")
+@click.option("--dir", "directory", type=click.Path(path_type=Path), help="Directory for the built-in workload (default: .).")
+@click.option("--name", help="Workload name used in reports and the result directory.")
+@click.option("--cut", metavar="COMPONENT", help="Component under test, e.g. block:vda (default: end of the data path).")
+@click.option("--no-monitor", is_flag=True, help="Do not sample utilization (no bottleneck verdict).")
+@click.option("--sample-rate", type=float, metavar="HZ", help="Monitor sampling rate (default 10 Hz).")
+@click.option("--resume", type=click.Path(path_type=Path), metavar="DIR", help="Continue an interrupted session in DIR.")
+@click.option("--no-plots", is_flag=True, help="Skip the PNG plots (faster on very long sessions).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@click.option("--json", "as_json", is_flag=True, help="Print result.json to stdout at the end.")
+def run(command: tuple[str, ...], work_amount: str | None, output_dir: Path | None, session_limit: float | None,
+        ci_perc: str | None, confidence: float | None, preset: str, min_rounds: int | None, max_rounds: int | None,
+        first_result: float | None, min_round_seconds: float | None, max_round_seconds: float | None, parser: str,
+        work_unit: str | None, timeout: float | None, accept_rc: str, env: tuple[str, ...], directory: Path | None,
+        name: str | None, cut: str | None, no_monitor: bool, sample_rate: float | None, resume: Path | None,
+        no_plots: bool, quiet: bool, as_json: bool) -> None:
+    """Run a workload in rounds until every performance index meets its CI target.
+
+    With no COMMAND, benchmarks the storage under the current directory (or --dir) with the
+    built-in sequential write/read workload. COMMAND may use %WORK_AMOUNT% (set per round
+    within -w MIN,MAX) and %RESULT_DIR% (the round's folder). Every round is journaled in the
+    result directory before the next decision; Ctrl-C keeps everything measured.
+    """
+    from pilot_sys.session.launch import RunRequest, launch_run
+
+    request = RunRequest(
+        command=list(command), work_amount=parse_work_amount(work_amount) if work_amount else None,
+        output_dir=output_dir, session_limit=session_limit,
+        ci_perc=parse_ci_perc(ci_perc) if ci_perc is not None else None, confidence=confidence, preset=preset,
+        min_rounds=min_rounds, max_rounds=max_rounds, first_result=first_result,
+        min_round_seconds=min_round_seconds, max_round_seconds=max_round_seconds,
+        parser=None if parser == "auto" else parser, work_unit=work_unit, timeout=timeout,
+        accept_rc=parse_codes(accept_rc), env=parse_env(env), directory=directory, name=name, cut=cut,
+        monitor=not no_monitor, sample_rate=sample_rate, resume=resume, plots=not no_plots, quiet=quiet,
+        as_json=as_json, command_line=["pilot-sys", *sys.argv[1:]],
+    )
+    code = launch_run(request)
+    sys.exit(code)

@@ -1,0 +1,308 @@
+"""Per-round analysis of one workload's rounds: which rounds count, non-stable removal, CIs.
+
+The statistics themselves live in ``pilot_sys.stats`` (pure functions); this module decides
+*what* goes into them (seeds/002 §III-A, §III-E):
+
+- short rounds, failed rounds and rounds doing less than the smallest useful work (from the
+  WPS alpha) are not analysed;
+- a PI with unit readings: EDM on each analysed round's unit readings, the round's dominant
+  stable segment kept (cached per round: a round is examined once, so a session's cost per
+  round stays flat), all kept segments together are the samples;
+- a PI with readings only: one sample per analysed round;
+- when the work amount varies, the WPS regression ``t = alpha + w / v`` over analysed rounds
+  gives the stable work-per-second ``v`` (a PI of its own, ``wps``) and alpha.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pilot_sys.session.config import SessionConfig
+from pilot_sys.session.journal import RoundRecord
+from pilot_sys.session.result import PIResult, Removal, RoundCounts, WPSResult
+from pilot_sys.session import statsapi
+from pilot_sys.workload.base import PISpec, PIType
+
+WPS_PI = "wps"
+MIN_WPS_ROUNDS = 3
+MIN_UNITS_PER_ROUND = 5  # fewer unit readings than this in any analysed round: use readings (EDM itself needs 20)
+
+
+UnitLoader = Callable[[RoundRecord], tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]
+"""A round's unit readings and their times (seconds since the round started), by PI."""
+
+
+def equal_time_windows(times: np.ndarray) -> bool:
+    """Whether unit readings are rates over equal time windows (fio's ``log_avg_msec`` logs)
+    rather than over equal work (one per block, whose durations vary with the rate): at least
+    80% of the gaps within 25% of the median gap. A stand-in until parsers declare it; when
+    rates barely vary both means agree, so a wrong guess then costs nothing."""
+    gaps = np.diff(np.asarray(times, dtype=np.float64))
+    if gaps.size < 4:
+        return False
+    med = float(np.median(gaps))
+    if med <= 0:
+        return False
+    return bool(np.mean(np.abs(gaps / med - 1.0) <= 0.25) >= 0.8)
+
+
+@dataclass
+class Stable:
+    """The kept part of one round's unit readings for one PI."""
+
+    start: int
+    end: int
+    total: int
+    changepoints: list[int]
+    found_dominant: bool
+
+
+@dataclass
+class TrackAnalysis:
+    """Analysis state of one workload; :meth:`update` after every journaled round."""
+
+    config: SessionConfig
+    pis: list[PISpec]
+    work_unit: str = ""
+    stable: dict[tuple[int, str], Stable] = field(default_factory=dict)
+    kept_units: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)
+    time_windows: dict[str, bool] = field(default_factory=dict)  # PI -> units are equal-time windows
+    wps: WPSResult | None = None
+    wps_unit: str = ""
+    alpha_work: float = 0.0  # smallest useful work from alpha, in work-amount units (0: none)
+    results: dict[str, PIResult] = field(default_factory=dict)
+    counts: RoundCounts = field(default_factory=RoundCounts)
+
+    def _stable_of(self, rec: RoundRecord, pi: str, values: np.ndarray) -> Stable:
+        key = (rec.index, pi)
+        cached = self.stable.get(key)
+        if cached is not None:
+            return cached
+        n = int(values.size)
+        if not self.config.remove_nonstable or n < statsapi.MIN_EDM_SAMPLES:
+            st = Stable(0, n, n, [], True)
+        else:
+            start, end, cps, dominant = statsapi.stable_segment(values)
+            st = Stable(start, end, n, cps, dominant)
+        self.stable[key] = st
+        self.kept_units[key] = np.asarray(values[st.start : st.end], dtype=np.float64)
+        return st
+
+    def update(
+        self,
+        records: list[RoundRecord],
+        load_units: UnitLoader,
+    ) -> dict[str, PIResult]:
+        cfg = self.config
+        usable = [r for r in records if not r.failed and not r.short]
+        self.counts = RoundCounts(
+            total=len(records),
+            short=sum(r.short for r in records),
+            failed=sum(r.failed for r in records),
+        )
+        self._fit_wps(usable)
+        below = [r for r in usable if self.alpha_work > 0 and r.work_amount < self.alpha_work]
+        analysed = [r for r in usable if not (self.alpha_work > 0 and r.work_amount < self.alpha_work)]
+        self.counts.below_alpha = len(below)
+        self.counts.analysed = len(analysed)
+
+        results: dict[str, PIResult] = {}
+        for spec in self.pis:
+            counts = [r.unit_counts.get(spec.name, 0) for r in analysed]
+            if counts and min(counts) >= MIN_UNITS_PER_ROUND:
+                results[spec.name] = self._from_units(spec, analysed, below, load_units)
+            else:
+                res = self._from_readings(spec, analysed, below)
+                if any(counts):
+                    # using only the rounds that happen to have enough windows would favour slow
+                    # rounds (they last longer, so they log more): all rounds or none
+                    res.warnings.append(
+                        f"unit readings not used: {sum(c < MIN_UNITS_PER_ROUND for c in counts)} of {len(counts)} "
+                        f"analysed rounds have fewer than {MIN_UNITS_PER_ROUND}; longer rounds (-w) give more")
+                results[spec.name] = res
+        if self.wps is not None and self.wps.v is not None:
+            wps = self._wps_pi()
+            # WPS is the non-stable removal for readings-only PIs (seeds/000); when every PI
+            # has unit readings, EDM already did that job and v is reported, not waited for.
+            wps.gates_stop = any(p.source == "readings" for p in results.values())
+            results[WPS_PI] = wps
+        self.results = results
+        return results
+
+    # -- unit readings -----------------------------------------------------------------------
+    def _from_units(
+        self, spec: PISpec, rounds: list[RoundRecord], below: list[RoundRecord],
+        load_units: UnitLoader,
+    ) -> PIResult:
+        parts: list[np.ndarray] = []
+        removed = kept = no_dominant = 0
+        for rec in rounds:
+            key = (rec.index, spec.name)
+            if key not in self.kept_units:
+                values, times = load_units(rec)
+                if spec.name not in values:
+                    continue
+                if spec.name not in self.time_windows and spec.name in times:
+                    self.time_windows[spec.name] = equal_time_windows(times[spec.name])
+                self._stable_of(rec, spec.name, np.asarray(values[spec.name], dtype=np.float64))
+            st = self.stable[key]
+            parts.append(self.kept_units[key])
+            kept += st.end - st.start
+            removed += st.total - (st.end - st.start)
+            no_dominant += not st.found_dominant
+        samples = np.concatenate(parts) if parts else np.empty(0)
+        removal = [
+            Removal(
+                method="edm" if self.config.remove_nonstable else "none",
+                rounds=len(rounds), samples_removed=removed, samples_kept=kept,
+                detail=(f"{no_dominant} round(s) had no dominant stable segment (kept whole)" if no_dominant else ""),
+            )
+        ]
+        removal += self._excluded_rounds(below)
+        unit_spec = spec
+        if spec.pi_type == PIType.HARMONIC and self.time_windows.get(spec.name):
+            # rates over equal *time* windows (fio's bandwidth log) average arithmetically: that
+            # is total work over total time; the harmonic mean is for equal-*work* units
+            unit_spec = spec.model_copy(update={"pi_type": PIType.ARITHMETIC})
+        res = self._summarise(unit_spec, samples, "unit_readings", removal)
+        if unit_spec is not spec:
+            res.warnings.append("unit readings are equal-time windows: averaged arithmetically (total work / total time)")
+        own = np.array([r.readings[spec.name] for r in rounds if spec.name in r.readings], dtype=np.float64)
+        own = own[np.isfinite(own) & ((own > 0) | (spec.pi_type != PIType.HARMONIC))]
+        if own.size:
+            res.readings_mean = statsapi.point_estimate(own, spec.pi_type)
+            if res.ci_low is not None and res.ci_high is not None:
+                res.readings_in_ci = bool(res.ci_low <= res.readings_mean <= res.ci_high)
+        return res
+
+    # -- readings ----------------------------------------------------------------------------
+    def _from_readings(self, spec: PISpec, rounds: list[RoundRecord], below: list[RoundRecord]) -> PIResult:
+        values = np.array([r.readings[spec.name] for r in rounds if spec.name in r.readings], dtype=np.float64)
+        values = values[np.isfinite(values)]
+        res = self._summarise(spec, values, "readings", self._excluded_rounds(below))
+        if self.wps is not None and self.wps.v is not None and spec.pi_type == PIType.HARMONIC:
+            res.warnings.append("per-round readings include each round's non-stable phases; `wps` is the stable rate")
+        return res
+
+    def _excluded_rounds(self, below: list[RoundRecord]) -> list[Removal]:
+        if not below:
+            return []
+        return [
+            Removal(
+                method="alpha", rounds=len(below),
+                detail=f"rounds with work amount below the smallest useful work = {self.alpha_work:.6g} {self.work_unit}".rstrip(),
+            )
+        ]
+
+    def _summarise(self, spec: PISpec, samples: np.ndarray, source: str, removed: list[Removal]) -> PIResult:
+        cfg = self.config
+        res = PIResult(
+            name=spec.name, unit=spec.unit, pi_type=str(spec.pi_type), higher_is_better=spec.higher_is_better,
+            source=source, confidence=cfg.confidence, target=cfg.ci_perc, sample_size=int(samples.size),
+            removed=removed, gates_stop=spec.gates_stop,
+        )
+        if samples.size < statsapi.MIN_SAMPLES:
+            res.warnings.append(f"{samples.size} sample(s): too few for a confidence interval yet")
+            return res
+        s = statsapi.summarize(samples, spec.pi_type, cfg.confidence, cfg.ci_perc, cfg.autocorr_limit)
+        res.mean, res.ci_low, res.ci_high = s.mean, s.ci_low, s.ci_high
+        res.subsession_size, res.subsession_count = s.subsession_size, s.subsession_count
+        res.subsession_variance, res.autocorrelation = s.subsession_variance, s.autocorrelation
+        res.required_sample_size = s.required_sample_size
+        res.warnings.extend(s.warnings)
+        if res.mean is not None and res.ci_low is not None and res.ci_high is not None and res.mean != 0:
+            res.ci_width_rel = float((res.ci_high - res.ci_low) / abs(res.mean))
+            res.ci_reached = bool(res.ci_width_rel <= cfg.ci_perc and s.usable)
+        return res
+
+    # -- WPS ---------------------------------------------------------------------------------
+    def _fit_wps(self, usable: list[RoundRecord]) -> None:
+        """Fit t = alpha + w / v over rounds with a varying work amount.
+
+        ``w`` is the work the workload reports it did (fio, dd and the built-in workload report
+        bytes) when every round reports it, else the work amount. The alpha bound is then converted
+        back to *work-amount* units (by the median ratio of work amount to work done) before it
+        raises ``a``: the bound compares like with like (Pilot mixed seconds and nanoseconds)."""
+        self.wps_unit = f"{self.work_unit}/s" if self.work_unit else "work/s"
+        if self.config.fixed_work:
+            self.wps = None
+            return
+        amount = np.array([r.work_amount for r in usable], dtype=np.float64)
+        done = np.array([np.nan if r.work_done is None else r.work_done for r in usable], dtype=np.float64)
+        t = np.array([r.duration for r in usable], dtype=np.float64)
+        use_done = bool(done.size) and bool(np.all(np.isfinite(done) & (done > 0)))
+        w = done if use_done else amount
+        if w.size < MIN_WPS_ROUNDS or np.unique(w).size < 2:
+            self.wps = None
+            return
+        if use_done and not np.allclose(done, amount):
+            self.wps_unit = "B/s"  # what runners report as work done: bytes moved
+        self.wps = statsapi.wps_fit(w, t, self.config.confidence, self.config.autocorr_limit)
+        if self.wps is None:
+            self.alpha_work = 0.0
+            return
+        aw = self.wps.alpha_work
+        ratio = float(np.median(amount / w)) if use_done else 1.0
+        # only an alpha shown to be above zero bounds anything: an interval reaching down to 0
+        # cannot say that short rounds are dominated by non-stable phases
+        significant = self.wps.alpha_ci_low is not None and self.wps.alpha_ci_low > 0
+        if not significant and self.wps.alpha is not None and self.wps.alpha > 0:
+            self.wps.warnings.append("alpha's CI reaches 0: no lower bound on the work amount is applied")
+        bound = float(aw * ratio) if significant and aw is not None and math.isfinite(aw) and aw > 0 and ratio > 0 else 0.0
+        if bound >= self.config.work_max > 0:
+            # every allowed round is dominated by alpha: dropping them all would leave nothing
+            self.wps.warnings.append(
+                f"the smallest useful work amount ({bound:.6g} {self.work_unit}) is above the range's maximum "
+                f"({self.config.work_max:g}): every round spends over 10% of its time in setup/warm-up; raise -w MAX")
+            bound = 0.0
+        self.alpha_work = bound
+        self.wps.v_unit = self.wps_unit
+        self.wps.alpha_work_amount = self.alpha_work or None
+
+    def _wps_pi(self) -> PIResult:
+        assert self.wps is not None
+        cfg = self.config
+        res = PIResult(
+            name=WPS_PI, unit=self.wps_unit, pi_type=str(PIType.HARMONIC), source="wps", confidence=cfg.confidence,
+            target=cfg.ci_perc, mean=self.wps.v, ci_low=self.wps.v_ci_low, ci_high=self.wps.v_ci_high,
+            sample_size=self.wps.rounds_used, subsession_size=self.wps.subsession_size,
+            warnings=list(self.wps.warnings),
+        )
+        if res.mean and res.ci_low is not None and res.ci_high is not None:
+            res.ci_width_rel = float((res.ci_high - res.ci_low) / abs(res.mean))
+            res.ci_reached = res.ci_width_rel <= cfg.ci_perc
+        return res
+
+    def rounds_to_first_interval(self, analysed_rounds: int) -> int | None:
+        """For PIs without an interval yet: rounds until the stats' estimate of the samples an
+        interval needs at all (at least 50 effective ones); None when every PI has one."""
+        need: int | None = None
+        for res in self.results.values():
+            if not res.gates_stop or res.ci_low is not None:
+                continue
+            if res.required_sample_size is None or res.sample_size == 0 or analysed_rounds == 0:
+                return None
+            if res.required_sample_size <= res.sample_size + 1:
+                return None  # the stats can only say "more than now": no forecast
+            per_round = res.sample_size / analysed_rounds
+            missing = res.required_sample_size - res.sample_size
+            need = max(need or 0, math.ceil(missing / max(per_round, 1e-9)))
+        return need
+
+    def rounds_needed(self, analysed_rounds: int) -> int | None:
+        """Rounds still needed for every PI's target, from each PI's required sample size and
+        the samples one round contributes; None while unknown."""
+        need = max(0, self.config.min_rounds - analysed_rounds)
+        for res in self.results.values():
+            if res.ci_reached or not res.gates_stop:
+                continue
+            if res.ci_low is None or res.required_sample_size is None or res.sample_size == 0 or analysed_rounds == 0:
+                return None  # no interval yet: the stats' estimate is only "more than now"
+            per_round = res.sample_size / analysed_rounds
+            missing = max(res.required_sample_size - res.sample_size, 1)
+            need = max(need, math.ceil(missing / max(per_round, 1e-9)))
+        return need

@@ -1,0 +1,455 @@
+"""The result directory: nothing measured is ever lost.
+
+Layout (one directory per session)::
+
+    session.json        SessionManifest: configuration, workloads, host context, invocations
+    graph.json          the discovered component graph (node-link), when monitoring
+    rounds.jsonl        append-only journal, one RoundRecord per line, fsynced per round
+    rounds/0001/        one folder per round: the workload's own output (stdout, fio JSON ...),
+                        units.npz (unit readings ``<pi>`` and their times ``<pi>.t``, numpy),
+                        monitor.json (the round's MonitorTrace)
+    result.json         SessionResult (derived; `pilot-sys report DIR` rebuilds it)
+    report.md, plots/   derived
+
+Order of writes for a round: the round folder's files are written, then the journal line is
+appended (a full disk fails here, at once, and the line is cut back so the journal stays whole
+lines); their fsyncs run in parallel (:class:`SyncBatch`) and complete before the next round
+starts. A round is part of the session exactly when its journal line is complete, so a crash
+at any point leaves a consistent directory: a torn last line is cut off on resume (its bytes
+kept in ``rounds.jsonl.torn``), a round folder without a journal line is renamed
+``*.incomplete`` (kept, not analysed), and a ``units.npz`` torn by a power loss costs that
+round its unit readings, not the session. One process writes a directory at a time (``.lock``).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field, ValidationError
+
+from pilot_sys import __version__
+from pilot_sys.errors import BadInput, PilotError
+from pilot_sys.session.config import SessionConfig
+from pilot_sys.workload.base import PISpec
+
+MANIFEST = "session.json"
+JOURNAL = "rounds.jsonl"
+ROUNDS_DIR = "rounds"
+UNITS_FILE = "units.npz"
+MONITOR_FILE = "monitor.json"
+GRAPH_NAME = "graph.json"
+MANIFEST_SCHEMA_VERSION = 1
+
+
+class JournalWriteFailed(PilotError):
+    """The journal could not be written (typically a full disk); what is there is consistent."""
+
+
+class WorkloadSpec(BaseModel):
+    """How to re-create a workload on resume."""
+
+    name: str
+    kind: str  # "command", "builtin", "function"
+    argv: list[str] = Field(default_factory=list)
+    parser: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    accepted_returncodes: list[int] = Field(default_factory=lambda: [0])
+    timeout: float | None = None
+    directory: str | None = None  # builtin workload's target directory
+    options: dict[str, Any] = Field(default_factory=dict)
+    pis: list[PISpec] = Field(default_factory=list)
+    data_path_args: list[str] = Field(default_factory=list)
+
+
+class Invocation(BaseModel):
+    """One `pilot-sys run` (or resume) that wrote into this directory."""
+
+    started_at: float
+    ended_at: float | None = None
+    command_line: list[str] = Field(default_factory=list)
+    first_round: int = 1
+    stop_reason: str | None = None
+    status: str | None = None
+    exit_code: int | None = None
+    failure: str | None = None
+    monitor_cost: dict[str, float] | None = None  # Sampler.cost() averaged over rounds
+    monitor_error: str | None = None
+    engine_seconds_per_round: float | None = None
+
+
+class SessionManifest(BaseModel):
+    schema_version: int = MANIFEST_SCHEMA_VERSION
+    pilot_sys_version: str = __version__
+    mode: str = "run"  # "run" or "compare"
+    config: SessionConfig
+    workloads: list[WorkloadSpec]
+    context: dict[str, Any] = Field(default_factory=dict)
+    created_at: float = Field(default_factory=time.time)
+    invocations: list[Invocation] = Field(default_factory=list)
+    overhead: dict[str, Any] = Field(default_factory=dict)  # filled by the tuner (--overhead-budget)
+    cut: str | None = None  # the component under test the data path resolved to
+    data_path: list[str] | None = None  # component ids on the workload's data path
+
+
+class MonitorSummary(BaseModel):
+    """What the journal line keeps of a round's monitoring (the full trace is in monitor.json)."""
+
+    file: str | None = None
+    samples: int = 0
+    valid: bool | None = None
+    hidden_bottlenecks: list[str] = Field(default_factory=list)
+    max_utilization: dict[str, float] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class RoundRecord(BaseModel):
+    """One journal line."""
+
+    index: int  # 1-based over the whole session (all workloads)
+    workload: str
+    workload_round: int  # 1-based within its workload
+    dir: str  # round folder, relative to the result directory
+    started_at: float
+    work_amount: float
+    duration: float
+    phase: str
+    short: bool = False
+    returncode: int = 0
+    failed: bool = False
+    failure: str | None = None
+    readings: dict[str, float] = Field(default_factory=dict)
+    unit_counts: dict[str, int] = Field(default_factory=dict)
+    work_done: float | None = None
+    warnings: list[str] = Field(default_factory=list)
+    monitor: MonitorSummary | None = None
+    engine_seconds: float | None = None  # the previous round's bookkeeping cost, for the record
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write via a temporary file and rename, so a reader never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _write_error(path: Path, exc: OSError, kept: int | None) -> JournalWriteFailed:
+    """One clear line for a failed write; a full disk says what is kept and how to go on."""
+    root = path.parent if path.name == JOURNAL else path.parent.parent.parent
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        held = f"the {kept} round(s) journaled before are intact" if kept is not None else "every journaled round is intact"
+        return JournalWriteFailed(
+            f"{path}: disk full (ENOSPC) while saving a round; {held}: free some space, "
+            f"then `pilot-sys run --resume {root}` continues the session"
+        )
+    return JournalWriteFailed(f"{path}: cannot save the round: {exc.strerror or exc}")
+
+
+class SyncBatch:
+    """fsyncs of one round's files, run in parallel with the analysis of that round.
+
+    ``wait()`` joins them and turns a failure into :class:`JournalWriteFailed`."""
+
+    def __init__(self, pool: ThreadPoolExecutor) -> None:
+        self.pool = pool
+        self.futures: list[Future[None]] = []
+
+    def add_fd(self, fd: int, path: Path, kept: int) -> None:
+        def work() -> None:
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                raise _write_error(path, exc, kept - 1) from None
+            finally:
+                os.close(fd)
+
+        self.futures.append(self.pool.submit(work))
+
+    def add_path(self, path: Path) -> None:
+        def work() -> None:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                raise _write_error(path, exc, None) from None
+
+        self.futures.append(self.pool.submit(work))
+
+    def wait(self) -> None:
+        futures, self.futures = self.futures, []
+        errors = []
+        for f in futures:
+            exc = f.exception()
+            if exc is not None:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+
+LOCK_FILE = ".lock"
+
+
+class Journal:
+    """Writer and reader of one result directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.manifest: SessionManifest | None = None
+        self.records: list[RoundRecord] = []
+        self.repairs: list[str] = []
+        self._lock_fd: int | None = None
+
+    def lock(self) -> None:
+        """One writer per directory: a second `pilot-sys run` (or a --resume while the first is
+        still finishing) is refused. flock is released by the kernel when the process dies,
+        kill -9 included, so a stale lock never blocks a resume."""
+        import fcntl
+
+        fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise BadInput(str(self.root), f"another pilot-sys (pid {holder}) is writing this result directory; "
+                                           "wait for it to finish") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor releases the flock
+            self._lock_fd = None
+
+    # -- creation and opening ----------------------------------------------------------------
+    @classmethod
+    def create(cls, root: Path, manifest: SessionManifest) -> Journal:
+        root = Path(root)
+        if (root / JOURNAL).exists() or (root / MANIFEST).exists():
+            raise BadInput(str(root), "already holds a session; use --resume to continue it or choose another -o")
+        try:
+            (root / ROUNDS_DIR).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BadInput(str(root), f"cannot create the result directory: {exc.strerror}") from None
+        j = cls(root)
+        j.lock()
+        j.manifest = manifest
+        j.save_manifest()
+        (root / JOURNAL).touch()
+        _fsync_dir(root)
+        return j
+
+    @classmethod
+    def open(cls, root: Path, repair: bool = True) -> Journal:
+        """Open an existing directory; with ``repair``, cut a torn last line and set aside
+        round folders that never got a journal line (what a kill -9 leaves)."""
+        root = Path(root)
+        mpath = root / MANIFEST
+        if not mpath.is_file():
+            raise BadInput(str(root), "not a pilot-sys result directory (no session.json)")
+        j = cls(root)
+        if repair:  # a writer (resume); `pilot-sys report` only reads
+            j.lock()
+        try:
+            j.manifest = SessionManifest.model_validate_json(mpath.read_bytes())
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"])
+            raise BadInput(str(mpath), f"{loc}: {err['msg']}") from None
+        j._read_journal(repair)
+        if repair:
+            j._set_aside_incomplete()
+        return j
+
+    def _read_journal(self, repair: bool) -> None:
+        path = self.root / JOURNAL
+        data = path.read_bytes() if path.exists() else b""
+        good_end = 0
+        pos = 0
+        lineno = 0
+        while pos < len(data):
+            nl = data.find(b"\n", pos)
+            lineno += 1
+            if nl < 0:  # a torn last line: the process died while appending it
+                break
+            line = data[pos:nl]
+            if line.strip():
+                try:
+                    self.records.append(RoundRecord.model_validate_json(line))
+                except ValidationError as exc:
+                    if data.find(b"\n", nl + 1) >= 0 or not repair:
+                        err = exc.errors()[0]
+                        raise BadInput(f"{path}:{lineno}", f"damaged journal line: {err['msg']}") from None
+                    break  # garbage in the very last line: treat as torn
+            pos = nl + 1
+            good_end = pos
+        if good_end < len(data):
+            torn = data[good_end:]
+            if repair:
+                with open(path.with_name(JOURNAL + ".torn"), "ab") as fh:
+                    fh.write(torn + b"\n")
+                with open(path, "r+b") as fh:
+                    fh.truncate(good_end)
+                    os.fsync(fh.fileno())
+            self.repairs.append(f"cut a torn last journal line ({len(torn)} bytes, kept in {JOURNAL}.torn)")
+
+    def _set_aside_incomplete(self) -> None:
+        known = {r.dir for r in self.records}
+        rdir = self.root / ROUNDS_DIR
+        if not rdir.is_dir():
+            return
+        for child in sorted(rdir.iterdir()):
+            rel = f"{ROUNDS_DIR}/{child.name}"
+            if child.is_dir() and rel not in known and not child.name.endswith(".incomplete"):
+                target = child.with_name(child.name + ".incomplete")
+                n = 1
+                while target.exists():
+                    n += 1
+                    target = child.with_name(f"{child.name}.incomplete{n}")
+                child.rename(target)
+                self.repairs.append(f"round folder {rel} had no journal line (interrupted round): kept as {target.name}")
+
+    def discard_empty(self) -> None:
+        """Remove what :meth:`create` made, when a session is refused before its first round."""
+        if self.records:
+            return
+        self.unlock()
+        for name in (JOURNAL, MANIFEST, LOCK_FILE, GRAPH_NAME):
+            (self.root / name).unlink(missing_ok=True)
+        for d in (self.root / ROUNDS_DIR, self.root):
+            try:
+                d.rmdir()  # only if empty: never anything else
+            except OSError:
+                pass
+
+    # -- writing -----------------------------------------------------------------------------
+    def save_manifest(self) -> None:
+        assert self.manifest is not None
+        atomic_write_text(self.root / MANIFEST, self.manifest.model_dump_json(indent=2))
+
+    def round_dir(self, workload: str, workload_round: int, several: bool) -> tuple[Path, str]:
+        name = f"{workload}-{workload_round:04d}" if several else f"{workload_round:04d}"
+        path = self.root / ROUNDS_DIR / name
+        if path.exists():  # a leftover of an interrupted round that was not set aside
+            path.rename(path.with_name(f"{name}.incomplete-{int(time.time())}"))
+        # not created here: a workload that keeps output creates it (the runners do), and an
+        # in-process workload that keeps none costs no directory entry in the round's fsync
+        return path, f"{ROUNDS_DIR}/{name}"
+
+    @staticmethod
+    def write_units(
+        round_dir: Path, unit_readings: dict[str, np.ndarray], unit_times: dict[str, np.ndarray],
+        batch: SyncBatch | None = None,
+    ) -> Path | None:
+        """Unit readings of a round as one numpy archive (``<pi>`` and ``<pi>.t``); fsynced now,
+        or by ``batch`` in parallel with the analysis."""
+        if not unit_readings:
+            return None
+        arrays: dict[str, np.ndarray] = {}
+        for name, values in unit_readings.items():
+            arrays[name] = np.asarray(values, dtype=np.float64)
+            if name in unit_times:
+                arrays[f"{name}.t"] = np.asarray(unit_times[name], dtype=np.float64)
+        path = round_dir / UNITS_FILE
+        try:
+            round_dir.mkdir(parents=True, exist_ok=True)
+            with open(path, "wb") as fh:
+                np.savez(fh, **arrays)
+                fh.flush()
+                if batch is None:
+                    os.fsync(fh.fileno())
+        except OSError as exc:
+            raise _write_error(path, exc, None) from None
+        if batch is not None:
+            batch.add_path(path)
+        return path
+
+    def append(self, record: RoundRecord, batch: SyncBatch | None = None) -> None:
+        """Append one journal line. Without ``batch`` it is fsynced here; with one, the fsync
+        runs in parallel with the analysis and ``batch.wait()`` must return before the next
+        round starts (the engine does so): nothing is acted on before it is durable."""
+        path = self.root / JOURNAL
+        line = (record.model_dump_json() + "\n").encode()
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        handed_over = False
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                written = os.write(fd, line)
+                if written != len(line):
+                    raise OSError(errno.ENOSPC, "short write")
+                if batch is None:
+                    os.fsync(fd)
+            except OSError as exc:
+                try:  # keep the journal made of whole lines
+                    os.ftruncate(fd, size)
+                except OSError:
+                    pass
+                raise _write_error(path, exc, len(self.records)) from None
+            if batch is not None:
+                batch.add_fd(fd, path, len(self.records) + 1)
+                handed_over = True
+        finally:
+            if not handed_over:
+                os.close(fd)
+        self.records.append(record)
+
+    # -- reading -----------------------------------------------------------------------------
+    def load_units(self, record: RoundRecord) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Unit readings (and their times) of a journaled round; empty if it had none."""
+        path = self.root / record.dir / UNITS_FILE
+        if not path.is_file():
+            return {}, {}
+        values: dict[str, np.ndarray] = {}
+        times: dict[str, np.ndarray] = {}
+        try:
+            with np.load(path) as z:
+                for key in z.files:
+                    if key.endswith(".t"):
+                        times[key[:-2]] = z[key]
+                    else:
+                        values[key] = z[key]
+        except (OSError, ValueError, EOFError) as exc:  # torn by a power loss: the round keeps its readings
+            note = f"{record.dir}/{UNITS_FILE} unreadable ({exc}); that round's unit readings are not used"
+            if note not in self.repairs:
+                self.repairs.append(note)
+            return {}, {}
+        return values, times
+
+    def load_monitor(self, record: RoundRecord) -> Any | None:
+        """The round's MonitorTrace, or None when the round was not monitored."""
+        from pilot_sys.monitor.trace import MonitorTrace
+
+        if record.monitor is None or record.monitor.file is None:
+            return None
+        path = self.root / record.dir / record.monitor.file
+        if not path.is_file():
+            return None
+        try:
+            return MonitorTrace.model_validate_json(path.read_bytes())
+        except (ValidationError, json.JSONDecodeError):
+            return None
+
+    def rounds_of(self, workload: str) -> list[RoundRecord]:
+        return [r for r in self.records if r.workload == workload]

@@ -1,0 +1,235 @@
+"""``result.json``: the one result format every command reads back.
+
+Schema (``pilot-sys report --schema`` prints the full JSON Schema of :class:`SessionResult`):
+
+- ``schema_version``, ``pilot_sys_version``, ``created_at`` (Unix time), ``result_dir``
+- ``status``: ``valid`` | ``invalid`` (a hidden bottleneck) | ``limit_reached`` (session limit
+  before every CI target) | ``workload_failed`` | ``interrupted`` | ``incomplete`` (too few
+  rounds for any result); ``exit_code`` is the matching process exit code
+- ``workloads``: one :class:`WorkloadResult` per workload (one for `run`, several for an
+  interleaved `compare --run`), each with
+  - ``pis``: name -> :class:`PIResult`; every PI carries ``mean``, ``ci_low``, ``ci_high``
+    (``None`` while unknown), the ``confidence`` level, the ``target`` relative width and
+    whether it was ``ci_reached``, the ``source`` of its samples (``unit_readings`` after EDM,
+    ``readings``, or ``wps`` for the work-per-second regression), the subsession size, the
+    subsession sample count and variance (what a later comparison needs, seeds/002 §III-F),
+    the ``required_sample_size`` and what non-stable removal took away
+  - ``wps``: the WPS fit ``t = alpha + w / v`` (alpha in seconds, v in work units/s with CI,
+    ``alpha_work``: the smallest useful work, where alpha is at most 10% of a round's time,
+    ``v alpha (1 - 0.1) / 0.1``; ``alpha_work_amount`` is the same bound in work-amount units)
+  - ``rounds``: counts of rounds run, analysed, short, below alpha, failed
+- ``comparison``: for interleaved runs, the ranking with differences, CIs and Welch p-values
+- ``bottleneck``: the monitor's verdict (``valid``, ``hidden_bottlenecks``, ``cut``), or None
+  when monitoring was off; ``graph_file`` names the saved component graph
+- ``overhead``: sampling rate, how it was chosen, the measured overhead (None until the tuner
+  or an on/off comparison measured it), and the monitor's own cost
+- ``context``: CPU model, kernel, governor, versions, command line
+- ``stop_reason``, ``elapsed_seconds``, ``notes`` (repairs, warnings a reader must see)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from pilot_sys import __version__
+from pilot_sys.errors import BadInput, ExitCode
+
+RESULT_SCHEMA_VERSION = 1
+RESULT_FILE = "result.json"
+
+
+class Status(StrEnum):
+    VALID = "valid"
+    INVALID = "invalid"
+    LIMIT_REACHED = "limit_reached"
+    WORKLOAD_FAILED = "workload_failed"
+    INTERRUPTED = "interrupted"
+    INCOMPLETE = "incomplete"
+
+
+STATUS_EXIT: dict[Status, int] = {
+    Status.VALID: ExitCode.OK,
+    Status.INVALID: ExitCode.INVALID_RESULT,
+    Status.LIMIT_REACHED: ExitCode.LIMIT_REACHED,
+    Status.WORKLOAD_FAILED: ExitCode.WORKLOAD_FAILED,
+    Status.INTERRUPTED: ExitCode.INTERRUPTED,
+    Status.INCOMPLETE: ExitCode.LIMIT_REACHED,
+}
+
+
+class Removal(BaseModel):
+    """What non-stable removal took away from a PI's samples."""
+
+    method: str  # "edm", "alpha", "short", "none"
+    rounds: int = 0
+    samples_removed: int = 0
+    samples_kept: int = 0
+    detail: str = ""
+
+
+class PIResult(BaseModel):
+    name: str
+    unit: str
+    pi_type: str = "arithmetic"
+    higher_is_better: bool = True
+    source: str  # "unit_readings", "readings", "wps"
+    mean: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    confidence: float = 0.95
+    target: float  # required full CI width as a fraction of |mean|
+    ci_width_rel: float | None = None
+    ci_reached: bool = False
+    gates_stop: bool = True  # False: reported, but the session does not wait for its CI
+    sample_size: int = 0  # samples used, after removal
+    subsession_size: int | None = None
+    subsession_count: int | None = None
+    subsession_variance: float | None = None
+    autocorrelation: float | None = None
+    required_sample_size: int | None = None
+    removed: list[Removal] = Field(default_factory=list)
+    # cross-check for unit-reading PIs: the workload's own per-round figures (e.g. fio's bw of
+    # each round), averaged the PI's way over the analysed rounds, and whether the CI holds it
+    readings_mean: float | None = None
+    readings_in_ci: bool | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class WPSResult(BaseModel):
+    alpha: float | None = None  # seconds
+    alpha_ci_low: float | None = None
+    alpha_ci_high: float | None = None
+    v: float | None = None  # work units per second
+    v_ci_low: float | None = None
+    v_ci_high: float | None = None
+    alpha_work: float | None = None  # smallest useful work (alpha <= 10% of a round), fit's work units
+    alpha_work_amount: float | None = None  # the same bound in work-amount units (what raises a)
+    v_unit: str = ""
+    rounds_used: int = 0
+    subsession_size: int | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class RoundCounts(BaseModel):
+    total: int = 0
+    analysed: int = 0
+    short: int = 0
+    below_alpha: int = 0
+    failed: int = 0
+
+
+class WorkloadResult(BaseModel):
+    name: str
+    command: list[str] = Field(default_factory=list)
+    work_unit: str = ""
+    work_range: tuple[float, float] = (0.0, 0.0)  # final (a, b)
+    pis: dict[str, PIResult] = Field(default_factory=dict)
+    wps: WPSResult | None = None
+    rounds: RoundCounts = Field(default_factory=RoundCounts)
+    seconds_in_rounds: float = 0.0
+
+
+class PairComparison(BaseModel):
+    better: str
+    worse: str
+    pi: str
+    difference: float
+    difference_rel: float | None = None
+    ci_low: float | None = None  # CI of the difference (Welch)
+    ci_high: float | None = None
+    p_value: float | None = None
+    cis_overlap: bool
+    separated: bool
+
+
+class Comparison(BaseModel):
+    pi: str
+    ranking: list[str]
+    pairs: list[PairComparison] = Field(default_factory=list)
+    all_separated: bool = False
+    p_threshold: float = 0.01
+
+
+class BottleneckSection(BaseModel):
+    monitored: bool = False
+    valid: bool | None = None
+    cut: str | None = None
+    hidden_bottlenecks: list[str] = Field(default_factory=list)
+    rounds_invalid: list[int] = Field(default_factory=list)
+    max_utilization: dict[str, float] = Field(default_factory=dict)
+    detail: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class OverheadSection(BaseModel):
+    sampling_rate_hz: float | None = None
+    rate_chosen_by: str = "default"  # "default", "--sample-rate", "tuner", "off"
+    measured_overhead: float | None = None  # fraction of the PI lost to monitoring, when measured
+    measured_overhead_ci: tuple[float, float] | None = None
+    method: str | None = None
+    monitor_cost: dict[str, float] | None = None  # Sampler.cost(): CPU seconds, wake-ups, memory
+    engine_seconds_per_round: float | None = None
+
+
+class SessionResult(BaseModel):
+    schema_version: int = RESULT_SCHEMA_VERSION
+    pilot_sys_version: str = __version__
+    created_at: float = Field(default_factory=time.time)
+    result_dir: str = ""
+    status: Status
+    exit_code: int
+    stop_reason: str
+    elapsed_seconds: float = 0.0
+    config: dict[str, Any] = Field(default_factory=dict)
+    workloads: list[WorkloadResult] = Field(default_factory=list)
+    comparison: Comparison | None = None
+    bottleneck: BottleneckSection = Field(default_factory=BottleneckSection)
+    graph_file: str | None = None
+    overhead: OverheadSection = Field(default_factory=OverheadSection)
+    context: dict[str, Any] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+
+    def primary(self) -> WorkloadResult:
+        if not self.workloads:
+            raise BadInput(self.result_dir or RESULT_FILE, "the result holds no workload")
+        return self.workloads[0]
+
+
+def result_schema() -> dict[str, Any]:
+    """The JSON Schema of result.json (what `pilot-sys report --schema` prints)."""
+    return SessionResult.model_json_schema()
+
+
+def save_result(result: SessionResult, directory: Path) -> Path:
+    from pilot_sys.session.journal import atomic_write_text
+
+    path = Path(directory) / RESULT_FILE
+    atomic_write_text(path, result.model_dump_json(indent=2))
+    return path
+
+
+def load_result(path: Path) -> SessionResult:
+    """Read result.json (or a directory holding one) back, e.g. as a comparison baseline."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / RESULT_FILE
+    if not path.is_file():
+        raise BadInput(str(path), "no such result file (run `pilot-sys report DIR` to rebuild it)")
+    raw = path.read_text(encoding="utf-8")
+    try:
+        return SessionResult.model_validate_json(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        if err["type"] == "json_invalid":
+            try:
+                json.loads(raw)
+            except json.JSONDecodeError as jexc:
+                raise BadInput(f"{path}:{jexc.lineno}:{jexc.colno}", jexc.msg) from None
+        loc = ".".join(str(p) for p in err["loc"])
+        raise BadInput(str(path), f"{loc}: {err['msg']}") from None

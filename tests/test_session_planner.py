@@ -1,0 +1,136 @@
+"""The work-amount planner against hand-computed cases (seeds/000, seeds/002 §III-A, §III-E)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pilot_sys.session.config import SessionConfig
+from pilot_sys.session.engine import analysis_step, cost_floor
+from pilot_sys.session.planner import Phase, Planner, k_increment, midpoint_fractions, midpoint_sequence
+
+
+def test_midpoint_sequence_follows_fig3() -> None:
+    # Rd.1 = mid(a, b); Rd.2 = mid(a, Rd.1); Rd.3 = mid(Rd.1, b); Rd.4..7 the eighths; Rd.8 = mid(a, Rd.4)
+    assert midpoint_fractions(8).tolist() == [1 / 2, 1 / 4, 3 / 4, 1 / 8, 3 / 8, 5 / 8, 7 / 8, 1 / 16]
+    assert midpoint_sequence(0, 16, 7).tolist() == [8, 4, 12, 2, 6, 10, 14]
+    assert midpoint_sequence(100, 200, 3, start=2).tolist() == [125, 175, 112.5]
+
+
+def test_midpoint_sequence_never_repeats_and_stays_inside() -> None:
+    f = midpoint_fractions(4096)
+    assert np.unique(f).size == f.size
+    assert f.min() > 0 and f.max() < 1
+    # exact powers of two start a new level (guards float log2 rounding)
+    assert midpoint_fractions(1, start=1024)[0] == 1 / 2048
+    assert midpoint_fractions(1, start=2047)[0] == 2047 / 2048
+
+
+def test_k_heuristic_matches_the_seed_formula() -> None:
+    # k = (2t - 2sn) / (n^2 - n): t = 60 s, s = 0.5 s, n = 50 -> (120 - 50) / 2450
+    assert k_increment(60, 0.5, 50) == pytest.approx(70 / 2450)
+    # the n rounds then take exactly t: sum_{i=1..n} (s + (i-1)k) = n s + k n (n-1) / 2
+    k = k_increment(60, 0.5, 50)
+    assert 50 * 0.5 + k * 50 * 49 / 2 == pytest.approx(60)
+    # rounds already longer than t / n: never shrink them
+    assert k_increment(60, 2.0, 50) == 0.0
+    assert k_increment(60, 1.0, 1) == 0.0
+
+
+def _cfg(**kw: object) -> SessionConfig:
+    base = dict(work_min=0.0, work_max=1024.0, min_round_seconds=0.5, max_round_seconds=20.0,
+                first_result_seconds=60.0, k_rounds=50, monitor=False)
+    base.update(kw)
+    return SessionConfig(**base)  # type: ignore[arg-type]
+
+
+def test_short_rounds_double_the_work_and_raise_a() -> None:
+    """A workload doing 100 units/s with a 0.5 s minimum round: 1, 2, 4, ..., 32 are short, 64 is not."""
+    p = Planner(_cfg())
+    plans = []
+    while p.phase is Phase.CALIBRATE:
+        w = p.next_round().work_amount
+        plans.append(w)
+        d = w / 100.0
+        p.observe(w, d, p.is_short(d))
+    assert plans == [1, 2, 4, 8, 16, 32, 64]  # b / 1024 = 1, then doubling
+    assert p.a == 64 and p.s == pytest.approx(0.64)
+    assert p.phase is Phase.RAMP
+    assert p.k == pytest.approx(k_increment(60, 0.64, 50))
+
+
+def test_ramp_rounds_grow_by_k_seconds() -> None:
+    p = Planner(_cfg(work_min=64.0))
+    w1 = p.next_round().work_amount
+    assert w1 == 64
+    p.observe(64, 0.64, False)  # 100 units/s
+    k = p.k
+    for i in range(2, 6):
+        plan = p.next_round()
+        assert plan.phase is Phase.RAMP
+        # round i should last s + (i-1) k at the learned rate of 100 units/s
+        assert plan.work_amount == pytest.approx(100 * (0.64 + (i - 1) * k))
+        p.observe(plan.work_amount, plan.work_amount / 100, False)
+
+
+def test_refine_uses_the_midpoint_sequence_after_t_seconds() -> None:
+    p = Planner(_cfg(work_min=100.0, work_max=900.0, first_result_seconds=2.0, max_round_seconds=100.0))
+    p.observe(100, 1.0, False)  # calibration round: 1 s
+    p.observe(p.next_round().work_amount, 1.5, False)  # ramp round: total 2.5 s >= t
+    assert p.phase is Phase.REFINE
+    got = []
+    for _ in range(3):
+        w = p.next_round().work_amount
+        got.append(w)
+        p.observe(w, w / 100, False)
+    assert got == [500, 300, 700]  # midpoints of (100, 900)
+
+
+def test_rounds_are_capped_by_max_round_seconds_and_time_left() -> None:
+    p = Planner(_cfg(work_min=100.0, work_max=1e9, max_round_seconds=2.0, first_result_seconds=0.5))
+    p.observe(100, 1.0, False)  # 100 units/s; t already spent: the midpoint sequence is next
+    p.observe(100, 1.0, False)
+    assert p.phase is Phase.REFINE
+    assert p.next_round().work_amount == pytest.approx(200)  # 5e8 wanted, 2 s allowed
+    assert p.next_round(time_left=1.5).work_amount == pytest.approx(150)
+    assert p.next_round(time_left=0.1).work_amount == 100  # never below a
+
+
+def test_alpha_raises_a_in_work_units() -> None:
+    p = Planner(_cfg(work_min=10.0))
+    p.observe(10, 1.0, False)
+    assert p.raise_lower_bound(40.0) is True
+    assert p.a == 40.0
+    assert p.raise_lower_bound(30.0) is False  # a only moves up
+    assert p.next_round().work_amount >= 40.0
+    assert p.raise_lower_bound(5000.0) is True and p.a == 1024.0  # never beyond b
+
+
+def test_fixed_work_keeps_one_amount_and_analyses_short_rounds() -> None:
+    p = Planner(_cfg(work_min=1.0, work_max=1.0))
+    assert p.phase is Phase.FIXED
+    assert p.next_round().work_amount == 1.0
+    assert p.is_short(0.001) is False
+    assert p.raise_lower_bound(10.0) is False
+
+
+def test_analysis_schedule() -> None:
+    # no forecast: at the latest after 10% more rounds (at least one)
+    assert analysis_step(1, None) == 1
+    assert analysis_step(40, None) == 4
+    assert analysis_step(200, None) == 20
+    # a forecast of 5 more rounds: look again after 80% of them
+    assert analysis_step(200, 5) == 4
+    assert analysis_step(40, 1) == 1
+    assert analysis_step(40, 100) == 4
+    # no interval yet: the stats' rough estimate of the rounds one needs only brings analyses closer
+    assert analysis_step(200, None, 5) == 4
+    assert analysis_step(9, None, 41) == 1
+
+
+def test_full_analyses_are_paced_by_their_cost() -> None:
+    # a 150 ms analysis between no-op rounds: at most 2 ms a round on average -> every 75 rounds
+    assert cost_floor(0.150, 0.0) == 75
+    # between 10 s rounds the budget is 2% of a round (200 ms): every round
+    assert cost_floor(0.150, 10.0) == 1
+    assert cost_floor(0.0005, 0.0) == 1
