@@ -67,6 +67,8 @@ Examples:
   pilot-sys run -w 16,1024 -- fio --name=w --rw=write --bs=1M --size=%WORK_AMOUNT%M \\
       --filename=/tmp/fio.dat --direct=1
   pilot-sys run --parser lines --ci-perc 5% -- python3 bench.py
+  pilot-sys run --overhead-budget 1% --parser lines -- python3 bench.py
+      tune the monitor's sampling rate first (see `pilot-sys tune`), then run at that rate
   pilot-sys run --resume pilot-results/20261121-064500-fio
 
 \b
@@ -102,6 +104,9 @@ continue with --resume DIR, rebuild reports with `pilot-sys report DIR`).
 @click.option("--cut", metavar="COMPONENT", help="Component under test, e.g. block:vda (default: end of the data path).")
 @click.option("--no-monitor", is_flag=True, help="Do not sample utilization (no bottleneck verdict).")
 @click.option("--sample-rate", type=float, metavar="HZ", help="Monitor sampling rate (default 10 Hz).")
+@click.option("--overhead-budget", metavar="PCT",
+              help="Tune the sampling rate first: the highest rate whose measured overhead (CI upper bound) "
+                   "stays within PCT of the PI, e.g. 1%. See `pilot-sys tune`.")
 @click.option("--resume", type=click.Path(path_type=Path), metavar="DIR", help="Continue an interrupted session in DIR.")
 @click.option("--no-plots", is_flag=True, help="Skip the PNG plots (faster on very long sessions).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
@@ -110,7 +115,8 @@ def run(command: tuple[str, ...], work_amount: str | None, output_dir: Path | No
         ci_perc: str | None, confidence: float | None, preset: str, min_rounds: int | None, max_rounds: int | None,
         first_result: float | None, min_round_seconds: float | None, max_round_seconds: float | None, parser: str,
         work_unit: str | None, timeout: float | None, accept_rc: str, env: tuple[str, ...], directory: Path | None,
-        name: str | None, cut: str | None, no_monitor: bool, sample_rate: float | None, resume: Path | None,
+        name: str | None, cut: str | None, no_monitor: bool, sample_rate: float | None, overhead_budget: str | None,
+        resume: Path | None,
         no_plots: bool, quiet: bool, as_json: bool) -> None:
     """Run a workload in rounds until every performance index meets its CI target.
 
@@ -119,6 +125,9 @@ def run(command: tuple[str, ...], work_amount: str | None, output_dir: Path | No
     within -w MIN,MAX) and %RESULT_DIR% (the round's folder). Every round is journaled in the
     result directory before the next decision; Ctrl-C keeps everything measured.
     """
+    from pilot_sys.cli.tune import parse_budget
+
+    budget = parse_budget(overhead_budget, "--overhead-budget") if overhead_budget is not None else None
     from pilot_sys.session.launch import RunRequest, launch_run
 
     request = RunRequest(
@@ -129,7 +138,9 @@ def run(command: tuple[str, ...], work_amount: str | None, output_dir: Path | No
         min_round_seconds=min_round_seconds, max_round_seconds=max_round_seconds,
         parser=None if parser == "auto" else parser, work_unit=work_unit, timeout=timeout,
         accept_rc=parse_codes(accept_rc), env=parse_env(env), directory=directory, name=name, cut=cut,
-        monitor=not no_monitor, sample_rate=sample_rate, resume=resume, plots=not no_plots, quiet=quiet,
+        monitor=not no_monitor, sample_rate=sample_rate,
+        overhead_budget=budget,
+        resume=resume, plots=not no_plots, quiet=quiet,
         as_json=as_json, command_line=["pilot-sys", *sys.argv[1:]],
     )
     code = launch_run(request)

@@ -80,6 +80,10 @@ def render(result: SessionResult, plots: dict[str, Path], rounds_table: list[lis
                       f"{c.below_alpha} below alpha, {c.failed} failed; {w.seconds_in_rounds:.1f} s in rounds. "
                       + (f"Final valid work-amount range: {w.work_range[0]:.6g} .. {w.work_range[1]:.6g} {w.work_unit}."
                          if w.work_range[1] > w.work_range[0] else "The work amount was fixed (no %WORK_AMOUNT%)."), ""]
+        if w.phase_check is not None:
+            ph = w.phase_check
+            mark = "**differs**: " if ph.inconsistent_rounds else ""
+            lines += [f"Phase behaviour of the rounds (transition signatures of their monitor traces): {mark}{ph.note}", ""]
         checks = [p for p in w.pis.values() if p.readings_mean is not None]
         if checks:
             lines += ["### Cross-check with the workload's own per-round figures", ""]
@@ -135,6 +139,10 @@ def render(result: SessionResult, plots: dict[str, Path], rounds_table: list[lis
                          "yes" if pr.separated else "**no**"])
         lines += _table(["pair", "difference", "relative", "CI of difference", "Welch p", "CIs overlap", "separated"], rows)
         lines += ["", f"Separated: non-overlapping CIs, or Welch p < {cmp_.p_threshold:g}.", ""]
+        for ph in cmp_.phase_behaviour:
+            lines.append(f"- Phase behaviour: {'**differs**: ' if ph.differs else ''}{ph.note}")
+        if cmp_.phase_behaviour:
+            lines.append("")
     b = result.bottleneck
     lines += ["## Bottleneck verdict", ""]
     if not b.monitored:
@@ -164,17 +172,31 @@ def render(result: SessionResult, plots: dict[str, Path], rounds_table: list[lis
     if o.sampling_rate_hz is None:
         lines.append("- Monitoring was off.")
     else:
-        lines.append(f"- Sampling rate: {o.sampling_rate_hz:g} Hz (chosen by: {o.rate_chosen_by})")
+        detail = ""
+        if o.rate_chosen_by == "tuner":
+            budget = f" of {100 * o.budget:.3g}% of the PI" if o.budget is not None else ""
+            tuning = f"; tuning took {o.tuning_seconds:.1f} s" if o.tuning_seconds is not None else ""
+            detail = (f", `--overhead-budget`: the highest rate whose measured overhead, CI upper bound included, "
+                      f"stays within the budget{budget}{tuning}")
+        lines.append(f"- Sampling rate: {o.sampling_rate_hz:.4g} Hz (chosen by: {o.rate_chosen_by}{detail})")
     if o.measured_overhead is not None:
-        ci = f", CI [{100 * o.measured_overhead_ci[0]:.2f}%, {100 * o.measured_overhead_ci[1]:.2f}%]" if o.measured_overhead_ci else ""
-        lines.append(f"- Measured overhead on the result: {100 * o.measured_overhead:.2f}%{ci} ({o.method or 'on/off rounds'})")
+        ci = f", {int(round(100 * result.config.get('confidence', 0.95)))}% CI [{100 * o.measured_overhead_ci[0]:+.2f}%, " \
+             f"{100 * o.measured_overhead_ci[1]:+.2f}%]" if o.measured_overhead_ci else ""
+        p_value = f", p = {o.p_value:.3g}" if o.p_value is not None else ""
+        lines.append(f"- Measured overhead (loss of the round's duration with monitoring on): "
+                     f"{100 * o.measured_overhead:+.2f}%{ci}{p_value} ({o.method or 'on/off rounds'})")
+    elif o.rate_chosen_by == "tuner":
+        lines.append("- Measured overhead: none measured at the chosen rate")
     else:
         lines.append("- Measured overhead on the result: not measured in this session (`--overhead-budget` or "
                      "`pilot-sys tune` measures it)")
+    if o.note:
+        lines.append(f"- Tuner: {o.note}")
     if o.monitor_cost:
         mc = o.monitor_cost
         lines.append(f"- The monitor's own cost: {100 * mc.get('cpu_seconds_per_second', 0):.3f}% of a CPU, "
                      f"{1e6 * mc.get('cpu_seconds_per_sample', 0):.0f} us per sample, "
+                     f"{mc.get('wakeups_per_second', 0):.0f} wake-ups/s, "
                      f"{mc.get('memory_bytes', 0) / 2**20:.1f} MiB")
     if o.engine_seconds_per_round is not None:
         lines.append(f"- pilot-sys bookkeeping between rounds: {1e3 * o.engine_seconds_per_round:.2f} ms per round (median)")

@@ -110,6 +110,8 @@ def print_comparison(cmp_: Comparison | None, result: SessionResult | None = Non
         how = "CIs do not overlap" if not pr.cis_overlap else (f"p < {cmp_.p_threshold:g}" if pr.separated else "NOT separated")
         click.echo(f"  {pr.better} vs {pr.worse}: {human(pr.difference, unit)}{rel}{ci}{p} -> {how}")
     click.echo("all adjacent pairs separated" if cmp_.all_separated else "not every adjacent pair is separated yet")
+    for ph in cmp_.phase_behaviour:
+        click.echo(f"phase behaviour: {ph.note}")
 
 
 def compare_directories(dirs: list[Path], pi: str | None, threshold: float, as_json: bool) -> None:
@@ -121,6 +123,9 @@ def compare_directories(dirs: list[Path], pi: str | None, threshold: float, as_j
         names = sorted(set.intersection(*(set(r.primary().pis) for r in results)))
         raise BadInput("--pi" if pi else str(dirs[1]),
                        f"no shared PI with a CI to compare{f' named {pi!r}' if pi else ''} (shared: {', '.join(names) or 'none'})")
+    from pilot_sys.session.phase_check import compare_saved_runs
+
+    cmp_.phase_behaviour = compare_saved_runs([(label, d, res.primary().name) for label, d, res in zip(labels, dirs, results)])
     if as_json:
         click.echo(cmp_.model_dump_json(indent=2))
         return

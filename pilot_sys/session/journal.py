@@ -243,11 +243,16 @@ class Journal:
             self._lock_fd = None
 
     # -- creation and opening ----------------------------------------------------------------
+    @staticmethod
+    def refuse_existing(root: Path) -> None:
+        """BadInput when ``root`` already holds a session (checked again by :meth:`create`)."""
+        if (Path(root) / JOURNAL).exists() or (Path(root) / MANIFEST).exists():
+            raise BadInput(str(root), "already holds a session; use --resume to continue it or choose another -o")
+
     @classmethod
     def create(cls, root: Path, manifest: SessionManifest) -> Journal:
         root = Path(root)
-        if (root / JOURNAL).exists() or (root / MANIFEST).exists():
-            raise BadInput(str(root), "already holds a session; use --resume to continue it or choose another -o")
+        cls.refuse_existing(root)
         try:
             (root / ROUNDS_DIR).mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -7,6 +7,7 @@ from Python (and tested) without a subprocess.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pilot_sys.errors import BadInput
 from pilot_sys.session.config import SessionConfig
-from pilot_sys.session.journal import WorkloadSpec
+from pilot_sys.session.journal import Journal, WorkloadSpec
 from pilot_sys.session.progress import human, make_progress
 from pilot_sys.session.result import SessionResult, Status
+from pilot_sys.session.tuning import refuse_conflicts, tune_session_rate
 from pilot_sys.workload.base import Workload
 
 # SessionConfig field -> the option that sets it, for one-line error messages
@@ -56,6 +58,7 @@ class RunRequest(BaseModel):
     cut: str | None = None
     monitor: bool = True
     sample_rate: float | None = None
+    overhead_budget: float | None = None  # --overhead-budget: tune the rate first (fraction of the PI)
     resume: Path | None = None
     plots: bool = True
     quiet: bool = False
@@ -122,6 +125,8 @@ def _builtin_workload(req: RunRequest) -> tuple[WorkloadSpec, Workload, tuple[fl
             raise BadInput(opt, "applies to a COMMAND; the built-in workload takes --dir and -w only")
     directory = req.directory or Path(".")
     wl = SequentialIOWorkload(directory)
+    if req.work_amount is not None:  # a range too big for the free space fails now, not at round n
+        wl.validate_work_amount_range(*req.work_amount)
     work = req.work_amount or wl.default_work_amount_range()
     spec = WorkloadSpec(
         name=req.name or "builtin-seqio", kind="builtin", directory=str(Path(directory).resolve()),
@@ -131,18 +136,33 @@ def _builtin_workload(req: RunRequest) -> tuple[WorkloadSpec, Workload, tuple[fl
     return spec, wl, work, False, "MiB"
 
 
+def _plain_note(req: RunRequest) -> Callable[[str], None]:
+    """Lines on stderr before the session's progress display starts (nothing with --quiet)."""
+
+    def note(text: str) -> None:
+        if not req.quiet:
+            click.echo(f"pilot-sys: {text}", err=True)
+
+    return note
+
+
 def launch_run(req: RunRequest) -> int:
     """Run (or resume) a session, print its summary; returns the exit code."""
     from pilot_sys.session.session import Session, default_result_dir
 
     if req.cut is not None and not req.monitor:
         raise BadInput("--cut", "names the component the monitor judges; it needs monitoring (drop --no-monitor)")
+    refuse_conflicts(req.overhead_budget, req.sample_rate, req.monitor, req.resume is not None)
 
-    progress = make_progress(req.quiet)
     if req.resume is not None:
         if req.command or req.work_amount is not None:
             raise BadInput("--resume", "continues the session as it was configured; give no COMMAND or -w with it")
-        session = Session.resume(req.resume, req.command_line, progress=progress, plots=req.plots)
+        progress = make_progress(req.quiet)
+        try:
+            session = Session.resume(req.resume, req.command_line, progress=progress, plots=req.plots)
+        except BaseException:
+            progress.close()
+            raise
         m = session.manifest
         if req.session_limit is not None:
             m.config = m.config.model_copy(update={"session_limit": None if req.session_limit == 0 else req.session_limit})
@@ -153,17 +173,29 @@ def launch_run(req: RunRequest) -> int:
             raise BadInput("--dir", "is for the built-in workload; a COMMAND names its own files")
         spec, wl, work, fixed, unit = _command_workload(req) if req.command else _builtin_workload(req)
         cfg = build_config(req, work, fixed, unit)
+        root = req.output_dir or default_result_dir(spec.name.split(" ")[0])
+        if req.overhead_budget is not None:
+            # before the result directory exists: an unreachable budget leaves nothing behind
+            Journal.refuse_existing(root)
+            req.overhead = tune_session_rate(wl, cfg, req.overhead_budget, note=_plain_note(req))
         if req.overhead and req.overhead.get("sampling_rate_hz"):
             cfg = cfg.model_copy(update={"sample_rate_hz": float(req.overhead["sampling_rate_hz"]),
                                          "sample_rate_source": str(req.overhead.get("rate_chosen_by", "tuner"))})
-        root = req.output_dir or default_result_dir(spec.name.split(" ")[0])
-        session = Session.create(root, cfg, [spec], [wl], req.command_line, progress=progress, plots=req.plots)
+        progress = make_progress(req.quiet)
+        try:
+            session = Session.create(root, cfg, [spec], [wl], req.command_line, progress=progress, plots=req.plots)
+        except BaseException:
+            progress.close()
+            raise
         if req.overhead:
             session.manifest.overhead = dict(req.overhead)
             session.journal.save_manifest()
     if not req.quiet and not req.as_json:
         progress.note(f"result directory: {session.journal.root}")
-    result = session.run()
+    try:
+        result = session.run()
+    finally:
+        progress.close()
     print_summary(result, as_json=req.as_json, quiet=req.quiet)
     if result.comparison is not None and not req.as_json and not req.quiet:  # a resumed comparison
         from pilot_sys.session.compare_launch import print_comparison
@@ -211,10 +243,21 @@ def print_summary(result: SessionResult, as_json: bool = False, quiet: bool = Fa
                 mark = "reported only"
             click.echo(f"  {p.name}: {human(p.mean, p.unit)}  {int(round(100 * p.confidence))}% CI "
                        f"[{human(p.ci_low, p.unit)}, {human(p.ci_high, p.unit)}] width {width} ({mark}; {p.source})")
+        ph = w.phase_check  # the report also says why a check was not done; the terminal, what it found
+        if ph is not None and ph.checked_rounds and (ph.inconsistent_rounds or len(result.workloads) == 1):
+            click.echo(f"  phase check: {ph.note}")
     b = result.bottleneck
     if b.valid is True:
         click.echo(f"bottleneck check: passed (component under test: {b.cut or 'unknown'})")
     elif b.valid is None:
         click.echo(f"bottleneck check: not done{f' ({b.error})' if b.error else ''}")
+    o = result.overhead
+    if o.sampling_rate_hz is not None and o.rate_chosen_by == "tuner":
+        measured = ""
+        if o.measured_overhead is not None and o.measured_overhead_ci is not None:
+            measured = (f", measured overhead {o.measured_overhead:+.2%} [{o.measured_overhead_ci[0]:+.2%}, "
+                        f"{o.measured_overhead_ci[1]:+.2%}]")
+        budget = f" (budget {100 * o.budget:.3g}%)" if o.budget is not None else ""
+        click.echo(f"monitoring: {o.sampling_rate_hz:.1f} Hz chosen by the tuner{measured}{budget}")
     click.echo(f"report: {Path(result.result_dir) / 'report.md'}")
     sys.stdout.flush()

@@ -51,6 +51,9 @@ class Progress(Protocol):
 
     def finish(self, result: SessionResult) -> None: ...
 
+    def close(self) -> None:
+        """Release the display (also after an error); safe to call twice."""
+
 
 class QuietProgress:
     """--quiet: only loud notes (a hidden bottleneck, a full disk) still reach stderr."""
@@ -69,6 +72,16 @@ class QuietProgress:
     def finish(self, result: SessionResult) -> None:
         return None
 
+    def close(self) -> None:
+        return None
+
+
+def failure_text(record: RoundRecord) -> str:
+    """`` FAILED: <why>`` for a failed round (the WorkloadFailed message), else empty."""
+    if not record.failed:
+        return ""
+    return f" FAILED: {' '.join(record.failure.split())}" if record.failure else " FAILED"
+
 
 def _eta_text(rounds_needed: int | None, eta: float | None) -> str:
     if rounds_needed is None:
@@ -84,7 +97,7 @@ class PlainProgress(QuietProgress):
     def round_done(self, record: RoundRecord, pis: list[PIResult], rounds_needed: int | None, eta: float | None,
                    elapsed: float, as_of: int | None = None) -> None:
         flags = " SHORT(not analysed)" if record.short else ""
-        flags += " FAILED" if record.failed else ""
+        flags += failure_text(record)
         head = (
             f"round {record.index} [{record.workload}] work={record.work_amount:.6g} "
             f"{record.duration:.3f}s{flags} | t={elapsed:.1f}s"
@@ -113,6 +126,8 @@ class RichProgress:
         from rich.markup import escape
         from rich.table import Table
 
+        if record.failed:  # the reason stays on screen above the live table
+            self.note(f"round {record.index} [{record.workload}]{failure_text(record)}", loud=True)
         table = Table(
             title=escape(f"round {record.index} [{record.workload}] work={record.work_amount:.6g} "
                          f"{record.duration:.2f}s{' (short)' if record.short else ''} | {elapsed:.0f}s | "
@@ -137,7 +152,11 @@ class RichProgress:
         self.live.console.print(f"[bold red]{escape(text)}[/bold red]" if loud else escape(text))
 
     def finish(self, result: SessionResult) -> None:
-        self.live.stop()
+        self.close()
+
+    def close(self) -> None:
+        if self.live.is_started:
+            self.live.stop()
 
 
 def make_progress(quiet: bool) -> Progress:

@@ -18,11 +18,16 @@ Schema (``pilot-sys report --schema`` prints the full JSON Schema of :class:`Ses
     ``alpha_work``: the smallest useful work, where alpha is at most 10% of a round's time,
     ``v alpha (1 - 0.1) / 0.1``; ``alpha_work_amount`` is the same bound in work-amount units)
   - ``rounds``: counts of rounds run, analysed, short, below alpha, failed
-- ``comparison``: for interleaved runs, the ranking with differences, CIs and Welch p-values
+  - ``phase_check``: whether the analysed rounds' monitor traces show the same phase behaviour
+    (transition signatures, seeds/004): the rounds checked, those that do not match their
+    siblings (``inconsistent_rounds``), their scores and a one-line ``note``
+- ``comparison``: for interleaved runs, the ranking with differences, CIs and Welch p-values,
+  and ``phase_behaviour``: a note per pair of workloads whose phase behaviour differs
 - ``bottleneck``: the monitor's verdict (``valid``, ``hidden_bottlenecks``, ``cut``), or None
   when monitoring was off; ``graph_file`` names the saved component graph
-- ``overhead``: sampling rate, how it was chosen, the measured overhead (None until the tuner
-  or an on/off comparison measured it), and the monitor's own cost
+- ``overhead``: sampling rate, how it was chosen (``default``, ``--sample-rate``, ``tuner``,
+  ``off``), the measured overhead with its CI and p-value (None until ``--overhead-budget`` ran
+  the tuner), the budget and the tuner's verdict, and the monitor's own cost
 - ``context``: CPU model, kernel, governor, versions, command line
 - ``stop_reason``, ``elapsed_seconds``, ``notes`` (repairs, warnings a reader must see)
 """
@@ -124,6 +129,18 @@ class RoundCounts(BaseModel):
     failed: int = 0
 
 
+class PhaseCheck(BaseModel):
+    """Whether a workload's analysed rounds show the same phase behaviour (seeds/004: their
+    transition signatures match). A round that does not ran something else or hit a different
+    system state; it is named, not removed, since the reader decides what it means."""
+
+    checked_rounds: list[int] = Field(default_factory=list)  # journal indices of the rounds compared
+    inconsistent_rounds: list[int] = Field(default_factory=list)
+    scores: list[float | None] = Field(default_factory=list)  # median matching score, per checked round
+    threshold: float | None = None  # a round scoring below it does not match its siblings
+    note: str = ""
+
+
 class WorkloadResult(BaseModel):
     name: str
     command: list[str] = Field(default_factory=list)
@@ -133,6 +150,7 @@ class WorkloadResult(BaseModel):
     wps: WPSResult | None = None
     rounds: RoundCounts = Field(default_factory=RoundCounts)
     seconds_in_rounds: float = 0.0
+    phase_check: PhaseCheck | None = None  # None when rounds were not monitored
 
 
 class PairComparison(BaseModel):
@@ -148,12 +166,22 @@ class PairComparison(BaseModel):
     separated: bool
 
 
+class PhaseComparison(BaseModel):
+    """Whether two workloads change their resource mix at the same moments (seeds/004)."""
+
+    a: str
+    b: str
+    differs: bool | None = None  # None: not compared (no traces, too few samples, an error)
+    note: str = ""
+
+
 class Comparison(BaseModel):
     pi: str
     ranking: list[str]
     pairs: list[PairComparison] = Field(default_factory=list)
     all_separated: bool = False
     p_threshold: float = 0.01
+    phase_behaviour: list[PhaseComparison] = Field(default_factory=list)
 
 
 class BottleneckSection(BaseModel):
@@ -173,6 +201,10 @@ class OverheadSection(BaseModel):
     measured_overhead: float | None = None  # fraction of the PI lost to monitoring, when measured
     measured_overhead_ci: tuple[float, float] | None = None
     method: str | None = None
+    p_value: float | None = None  # of the measured overhead (Welch's test, monitored vs not)
+    budget: float | None = None  # --overhead-budget, fraction of the PI
+    note: str | None = None  # the tuner's verdict in one sentence
+    tuning_seconds: float | None = None
     monitor_cost: dict[str, float] | None = None  # Sampler.cost(): CPU seconds, wake-ups, memory
     engine_seconds_per_round: float | None = None
 

@@ -15,6 +15,7 @@ from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.engine import StopReason
 from pilot_sys.session.journal import Journal, RoundRecord
 from pilot_sys.session.monitoring import GRAPH_FILE
+from pilot_sys.session.phase_check import check_rounds, compare_workloads
 from pilot_sys.session.result import (
     STATUS_EXIT,
     BottleneckSection,
@@ -139,7 +140,8 @@ def build_result(
     for spec in m.workloads:
         ta = analyses[spec.name]
         recs = journal.rounds_of(spec.name)
-        analysed |= analysed_indices(ta, recs)
+        mine = analysed_indices(ta, recs)
+        analysed |= mine
         a = min((r.work_amount for r in recs if r.index in analysed), default=cfg.work_min)
         workloads.append(
             WorkloadResult(
@@ -147,8 +149,11 @@ def build_result(
                 work_range=(float(max(a, ta.alpha_work)), float(cfg.work_max)),
                 pis=ta.results, wps=ta.wps, rounds=ta.counts,
                 seconds_in_rounds=float(sum(r.duration for r in recs)),
+                phase_check=check_rounds(journal, [r for r in recs if r.index in mine]) if cfg.monitor else None,
             )
         )
+    if comparison is not None and cfg.monitor:
+        comparison.phase_behaviour = compare_workloads(journal, [(p.better, p.worse) for p in comparison.pairs], analysed)
     last = m.invocations[-1] if m.invocations else None
     monitored = cfg.monitor and any(r.monitor is not None and r.monitor.samples > 0 for r in journal.records)
     bsec = bottleneck_section(journal, analysed, m.cut or cfg.cut, monitored, cfg.bottleneck_threshold)
@@ -168,6 +173,10 @@ def build_result(
         ci = m.overhead.get("measured_overhead_ci")
         overhead.measured_overhead_ci = tuple(ci) if ci else None  # type: ignore[assignment]
         overhead.method = m.overhead.get("method")
+        overhead.p_value = m.overhead.get("p_value")
+        overhead.budget = m.overhead.get("budget")
+        overhead.note = m.overhead.get("message")
+        overhead.tuning_seconds = m.overhead.get("tuning_seconds")
         if m.overhead.get("sampling_rate_hz") is not None:
             overhead.sampling_rate_hz = m.overhead["sampling_rate_hz"]
             overhead.rate_chosen_by = m.overhead.get("rate_chosen_by", "tuner")
