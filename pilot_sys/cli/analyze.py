@@ -67,34 +67,12 @@ def find_stable_part(values: np.ndarray, method: WarmupMethod) -> tuple[StablePa
     return StablePart(method=method, begin=begin, end=end, removed=removed, found=True), []
 
 
-class AnalyzeOutput(BaseModel):
+class AnalyzeOutput(Summary):
     """The ``--json`` object: the stable part's summary at the top level, the raw one nested."""
-
-    model_config = ConfigDict(frozen=True)
 
     source: str
     column: str | None
     unit: str | None
-    pi_type: str
-    confidence: float
-    sample_size: int
-    mean: float
-    ci_low: float | None
-    ci_high: float | None
-    ci_width: float | None
-    subsession_size: int | None
-    n_subsessions: int | None
-    subsession_variance: float | None
-    autocorrelation: float | None
-    autocorrelation_time: float
-    effective_sample_size: float
-    tail_dropped: int
-    target_width: float
-    target: str
-    required_sample_size: int | None
-    samples_still_needed: int | None
-    ci_reached: bool
-    warnings: list[str]
     stable_part: StablePart
     raw: Summary | None  # all samples; None when nothing was removed (then it equals the top level)
 
@@ -276,8 +254,7 @@ def analyze(
             part = StablePart(method=warmup, begin=0, end=values.size, removed=[], found=False)
     out = AnalyzeOutput(
         source=col.source, column=col.name if col.name is not None else str(col.index), unit=col.unit,
-        **stable.model_dump(exclude={"warnings"}),
-        samples_still_needed=stable.samples_still_needed,
+        **stable.model_dump(exclude={"warnings", "samples_still_needed"}),
         warnings=warnings + stable.warnings, stable_part=part, raw=raw if part.removed else None,
     )
     if as_json:

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from pilot_sys.errors import BadInput, InsufficientData
 from pilot_sys.stats import pi as pi_types
@@ -162,6 +162,7 @@ class Summary(BaseModel):
     def has_interval(self) -> bool:
         return self.ci_low is not None
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def samples_still_needed(self) -> int | None:
         if self.required_sample_size is None:
