@@ -29,3 +29,28 @@ def require_tool(name: str) -> str:
     if path is None:
         pytest.skip(f"{name} is not installed (.ci/run installs it)")
     return path
+
+
+# The captured machines of tests/fixtures/sys, discovered once per test session.
+SYS_FIXTURES = FIXTURES / "sys"
+
+
+@pytest.fixture(scope="session")
+def nvme():  # NVMe + LVM
+    from pilot_sys.topology.discover import discover
+
+    return discover(SYS_FIXTURES / "nvme-lvm")
+
+
+@pytest.fixture(scope="session")
+def md():  # md RAID + a loop device
+    from pilot_sys.topology.discover import discover
+
+    return discover(SYS_FIXTURES / "md-raid-loop")
+
+
+@pytest.fixture(scope="session")
+def nfs():  # an NFS mount over a bonded, VLAN-tagged NIC
+    from pilot_sys.topology.discover import discover
+
+    return discover(SYS_FIXTURES / "nfs-bond")

@@ -19,19 +19,6 @@ GEN2_X1 = 5e9 * 8 / 10 * 1 / 8  # 500 MB/s
 GEN3_X1 = 8e9 * 128 / 130 / 8
 
 
-@pytest.fixture(scope="module")
-def nvme() -> ComponentGraph:
-    return discover(SYS / "nvme-lvm")
-
-
-@pytest.fixture(scope="module")
-def md() -> ComponentGraph:
-    return discover(SYS / "md-raid-loop")
-
-
-@pytest.fixture(scope="module")
-def nfs() -> ComponentGraph:
-    return discover(SYS / "nfs-bond")
 
 
 def outward_children(graph: ComponentGraph, node: str) -> set[str]:

@@ -4,28 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import FIXTURES
 from pilot_sys.errors import BadInput
-from pilot_sys.topology.discover import discover
 from pilot_sys.topology.graph import ComponentGraph
 from pilot_sys.topology.resolve import candidates, resolve
 
-SYS = FIXTURES / "sys"
 
 
-@pytest.fixture(scope="module")
-def nvme() -> ComponentGraph:
-    return discover(SYS / "nvme-lvm")
-
-
-@pytest.fixture(scope="module")
-def md() -> ComponentGraph:
-    return discover(SYS / "md-raid-loop")
-
-
-@pytest.fixture(scope="module")
-def nfs() -> ComponentGraph:
-    return discover(SYS / "nfs-bond")
 
 
 def test_candidates_from_fio_dd_iperf3_arguments() -> None:
