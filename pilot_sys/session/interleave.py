@@ -71,8 +71,17 @@ def compare_results(
                       all_separated=complete and all(p.separated for p in pairs))
 
 
+def _first_with_ci(names: list[str], per: list[dict[str, PIResult]]) -> str | None:
+    """The first of ``names`` with a CI on every side, else the first one (still without a CI)."""
+    for name in names:
+        if all(p[name].ci_low is not None and p[name].ci_high is not None for p in per):
+            return name
+    return names[0] if names else None
+
+
 def common_pi(analyses: dict[str, TrackAnalysis], wanted: str | None = None) -> str | None:
-    """The PI to rank by: ``wanted``, else the first PI every workload reports."""
+    """The PI to rank by: ``wanted``, else the first PI every workload reports that has a CI on
+    every side (a per-round reading may still lack one while the WPS fit or unit readings have it)."""
     names = [set(ta.results) for ta in analyses.values()]
     if not names:
         return None
@@ -80,10 +89,7 @@ def common_pi(analyses: dict[str, TrackAnalysis], wanted: str | None = None) -> 
     if wanted is not None:
         return wanted if wanted in shared else None
     first = next(iter(analyses.values()))
-    for name in first.results:
-        if name in shared:
-            return name
-    return None
+    return _first_with_ci([n for n in first.results if n in shared], [ta.results for ta in analyses.values()])
 
 
 def compare_analyses(analyses: dict[str, TrackAnalysis], config: SessionConfig, pi: str | None = None) -> Comparison | None:
@@ -98,7 +104,7 @@ def compare_saved(results: list[SessionResult], labels: list[str], pi: str | Non
     """Compare the first workload of several saved results (``pilot-sys compare DIR_A DIR_B``)."""
     per: list[dict[str, PIResult]] = [r.primary().pis for r in results]
     shared = set.intersection(*(set(p) for p in per))
-    name = pi if pi is not None else next((n for n in per[0] if n in shared), None)
+    name = pi if pi is not None else _first_with_ci([n for n in per[0] if n in shared], per)
     if name is None or name not in shared:
         return None
     confidence = float(results[0].config.get("confidence", 0.95))
