@@ -472,7 +472,13 @@ def _explain(result: TuneResult) -> str:
         return (f"the budget {budget} is met even at the fastest useful rate {result.rate_hz:g} Hz{at}; "
                 f"{result.bounds.max_reason}")
     if result.status is TuneStatus.CONVERGED:
-        return f"{result.rate_hz:.1f} Hz keeps {what} within {budget}{at} after {n} measurement(s)"
+        found = f"{result.rate_hz:.1f} Hz keeps {what} within {budget}{at} after {n} measurement(s)"
+        if est is not None and est.halfwidth > result.budget:
+            # the estimate target stops once |g| is within the CI, which a very wide CI always is
+            return (f"{result.rate_hz:.1f} Hz is where the estimate lands{at}, but the CI half-width "
+                    f"{est.halfwidth:.2%} exceeds the budget {budget}: the data cannot tell whether "
+                    f"this rate keeps within it; {_pairs_advice(est, result.budget)}")
+        return found
     if result.status is TuneStatus.UNREACHABLE:
         if est is not None and est.ci_low <= result.budget:  # the CI straddles the budget
             return (f"{budget} cannot be shown to hold even at the slowest useful rate "
