@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 import click
 from pydantic import BaseModel, ConfigDict
 
-from pilot_sys.cli.common import OneLineErrors
+from pilot_sys.cli.common import OneLineErrors, save_figure
 from pilot_sys.errors import BadInput, InsufficientData
 from pilot_sys.stats.ci import Summary  # the JSON model nests it; loaded only when analyze runs
 
@@ -148,12 +148,7 @@ def plot_analysis(values: np.ndarray, out: AnalyzeOutput, path: str) -> None:
     ax.set_title(f"{out.source}: mean {_fmt(out.mean)}", fontsize=10)
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=110)
-    except OSError as exc:
-        raise BadInput("--plot", f"{path!r}: {exc.strerror or exc}") from None
-    finally:
-        plt.close(fig)
+    save_figure(fig, path)
 
 
 @click.command(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from pilot_sys.cli.common import save_figure
 from pilot_sys.errors import BadInput, InsufficientData
 
 if TYPE_CHECKING:  # numpy, scipy and matplotlib load only when the command runs
@@ -44,14 +45,6 @@ def load_series(source: str, column: str | None) -> tuple[np.ndarray, str, str |
     col = read_table_column(source, column)
     label = col.name if col.name is not None else f"column {col.index}"
     return col.values, col.source, col.unit, label
-
-
-def save_figure(fig: object, path: Path) -> None:
-    """Write a matplotlib figure, reporting an OS failure as bad input on --plot."""
-    try:
-        fig.savefig(path, dpi=110)  # type: ignore[attr-defined]
-    except OSError as exc:
-        raise BadInput("--plot", f"{str(path)!r}: {exc.strerror or exc}") from None
 
 
 def plot_changepoints(values: np.ndarray, result: ChangePoints, path: Path, title: str, ylabel: str) -> None:
@@ -87,7 +80,6 @@ def plot_changepoints(values: np.ndarray, result: ChangePoints, path: Path, titl
     ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     save_figure(fig, path)
-    plt.close(fig)
 
 
 def _as_json(result: ChangePoints, source: str) -> str:

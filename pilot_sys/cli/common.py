@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import click
 
 from pilot_sys.errors import BadInput
@@ -28,3 +31,19 @@ class OneLineErrors(click.Command):
             if message.startswith("Invalid value for"):
                 message = message.split(": ", 1)[-1]
             raise BadInput(where, f"{message.rstrip('.')} (see {ctx.command_path} --help)") from None
+
+
+def save_figure(fig: Any, path: str | Path, *, option: str = "--plot", dpi: int = 110) -> None:
+    """Write a matplotlib figure and close it; an OS failure is bad input on ``option``.
+
+    Commands check the path before measuring anything; this catches what only the write can
+    reveal (a full disk, permissions changed meanwhile), so a plot never ends in a traceback.
+    """
+    import matplotlib.pyplot as plt
+
+    try:
+        fig.savefig(path, dpi=dpi)
+    except OSError as exc:
+        raise BadInput(option, f"{path}: cannot write ({exc.strerror or exc})") from None
+    finally:
+        plt.close(fig)

@@ -14,7 +14,7 @@ import click
 import numpy as np
 from pydantic import BaseModel, Field
 
-from pilot_sys.cli.common import OneLineErrors
+from pilot_sys.cli.common import OneLineErrors, save_figure
 from pilot_sys.errors import BadInput
 from pilot_sys.monitor.trace_io import LoadedTrace, MetricMatrix, load_traces, metric_matrix
 from pilot_sys.stats.phases import (
@@ -133,12 +133,7 @@ def _plot(path: Path, base: tuple[MetricMatrix, Signature], runs: list[tuple[Met
     if runs:
         ax.legend(fontsize=6)
     fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=110)
-    except OSError as exc:
-        raise BadInput("--plot", f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        plt.close(fig)
+    save_figure(fig, path)
 
 
 def build_report(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from pilot_sys.cli.common import save_figure
 from pilot_sys.errors import BadInput, ExitCode
 
 if TYPE_CHECKING:  # the method's modules load numpy and scipy: only when the command runs
@@ -98,8 +99,7 @@ def _plot(result: TuneResult, path: Path) -> None:
     ax.set_title(f"pilot-sys tune: {result.status.value}, {len(rates)} measurement(s)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _print_summary(result: TuneResult) -> None:
