@@ -41,6 +41,7 @@ segmentation", 2020), Bonferroni-corrected over all intervals so that stage adds
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -148,11 +149,13 @@ def default_min_size(n: int) -> int:
     return max(10, 1 << (root.bit_length() - 1))
 
 
+@functools.lru_cache(maxsize=256)
 def critical_value(significance: float, scans: int = 2, statistic: Statistic = "sign") -> float:
     """The adjusted statistic a split must exceed, at significance / scans per scan.
 
     Kuiper's quantile for the sign form (its statistic is the CUSUM range, which also catches a
-    change that begins and ends inside the segment), Kolmogorov's for the median form.
+    change that begins and ends inside the segment), Kolmogorov's for the median form. Cached:
+    a session asks for the same few quantiles for every round, and Kuiper's is a bisection.
     """
     if not 0.0 < significance < 1.0:
         raise ValueError("significance must be between 0 and 1")
