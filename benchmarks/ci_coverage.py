@@ -15,7 +15,8 @@ series with mean 0, runs the library's subsession search and t-interval (the sam
            |r| <= 0.1 of the subsession means, at least 8 of them, t with k - 1 dof, none of the
            corrections in pilot_sys.stats.subsession): coverage of what it reports, report rate.
 
-Exit status 1 when any target is missed. Usage: python benchmarks/ci_coverage.py [--reps 2000] [--seed 1]
+Exit status 1 when any target is missed. Usage:
+    python benchmarks/ci_coverage.py [--reps 2000] [--seed 1] [--sizes 100,300,400] [--phis 0.5,0.8]
 """
 
 from __future__ import annotations
@@ -103,14 +104,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=2000, help="replications per cell (>= 1000 for the target)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--sizes", help="comma-separated series lengths instead of the issue's grid, e.g. 100,300,400 "
+                        "(cells near the effective-sample rule's boundary)")
+    parser.add_argument("--phis", help="comma-separated AR(1) coefficients instead of the issue's grid")
     args = parser.parse_args()
+    sizes = tuple(int(v) for v in args.sizes.split(",")) if args.sizes else SIZES
+    phis = tuple(float(v) for v in args.phis.split(",")) if args.phis else PHIS
     rng = np.random.default_rng(args.seed)
     began = time.perf_counter()
     failures: list[str] = []
     print(f"AR(1), nominal {CONFIDENCE:.0%}, {args.reps} replications per cell, seed {args.seed}")
     print(f"{'phi':>5} {'n':>5} | {'cover':>6} {'report':>6} {'(count)':>7} {'width':>6} | {'naive cover':>11} {'naive width':>11} | {'plain cover':>11} {'report':>6} | verdict")
-    for phi in PHIS:
-        for n in SIZES:
+    for phi in phis:
+        for n in sizes:
             r = cell(phi, n, args.reps, rng)
             missed = []
             if r["reported"] and r["cover"] < COVERAGE_TARGET:

@@ -76,6 +76,23 @@ def test_too_correlated_series_is_refused() -> None:
         ss.analyze(np.arange(5.0))
 
 
+def test_effective_sample_rule_counts_at_the_point_estimate() -> None:
+    # The rule is n (1 - phi) / (1 + phi) >= 50 at the bias-corrected lag-1 phi (not at its upper
+    # bound). Hand values: 93 * 0.7 / 1.3 = 50.08 passes, 92 * 0.7 / 1.3 = 49.54 does not;
+    # a negative phi counts as independence, not as a bonus.
+    assert float(ss.ar1_effective_size(93, 0.3)) == pytest.approx(50.0769, abs=1e-4)
+    assert float(ss.ar1_effective_size(92, 0.3)) == pytest.approx(49.5385, abs=1e-4)
+    assert float(ss.ar1_effective_size(60, -0.5)) == 60.0
+    # AR(1) with phi = 0.3, n = 100 (this seed estimates phi = 0.29): the point estimate gives ~55
+    # effective samples, the 95% upper bound of phi would have given ~38 and refused (the rule
+    # before 2026-11-21); the interval is reported.
+    x = ar1(100, 0.3, 13)
+    phi = float(ss.bias_corrected_lag1(ss.lag1_autocorrelation(x), x.size))
+    upper = float(ss.lag1_upper_bound(x))
+    assert ss.ar1_effective_size(100, phi) >= 50 > ss.ar1_effective_size(100, upper)
+    assert ss.analyze(x).n_subsessions >= ss.MIN_SUBSESSIONS
+
+
 def test_batch_search_equals_one_by_one() -> None:
     x = np.stack([ar1(600, phi, s) for s, phi in enumerate([0.0, 0.4, 0.7, 0.9])])
     batch = ss.search(x)

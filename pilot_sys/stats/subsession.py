@@ -32,9 +32,19 @@ nominal 95%. Three things go wrong, and each has a fix here:
    worth of data, the runs whose interval looks trustworthy are precisely those whose sample path
    happened to look calm, and they cover far less than nominal. So an interval is reported only
    when the series is worth at least ``MIN_EFFECTIVE_SAMPLES`` (50) independent samples by the
-   conservative AR(1) count n (1 - phi_u) / (1 + phi_u) at the upper bound phi_u, and with at
-   least ``MIN_SUBSESSIONS`` (8) subsessions (with fewer, t's quantile grows fast and the lag-1
-   test has no power). Otherwise the caller is told there is no honest interval yet.
+   AR(1) count n (1 - phi) / (1 + phi) at the bias-corrected lag-1 phi, and with at least
+   ``MIN_SUBSESSIONS`` (8) subsessions (with fewer, t's quantile grows fast and the lag-1 test
+   has no power). Otherwise the caller is told there is no honest interval yet.
+
+   The count uses the point estimate, not the upper bound phi_u that sets the floor of q (until
+   2026-11-21 it used phi_u too). Counting at phi_u charged the uncertainty of phi twice, and
+   a session whose readings need ~40 effective samples ran ~1.8x longer than the statistics
+   required (``benchmarks/session_oracle.py``: 1.97x the oracle's rounds, now 1.54x; its final
+   coverage 96.7%, now 95.0%). Issue 2's grid keeps >= 94.1% coverage of reported intervals in
+   every cell either way. Near the boundary of the rule (cells where only 1-20% of runs report,
+   e.g. phi 0.8 at n 300-400) the few intervals reported cover 85-93% under *either* count:
+   selection by a noisy phi cannot be undone by where the line is drawn, only moved
+   (measured with ``benchmarks/ci_coverage.py --sizes``; see benchmarks/results/stats.md).
 
 The interval then uses Student's t with k - 1 degrees of freedom. ``benchmarks/ci_coverage.py``
 measures the whole against the targets of issue 2 (coverage >= 93% of reported intervals in every
@@ -157,10 +167,10 @@ class SubsessionBatch:
         return self.q > 0
 
 
-def conservative_effective_size(n: int, phi_upper: np.ndarray | float) -> np.ndarray:
-    """n (1 - phi) / (1 + phi) at the upper bound of phi: how many independent samples the
-    series is worth under AR(1), erring low (negative phi counts as independent)."""
-    phi = np.clip(np.asarray(phi_upper, dtype=np.float64), 0.0, 1.0)
+def ar1_effective_size(n: int, phi: np.ndarray | float) -> np.ndarray:
+    """n (1 - phi) / (1 + phi): how many independent samples a series of n is worth under AR(1)
+    with lag-1 coefficient phi (negative phi counts as independent, never as a bonus)."""
+    phi = np.clip(np.asarray(phi, dtype=np.float64), 0.0, 1.0)
     return n * (1.0 - phi) / (1.0 + phi)
 
 
@@ -181,7 +191,7 @@ def search(
     q passes when (a) n // q >= min_subsessions, (b) |r~| <= limit for the bias-corrected lag-1
     autocorrelation r~ of the q-subsession means, (c) the AR(1) prediction from the upper bound
     of the raw lag-1 coefficient is <= limit, and (d) the series holds at least
-    MIN_EFFECTIVE_SAMPLES conservative effective samples. See ``passes`` for the same test on one q.
+    MIN_EFFECTIVE_SAMPLES effective samples at the bias-corrected lag-1. See ``passes`` for the same test on one q.
     """
     x = np.asarray(x, dtype=np.float64)
     # Work on (x - median) / max|x - median|: every statistic below is shift/scale equivariant,
@@ -207,7 +217,7 @@ def search(
         floor = _floor_q(phi_upper, limit, q_max)
         # Prefix sums make every q cost O(n/q); the whole search over q is O(n log n) per series.
         cs = np.concatenate([np.zeros((rows, 1)), np.cumsum(x2, axis=1)], axis=1)
-        pending = (floor <= q_max) & (conservative_effective_size(n, phi_upper) >= MIN_EFFECTIVE_SAMPLES)
+        pending = (floor <= q_max) & (ar1_effective_size(n, phi) >= MIN_EFFECTIVE_SAMPLES)
         for q in range(int(floor.min()), q_max + 1):
             if not pending.any():
                 break
@@ -247,9 +257,11 @@ def passes(
     k = x.shape[-1] // q
     if k < min_subsessions:
         return False
-    phi_upper = lag1_upper_bound(x)
-    if conservative_effective_size(x.shape[-1], phi_upper) < MIN_EFFECTIVE_SAMPLES:
+    n = x.shape[-1]
+    phi = bias_corrected_lag1(lag1_autocorrelation(x), n)
+    if ar1_effective_size(n, phi) < MIN_EFFECTIVE_SAMPLES:
         return False
+    phi_upper = lag1_upper_bound(x)
     if ar1_subsession_autocorrelation(phi_upper, q) > limit:
         return False
     r = bias_corrected_lag1(lag1_autocorrelation(subsession_means(x, q)), k)
