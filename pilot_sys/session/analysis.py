@@ -39,8 +39,9 @@ UnitLoader = Callable[[RoundRecord], tuple[dict[str, np.ndarray], dict[str, np.n
 def equal_time_windows(times: np.ndarray) -> bool:
     """Whether unit readings are rates over equal time windows (fio's ``log_avg_msec`` logs)
     rather than over equal work (one per block, whose durations vary with the rate): at least
-    80% of the gaps within 25% of the median gap. A stand-in until parsers declare it; when
-    rates barely vary both means agree, so a wrong guess then costs nothing."""
+    80% of the gaps within 25% of the median gap. Only a guess for PIs whose source does not
+    declare it (``PISpec.unit_weighting``); when rates barely vary both means agree, so a wrong
+    guess then costs nothing."""
     gaps = np.diff(np.asarray(times, dtype=np.float64))
     if gaps.size < 4:
         return False
@@ -70,7 +71,7 @@ class TrackAnalysis:
     work_unit: str = ""
     stable: dict[tuple[int, str], Stable] = field(default_factory=dict)
     kept_units: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)
-    time_windows: dict[str, bool] = field(default_factory=dict)  # PI -> units are equal-time windows
+    time_windows: dict[str, bool] = field(default_factory=dict)  # PI -> guessed: units are equal-time windows
     wps: WPSResult | None = None
     wps_unit: str = ""
     alpha_work: float = 0.0  # smallest useful work from alpha, in work-amount units (0: none)
@@ -146,7 +147,7 @@ class TrackAnalysis:
                 values, times = load_units(rec)
                 if spec.name not in values:
                     continue
-                if spec.name not in self.time_windows and spec.name in times:
+                if spec.unit_weighting is None and spec.name not in self.time_windows and spec.name in times:
                     self.time_windows[spec.name] = equal_time_windows(times[spec.name])
                 self._stable_of(rec, spec.name, np.asarray(values[spec.name], dtype=np.float64))
             st = self.stable[key]
@@ -164,13 +165,15 @@ class TrackAnalysis:
         ]
         removal += self._excluded_rounds(below)
         unit_spec = spec
-        if spec.pi_type == PIType.HARMONIC and self.time_windows.get(spec.name):
+        windows, how = self.units_are_time_windows(spec)
+        if spec.pi_type == PIType.HARMONIC and windows:
             # rates over equal *time* windows (fio's bandwidth log) average arithmetically: that
             # is total work over total time; the harmonic mean is for equal-*work* units
             unit_spec = spec.model_copy(update={"pi_type": PIType.ARITHMETIC})
         res = self._summarise(unit_spec, samples, "unit_readings", removal)
         if unit_spec is not spec:
-            res.warnings.append("unit readings are equal-time windows: averaged arithmetically (total work / total time)")
+            res.warnings.append(f"unit readings are equal-time windows ({how}): averaged arithmetically "
+                                "(total work / total time)")
         own = np.array([r.readings[spec.name] for r in rounds if spec.name in r.readings], dtype=np.float64)
         own = own[np.isfinite(own) & ((own > 0) | (spec.pi_type != PIType.HARMONIC))]
         if own.size:
@@ -178,6 +181,13 @@ class TrackAnalysis:
             if res.ci_low is not None and res.ci_high is not None:
                 res.readings_in_ci = bool(res.ci_low <= res.readings_mean <= res.ci_high)
         return res
+
+    def units_are_time_windows(self, spec: PISpec) -> tuple[bool, str]:
+        """Whether the PI's unit readings cover equal time (else equal work), and how that is known:
+        the source's declaration wins; the timestamp guess is only for sources that cannot say."""
+        if spec.unit_weighting is not None:
+            return spec.unit_weighting == "time", "declared by the workload"
+        return self.time_windows.get(spec.name, False), "guessed from their timestamps"
 
     # -- readings ----------------------------------------------------------------------------
     def _from_readings(self, spec: PISpec, rounds: list[RoundRecord], below: list[RoundRecord]) -> PIResult:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,6 +36,11 @@ class PISpec(BaseModel):
     # False: reported with its CI, but the session does not wait for it (e.g. p99.9 latency or
     # retransmit counts, too noisy to gate a session on).
     gates_stop: bool = True
+    # What each unit reading of a rate covers, which decides how rates average to total work over
+    # total time: "time" = equal time windows (fio's log_avg_msec logs, iperf3 intervals), whose
+    # arithmetic mean is that; "work" = equal work (one reading per block), whose harmonic mean is.
+    # None: the source does not know, and the analysis guesses from the timestamps.
+    unit_weighting: Literal["time", "work"] | None = None
 
 
 class RoundOutput(BaseModel):

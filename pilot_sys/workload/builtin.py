@@ -2,9 +2,11 @@
 
 ``pilot-sys run`` with no command runs this against the current directory. The work amount is in
 MiB; every block (or group of blocks, at least ``MIN_UNIT_BYTES``) is timed, giving unit
-readings in B/s. The page cache is kept out of the numbers: O_DIRECT with a page-aligned buffer
-(an anonymous mmap) where the file system accepts it, otherwise an fsync after each block and
-``posix_fadvise(DONTNEED)`` before reading back. The PI descriptions say which method ran.
+readings in B/s: rates over equal work, so the PIs declare ``unit_weighting="work"`` (their
+harmonic mean is total bytes over total time). The page cache is kept out of the numbers:
+O_DIRECT with a page-aligned buffer (an anonymous mmap) where the file system accepts it,
+otherwise an fsync after each block and ``posix_fadvise(DONTNEED)`` before reading back. The
+PI descriptions say which method ran.
 """
 
 from __future__ import annotations
@@ -132,9 +134,12 @@ class SequentialIOWorkload:
 
     def pi_specs(self) -> list[PISpec]:
         how = self.method_description()
-        specs = [PISpec(name="write_bw", unit="B/s", pi_type=PIType.HARMONIC, description=f"sequential write: {how}")]
+        # one unit reading per group of blocks: equal work, whatever the rate
+        specs = [PISpec(name="write_bw", unit="B/s", pi_type=PIType.HARMONIC, unit_weighting="work",
+                        description=f"sequential write: {how}")]
         if self.read_back:
-            specs.append(PISpec(name="read_bw", unit="B/s", pi_type=PIType.HARMONIC, description=f"sequential read: {how}"))
+            specs.append(PISpec(name="read_bw", unit="B/s", pi_type=PIType.HARMONIC, unit_weighting="work",
+                                description=f"sequential read: {how}"))
         return specs
 
     def free_bytes(self) -> int:

@@ -9,7 +9,8 @@ Like a unit-test framework, the user writes the function and pilot-sys decides t
 The function may return nothing (it is timed: work amount / duration is the ``work_rate`` reading),
 one number (the reading of its single PI), or a dict of PI name -> number (readings) or -> sequence
 (unit readings, whose PI-type mean becomes the reading). With ``unit_readings=True`` the function is
-called once per work unit with ``1`` and every call is timed, so each unit is a unit reading.
+called once per work unit with ``1`` and every call is timed, so each unit is a unit reading (the
+``work_rate`` PI then declares ``unit_weighting="work"``: one reading per unit of work).
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ class FunctionWorkload:
         self.per_unit = unit_readings
         self.work_amount_unit = work_amount_unit
         self.work_amount_range = work_amount
+        # per unit, each timed call is one unit of work: its rates average harmonically
         rate = PISpec(name="work_rate", unit=f"{work_amount_unit}/s", pi_type=PIType.HARMONIC,
+                      unit_weighting="work" if unit_readings else None,
                       description=f"work amount per second of {self.name}")
         self._specs = {spec.name: spec for spec in pi_specs or [rate]}
         # Numbers the function returns go to the user's first PI, or to a plain "value" PI.

@@ -4,7 +4,10 @@ Readings per direction: ``<dir>_bw`` (B/s), ``<dir>_iops``, ``<dir>_lat_mean`` (
 percentiles. Jobs of one reporting group run concurrently, so a group's rate is its total bytes
 over its longest job runtime (fio's own "Run status group" aggregate); with ``group_reporting``
 fio has already merged the jobs into one entry. Unit readings come from the logs written with
-``--write_bw_log``/``--write_lat_log`` and ``--log_avg_msec`` (bw in KiB/s, latency in ns).
+``--write_bw_log``/``--write_lat_log`` and ``--log_avg_msec`` (bw in KiB/s, latency in ns); with
+``log_avg_msec`` set for every job they are equal-time windows, and the PIs say so
+(``unit_weighting="time"``), so the session averages the window rates to total bytes over total
+time. Unaveraged logs (one row per I/O) are left undeclared.
 """
 
 from __future__ import annotations
@@ -121,6 +124,31 @@ def combine_jobs(logs: list[np.ndarray], summed: bool) -> tuple[np.ndarray, np.n
     return grid / 1000.0, values
 
 
+def log_window_ms(doc: dict[str, Any]) -> float | None:
+    """fio's ``log_avg_msec`` if every job logs averaged windows, else None (per-I/O rows or unknown).
+
+    A job's own option wins over the global one; the runner passes it on the command line before
+    the job options, where fio reports it under ``global options``."""
+    shared = (doc.get("global options") or {}).get("log_avg_msec")
+    windows = []
+    for job in doc.get("jobs") or []:
+        value = (job.get("job options") or {}).get("log_avg_msec", shared)
+        try:
+            windows.append(float(value))
+        except (TypeError, ValueError):
+            return None
+    if not windows or min(windows) <= 0:
+        return None
+    return max(windows)
+
+
+def _declare_windows(out: ParsedOutput) -> None:
+    """Mark the PIs the logs give unit readings for as equal-time windows, also in a round whose
+    logs happen to be empty: the engine keeps the specs of the first round that names the PIs."""
+    logged = {f"{d}_{kind}" for d in DIRECTIONS for kind in ("bw", "lat_mean")}
+    out.specs = [s.model_copy(update={"unit_weighting": "time"}) if s.name in logged else s for s in out.specs]
+
+
 def _unit_readings(out: ParsedOutput, round_dir: Path) -> None:
     """Unit readings from the bw/lat logs fio wrote in the round directory."""
     found: dict[str, list[Path]] = defaultdict(list)
@@ -164,6 +192,8 @@ def parse(captured: CapturedOutput) -> ParsedOutput:
     out.work_done = float(moved)
     if captured.round_dir is not None and captured.round_dir.is_dir():
         _unit_readings(out, captured.round_dir)
+    if log_window_ms(doc) is not None:
+        _declare_windows(out)
     if not out.unit_readings:
         out.warnings.append("fio: no bw/lat logs in the round directory, so no unit readings")
     return out

@@ -1,8 +1,10 @@
 """iperf3's JSON output (``-J``), client or server side, TCP or UDP.
 
 The reading ``bw`` is what arrived (``end.sum_received``, bits/s / 8 = B/s): the goodput both ends
-agree on. The per-interval sums are the unit readings. TCP adds the sender's ``retransmits``;
-UDP adds ``jitter`` (s) and ``lost_percent``.
+agree on. The per-interval sums are the unit readings: rates over equal time intervals (``-i``),
+declared as such (``unit_weighting="time"``) so the session averages them arithmetically, which is
+total bytes over total time. TCP adds the sender's ``retransmits``; UDP adds ``jitter`` (s) and
+``lost_percent``.
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ import numpy as np
 from pilot_sys.workload.base import PISpec, PIType
 from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput, ParsedOutput
 
-BW = PISpec(name="bw", unit="B/s", pi_type=PIType.HARMONIC, description="iperf3 bytes received per second (end.sum_received)")
+BW = PISpec(name="bw", unit="B/s", pi_type=PIType.HARMONIC, unit_weighting="time",
+            description="iperf3 bytes received per second (end.sum_received)")
 RETRANSMITS = PISpec(name="retransmits", unit="segments", higher_is_better=False, gates_stop=False,
                      description="TCP segments the sender retransmitted")
 JITTER = PISpec(name="jitter", unit="s", higher_is_better=False, gates_stop=False,
                 description="UDP jitter the receiver measured")
-BW_REVERSE = PISpec(name="bw_reverse", unit="B/s", pi_type=PIType.HARMONIC,
+BW_REVERSE = PISpec(name="bw_reverse", unit="B/s", pi_type=PIType.HARMONIC, unit_weighting="time",
                     description="iperf3 --bidir: bytes per second received in the reverse direction")
 SLIVER = 0.5  # intervals shorter than this fraction of the median interval are not unit readings
 LOSS = PISpec(name="lost_percent", unit="%", higher_is_better=False, gates_stop=False,
