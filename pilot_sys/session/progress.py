@@ -1,11 +1,17 @@
 """What a person watching a session sees: the round, each PI's mean +- CI against its target,
 rounds still needed and an ETA. Live (rich) in a terminal, one plain line per round when
 stderr is not a terminal (logs, CI), nothing with ``--quiet``. Everything goes to stderr so
-that ``--json`` output on stdout stays machine-readable."""
+that ``--json`` output on stdout stays machine-readable.
+
+The engine re-analyses only every few rounds, so between analyses the rounds still needed are
+the last analysis' forecast counted down by the rounds run since (``Countdown``), shown as an
+estimate of that round; once it is used up the line says the next analysis will check, rather
+than a false "~0 more"."""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Protocol, TextIO
 
 from pilot_sys.session.journal import RoundRecord
@@ -83,16 +89,80 @@ def failure_text(record: RoundRecord) -> str:
     return f" FAILED: {' '.join(record.failure.split())}" if record.failure else " FAILED"
 
 
-def _eta_text(rounds_needed: int | None, eta: float | None) -> str:
-    if rounds_needed is None:
+@dataclass
+class Forecast:
+    """What the progress line says about the rounds still needed."""
+
+    rounds_needed: int | None
+    eta: float | None
+    as_of: int | None = None  # the round whose analysis made the estimate, when older than this one
+    used_up: bool = False  # counted down to 0 without the targets being met: the next analysis checks
+
+
+@dataclass
+class _Made:
+    """The forecast of one workload's last analysis, and the analysed rounds run since."""
+
+    at: int  # session round index of the analysis
+    rounds_needed: int | None
+    seconds_per_round: float | None
+    since: int = 0
+
+
+class Countdown:
+    """Counts each workload's last forecast down by its rounds run since that analysis.
+
+    Fresh forecasts come with ``as_of=None`` (the engine analysed after this round); later
+    rounds carry ``as_of``, the round of that analysis. Only rounds that count (not short, not
+    failed) bring the target closer. When the analysis was not seen (a resumed session), the
+    engine's own numbers are shown as they are."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, _Made] = {}
+
+    def update(self, record: RoundRecord, rounds_needed: int | None, eta: float | None,
+               as_of: int | None) -> Forecast:
+        # the engine's ETA is rounds x the latest round's duration: keep that pace, it is the freshest
+        pace = eta / rounds_needed if eta is not None and rounds_needed else None
+        if as_of is None:
+            self._made[record.workload] = _Made(record.index, rounds_needed, pace)
+            return Forecast(rounds_needed, eta)
+        made = self._made.get(record.workload)
+        if made is None or made.at != as_of:
+            return Forecast(rounds_needed, eta, as_of)
+        if not record.short and not record.failed:
+            made.since += 1
+        if pace is not None:
+            made.seconds_per_round = pace
+        if made.rounds_needed is None:
+            return Forecast(None, None, as_of)
+        if made.rounds_needed == 0:  # targets met at that analysis (a comparison runs on)
+            return Forecast(0, 0.0, as_of)
+        left = max(made.rounds_needed - made.since, 0)
+        if left == 0:
+            return Forecast(0, None, as_of, used_up=True)
+        seconds = left * made.seconds_per_round if made.seconds_per_round is not None else None
+        return Forecast(left, seconds, as_of)
+
+
+def _eta_text(f: Forecast) -> str:
+    since = f" (estimate as of round {f.as_of})" if f.as_of else ""
+    if f.used_up:
+        return f"checking at the next analysis (round {f.as_of}'s estimate is used up)"
+    if f.rounds_needed is None:
         return "rounds needed: ?"
-    if rounds_needed == 0:
-        return "targets met"
-    return f"~{rounds_needed} more round(s), ETA {eta:.0f} s" if eta is not None else f"~{rounds_needed} more round(s)"
+    if f.rounds_needed == 0:
+        return f"targets met{f' (as of round {f.as_of})' if f.as_of else ''}"
+    eta = f", ETA {f.eta:.0f} s" if f.eta is not None else ""
+    return f"~{f.rounds_needed} more round(s){eta}{since}"
 
 
 class PlainProgress(QuietProgress):
     """One line per round, for logs and pipes."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        super().__init__(stream)
+        self.countdown = Countdown()
 
     def round_done(self, record: RoundRecord, pis: list[PIResult], rounds_needed: int | None, eta: float | None,
                    elapsed: float, as_of: int | None = None) -> None:
@@ -104,7 +174,8 @@ class PlainProgress(QuietProgress):
         )
         body = "; ".join(pi_line(p) for p in pis)
         stale = f" (CIs as of round {as_of})" if as_of else ""
-        print(f"{head} | {body}{stale} | {_eta_text(rounds_needed, eta)}", file=self.stream, flush=True)
+        forecast = self.countdown.update(record, rounds_needed, eta, as_of)
+        print(f"{head} | {body}{stale} | {_eta_text(forecast)}", file=self.stream, flush=True)
 
     def note(self, text: str, loud: bool = False) -> None:
         print(f"pilot-sys: {'WARNING: ' if loud else ''}{text}", file=self.stream, flush=True)
@@ -120,6 +191,7 @@ class RichProgress:
         self.console = Console(stderr=True)
         self.live = Live(console=self.console, refresh_per_second=4, transient=True)
         self.live.start()
+        self.countdown = Countdown()
 
     def round_done(self, record: RoundRecord, pis: list[PIResult], rounds_needed: int | None, eta: float | None,
                    elapsed: float, as_of: int | None = None) -> None:
@@ -128,10 +200,11 @@ class RichProgress:
 
         if record.failed:  # the reason stays on screen above the live table
             self.note(f"round {record.index} [{record.workload}]{failure_text(record)}", loud=True)
+        forecast = self.countdown.update(record, rounds_needed, eta, as_of)
         table = Table(
             title=escape(f"round {record.index} [{record.workload}] work={record.work_amount:.6g} "
                          f"{record.duration:.2f}s{' (short)' if record.short else ''} | {elapsed:.0f}s | "
-                         f"{_eta_text(rounds_needed, eta)}{f' | CIs as of round {as_of}' if as_of else ''}"),
+                         f"{_eta_text(forecast)}{f' | CIs as of round {as_of}' if as_of else ''}"),
             title_justify="left",
         )
         for col in ("PI", "mean", "CI", "width", "target", "n", "needed"):
