@@ -75,6 +75,15 @@ def _render(out: CompareOutput) -> None:
         console.print(f"  [bold]verdict: A is {word} than B, so A is {speed}[/] ({'higher' if out.higher_is_better else 'lower'} is better)")
 
 
+# parameter -> option: the session options, meaningless for data already measured
+RUN_ONLY = {
+    "work_amount": "-w/--work-amount", "output_dir": "-o/--output-dir", "session_limit": "-s/--session-limit",
+    "ci_perc": "--ci-perc", "preset": "--preset", "max_rounds": "--max-rounds", "parser": "--parser",
+    "work_unit": "--work-unit", "timeout": "--timeout", "cut": "--cut", "no_monitor": "--no-monitor",
+    "quiet": "--quiet",
+}
+
+
 @click.command(
     "compare",
     epilog="""\b
@@ -89,7 +98,8 @@ Each file holds one series in time order (subsession analysis handles autocorrel
 A result directory is read back from its result.json (its first workload).
 With --run, rounds of the workloads are interleaved (W1, W2, ..., W1, W2, ...) until every
 adjacent pair of the ranking is separated (CIs apart, or Welch p below --threshold) and
-every CI meets its target; the session options are those of `pilot-sys run`.
+every CI meets its target; the session options (marked --run:) are those of `pilot-sys run`
+and are refused without --run.
 
 \b
 Exit status: 0 whatever the verdict of files and directories (it is in the output), 2 on bad
@@ -125,7 +135,11 @@ input; with --run the exit codes of `pilot-sys run` (0 all separated, 4 limit re
 @click.option("--max-rounds", type=int, help="--run: stop after this many rounds of each workload.")
 @click.option("--parser", type=click.Choice(["auto", "fio", "iperf3", "dd", "csv", "lines", "none"]), default="auto",
               show_default=True, help="--run: how to read the commands' output.")
+@click.option("--work-unit", default=None,
+              help="--run: name of the work amount's unit, for reports (e.g. MiB, requests).")
 @click.option("--timeout", type=float, metavar="SECONDS", help="--run: kill a round that runs longer.")
+@click.option("--cut", metavar="COMPONENT",
+              help="--run: component under test, e.g. block:vda (default: end of the data path).")
 @click.option("--no-monitor", is_flag=True, help="--run: do not sample utilization.")
 @click.option("--quiet", "-q", is_flag=True, help="--run: no progress output.")
 def compare(
@@ -146,7 +160,9 @@ def compare(
     preset: str,
     max_rounds: int | None,
     parser: str,
+    work_unit: str | None,
     timeout: float | None,
+    cut: str | None,
     no_monitor: bool,
     quiet: bool,
 ) -> None:
@@ -156,6 +172,13 @@ def compare(
     Prints the difference of the means with its CI, the p-value, a verdict, and, when undecided,
     how many more samples each side needs to reach the threshold.
     """
+    ctx = click.get_current_context()
+    if not runs:
+        given = [opt for name, opt in RUN_ONLY.items()
+                 if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
+        if given:
+            raise BadInput(given[0], "configures a live session: it needs --run NAME='CMD' (at least two); "
+                                     "files and result directories were measured already")
     if runs:
         if inputs:
             raise BadInput("A B", "give either two files/result directories or --run options, not both")
@@ -166,9 +189,9 @@ def compare(
         request = RunRequest(
             work_amount=parse_work_amount(work_amount) if work_amount else None, output_dir=output_dir,
             session_limit=session_limit, ci_perc=parse_ci_perc(ci_perc) if ci_perc is not None else None,
-            confidence=None if click.get_current_context().get_parameter_source("confidence")
+            confidence=None if ctx.get_parameter_source("confidence")
             is click.core.ParameterSource.DEFAULT else confidence, preset=preset, max_rounds=max_rounds, parser=None if parser == "auto" else parser,
-            timeout=timeout, monitor=not no_monitor, quiet=quiet, as_json=as_json,
+            work_unit=work_unit, timeout=timeout, cut=cut, monitor=not no_monitor, quiet=quiet, as_json=as_json,
             command_line=["pilot-sys", *sys.argv[1:]],
         )
         sys.exit(launch_compare(CompareRequest(runs=list(runs), pi=pi, threshold=threshold, run=request)))

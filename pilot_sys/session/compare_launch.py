@@ -57,6 +57,8 @@ def launch_compare(req: CompareRequest) -> int:
         raise BadInput("--threshold", f"must be between 0 and 1, e.g. 0.01, got {req.threshold:g}")
     runs = parse_runs(req.runs)
     r = req.run
+    if r.cut is not None and not r.monitor:  # as `pilot-sys run`: --cut is what the monitor judges
+        raise BadInput("--cut", "names the component the monitor judges; it needs monitoring (drop --no-monitor)")
     uses = {name: macros.uses_work_amount(argv) for name, argv in runs}
     if len(set(uses.values())) > 1:
         raise BadInput("--run", "either every command uses %WORK_AMOUNT% or none does")
@@ -72,7 +74,8 @@ def launch_compare(req: CompareRequest) -> int:
                              timeout=r.timeout, name=name, work_amount_unit=unit)
         specs.append(WorkloadSpec(name=name, kind="command", argv=argv, parser=wl.parser, env=r.env,
                                   accepted_returncodes=list(r.accept_rc), timeout=r.timeout,
-                                  options={"cwd": str(Path.cwd()), "work_amount_unit": unit},
+                                  options={"cwd": str(Path.cwd()), "work_amount_unit": unit,
+                                           "integer_work_amount": True},
                                   pis=wl.pi_specs(), data_path_args=wl.data_path_args()))
         workloads.append(wl)
     cfg = build_config(r, r.work_amount or (1.0, 1.0), fixed, unit)
@@ -81,11 +84,14 @@ def launch_compare(req: CompareRequest) -> int:
     progress = make_progress(r.quiet)
 
     # mode="compare": the session ranks and separates the workloads itself (also on --resume)
-    session = Session.create(root, cfg, specs, workloads, r.command_line, mode="compare", progress=progress,
-                             plots=r.plots)
-    if not r.quiet and not r.as_json:
-        progress.note(f"result directory: {session.journal.root}")
-    result = session.run()
+    try:
+        session = Session.create(root, cfg, specs, workloads, r.command_line, mode="compare", progress=progress,
+                                 plots=r.plots)
+        if not r.quiet and not r.as_json:
+            progress.note(f"result directory: {session.journal.root}")
+        result = session.run()  # an unknown --cut is refused here, before any round, leaving no directory
+    finally:
+        progress.close()
     print_summary(result, as_json=r.as_json, quiet=r.quiet)
     if not r.as_json:
         print_comparison(result.comparison, result)
