@@ -5,17 +5,42 @@ A failure of the monitor never costs a measurement: it is reported (in the termi
 result) and the session goes on unmonitored. The verdict is per round; a session is invalid
 when any analysed round saw a hidden bottleneck (seeds/002 §III-B: "the monitoring is done
 throughout the workload because the utilization rates can change over time").
+
+Every round's trace also follows the workload's own processes, as ``process:workload/*``
+series (the process plug-in's counters and formulas: ``cpu_cores``, ``read_bytes_per_s``, ...),
+because on a shared host other tenants move every host-wide series and the phase check
+(``phase_check``) matches rounds far better on the workload's own. The runner starts the
+round's command inside ``run_round`` and keeps its pid to itself, so the pid is found in
+/proc instead: the processes that the thread running the round (the one calling ``start()``,
+which the engine also calls ``run_round`` from) starts after ``start()``, i.e. the entries of
+``/proc/self/task/<tid>/children`` that were not there at ``start()``, each with its tree.
+One ``pread`` of that file per tick finds them; the trees are read by the process plug-in.
+
+In-process workloads (the built-in sequential I/O test, ``FunctionWorkload``) start no
+process: their per-process series are left out (and a note says so), since following this
+process's threads would mix the workload with the sampler, the journal's fsync threads and
+the engine. The interval in which the workload's process is reaped is missing (NaN), as in
+the plug-in: its counters move into this process's, which is not the workload.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
 from pilot_sys.monitor.overhead import MonitorCost
+from pilot_sys.monitor.probe import ProbeContext
+from pilot_sys.plugins.dynamic.process import ProcessProbe
 from pilot_sys.session.journal import MONITOR_FILE, MonitorSummary, SyncBatch, atomic_write_text
 
 GRAPH_FILE = "graph.json"
+#: The component id of the round's workload processes in every round trace: one name for all
+#: rounds (each round's process has another pid), so round traces line up key by key.
+WORKLOAD_COMPONENT = "process:workload"
+#: Bytes read from the children file per tick: room for hundreds of pids.
+CHILDREN_READ_BYTES = 8192
 
 
 def _describe_error(exc: BaseException) -> str:
@@ -38,6 +63,7 @@ class RoundMonitoring:
         self.error: str | None = None
         self.costs: list[MonitorCost] = []
         self._sampler: Any = None
+        self._plugins: list[Any] | None = None
         self.verdict_detail: dict[str, Any] = {}
         self.data_path: list[str] | None = None
         self.notes: list[str] = []
@@ -76,12 +102,19 @@ class RoundMonitoring:
             self.verdict_detail["graph_error"] = _describe_error(exc)
 
     def start(self) -> None:
+        """Sample from now on; call it from the thread that runs the round (its new children
+        are the workload's processes)."""
         if not self.active:
             return
         try:
             from pilot_sys.monitor.sampler import Sampler
 
-            self._sampler = Sampler(self.graph, rate_hz=self.rate_hz)
+            if self._plugins is None:  # looked up once: entry points are slow to scan every round
+                from pilot_sys.plugin_loader import load_plugins
+
+                self._plugins = load_plugins("dynamic")
+            plugins = [*self._plugins, RoundProcessesPlugin(threading.get_native_id())]
+            self._sampler = Sampler(self.graph, rate_hz=self.rate_hz, plugins=plugins)
             self._sampler.start()
         except Exception as exc:
             self._sampler = None
@@ -109,6 +142,7 @@ class RoundMonitoring:
         except Exception as exc:
             return MonitorSummary(error=f"sampler stop failed: {_describe_error(exc)}")
         summary = MonitorSummary(file=MONITOR_FILE, samples=len(getattr(trace, "timestamps", [])))
+        drop_unseen_processes(trace)
         try:
             from pilot_sys.monitor.bottleneck import assess
 
@@ -138,6 +172,25 @@ class RoundMonitoring:
         return None if c is None else c.model_dump()
 
 
+def drop_unseen_processes(trace: Any) -> None:
+    """Leave out ``process:workload/*`` when the round started no process it could see (an
+    in-process workload, or a command shorter than a sampling period): series of zeros would
+    read as an idle workload, to the phase check and to the verdict's "cores used" alike."""
+    series = getattr(trace, "series", None)
+    if not series:
+        return
+    prefix = WORKLOAD_COMPONENT + "/"
+    keys = [k for k in series if k.startswith(prefix)]
+    if not keys:
+        return
+    if any(v is not None and v > 0 for v in series.get(prefix + "processes", [])):
+        return
+    for key in keys:
+        del series[key]
+    trace.notes.append(f"{WORKLOAD_COMPONENT}: the round started no process that a sample saw (an in-process "
+                       "workload, or a command shorter than a sampling period): no per-process series")
+
+
 def max_utilization(trace: Any) -> dict[str, float]:
     """Peak of every ``util*`` series of a trace (None samples skipped)."""
     out: dict[str, float] = {}
@@ -149,3 +202,69 @@ def max_utilization(trace: Any) -> dict[str, float]:
         if finite:
             out[key] = float(max(finite))
     return out
+
+
+
+class RoundProcessesProbe(ProcessProbe):
+    """``process:workload``: the sum of the trees of the processes the round's thread started.
+
+    Each tree is read by the process plug-in's own walk (``ProcessProbe.read``) and the sum is
+    derived by its formulas (``derive``), under one component id for every round."""
+
+    def __init__(self, context: ProbeContext, children_path: Path) -> None:
+        super().__init__(context, os.getpid())  # the walk of this process itself is never used
+        self.context = context
+        self.component = WORKLOAD_COMPONENT
+        self.columns = tuple(f"{WORKLOAD_COMPONENT}/{c.rsplit('/', 1)[-1]}" for c in self.columns)
+        self._fd = os.open(children_path, os.O_RDONLY | os.O_CLOEXEC)
+        self._before = frozenset(self._child_pids())  # children from before the round are not its
+        self._trees: dict[int, ProcessProbe] = {}
+        self._zeros = (b"0",) * len(self.columns)
+        self.readers = [self._read_round]
+
+    def _child_pids(self) -> list[int]:
+        return [int(x) for x in os.pread(self._fd, CHILDREN_READ_BYTES, 0).split()]
+
+    def _read_round(self) -> tuple[bytes, ...]:
+        """One tick: the new children, then their trees' counters (summed when several)."""
+        pids = [p for p in self._child_pids() if p not in self._before]
+        for gone in [p for p in self._trees if p not in pids]:  # reaped: its counters left the tree
+            self._trees.pop(gone).close()
+        parts = []
+        for pid in pids:
+            tree = self._trees.get(pid)
+            if tree is None:
+                tree = self._trees[pid] = ProcessProbe(self.context, pid)
+            parts.append(tree.read())
+        if len(parts) == 1:  # the usual round: one command, its tokens as the plug-in read them
+            return parts[0]
+        if not parts:
+            return self._zeros
+        return tuple(b"%d" % sum(int(part[i]) for part in parts) for i in range(len(self.columns)))
+
+    def close(self) -> None:
+        for tree in self._trees.values():
+            tree.close()
+        self._trees.clear()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class RoundProcessesPlugin:
+    """A dynamic plug-in object for one round's sampler (``Sampler(plugins=...)``): follows the
+    children that thread ``tid`` of this process starts once the sampler is open."""
+
+    KIND = "dynamic"
+    NAME = "process-workload"
+
+    def __init__(self, tid: int) -> None:
+        self.tid = tid
+
+    def open_probe(self, context: ProbeContext) -> RoundProcessesProbe | None:
+        path = context.path("proc", str(os.getpid()), "task", str(self.tid), "children")
+        try:
+            return RoundProcessesProbe(context, path)
+        except OSError as exc:  # a kernel without CONFIG_PROC_CHILDREN: host-wide series only
+            context.notes.append(f"{WORKLOAD_COMPONENT} not followed: {exc.strerror or exc} ({path})")
+            return None

@@ -9,10 +9,18 @@ Both are advisory: they are reported, never change the status, and never fail a 
 error becomes the note). They stay cheap: only rounds with enough samples for a signature are
 used, and at most :data:`MAX_CHECKED` of them (evenly spaced over the session), since matching
 costs grow with the square of the number of rounds.
+
+Series: the workload's own (``process:*`` CPU and I/O, recorded by ``monitoring`` for every
+round that runs a command) when every trace compared has them, since other tenants of a shared
+host move every host-wide series (benchmarks/phases_quality.py: 89 % hits and 25 % false
+alarms on the workload's own series, 42 % and 20 % on host-wide ones); otherwise the host-wide
+utilizations for all of them, so that every signature is made of the same kind of series. The
+note and ``PhaseCheck.series`` say which (:data:`WORKLOAD` or :data:`HOST`).
 """
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +40,36 @@ MAX_CHECKED = 40
 MAX_COMPARED = 20
 #: Rounds named in the note (all are in ``inconsistent_rounds``).
 NAMED = 8
+#: ``PhaseCheck.series``: matched on the workload's own process series ...
+WORKLOAD = "workload"
+#: ... or on the host-wide utilizations.
+HOST = "host"
+
+
+def has_workload_series(trace: Any) -> bool:
+    """Whether a trace holds series of the workload's own processes (``WORKLOAD_SERIES``)."""
+    from pilot_sys.stats.phases import WORKLOAD_SERIES
+
+    return any(fnmatch.fnmatchcase(k, g) for k in getattr(trace, "series", ()) for g in WORKLOAD_SERIES)
+
+
+def _host_only(trace: Any) -> Any:
+    """The trace without its process series: the detector's default then takes the host-wide
+    utilizations (a ``process:*/busy`` would otherwise count as one)."""
+    return trace.model_copy(update={"series": {k: v for k, v in trace.series.items() if not k.startswith("process:")}})
+
+
+def choose_series(traces: Sequence[Any]) -> tuple[str | None, str, list[Any]]:
+    """One kind of series for every trace: (``WORKLOAD``/``HOST``, words for the note, the
+    traces to match). Metric matrices are matched as they are (kind None, no words)."""
+    if not traces or not all(hasattr(t, "series") for t in traces):
+        return None, "", list(traces)
+    having = sum(has_workload_series(t) for t in traces)
+    if having == len(traces):
+        return WORKLOAD, "the workload's own CPU and I/O series (process:*)", list(traces)
+    why = "the traces have no per-process series" if having == 0 else (
+        f"only {having} of {len(traces)} traces have per-process series")
+    return HOST, f"host-wide utilizations ({why})", [_host_only(t) for t in traces]
 
 
 def evenly_spaced(items: Sequence[Any], limit: int) -> list[Any]:
@@ -68,26 +106,28 @@ def check_traces(traces: Sequence[tuple[int, Any]], total: int | None = None) ->
     indices = [i for i, _ in traces]
     if len(traces) < MIN_ROUNDS:
         return PhaseCheck(checked_rounds=indices, note=_too_few(total or len(traces), len(traces)))
+    series, words, chosen = choose_series([t for _, t in traces])
     params = PhaseParams()
     try:
-        checks = consistent_rounds([t for _, t in traces], params)
+        checks = consistent_rounds(chosen, params)
     except Exception as exc:  # noqa: BLE001 - advisory: a failure is a note, never a failed session
         return PhaseCheck(checked_rounds=indices, note=f"phase check failed: {type(exc).__name__}: {exc}")
     odd = [indices[c.round_index] for c in checks if not c.consistent]
     scores = [c.median_score for c in checks]
     sampled = f" (an evenly spaced sample of {total})" if total is not None and total > len(traces) else ""
+    on = f" on {words}" if words else ""
     if odd:
         shown = [f"{indices[c.round_index]} (score {c.median_score:.2f})" if c.median_score is not None
                  else str(indices[c.round_index]) for c in checks if not c.consistent]
         named = ", ".join(shown[:NAMED]) + (f" and {len(shown) - NAMED} more" if len(shown) > NAMED else "")
         which = "round" if len(odd) == 1 else "rounds"
-        note = (f"{which} {named} of {len(traces)} checked{sampled}: phase behaviour unlike the other rounds' "
+        note = (f"{which} {named} of {len(traces)} checked{sampled}{on}: phase behaviour unlike the other rounds' "
                 f"(median matching score below {params.match_threshold:g}): a different workload or system state; "
                 "look at their monitor.json")
     else:
-        note = f"{len(traces)} rounds checked{sampled}: the same phase behaviour in every one"
+        note = f"{len(traces)} rounds checked{sampled}{on}: the same phase behaviour in every one"
     return PhaseCheck(checked_rounds=indices, inconsistent_rounds=odd, scores=scores,
-                      threshold=params.match_threshold, note=note)
+                      threshold=params.match_threshold, note=note, series=series)
 
 
 def check_rounds(journal: Journal, records: Sequence[RoundRecord]) -> PhaseCheck | None:
@@ -112,13 +152,15 @@ def compare_traces(a: str, traces_a: Sequence[Any], b: str, traces_b: Sequence[A
         short = a if not traces_a else b
         return PhaseComparison(a=a, b=b, note=f"phase behaviour not compared: {short} has no monitor trace of "
                                               f"at least {MIN_SAMPLES} samples (longer rounds give some)")
+    _, words, chosen = choose_series([*traces_a, *traces_b])  # one kind of series for both sides
+    on = f" (on {words})" if words else ""
     try:
-        differs = compare_phase_behaviour(list(traces_a), list(traces_b))
+        differs = compare_phase_behaviour(chosen[: len(traces_a)], chosen[len(traces_a) :])
     except Exception as exc:  # noqa: BLE001 - advisory
         return PhaseComparison(a=a, b=b, note=f"phase comparison failed: {type(exc).__name__}: {exc}")
     if differs is None:
-        return PhaseComparison(a=a, b=b, differs=False, note=f"{a} and {b}: the same phase behaviour")
-    return PhaseComparison(a=a, b=b, differs=True, note=f"{a} (A) vs {b} (B): {differs}")
+        return PhaseComparison(a=a, b=b, differs=False, note=f"{a} and {b}: the same phase behaviour{on}")
+    return PhaseComparison(a=a, b=b, differs=True, note=f"{a} (A) vs {b} (B): {differs}{on}")
 
 
 def workload_traces(journal: Journal, records: Sequence[RoundRecord]) -> tuple[list[Any], int]:

@@ -40,7 +40,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pilot_sys import __version__
 from pilot_sys.errors import BadInput, ExitCode
@@ -134,11 +134,18 @@ class PhaseCheck(BaseModel):
     transition signatures match). A round that does not ran something else or hit a different
     system state; it is named, not removed, since the reader decides what it means."""
 
+    # A round whose best alignment has no rival scores +inf (written "Infinity"), which is not
+    # the same as no score at all (null).
+    model_config = ConfigDict(ser_json_inf_nan="strings")
+
     checked_rounds: list[int] = Field(default_factory=list)  # journal indices of the rounds compared
     inconsistent_rounds: list[int] = Field(default_factory=list)
     scores: list[float | None] = Field(default_factory=list)  # median matching score, per checked round
     threshold: float | None = None  # a round scoring below it does not match its siblings
     note: str = ""
+    # which series were matched: "workload" (the workload's own process:* series) or "host"
+    # (host-wide utilizations); None for plain metric matrices
+    series: str | None = None
 
 
 class WorkloadResult(BaseModel):
