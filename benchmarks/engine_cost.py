@@ -98,11 +98,11 @@ def main() -> None:
         anchor = (before + after) / 2
         print(f"anchor: one fsync'd 500-byte append = {anchor:.2f} ms (before {before:.2f}, after {after:.2f})")
         print(f"{'unit readings/round':>20} {'rounds':>7} {'median ms':>10} {'mean ms':>8} {'p90 ms':>8} "
-              f"{'median/anchor':>14} {'mean/anchor':>12} {'fsync wait ms':>14} {'own ms':>7}  target (median < 5 ms)")
+              f"{'median/anchor':>14} {'mean/anchor':>12} {'fsync wait ms':>14} {'own ms':>7}  target (mean < 5 ms)")
         for units, (ms, wait) in rows:
             own = ms - wait[: ms.size]  # the same gap without the wait for the fsyncs
             med, mean, p90 = float(np.median(ms)), float(np.mean(ms)), float(np.percentile(ms, 90))
-            verdict = "PASS" if med < 5.0 else "FAIL"
+            verdict = "PASS" if mean < 5.0 else "FAIL"  # the mean: amortised re-analyses included
             print(f"{units:>20} {ms.size:>7} {med:>10.2f} {mean:>8.2f} {p90:>8.2f} {med / anchor:>14.2f} "
                   f"{mean / anchor:>12.2f} {float(np.median(wait)):>14.2f} {float(np.median(own)):>7.2f}  {verdict}")
     finally:
