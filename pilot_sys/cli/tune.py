@@ -124,6 +124,8 @@ Examples:
   pilot-sys tune --budget 0.5% --min-spike 50ms --json -- fio job.fio --size=%WORK_AMOUNT%M
 
 \b
+The monitor measured is the sampler `pilot-sys run -- CMD` runs (every dynamic plug-in over the
+component graph of CMD's arguments, and CMD's own processes), so the rate carries over to run.
 Each measurement runs --pairs pairs of rounds, one monitored and one not in a random order,
 and compares them with Welch's test. The overhead is the relative loss of the PI (the round's
 duration unless --pi names a reading the workload reports). Exit codes: 0 found a rate,
@@ -168,6 +170,10 @@ def tune(
     Runs CMD in rounds with the monitor on and off, measures the overhead, and steers the rate
     with a safeguarded Newton's method between the slowest useful rate and the counters'
     resolution. Prints each iteration, the chosen rate and the overhead measured at it.
+
+    The monitor measured is the one `pilot-sys run -- CMD` samples its rounds with: every
+    dynamic plug-in over the component graph discovered for CMD's arguments, plus CMD's own
+    process tree (process:workload), so the rate found here can be given to run --sample-rate.
     """
     budget_value = parse_budget(budget)
     spike_s = parse_duration(min_spike, "--min-spike")
@@ -182,9 +188,11 @@ def tune(
     if plot is not None and plot.suffix.lower() != ".png":
         raise BadInput("--plot", f"{plot} must end in .png")
     from pilot_sys.monitor.tuner import TuneStatus, TuneTarget, percent, rate_bounds, tune_for_workload
+    from pilot_sys.session.monitoring import session_sampler_factory
 
     bounds = rate_bounds(spike_s, max_rate)  # refuses impossible bounds before any round runs
     workload = _command_workload(list(command), timeout)
+    factory, _notes = session_sampler_factory(workload.data_path_args())  # what `run -- CMD` samples with
 
     if not as_json:
         click.echo(f"tuning the sampling rate of: {' '.join(command)}")
@@ -202,8 +210,8 @@ def tune(
         result = tune_for_workload(
             workload, budget_value, work_amount=work_amount, pi=pi, higher_is_better=_higher_is_better(workload, pi),
             min_spike_s=spike_s, max_rate_hz=max_rate, max_measurements=max_measurements, pairs=pairs, trim=trim,
-            confidence=confidence, target=TuneTarget(target), workdir=keep, seed=seed, allow_unreachable=True,
-            on_iteration=progress,
+            confidence=confidence, target=TuneTarget(target), sampler_factory=factory, workdir=keep, seed=seed,
+            allow_unreachable=True, on_iteration=progress,
         )
     except KeyboardInterrupt:
         # What was measured is not lost: text mode printed it already, --json gets it now.

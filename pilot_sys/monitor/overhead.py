@@ -273,7 +273,11 @@ SamplerFactory = Callable[[float], SamplerLike]
 
 
 def default_sampler_factory(rate_hz: float) -> SamplerLike:
-    """The real sampler over every discovered component (imported only when first used)."""
+    """The bare sampler: every dynamic plug-in, no component graph, no per-process probe.
+
+    It is not what a session samples with; ``run --overhead-budget`` and ``tune`` pass
+    ``pilot_sys.session.monitoring.session_sampler_factory``'s (the session's graph and the
+    round's own processes), so that the overhead they report is the session's."""
     from pilot_sys.monitor.sampler import Sampler
 
     return Sampler(rate_hz=rate_hz)

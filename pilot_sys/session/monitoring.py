@@ -16,6 +16,11 @@ which the engine also calls ``run_round`` from) starts after ``start()``, i.e. t
 ``/proc/self/task/<tid>/children`` that were not there at ``start()``, each with its tree.
 One ``pread`` of that file per tick finds them; the trees are read by the process plug-in.
 
+``round_sampler`` builds that sampler (every dynamic plug-in over the session's graph, plus the
+round's processes) for ``RoundMonitoring`` and, through ``session_sampler_factory``, for the
+tuner (``run --overhead-budget``, ``tune``): the overhead it measures is that of the sampler the
+session then runs, per-process probe included.
+
 In-process workloads (the built-in sequential I/O test, ``FunctionWorkload``) start no
 process: their per-process series are left out (and a note says so), since following this
 process's threads would mix the workload with the sampler, the journal's fsync threads and
@@ -27,13 +32,17 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pilot_sys.monitor.overhead import MonitorCost
+from pilot_sys.monitor.overhead import MonitorCost, SamplerFactory
 from pilot_sys.monitor.probe import ProbeContext
 from pilot_sys.plugins.dynamic.process import ProcessProbe
 from pilot_sys.session.journal import MONITOR_FILE, MonitorSummary, SyncBatch, atomic_write_text
+
+if TYPE_CHECKING:  # the sampler loads every plug-in: imported when a round starts
+    from pilot_sys.monitor.sampler import Sampler
 
 GRAPH_FILE = "graph.json"
 #: The component id of the round's workload processes in every round trace: one name for all
@@ -107,14 +116,11 @@ class RoundMonitoring:
         if not self.active:
             return
         try:
-            from pilot_sys.monitor.sampler import Sampler
-
             if self._plugins is None:  # looked up once: entry points are slow to scan every round
                 from pilot_sys.plugin_loader import load_plugins
 
                 self._plugins = load_plugins("dynamic")
-            plugins = [*self._plugins, RoundProcessesPlugin(threading.get_native_id())]
-            self._sampler = Sampler(self.graph, rate_hz=self.rate_hz, plugins=plugins)
+            self._sampler = round_sampler(self.graph, self.rate_hz, self._plugins)
             self._sampler.start()
         except Exception as exc:
             self._sampler = None
@@ -172,6 +178,51 @@ class RoundMonitoring:
         return None if c is None else c.model_dump()
 
 
+def round_sampler(graph: Any, rate_hz: float, plugins: Sequence[Any] | None = None) -> Sampler:
+    """The sampler a session round runs: every dynamic plug-in (``plugins``, default: all that are
+    installed) over ``graph``, plus the round's own processes (``process:workload``).
+
+    Call it from the thread that will run the round: the processes that thread starts from now
+    on are the ones followed. ``RoundMonitoring.start`` builds each round's sampler here, and the
+    tuner (``round_sampler_factory``) measures the overhead of exactly this sampler."""
+    from pilot_sys.monitor.sampler import Sampler
+
+    if plugins is None:
+        from pilot_sys.plugin_loader import load_plugins
+
+        plugins = load_plugins("dynamic")
+    return Sampler(graph, rate_hz=rate_hz, plugins=[*plugins, RoundProcessesPlugin(threading.get_native_id())])
+
+
+def round_sampler_factory(graph: Any) -> SamplerFactory:
+    """``round_sampler`` as the overhead measurement's ``SamplerFactory`` (rate -> sampler).
+
+    ``WorkloadProbe`` calls the factory in the thread that then runs the monitored round, as the
+    session does, so the probe follows that round's processes."""
+    from pilot_sys.plugin_loader import load_plugins
+
+    plugins = load_plugins("dynamic")  # once, as RoundMonitoring does: entry points are slow to scan
+
+    def factory(rate_hz: float) -> Sampler:
+        return round_sampler(graph, rate_hz, plugins)
+
+    return factory
+
+
+def session_sampler_factory(data_path_args: Sequence[str]) -> tuple[SamplerFactory, list[str]]:
+    """The factory of the sampler that a session with these data path arguments runs: the graph
+    discovered as ``RoundMonitoring`` discovers it (a second discovery in one process is cheap),
+    and notes on what could not be found. Discovery failing leaves the self-evident limits only
+    (the session would then run unmonitored; the tuner still measures the sampler's probes)."""
+    from pilot_sys.monitor.session_monitor import discover_path
+
+    try:
+        graph, _path, notes = discover_path(list(data_path_args))
+    except Exception as exc:  # as in RoundMonitoring: a monitor problem must not stop the tool
+        graph, notes = None, [f"component discovery failed ({_describe_error(exc)}): sampling without a graph"]
+    return round_sampler_factory(graph), list(notes)
+
+
 def drop_unseen_processes(trace: Any) -> None:
     """Leave out ``process:workload/*`` when the round started no process it could see (an
     in-process workload, or a command shorter than a sampling period): series of zeros would
@@ -213,6 +264,7 @@ class RoundProcessesProbe(ProcessProbe):
 
     def __init__(self, context: ProbeContext, children_path: Path) -> None:
         super().__init__(context, os.getpid())  # the walk of this process itself is never used
+        self.parent_pid = os.getpid()  # each tree's root is this process's child: checked on opening
         self.context = context
         self.component = WORKLOAD_COMPONENT
         self.columns = tuple(f"{WORKLOAD_COMPONENT}/{c.rsplit('/', 1)[-1]}" for c in self.columns)
@@ -234,7 +286,7 @@ class RoundProcessesProbe(ProcessProbe):
         for pid in pids:
             tree = self._trees.get(pid)
             if tree is None:
-                tree = self._trees[pid] = ProcessProbe(self.context, pid)
+                tree = self._trees[pid] = ProcessProbe(self.context, pid, parent=self.parent_pid)
             parts.append(tree.read())
         if len(parts) == 1:  # the usual round: one command, its tokens as the plug-in read them
             return parts[0]

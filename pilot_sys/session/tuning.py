@@ -2,10 +2,13 @@
 
 The tuner (``pilot_sys.monitor.tuner``) measures the overhead with interleaved monitored and
 unmonitored rounds; here it gets the session's workload at a work amount the session will
-really run (its first planned round: the cheapest valid one, so tuning costs little), and its
-answer becomes the session's sampling rate and the ``overhead`` entry of ``session.json``, from
-which every report's overhead section is built. It runs before the result directory exists, so
-an unreachable budget (``BudgetUnreachable``, exit 2) leaves nothing behind.
+really run (its first planned round: the cheapest valid one, so tuning costs little) with the
+sampler the session's rounds will run (``monitoring.session_sampler_factory``: the same plug-ins
+over the same discovered graph, and the round's own processes, ``process:workload``), so the
+overhead it reports is the session's. Its answer becomes the session's sampling rate and the
+``overhead`` entry of ``session.json``, from which every report's overhead section is built.
+It runs before the result directory exists, so an unreachable budget (``BudgetUnreachable``,
+exit 2) leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -58,9 +61,11 @@ def tune_session_rate(
         rate_bounds,
         tune_for_workload,
     )
+    from pilot_sys.session.monitoring import session_sampler_factory
 
     work = tuning_work_amount(cfg)
     bounds = rate_bounds()
+    factory, _notes = session_sampler_factory(workload.data_path_args())  # the session reports its notes
     unit = f" {cfg.work_unit}" if cfg.work_unit else ""
     at = "" if cfg.fixed_work else f", rounds of {work:g}{unit} (the first planned round)"
     note(f"tuning the sampling rate first: budget {percent(budget)} of the round's duration (CI upper bound), "
@@ -70,7 +75,7 @@ def tune_session_rate(
         note(f"  tune {it.index}: {it.rate_hz:.1f} Hz ({it.step.value}) overhead {it.overhead:+.2%} "
              f"[{it.ci_low:+.2%}, {it.ci_high:+.2%}], {it.elapsed_s:.1f} s")
 
-    tuned = tune_for_workload(workload, budget, work_amount=work, confidence=cfg.confidence,
+    tuned = tune_for_workload(workload, budget, work_amount=work, confidence=cfg.confidence, sampler_factory=factory,
                               budget_option=BUDGET_OPTION, allow_unreachable=True, on_iteration=each)
     if tuned.status is TuneStatus.UNREACHABLE:
         raise BudgetUnreachable(BUDGET_OPTION, unreachable_message(tuned))

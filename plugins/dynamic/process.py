@@ -14,8 +14,26 @@ So the tree's total is simply the sum over its live (and zombie) members: when a
 and is reaped its counters move into its parent's, and a process that lived and died between
 two ticks is still counted through its parent. The total only drops when a process leaves the
 tree without being reaped in it (it was re-parented, or the root itself was reaped): that
-interval becomes NaN, never a negative rate. Reading a tree costs a directory listing per
-process and tick plus two opens per new process: it is not part of the full-system sample cost.
+interval becomes NaN, never a negative rate.
+
+Cost: every file a member needs is opened once, when the walk first finds the process, and
+then read with ``pread`` at offset 0 on every tick (an open of a /proc file costs about ten
+times a ``pread`` of a kept-open one, and a tick reads three files per process). A
+single-threaded process (``num_threads`` 1 in the ``stat`` just read: its only task is the
+process itself) is not listed at all; a multi-threaded one has its ``task`` directory listed
+per tick, through a kept-open descriptor, since a new thread's children are only in its own
+``children`` file. A tick of a tree of single-threaded processes is therefore three ``pread``
+calls per process. Descriptors are closed as soon as their process or thread is gone (a read
+says ``ESRCH``) or the process has left the tree.
+
+Pid reuse: the files are opened relative to a descriptor of the ``/proc/<pid>`` directory,
+which belongs to that process and not to its number: once the process is reaped every read
+through it fails (``ESRCH``/``ENOENT``), even if the number is handed to a new process, which
+is then opened afresh. The one window, between finding a pid in a ``children`` file and opening
+its directory, is closed by checking the new member's parent (``stat`` field 4, ``ppid``)
+against the process whose ``children`` file listed it: a stranger that took the number in
+between is not counted. The root, given by number, is recognised by its start time (``stat``
+field 22, read when it is first opened) whenever it has to be opened again.
 
 Formulas: ``cpu_cores`` = delta(utime + stime + cutime + cstime) / USER_HZ / delta t (cores busy
 with the workload); ``*_per_s`` = delta / delta t; ``processes`` and ``threads`` are levels.
@@ -23,6 +41,7 @@ with the workload); ``*_per_s`` = delta / delta t; ``processes`` and ``threads``
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -36,94 +55,199 @@ NAME = "process"
 
 USER_HZ = os.sysconf("SC_CLK_TCK")
 COUNTERS = ("cpu_ticks", "rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes")
-IO_TOKENS = (1, 3, 5, 7, 9, 11)  # values of rchar, wchar, syscr, syscw, read_bytes, write_bytes
+IO_TOKENS = (1, 3, 5, 7, 9, 11)  # values of rchar, wchar, syscr, syscw, read_bytes, write_bytes (io[1:12:2])
+READ_BYTES = 4096  # one pread of stat, io or a children file; a longer children file is read on
+_OPEN_FILE = os.O_RDONLY | os.O_CLOEXEC
+_OPEN_DIR = os.O_RDONLY | os.O_CLOEXEC | os.O_DIRECTORY
+_GONE = (errno.ESRCH, errno.ENOENT)  # what a read or open says once the process or thread is gone
 
 
-class _Tracked:
-    __slots__ = ("stat_fd", "io_fd")
+def _close(fd: int | None) -> None:
+    if fd is not None:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
-    def __init__(self, stat_fd: int, io_fd: int | None) -> None:
+
+def _pread(fd: int) -> bytes:
+    """A kept-open file's current text; empty once its process is gone."""
+    try:
+        return os.pread(fd, READ_BYTES, 0)
+    except OSError:
+        return b""
+
+
+class _Member:
+    """One process of the tree, with its files kept open across ticks."""
+
+    __slots__ = ("pid", "dir_fd", "stat_fd", "io_fd", "task_fd", "children_fds")
+
+    def __init__(self, pid: int, dir_fd: int, stat_fd: int, io_fd: int | None) -> None:
+        self.pid = pid
+        self.dir_fd = dir_fd
         self.stat_fd = stat_fd
         self.io_fd = io_fd
+        self.task_fd: int | None = None  # the task directory, opened once the process has threads
+        self.children_fds: dict[int, int] = {}  # tid -> its children file
+
+    def fds(self) -> int:
+        return 2 + (self.io_fd is not None) + (self.task_fd is not None) + len(self.children_fds)
+
+    def close(self) -> None:
+        for fd in (self.stat_fd, self.io_fd, self.task_fd, *self.children_fds.values(), self.dir_fd):
+            _close(fd)
+        self.children_fds.clear()
+        self.io_fd = self.task_fd = None
+
+    def children(self, num_threads: int) -> list[int]:
+        """The pids in the ``children`` files of this process's threads."""
+        if num_threads <= 1:
+            tids = [self.pid]
+            if self.task_fd is not None:  # its other threads have exited
+                _close(self.task_fd)
+                self.task_fd = None
+        else:
+            try:
+                if self.task_fd is None:
+                    self.task_fd = os.open("task", _OPEN_DIR, dir_fd=self.dir_fd)
+                tids = [int(t) for t in os.listdir(self.task_fd)]
+            except OSError:
+                return []
+        for tid in [t for t in self.children_fds if t not in tids]:  # threads that have exited
+            _close(self.children_fds.pop(tid))
+        found: list[int] = []
+        for tid in tids:
+            fd = self.children_fds.get(tid)
+            if fd is None:
+                try:
+                    fd = self.children_fds[tid] = os.open(f"task/{tid}/children", _OPEN_FILE, dir_fd=self.dir_fd)
+                except OSError:  # exited since the listing, or a kernel without CONFIG_PROC_CHILDREN
+                    continue
+            try:
+                data = os.pread(fd, READ_BYTES, 0)
+                while len(data) % READ_BYTES == 0 and data:  # hundreds of children: read on
+                    more = os.pread(fd, READ_BYTES, len(data))
+                    if not more:
+                        break
+                    data += more
+            except OSError:  # the thread has exited
+                _close(self.children_fds.pop(tid))
+                continue
+            found += [int(x) for x in data.split()]
+        return found
 
 
 class ProcessProbe(Probe):
     name = NAME
 
-    def __init__(self, context: ProbeContext, pid: int) -> None:
+    def __init__(self, context: ProbeContext, pid: int, parent: int | None = None) -> None:
+        """``parent``, when known, is the root's parent: a process with another one that holds
+        the pid when the root is first read is not followed."""
         super().__init__()
         self.pid = pid
+        self.parent = parent
+        self._root_start: bytes | None = None
         self.proc = context.path("proc")
         self.component = f"process:{pid}"
         self.columns = tuple(f"{self.component}/{c}" for c in (*COUNTERS, "processes", "threads"))
-        self._tracked: dict[int, _Tracked] = {}
+        self._members: dict[int, _Member] = {}
         self.readers = [self._read_tree]
 
-    def _children(self, pid: int) -> list[int]:
-        found: list[int] = []
-        task_dir = f"{self.proc}/{pid}/task"
-        try:
-            tids = os.listdir(task_dir)
-        except OSError:
-            return found
-        for tid in tids:
-            try:
-                with open(f"{task_dir}/{tid}/children", "rb") as fh:
-                    found += [int(x) for x in fh.read().split()]
-            except OSError:
-                continue
-        return found
+    def _track(self, pid: int, parent: int | None) -> _Member | None:
+        """Open a newly found member's files and keep them (None: gone, or not the process meant).
 
-    def _track(self, pid: int) -> _Tracked | None:
+        ``parent`` is the pid whose ``children`` file listed it (None for a root given by pid):
+        a process with another parent took the number in between. The root is recognised by
+        its start time (``stat`` field 22) from its first read on."""
         try:
-            stat_fd = os.open(f"{self.proc}/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+            dir_fd = os.open(f"{self.proc}/{pid}", _OPEN_DIR)
         except OSError:
             return None
+        member = None
         try:
-            io_fd: int | None = os.open(f"{self.proc}/{pid}/io", os.O_RDONLY | os.O_CLOEXEC)
+            stat_fd = os.open("stat", _OPEN_FILE, dir_fd=dir_fd)
+            member = _Member(pid, dir_fd, stat_fd, None)
+            fields = os.pread(stat_fd, READ_BYTES, 0).rsplit(b")", 1)[1].split()
+            if parent is not None and int(fields[1]) != parent:  # ppid (4)
+                raise ProcessLookupError(pid)
+            if pid == self.pid:
+                if self._root_start is None:
+                    self._root_start = fields[19]  # starttime (22)
+                elif fields[19] != self._root_start:  # the root was reaped and its pid reused
+                    raise ProcessLookupError(pid)
+        except (OSError, IndexError):
+            if member is not None:
+                member.close()
+            else:
+                _close(dir_fd)
+            return None
+        try:
+            member.io_fd = os.open("io", _OPEN_FILE, dir_fd=dir_fd)
         except OSError:
-            io_fd = None  # not permitted: CPU only
-        return _Tracked(stat_fd, io_fd)
+            pass  # not permitted: CPU only
+        self._members[pid] = member
+        return member
 
     def _forget(self, pid: int) -> None:
-        tracked = self._tracked.pop(pid)
-        os.close(tracked.stat_fd)
-        if tracked.io_fd is not None:
-            os.close(tracked.io_fd)
+        member = self._members.pop(pid, None)
+        if member is not None:
+            member.close()
+
+    def fd_count(self) -> int:
+        """Descriptors this probe holds open (tests check that churn does not leak any)."""
+        return sum(m.fds() for m in self._members.values())
 
     def _read_tree(self) -> list[bytes]:
         """Walk the tree and sum its members' cumulative counters."""
-        pending, seen = [self.pid], set()
-        totals = [0] * len(COUNTERS)
-        threads = 0
+        pending: list[tuple[int, int | None]] = [(self.pid, self.parent)]  # (pid, the parent that listed it)
+        seen: set[int] = set()
+        cpu_ticks = threads = 0
+        ios: list[list[bytes]] = []  # per member: the values of rchar .. write_bytes, unparsed
         while pending:
-            pid = pending.pop()
+            pid, parent = pending.pop()
             if pid in seen:
                 continue
-            tracked = self._tracked.get(pid)
-            if tracked is None:
-                tracked = self._track(pid)
-                if tracked is None:
+            member = self._members.get(pid)
+            stat = _pread(member.stat_fd) if member is not None else b""
+            if not stat:  # new, or the kept one was reaped (and the pid may be a new process's now)
+                if member is not None:
+                    self._forget(pid)
+                member = self._track(pid, parent)
+                if member is None:
                     continue
-                self._tracked[pid] = tracked
-            try:
-                stat = os.pread(tracked.stat_fd, 4096, 0)
-                io = os.pread(tracked.io_fd, 4096, 0) if tracked.io_fd is not None else b""
-            except OSError:  # reaped since the walk found it: its counters are in its parent's now
-                continue
+                stat = _pread(member.stat_fd)
+                if not stat:  # reaped just after it was opened
+                    self._forget(pid)
+                    continue
+            if member.io_fd is not None:
+                try:
+                    io = os.pread(member.io_fd, READ_BYTES, 0).split()
+                except OSError as exc:
+                    if exc.errno in _GONE:  # reaped between the two reads
+                        self._forget(pid)
+                        continue
+                    _close(member.io_fd)  # no longer permitted (it changed credentials): CPU only
+                    member.io_fd = None
+                else:
+                    if len(io) >= 12:
+                        ios.append(io[1:12:2])
             seen.add(pid)
-            fields = stat[stat.rfind(b")") + 2 :].split()
-            # utime (14) + stime (15) + cutime (16) + cstime (17)
-            totals[0] += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
-            threads += int(fields[17])  # num_threads (20)
-            io_toks = io.split()
-            if len(io_toks) >= 12:
-                for k, i in enumerate(IO_TOKENS, start=1):
-                    totals[k] += int(io_toks[i])
-            pending += self._children(pid)
-        for gone in [p for p in self._tracked if p not in seen]:
-            self._forget(gone)
-        return [str(v).encode() for v in (*totals, len(seen), threads)]
+            fields = stat[stat.rfind(b")") + 2 :].split(None, 18)  # up to num_threads (20)
+            cpu_ticks += sum(map(int, fields[11:15]))  # utime (14), stime (15), cutime (16), cstime (17)
+            num_threads = int(fields[17])  # num_threads (20)
+            threads += num_threads
+            pending += [(child, pid) for child in member.children(num_threads)]
+        if len(self._members) > len(seen):  # every member seen is kept: the others left the tree
+            for gone in [p for p in self._members if p not in seen]:
+                self._forget(gone)
+        if len(ios) == 1:  # a tree of one process: its tokens as read
+            io_totals = ios[0]
+        elif ios:
+            io_totals = [b"%d" % sum(map(int, column)) for column in zip(*ios)]
+        else:
+            io_totals = [b"0"] * len(IO_TOKENS)
+        return [b"%d" % cpu_ticks, *io_totals, b"%d" % len(seen), b"%d" % threads]
 
     def derive(self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         cid = self.component
@@ -139,7 +263,7 @@ class ProcessProbe(Probe):
         return out
 
     def close(self) -> None:
-        for pid in list(self._tracked):
+        for pid in list(self._members):
             self._forget(pid)
 
 
