@@ -12,7 +12,8 @@ alone spreads its speed by ~7% CV on this VM; measured 2026-11-21, load 0.8). Th
 * ``fio``: sequential direct 1 MiB writes of ``--fio-size`` MiB to a file under ``--dir``,
   compared on fio's write bandwidth (higher is better).
 
-For each scenario: tune (``--target upper``: the CI upper bound must stay within the budget),
+The sampler measured is the one ``pilot-sys run -- CMD`` runs (every dynamic plug-in over the
+component graph, plus the round's own processes). For each scenario: tune (``--target upper``: the CI upper bound must stay within the budget),
 then measure again at the chosen rate with ``--verify-pairs`` fresh pairs of rounds and print
 the overhead with its CI, whether the CI upper bound is within the budget, the noise of the
 unmonitored rounds (the precision this machine allows) and the monitor's own cost.
@@ -39,6 +40,7 @@ import numpy as np
 from pilot_sys.cli.tune import parse_budget
 from pilot_sys.monitor.overhead import WorkloadProbe
 from pilot_sys.monitor.tuner import TuneTarget, tune_for_workload
+from pilot_sys.session.monitoring import session_sampler_factory
 from pilot_sys.workload.runner import CommandWorkload
 
 
@@ -62,15 +64,16 @@ def run_scenario(name: str, args: argparse.Namespace, budget: float) -> dict[str
         os.sched_setaffinity(0, {min(before)})  # the sampler thread and the workload inherit it
     try:
         workload, pi = make_workload(name, args)
+        factory, _ = session_sampler_factory(workload.data_path_args())  # what `pilot-sys run -- CMD` samples with
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="tuner-real-") as tmp:
             result = tune_for_workload(
                 workload, budget, pi=pi, pairs=args.pairs, trim=args.trim, target=TuneTarget.UPPER,
                 max_measurements=args.max_measurements, workdir=Path(tmp) / "tune", seed=args.seed,
-                allow_unreachable=True,
+                allow_unreachable=True, sampler_factory=factory,
             )
             verify = WorkloadProbe(workload, pi=pi, pairs=args.verify_pairs, trim=args.trim, workdir=Path(tmp) / "verify",
-                                   seed=args.seed + 1).measure(result.rate_hz)
+                                   seed=args.seed + 1, sampler_factory=factory).measure(result.rate_hz)
         off = np.array(verify.readings_off)
         est = verify.estimate
         cost = verify.monitor_cost
