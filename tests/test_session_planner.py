@@ -115,16 +115,19 @@ def test_fixed_work_keeps_one_amount_and_analyses_short_rounds() -> None:
 
 
 def test_analysis_schedule() -> None:
-    # no forecast: at the latest after 10% more rounds (at least one)
+    # no forecast: at the latest after 2% more rounds (at least one): ceil(0.02 * n)
     assert analysis_step(1, None) == 1
-    assert analysis_step(40, None) == 4
-    assert analysis_step(200, None) == 20
-    # a forecast of 5 more rounds: look again after 80% of them
-    assert analysis_step(200, 5) == 4
+    assert analysis_step(40, None) == 1
+    assert analysis_step(200, None) == 4
+    assert analysis_step(1000, None) == 20
+    # a forecast of 10 more rounds: look again after half of them (floor(0.5 * 10) = 5), unless
+    # the growth limit comes first
+    assert analysis_step(1000, 10) == 5
+    assert analysis_step(200, 10) == 4
     assert analysis_step(40, 1) == 1
-    assert analysis_step(40, 100) == 4
+    assert analysis_step(1000, 100) == 20
     # no interval yet: the stats' rough estimate of the rounds one needs only brings analyses closer
-    assert analysis_step(200, None, 5) == 4
+    assert analysis_step(1000, None, 6) == 3
     assert analysis_step(9, None, 41) == 1
 
 
