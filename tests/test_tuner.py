@@ -149,6 +149,19 @@ def test_imprecise_measurements_cannot_show_the_budget_met() -> None:
     assert "too imprecise" in result.message and "--pairs" in result.message
 
 
+def test_a_real_overhead_close_to_the_budget_is_named_as_such() -> None:
+    # 0.04% per Hz: 0.8% at the slowest rate 20 Hz, detectable (noise 0.5%, 16 pairs: SE ~0.18%),
+    # but its CI reaches over 1%: not imprecision alone, the overhead itself nearly fills the budget.
+    probe = SimulatedProbe(lambda r: 4e-4 * r, noise=0.005, pairs=16, seed=3)
+    result = newton_tune(probe, budget=BUDGET, bounds=BOUNDS, prior_slope=4e-4, target=TuneTarget.UPPER,
+                         max_measurements=2)
+    est = result.overhead
+    assert result.status is TuneStatus.UNREACHABLE and est is not None
+    assert est.detectable and est.overhead > BUDGET / 2 and est.ci_low <= BUDGET < est.ci_high
+    assert "the overhead is real and close to the budget" in result.message
+    assert f"room {BUDGET - est.overhead:.2%}" in result.message
+
+
 class _ScriptedProbe:
     """Returns exact overheads from a table of (rate -> overhead), with a fixed tiny spread."""
 

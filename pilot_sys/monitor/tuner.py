@@ -481,6 +481,12 @@ def _explain(result: TuneResult) -> str:
         return found
     if result.status is TuneStatus.UNREACHABLE:
         if est is not None and est.ci_low <= result.budget:  # the CI straddles the budget
+            if est.detectable and est.overhead > result.budget / 2:
+                # a real overhead close to the budget: more rounds would only prove a thin margin
+                return (f"{budget} cannot be shown to hold even at the slowest useful rate "
+                        f"{result.bounds.min_hz:g} Hz{at}: the overhead is real and close to the budget "
+                        f"(room {max(result.budget - est.overhead, 0.0):.2%}); raise the budget, lengthen "
+                        f"--min-spike, or {_pairs_advice(est, result.budget)}")
             return (f"{budget} cannot be shown to hold even at the slowest useful rate "
                     f"{result.bounds.min_hz:g} Hz{at}: the measurement is too imprecise; "
                     f"{_pairs_advice(est, result.budget)}, raise the budget, or lengthen --min-spike")
