@@ -184,11 +184,12 @@ def test_an_idle_tick_reads_one_file(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # -- a real session --------------------------------------------------------------------------------
 def test_a_stress_ng_session_checks_phases_on_its_own_processes(tmp_path: Path) -> None:
-    """`pilot-sys run` of stress-ng at 50 Hz, rounds of 0.5-1 s (25+ samples each): every round
+    """`pilot-sys run` of stress-ng at 50 Hz, rounds of ~0.6-1.3 s on a quiet host (30+ samples each,
+    more when the host is busy: 2000 bogo ops took 0.9 s idle here): every round
     trace holds the workload's own series, and the phase check says it matched on them."""
     require_tool("stress-ng")
     out = tmp_path / "res"
-    r = run_cli("run", "--preset", "quick", "-w", "400,700", "--min-round-seconds", "0.3", "--max-round-seconds", "1.5",
+    r = run_cli("run", "--preset", "quick", "-w", "1500,2500", "--min-round-seconds", "0.3", "--max-round-seconds", "1.5",
                 "--sample-rate", str(RATE_HZ), "--min-rounds", "3", "--max-rounds", "4", "--no-plots", "--json",
                 "-o", str(out), "--", "stress-ng", "--cpu", "1", "--cpu-ops", "%WORK_AMOUNT%", "--quiet", timeout=120)
     assert r.returncode in (0, 3, 4), r.stderr  # valid, invalid (a busy shared host) or out of rounds
@@ -199,8 +200,10 @@ def test_a_stress_ng_session_checks_phases_on_its_own_processes(tmp_path: Path) 
     for rec in rounds:
         trace = json.loads((out / rec["dir"] / MONITOR_FILE).read_text())
         cores = [v for v in trace["series"][f"{WORKLOAD_COMPONENT}/cpu_cores"] if v is not None]
-        # stress-ng's CPU worker is busy for most of the round (the host's other tenants share the core)
-        assert len(cores) >= 20 and float(np.mean(cores)) > 0.2
+        # a sample every 20 ms through the round (the first and the reaping interval have none);
+        # stress-ng's CPU worker is busy for most of it (the host's other tenants share the core)
+        assert len(cores) >= max(5, 0.6 * rec["duration"] * RATE_HZ), (len(cores), rec["duration"])
+        assert float(np.mean(cores)) > 0.2
         assert max(trace["series"][f"{WORKLOAD_COMPONENT}/processes"]) >= 2  # stress-ng and its worker
     check = result["workloads"][0]["phase_check"]
     assert len(check["checked_rounds"]) >= 3, check["note"]
