@@ -9,7 +9,8 @@ the sampler's own cost is reported by the monitor's benchmarks).
 The anchor, measured in the same run: one bare durable append (write one 500-byte line and
 fsync it) to a file in the same directory, the least any journal that keeps every round can
 pay. Printed: median, mean (amortised: includes the occasional full re-analysis) and p90
-per-round cost, the median wait for the round's fsyncs and the median cost without that wait in ms and as a ratio to the anchor, for
+per-round cost, the final analysis (``final ms``: the rounds no paced analysis reached yet) and
+``all ms``, everything amortised over the rounds (the number judged against the target), the median wait for the round's fsyncs and the median cost without that wait in ms and as a ratio to the anchor, for
 readings-only rounds and for rounds with 1000 unit readings each (EDM + subsession analysis).
 
     python benchmarks/engine_cost.py [--rounds 200] [--dir .]
@@ -81,7 +82,12 @@ def engine_ms(directory: Path, rounds: int, units: int) -> tuple[np.ndarray, np.
     journal = Journal.create(directory / f"session-{units}", SessionManifest(config=cfg, workloads=[spec]))
     engine = Engine(journal, cfg, [make_track(spec, wl, cfg, wl.pi_specs())])
     engine.run()
-    return np.asarray(engine.engine_seconds) * 1e3, np.asarray(engine.sync_wait_seconds[1:]) * 1e3
+    # The final analysis a session makes for its result (``Session.run`` calls it) examines the
+    # rounds no paced analysis reached yet: their EDM is engine work too, spread over the rounds.
+    began = time.perf_counter()
+    engine.finalize()
+    final_ms = (time.perf_counter() - began) * 1e3
+    return np.asarray(engine.engine_seconds) * 1e3, np.asarray(engine.sync_wait_seconds[1:]) * 1e3, final_ms
 
 
 def main() -> None:
@@ -98,13 +104,16 @@ def main() -> None:
         anchor = (before + after) / 2
         print(f"anchor: one fsync'd 500-byte append = {anchor:.2f} ms (before {before:.2f}, after {after:.2f})")
         print(f"{'unit readings/round':>20} {'rounds':>7} {'median ms':>10} {'mean ms':>8} {'p90 ms':>8} "
-              f"{'median/anchor':>14} {'mean/anchor':>12} {'fsync wait ms':>14} {'own ms':>7}  target (mean < 5 ms)")
-        for units, (ms, wait) in rows:
+              f"{'median/anchor':>14} {'mean/anchor':>12} {'fsync wait ms':>14} {'own ms':>7} {'final ms':>9} "
+              f"{'all ms':>7}  target (all < 5 ms)")
+        for units, (ms, wait, final) in rows:
             own = ms - wait[: ms.size]  # the same gap without the wait for the fsyncs
             med, mean, p90 = float(np.median(ms)), float(np.mean(ms)), float(np.percentile(ms, 90))
-            verdict = "PASS" if mean < 5.0 else "FAIL"  # the mean: amortised re-analyses included
+            total = (float(np.sum(ms)) + final) / ms.size  # amortised: re-analyses and the final one included
+            verdict = "PASS" if total < 5.0 else "FAIL"
             print(f"{units:>20} {ms.size:>7} {med:>10.2f} {mean:>8.2f} {p90:>8.2f} {med / anchor:>14.2f} "
-                  f"{mean / anchor:>12.2f} {float(np.median(wait)):>14.2f} {float(np.median(own)):>7.2f}  {verdict}")
+                  f"{mean / anchor:>12.2f} {float(np.median(wait)):>14.2f} {float(np.median(own)):>7.2f} "
+                  f"{final:>9.1f} {total:>7.2f}  {verdict}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -16,6 +16,7 @@ The statistics themselves live in ``pilot_sys.stats`` (pure functions); this mod
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -77,6 +78,9 @@ class TrackAnalysis:
     alpha_work: float = 0.0  # smallest useful work from alpha, in work-amount units (0: none)
     results: dict[str, PIResult] = field(default_factory=dict)
     counts: RoundCounts = field(default_factory=RoundCounts)
+    # seconds the last update spent on EDM of rounds it had not seen: work each round needs once,
+    # whenever it is done, so the engine does not count it as the cost of re-analysing
+    new_round_seconds: float = 0.0
 
     def _stable_of(self, rec: RoundRecord, pi: str, values: np.ndarray) -> Stable:
         key = (rec.index, pi)
@@ -87,7 +91,9 @@ class TrackAnalysis:
         if not self.config.remove_nonstable or n < statsapi.MIN_EDM_SAMPLES:
             st = Stable(0, n, n, [], True)
         else:
+            began = time.perf_counter()
             start, end, cps, dominant = statsapi.stable_segment(values)
+            self.new_round_seconds += time.perf_counter() - began
             st = Stable(start, end, n, cps, dominant)
         self.stable[key] = st
         self.kept_units[key] = np.asarray(values[st.start : st.end], dtype=np.float64)
@@ -99,6 +105,7 @@ class TrackAnalysis:
         load_units: UnitLoader,
     ) -> dict[str, PIResult]:
         cfg = self.config
+        self.new_round_seconds = 0.0
         usable = [r for r in records if not r.failed and not r.short]
         self.counts = RoundCounts(
             total=len(records),
