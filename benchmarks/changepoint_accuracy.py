@@ -3,7 +3,9 @@
 Scenarios (each ``--reps`` series, different seeds): warm-up ramp, level shifts, variance change,
 cool-down tail, heavy-tailed noise (Student t with 2 d.o.f., Pareto, lognormal) with shifts, a
 burst inside the stable phase, a 5-round session whose rounds each start cold, isolated outliers without a change, no change at all (Gaussian,
-Cauchy, quantised) and autocorrelated noise without a change (AR(1), phi = 0.6).
+Cauchy, quantised) and autocorrelated noise without a change (AR(1), phi = 0.6); then a short
+warm-up and a short cool-down (2% of the series each: 40 readings at n = 2000, below 2 sqrt(n)),
+which "ALL but short edges" leaves out so that the total stays comparable with earlier runs.
 
 Scoring, per method and scenario (summed over the reps):
 
@@ -20,7 +22,18 @@ Baselines: ruptures Pelt with the L2 cost and a BIC penalty 2 sigma^2 log n (sig
 MAD of first differences, robust to the shifts), ruptures Binseg with the L1 (median) cost and
 penalty 2 sigma log n, and the exact quadratic EDM (literal median form) at n <= 2000.
 
-Usage: python benchmarks/changepoint_accuracy.py [--reps 20] [--n 2000] [--seed 0]
+Edge grid (issue 3/6 gap: a warm-up shorter than ~2 sqrt(m) at the start of a round): one
+round of m unit readings, the first w ramp linearly from 50% to 100% of the stable level, the
+rest stable, for m in 100/200/500/1000, w = 5/10/20% of m, noise Gaussian CV 5% and 10% and
+AR(1) phi = 0.5 with a marginal CV of 5%. "found" = the stable segment starts within
+max(3, w/4) readings of w (the last quarter of the ramp, 87-100% of the level, is within the
+noise); "missed" = it starts before w/2 (most of the warm-up kept); "bias" = mean of the kept
+segment vs the stable level, in percent. The last column, "null alarms", is the share of the
+same rounds *without* a warm-up (same noise) where any change point was reported.
+``--no-edges`` runs pilot-sys without the edge intervals (the behaviour before them).
+
+Usage: python benchmarks/changepoint_accuracy.py [--reps 20] [--n 2000] [--seed 0] [--no-edges]
+       [--grid-reps 50 | --grid-reps 0 to skip the edge grid]
 """
 
 from __future__ import annotations
@@ -140,6 +153,24 @@ def no_change_quantised(rng: np.random.Generator, n: int) -> Truth:
     return Truth(rng.poisson(3, n).astype(float), [], stable=(0, n))
 
 
+def short_warm_up(rng: np.random.Generator, n: int) -> Truth:
+    """A warm-up of 2% (40 readings at n = 2000, below 2 sqrt(n)): 50% -> 100% of the level, CV 10%."""
+    w = n // 50
+    level = np.ones(n)
+    level[:w] = np.linspace(0.5, 1.0, w, endpoint=False)
+    x = 100.0 * level * (1.0 + rng.normal(0, 0.10, n))
+    return Truth(x, [w], [(0, w)], (w, n))
+
+
+def short_cool_down(rng: np.random.Generator, n: int) -> Truth:
+    """The last 2% fall linearly to 60% of the level (a draining queue), CV 10%."""
+    c = n - n // 50
+    level = np.ones(n)
+    level[c:] = np.linspace(1.0, 0.6, n - c)
+    x = 100.0 * level * (1.0 + rng.normal(0, 0.10, n))
+    return Truth(x, [c], [(c, n)], (0, c))
+
+
 def no_change_ar1(rng: np.random.Generator, n: int) -> Truth:
     e = rng.normal(0, 1, n)
     x = np.empty(n)
@@ -164,6 +195,9 @@ SCENARIOS: dict[str, Scenario] = {
     "no change, cauchy": no_change_cauchy,
     "no change, quantised": no_change_quantised,
     "no change, AR(1) 0.6": no_change_ar1,
+    # Appended, so that the other scenarios keep their seeds (s_index) and their numbers.
+    "short warm-up (2%)": short_warm_up,
+    "short cool-down (2%)": short_cool_down,
 }
 
 
@@ -172,9 +206,15 @@ def _sigma(x: np.ndarray) -> float:
     return max(1e-12, 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2))
 
 
-def methods(n: int) -> dict[str, Callable[[np.ndarray], tuple[list[int], tuple[int, int] | None]]]:
-    out: dict[str, Callable[[np.ndarray], tuple[list[int], tuple[int, int] | None]]] = {
-        "pilot-sys (sign)": lambda x: _ours(detect(x)),
+EDGE_SCENARIOS = ("short warm-up (2%)", "short cool-down (2%)")
+
+
+Method = Callable[[np.ndarray], tuple[list[int], tuple[int, int] | None]]
+
+
+def methods(n: int, edges: bool = True) -> dict[str, Method]:
+    out: dict[str, Method] = {
+        "pilot-sys (sign)": lambda x: _ours(detect(x, edges=edges)),
         "pilot-sys (median)": lambda x: _ours(detect(x, statistic="median")),
     }
     if n <= 2000:
@@ -219,18 +259,74 @@ def jaccard(a: tuple[int, int], b: tuple[int, int]) -> float:
     return inter / (max(a[1], b[1]) - min(a[0], b[0]))
 
 
+GRID_SIZES = (100, 200, 500, 1000)
+GRID_WARM = (0.05, 0.10, 0.20)
+GRID_NOISE = ("gauss CV 5%", "gauss CV 10%", "AR(1) 0.5 CV 5%")
+
+
+def _noise(rng: np.random.Generator, m: int, kind: str) -> np.ndarray:
+    if kind == "gauss CV 5%":
+        return rng.normal(0, 0.05, m)
+    if kind == "gauss CV 10%":
+        return rng.normal(0, 0.10, m)
+    z = rng.normal(0, math.sqrt(1 - 0.25), m)  # AR(1) 0.5 with unit marginal variance
+    a = np.empty(m)
+    a[0] = rng.normal()
+    for i in range(1, m):
+        a[i] = 0.5 * a[i - 1] + z[i]
+    return 0.05 * a
+
+
+def edge_grid(reps: int, seed: int, edges: bool) -> None:
+    """Detection of a short warm-up at the start of one round, and alarms on the same noise alone."""
+    print(f"\n# edge grid: one round of m readings, warm-up ramp 50% -> 100% over the first w, {reps} rounds per cell")
+    print(f"{'noise':<16} {'m':>5} {'w':>4} {'found':>6} {'missed':>6} {'bias %':>7} {'null alarms':>11}")
+    found_all = trials = 0
+    for n_index, kind in enumerate(GRID_NOISE):
+        for m in GRID_SIZES:
+            alarms = 0
+            for r in range(reps):
+                plain = 100.0 * (1.0 + _noise(np.random.default_rng([seed, 99, n_index, m, r]), m, kind))
+                alarms += bool(detect(plain, edges=edges).changepoints)
+            for w_index, frac in enumerate(GRID_WARM):
+                w = round(frac * m)
+                tol = max(3, math.ceil(w / 4))
+                found = missed = 0
+                bias = 0.0
+                for r in range(reps):
+                    rng = np.random.default_rng([seed, n_index, m, w_index, r])
+                    level = np.ones(m)
+                    level[:w] = np.linspace(0.5, 1.0, w, endpoint=False)
+                    x = 100.0 * level * (1.0 + _noise(rng, m, kind))
+                    result = detect(x, edges=edges)
+                    begin, end = result.stable_segment or (0, m)
+                    found += abs(begin - w) <= tol
+                    missed += begin < w / 2
+                    bias += 100.0 * (float(np.mean(level[begin:end])) - 1.0)
+                found_all += found
+                trials += reps
+                print(
+                    f"{kind:<16} {m:>5} {w:>4} {found / reps:>6.2f} {missed / reps:>6.2f} {bias / reps:>7.2f} "
+                    f"{alarms / reps if w_index == 0 else float('nan'):>11.2f}"
+                )
+    print(f"{'ALL':<16} {'':>5} {'':>4} {found_all / trials:>6.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-edges", action="store_true", help="pilot-sys without the edge intervals")
+    parser.add_argument("--grid-reps", type=int, default=50, help="rounds per edge-grid cell (0: skip the grid)")
     args = parser.parse_args()
     n = args.n
     margin = max(10, n // 100)
-    table = methods(n)
+    table = methods(n, edges=not args.no_edges)
     print(f"# changepoint accuracy: n = {n}, {args.reps} series per scenario, margin = {margin} readings")
     print(f"{'scenario':<22} {'method':<22} {'prec':>6} {'recall':>6} {'F1':>6} {'fp/series':>9} {'stable ok':>9}")
     totals = {name: [0, 0, 0] for name in table}
+    without_edge = {name: [0, 0, 0] for name in table}
     for s_index, (label, make) in enumerate(SCENARIOS.items()):
         truths = [make(np.random.default_rng([args.seed, s_index, r]), n) for r in range(args.reps)]
         for name, run in table.items():
@@ -247,6 +343,9 @@ def main() -> int:
             totals[name][0] += tp
             totals[name][1] += fp
             totals[name][2] += n_true
+            if label not in EDGE_SCENARIOS:
+                for i, v in enumerate((tp, fp, n_true)):
+                    without_edge[name][i] += v
             precision = tp / (tp + fp) if tp + fp else (1.0 if n_true == 0 else 0.0)
             recall = tp / n_true if n_true else float("nan")
             f1 = 2 * precision * recall / (precision + recall) if n_true and precision + recall else float("nan")
@@ -256,11 +355,14 @@ def main() -> int:
                 f"{fp / args.reps:>9.2f} {stable_text:>9}"
             )
     print()
-    for name, (tp, fp, n_true) in totals.items():
-        precision = tp / (tp + fp) if tp + fp else 1.0
-        recall = tp / n_true
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        print(f"{'ALL':<22} {name:<22} {precision:>6.2f} {recall:>6.2f} {f1:>6.2f}")
+    for label, sums in (("ALL", totals), ("ALL but short edges", without_edge)):
+        for name, (tp, fp, n_true) in sums.items():
+            precision = tp / (tp + fp) if tp + fp else 1.0
+            recall = tp / n_true
+            f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+            print(f"{label:<22} {name:<22} {precision:>6.2f} {recall:>6.2f} {f1:>6.2f}")
+    if args.grid_reps > 0:
+        edge_grid(args.grid_reps, args.seed, edges=not args.no_edges)
     return 0
 
 

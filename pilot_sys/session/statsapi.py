@@ -40,17 +40,25 @@ def preload() -> None:
 
 def stable_segment(values: np.ndarray) -> tuple[int, int, list[int], bool]:
     """EDM on one round's unit readings: (begin, end) of the dominant stable segment, the change
-    points, and whether a dominant (>50%) segment exists; without one the round is kept whole."""
+    points, and whether a dominant (>50%) segment exists; without one the round is kept whole.
+
+    A short warm-up or cool-down at either end of the round is found by EDM's edge intervals
+    (``pilot_sys.stats.changepoint.edge_intervals``). Non-finite readings are left out of the
+    analysis, and every index returned is a position in ``values`` as given, which is what the
+    caller slices."""
     from pilot_sys.stats.changepoint import detect
 
+    n = int(values.size)
     finite = np.isfinite(values)
-    if not finite.all():
-        values = values[finite]
-    cps = detect(values)
+    positions = np.flatnonzero(finite)
+    if positions.size == 0:
+        return 0, n, [], False
+    cps = detect(values[finite] if positions.size < n else values)
+    changepoints = [int(positions[c]) for c in cps.changepoints]
     if cps.stable_segment is None:
-        return 0, int(values.size), list(cps.changepoints), False
+        return 0, n, changepoints, False
     begin, end = cps.stable_segment
-    return int(begin), int(end), list(cps.changepoints), True
+    return int(positions[begin]), int(positions[end - 1]) + 1, changepoints, True
 
 
 def summarize(
