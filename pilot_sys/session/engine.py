@@ -418,9 +418,7 @@ class Engine:
         needed = track.analysis.rounds_needed(analysed)
         if needed is None:
             needed = track.analysis.rounds_to_first_interval(analysed)
-        if needed is not None and track.analysed_at >= 0:  # the forecast was made some rounds ago
-            since = sum(1 for r in track.records(self.journal) if not r.failed and not r.short) - track.analysed_at
-            needed = max(needed - since, 1 if not track.targets_met() else 0)
+        # the forecast as of the last analysis; the progress display counts it down (progress.Countdown)
         eta = None
         if needed is not None and track.last_duration:
             eta = needed * len(self.tracks) * track.last_duration
