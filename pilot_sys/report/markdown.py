@@ -70,8 +70,9 @@ def render(result: SessionResult, plots: dict[str, Path], rounds_table: list[lis
                 p.name, _fmt(p.mean, p.unit), f"[{_fmt(p.ci_low, p.unit)}, {_fmt(p.ci_high, p.unit)}]", width,
                 f"{100 * p.target:g}%", ("yes" if p.ci_reached else "**no**") if p.gates_stop else "n/a (reported only)",
                 str(p.sample_size),
-                "-" if p.subsession_size is None else str(p.subsession_size),
-                "-" if p.required_sample_size is None else str(p.required_sample_size), p.source,
+                "-" if p.subsession_size is None else (f"{p.subsession_count} rounds" if p.interval_basis == "rounds"
+                                                       else str(p.subsession_size)),
+                "-" if p.required_sample_size is None else str(p.required_sample_size), p.source_label,
             ])
         lines += _table(["PI", "mean", f"{int(round(100 * result.config.get('confidence', 0.95)))}% CI", "CI width",
                          "target", "met", "samples", "subsession", "required n", "from"], rows)

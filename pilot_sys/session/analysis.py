@@ -7,7 +7,9 @@ The statistics themselves live in ``pilot_sys.stats`` (pure functions); this mod
   WPS alpha) are not analysed;
 - a PI with unit readings: EDM on each analysed round's unit readings, the round's dominant
   stable segment kept (cached per round: a round is examined once, so a session's cost per
-  round stays flat), all kept segments together are the samples;
+  round stays flat), all kept segments together are the samples; when the rounds' levels
+  differ more than their readings explain, the interval is over the kept segments' round means
+  instead (``pilot_sys.stats.rounds``);
 - a PI with readings only: one sample per analysed round;
 - when the work amount varies, the WPS regression ``t = alpha + w / v`` over analysed rounds
   gives the stable work-per-second ``v`` (a PI of its own, ``wps``) and alpha.
@@ -177,7 +179,7 @@ class TrackAnalysis:
             # rates over equal *time* windows (fio's bandwidth log) average arithmetically: that
             # is total work over total time; the harmonic mean is for equal-*work* units
             unit_spec = spec.model_copy(update={"pi_type": PIType.ARITHMETIC})
-        res = self._summarise(unit_spec, samples, "unit_readings", removal)
+        res = self._summarise(unit_spec, samples, "unit_readings", removal, rounds=parts)
         if unit_spec is not spec:
             res.warnings.append(f"unit readings are equal-time windows ({how}): averaged arithmetically "
                                 "(total work / total time)")
@@ -215,7 +217,12 @@ class TrackAnalysis:
             )
         ]
 
-    def _summarise(self, spec: PISpec, samples: np.ndarray, source: str, removed: list[Removal]) -> PIResult:
+    def _summarise(
+        self, spec: PISpec, samples: np.ndarray, source: str, removed: list[Removal],
+        rounds: list[np.ndarray] | None = None,
+    ) -> PIResult:
+        """The PI's interval; ``rounds`` (each analysed round's kept unit readings) lets it be taken
+        over round means when the rounds disagree (``pilot_sys.stats.rounds``)."""
         cfg = self.config
         res = PIResult(
             name=spec.name, unit=spec.unit, pi_type=str(spec.pi_type), higher_is_better=spec.higher_is_better,
@@ -225,7 +232,11 @@ class TrackAnalysis:
         if samples.size < statsapi.MIN_SAMPLES:
             res.warnings.append(f"{samples.size} sample(s): too few for a confidence interval yet")
             return res
-        s = statsapi.summarize(samples, spec.pi_type, cfg.confidence, cfg.ci_perc, cfg.autocorr_limit)
+        if rounds is None:
+            s = statsapi.summarize(samples, spec.pi_type, cfg.confidence, cfg.ci_perc, cfg.autocorr_limit)
+        else:
+            s = statsapi.summarize_rounds(rounds, spec.pi_type, cfg.confidence, cfg.ci_perc, cfg.autocorr_limit)
+            res.interval_basis, res.rounds_heterogeneity_p = s.basis, s.heterogeneity_p
         res.mean, res.ci_low, res.ci_high = s.mean, s.ci_low, s.ci_high
         res.subsession_size, res.subsession_count = s.subsession_size, s.subsession_count
         res.subsession_variance, res.autocorrelation = s.subsession_variance, s.autocorrelation

@@ -235,14 +235,14 @@ def print_summary(result: SessionResult, as_json: bool = False, quiet: bool = Fa
                 continue
             if p.ci_low is None or p.ci_high is None:
                 more = f", about {p.required_sample_size} needed" if p.required_sample_size else ""
-                click.echo(f"  {p.name}: {human(p.mean, p.unit)}  no CI yet ({p.sample_size} samples{more}; {p.source})")
+                click.echo(f"  {p.name}: {human(p.mean, p.unit)}  no CI yet ({p.sample_size} samples{more}; {p.source_label})")
                 continue
             width = f"{100 * p.ci_width_rel:.1f}%" if p.ci_width_rel is not None else "?"
             mark = "target met" if p.ci_reached else f"target {100 * p.target:g}% NOT met"
             if not p.gates_stop:
                 mark = "reported only"
             click.echo(f"  {p.name}: {human(p.mean, p.unit)}  {int(round(100 * p.confidence))}% CI "
-                       f"[{human(p.ci_low, p.unit)}, {human(p.ci_high, p.unit)}] width {width} ({mark}; {p.source})")
+                       f"[{human(p.ci_low, p.unit)}, {human(p.ci_high, p.unit)}] width {width} ({mark}; {p.source_label})")
         ph = w.phase_check  # the report also says why a check was not done; the terminal, what it found
         if ph is not None and ph.checked_rounds and (ph.inconsistent_rounds or len(result.workloads) == 1):
             click.echo(f"  phase check: {ph.note}")

@@ -98,7 +98,19 @@ class PIResult(BaseModel):
     subsession_variance: float | None = None
     autocorrelation: float | None = None
     required_sample_size: int | None = None
+    # what the interval's samples are: "samples" (the unit readings or readings themselves, in
+    # subsessions) or "rounds" (one mean per round: the rounds differ more than their readings say)
+    interval_basis: str = "samples"
+    rounds_heterogeneity_p: float | None = None  # F test of round-level against pooled variance
     removed: list[Removal] = Field(default_factory=list)
+
+    @property
+    def source_label(self) -> str:
+        """Where the interval comes from, as reports print it."""
+        if self.interval_basis == "rounds" and self.ci_low is not None:
+            return f"{self.source}, over round means"
+        return self.source
+
     # cross-check for unit-reading PIs: the workload's own per-round figures (e.g. fio's bw of
     # each round), averaged the PI's way over the analysed rounds, and whether the CI holds it
     readings_mean: float | None = None

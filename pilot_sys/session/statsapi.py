@@ -7,11 +7,15 @@ nothing here computes statistics itself.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pilot_sys.session.result import WPSResult
 from pilot_sys.workload.base import PIType
+
+if TYPE_CHECKING:
+    from pilot_sys.stats.ci import Summary
 
 MIN_SAMPLES = 2  # below this not even a mean is reported (the stats module needs 8 for a CI)
 MIN_EDM_SAMPLES = 20  # EDM needs two segments of at least 10 readings
@@ -29,6 +33,8 @@ class SummaryView:
     required_sample_size: int | None
     usable: bool
     warnings: list[str] = field(default_factory=list)
+    basis: str = "samples"  # "rounds": the interval is over round means (``pilot_sys.stats.rounds``)
+    heterogeneity_p: float | None = None
 
 
 def preload() -> None:
@@ -78,6 +84,11 @@ def summarize(
         )
     except InsufficientData as exc:
         return SummaryView(None, None, None, None, None, None, None, None, False, [exc.problem])
+    return _view(s)
+
+
+def _view(s: Summary) -> SummaryView:
+    """The flat fields of a ``pilot_sys.stats.ci.Summary``."""
     return SummaryView(
         mean=_f(s.mean),
         ci_low=_f(s.ci_low),
@@ -90,6 +101,27 @@ def summarize(
         usable=s.ci_low is not None,
         warnings=[str(w) for w in s.warnings],
     )
+
+
+def summarize_rounds(
+    groups: list[np.ndarray], pi_type: PIType | str, confidence: float, target: float, autocorr_limit: float
+) -> SummaryView:
+    """``summarize`` for unit readings kept from several rounds: the pooled interval, or one over
+    round means when the rounds disagree (see ``pilot_sys.stats.rounds``)."""
+    from pilot_sys.errors import InsufficientData
+    from pilot_sys.stats.ci import CITarget
+    from pilot_sys.stats.rounds import summarize_rounds as stats_summarize_rounds
+
+    try:
+        r = stats_summarize_rounds(
+            [np.asarray(g, dtype=np.float64) for g in groups], pi_type=PIType(pi_type), confidence=confidence,
+            target=CITarget(percent=100.0 * target), autocorr_limit=autocorr_limit,
+        )
+    except InsufficientData as exc:
+        return SummaryView(None, None, None, None, None, None, None, None, False, [exc.problem])
+    view = _view(r.summary)
+    view.basis, view.heterogeneity_p = r.basis, r.heterogeneity_p
+    return view
 
 
 def wps_fit(work: np.ndarray, seconds: np.ndarray, confidence: float, autocorr_limit: float) -> WPSResult | None:

@@ -267,6 +267,17 @@ def summarize(
     )
 
 
+def analysis_scale_width(target_width: float, analysis_mean: float, pi_type: PIType) -> float:
+    """The full width on the analysis scale that maps to ``target_width`` on the PI's scale.
+
+    For rates, a width W on the rate scale around 1/m is a half-width h on the reciprocal scale
+    around m with 1/(m-h) - 1/(m+h) = W, so h = (sqrt(1 + W^2 m^2) - 1) / W."""
+    if pi_type is not PIType.HARMONIC:
+        return target_width
+    m = analysis_mean
+    return 2.0 * (math.sqrt(1.0 + (target_width * m) ** 2) - 1.0) / target_width
+
+
 def _required_samples(
     sub: subsession.SubsessionResult, pi_type: PIType, mean: float, target_width: float,
     confidence: float, min_subsessions: int,
@@ -275,11 +286,7 @@ def _required_samples(
     if target_width <= 0:
         return sub.q * sub.n_subsessions
     if pi_type is PIType.HARMONIC:
-        # width on the rate scale W <-> half-width h on the reciprocal scale around m:
-        # 1/(m-h) - 1/(m+h) = W  =>  h = (sqrt(1 + W^2 m^2) - 1) / W
-        m = sub.mean
-        h = (math.sqrt(1.0 + (target_width * m) ** 2) - 1.0) / target_width
-        k = required_count(sub.variance, 2.0 * h, confidence, min_subsessions)
+        k = required_count(sub.variance, analysis_scale_width(target_width, sub.mean, pi_type), confidence, min_subsessions)
     elif pi_type is PIType.PROPORTION:
         # Wilson width for n_eff trials, then back to raw samples through the design effect
         design_effect = sub.variance * sub.q / (mean * (1 - mean)) if 0 < mean < 1 else 1.0
