@@ -29,6 +29,14 @@ def _rounds(rng: np.random.Generator, r: int, length: int, round_sd: float, phi:
     return out
 
 
+def _ar1_inflation(means: np.ndarray) -> float:
+    """(1 + r) / (1 - r) at the bias-corrected lag-1 r of the round means (1 when r <= 0), by hand."""
+    d = means - means.mean()
+    r = float(np.sum(d[:-1] * d[1:]) / np.sum(d * d))
+    r += (1 + 3 * r) / means.size
+    return (1 + r) / (1 - r) if r > 0 else 1.0
+
+
 def test_round_level_matches_cochrans_ratio_estimator_by_hand() -> None:
     # rounds of sizes 2, 3, 1: totals 4, 12, 2; N = 6; M = 18 / 6 = 3; means 2, 4, 2
     groups = [np.array([1.0, 3.0]), np.array([3.0, 4.0, 5.0]), np.array([2.0])]
@@ -65,6 +73,7 @@ def test_rounds_that_differ_get_a_t_interval_over_round_means() -> None:
         assert out.heterogeneity_p == pytest.approx(sps.f.sf(
             variance / (pooled.subsession_variance / pooled.n_subsessions), 11, pooled.n_subsessions - 1))
         variance = max(variance, pooled.subsession_variance / pooled.n_subsessions)
+    variance *= _ar1_inflation(means)
     low, high = sps.t.interval(0.95, 11, loc=means.mean(), scale=math.sqrt(variance))
     assert s.ci_low == pytest.approx(low) and s.ci_high == pytest.approx(high)
     assert s.n_subsessions == 12 and s.subsession_variance == pytest.approx(variance * 12)
@@ -89,11 +98,32 @@ def test_harmonic_rates_use_round_means_of_reciprocals() -> None:
     assert out.basis == "rounds"
     inv = np.array([(1.0 / g).mean() for g in groups])
     variance = (out.summary.subsession_variance or 0.0) / 16
-    assert variance >= inv.var(ddof=1) / 16 * (1 - 1e-12)
+    assert variance >= inv.var(ddof=1) / 16 * _ar1_inflation(inv) * (1 - 1e-12)
     half = sps.t.ppf(0.975, 15) * math.sqrt(variance)
     assert out.summary.ci_low == pytest.approx(1.0 / (inv.mean() + half))
     assert out.summary.ci_high == pytest.approx(1.0 / (inv.mean() - half))
     assert out.summary.mean == pytest.approx(1.0 / inv.mean())
+
+
+def test_correlated_round_means_widen_the_interval_and_a_wandering_level_gives_none() -> None:
+    rng = np.random.default_rng(13)
+    base = _rounds(rng, 40, 1000, round_sd=0.0)
+    # round levels AR(1) 0.6 from round to round: a host state that changes slowly
+    levels = lfilter([1.0], [1.0, -0.6], 0.005 * rng.standard_normal(40))
+    out = summarize_rounds([g + lv for g, lv in zip(base, levels)])
+    means = np.array([g.mean() for g in base]) + levels
+    assert out.basis == "rounds" and out.summary.ci_low is not None
+    inflation = _ar1_inflation(means)
+    assert inflation > 1.5
+    assert out.summary.subsession_variance == pytest.approx(means.var(ddof=1) * inflation, rel=1e-9)
+    assert any("consecutive rounds are correlated" in w for w in out.summary.warnings)
+    walk = np.cumsum(0.005 * rng.standard_normal(40))
+    walk -= np.linspace(walk[0], walk[-1], 40)  # a random walk with no net trend: the trend test passes
+    out = summarize_rounds([g + lv for g, lv in zip(base, walk)])
+    if out.summary.ci_low is None:
+        assert any("wanders" in w or "drift" in w for w in out.summary.warnings)
+    else:  # a walk that happened to look calm must at least be widened
+        assert any("consecutive rounds are correlated" in w for w in out.summary.warnings)
 
 
 def test_round_means_that_drift_give_no_interval() -> None:
@@ -144,7 +174,7 @@ class RoundEffectSim:
         return [PISpec(name="latency", unit="s", pi_type=PIType.ARITHMETIC, higher_is_better=False)]
 
     def run_round(self, work_amount: float, round_dir: Path) -> RoundOutput:
-        x = _rounds(self.rng, 1, 500, self.round_sd)[0]
+        x = _rounds(self.rng, 1, 1000, self.round_sd)[0]
         return RoundOutput(work_amount=work_amount, duration=0.01, readings={"latency": float(x.mean())},
                            unit_readings={"latency": x})
 
@@ -153,8 +183,8 @@ class RoundEffectSim:
 
 
 def test_a_session_with_differing_rounds_reports_an_interval_over_round_means(tmp_path: Path) -> None:
-    wl = RoundEffectSim(seed=4, round_sd=0.02)
-    cfg = SessionConfig.from_preset("normal", monitor=False, ci_perc=0.02, work_min=1.0, work_max=1.0,
+    wl = RoundEffectSim(seed=4, round_sd=0.005)
+    cfg = SessionConfig.from_preset("normal", monitor=False, ci_perc=0.006, work_min=1.0, work_max=1.0,
                                     min_rounds=8, session_limit=60.0, max_rounds=400, min_round_seconds=0.0)
     spec = WorkloadSpec(name=wl.name, kind="function", pis=wl.pi_specs())
     result = Session.create(tmp_path / "res", cfg, [spec], [wl], ["test"], make_reports=False).run()

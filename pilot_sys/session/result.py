@@ -100,8 +100,11 @@ class PIResult(BaseModel):
     required_sample_size: int | None = None
     # what the interval's samples are: "samples" (the unit readings or readings themselves, in
     # subsessions) or "rounds" (one mean per round: the rounds differ more than their readings say)
-    interval_basis: str = "samples"
-    rounds_heterogeneity_p: float | None = None  # F test of round-level against pooled variance
+    interval_basis: str = Field("samples", description=(
+        "'samples': subsession analysis of the samples themselves; 'rounds': one mean per analysed round "
+        "(the rounds differ more than the unit readings within them explain)"))
+    rounds_heterogeneity_p: float | None = Field(None, description=(
+        "p of the F test of the round means' variance against the pooled unit readings' (low: rounds differ)"))
     removed: list[Removal] = Field(default_factory=list)
 
     @property

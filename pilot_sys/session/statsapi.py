@@ -41,6 +41,7 @@ def preload() -> None:
     """Import the statistics modules (scipy.stats among them) ahead of the first round."""
     import pilot_sys.stats.changepoint  # noqa: F401
     import pilot_sys.stats.ci  # noqa: F401
+    import pilot_sys.stats.rounds  # noqa: F401
     import pilot_sys.stats.wps  # noqa: F401
 
 
