@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,13 @@ def run_cli(*args: str, input: str | None = None, timeout: float = 300) -> subpr
         text=True,
         timeout=timeout,
     )
+
+
+def sigint_as_in_a_terminal() -> None:
+    """``preexec_fn`` for children a test interrupts with SIGINT: a test run started in the
+    background (``pytest &`` from a script) inherits SIGINT *ignored*, and so would the child,
+    which would then never see the Ctrl-C the test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def require_tool(name: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require_tool, run_cli
+from conftest import require_tool, run_cli, sigint_as_in_a_terminal
 
 
 @pytest.mark.parametrize(
@@ -78,7 +78,7 @@ def test_ctrl_c_stops_the_command_and_still_writes_what_was_measured(tmp_path: P
     out_json = tmp_path / "partial.json"
     proc = subprocess.Popen(
         [sys.executable, "-m", "pilot_sys", "monitor", "--rate", "20", "--json", str(out_json), "--", "sleep", "60"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_in_a_terminal,
     )
     deadline = time.monotonic() + 30
     while not _children_named(proc.pid, "sleep") and time.monotonic() < deadline:

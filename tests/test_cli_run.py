@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, sigint_as_in_a_terminal
 
 # coreutils, not a Python interpreter per round: the tests stay fast on a busy machine
 VALUE = ["shuf", "-i", "990-1010", "-n", "1"]
@@ -91,7 +91,7 @@ def _start(out: Path, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "pilot_sys", "run", "-o", str(out), "--no-monitor", "--parser", "lines",
          "--min-rounds", "5", "--ci-perc", "50%", "--no-plots", *extra, "--", *SLOW_VALUE],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_in_a_terminal)
 
 
 def _wait_rounds(out: Path, n: int, proc: subprocess.Popen[str], timeout: float = 30) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import sigint_as_in_a_terminal
 
 from pilot_sys.errors import BadInput, WorkloadFailed
 from pilot_sys.workload import Workload
@@ -131,7 +132,8 @@ def test_ctrl_c_mid_round_removes_the_file(tmp_path: Path) -> None:
         except KeyboardInterrupt:
             print("interrupted", flush=True)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_as_in_a_terminal)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     deadline = time.monotonic() + 10
     while not leftovers(tmp_path) and time.monotonic() < deadline:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import require_tool
+from conftest import require_tool, sigint_as_in_a_terminal
 
 from pilot_sys.errors import BadInput, WorkloadFailed
 from pilot_sys.workload import Workload
@@ -162,7 +162,8 @@ def test_ctrl_c_kills_the_round_tree(tmp_path: Path) -> None:
         except KeyboardInterrupt:
             print("interrupted", flush=True)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_as_in_a_terminal)
     pid_file = tmp_path / "pid"
     deadline = time.monotonic() + 10
     while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
