@@ -28,6 +28,12 @@ def position_keys(start: int, stop: int) -> np.ndarray:
         return (positions * _GOLDEN) >> np.uint64(11)
 
 
+def keys_at(positions: np.ndarray) -> np.ndarray:
+    """``position_keys`` of arbitrary absolute positions (any shape), e.g. gathered intervals."""
+    with np.errstate(over="ignore"):
+        return ((positions.astype(np.uint64) + np.uint64(1)) * _GOLDEN) >> np.uint64(11)
+
+
 def segment_order(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Positions of ``values`` sorted by (value, key): the inverse of the tie-broken ranks."""
     order = np.argsort(values, kind="stable")

@@ -36,7 +36,10 @@ Binary segmentation tests the whole segment first, so a pattern that no single s
 (one warm-up per round of a multi-round session, a burst) can hide. A second stage scans the
 segments it could not split with seeded multi-scale intervals (Kovacs et al., "Seeded binary
 segmentation", 2020), Bonferroni-corrected over all intervals so that stage adds at most
-``significance`` to the false-alarm rate; accepted splits go back to binary segmentation.
+``significance`` to the false-alarm rate; accepted splits go back to binary segmentation. The
+intervals of one scale share their length and are scanned together as the rows of one array
+(``_changepoint_batch``), with results identical to scanning them one by one, which is what a
+round of ~1000 readings spent most of its time on (3.8 -> 1.4 ms per detect).
 
 Neither stage saw a short stretch at an end of the series (a warm-up of 5-10% of a round): a
 stretch of k readings moves a segment's CUSUM by about k/2 against a noise of sqrt(m)/2, so
@@ -67,8 +70,10 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from pilot_sys.stats import _changepoint_batch as batch
 from pilot_sys.stats._changepoint_null import edge_sf, kolmogorov_isf, kolmogorov_sf, kuiper_isf, kuiper_sf
 from pilot_sys.stats._changepoint_ranks import (
+    keys_at,
     position_keys,
     ranks_from_order,
     segment_order,
@@ -457,6 +462,63 @@ def _scan_segment(
     return _ScanResult(begin=begin, end=end, statistic_kind="sign" if median_scan is None else "median", scans=scans)
 
 
+# Rows per call of the batched scan: at most this many readings in its (rows, length) arrays,
+# so memory stays O(length) per call whatever n (about 3 MiB of temporaries).
+_BATCH_READINGS = 1 << 16
+
+
+def _scan_intervals(
+    values: np.ndarray,
+    starts: list[int],
+    length: int,
+    *,
+    min_size: int,
+    base_penalty: float,
+    scale: bool,
+    dependence: bool,
+) -> list[_ScanResult]:
+    """``_scan_segment`` (sign form) of the intervals [start, start + length), many per numpy call.
+
+    The intervals of one seeded scale share their length: stacked as rows, each step (selection,
+    indicators, cumulative sum, argmax) is one call over all of them instead of one per interval,
+    which was ~70 us of overhead each. Identical results, row for row (``_changepoint_batch``).
+    """
+    out: list[_ScanResult] = []
+    offsets = np.arange(length)
+    positions = _positions(length - min_size + 1)[min_size:]
+    quarter = length // 4
+    wanted = [length // 2, quarter, length - quarter] if scale else [length // 2]
+    kinds: list[ChangeKind] = ["location", "scale"] if scale else ["location"]
+    step = max(1, _BATCH_READINGS // length)
+    for first in range(0, len(starts), step):
+        chunk = starts[first : first + step]
+        where = np.asarray(chunk, dtype=np.int64)[:, None] + offsets
+        masks = batch.top_masks(values[where], wanted, lambda rows, where=where: keys_at(where[rows]))
+        # Location rows, then scale rows: one cumulative sum and one scan for both kinds.
+        indicators = masks[0] if not scale else np.concatenate([masks[0], masks[1] | ~masks[2]])
+        counts = np.cumsum(indicators, axis=1)
+        split, stat, low, high = batch.cusum_scan(counts, min_size, positions)
+        factors: list[float | None] = [None] * counts.shape[0]
+        if dependence:  # only where a decision can need it, as in ``_scan_segment``
+            for row in np.flatnonzero(stat > base_penalty).tolist():
+                cuts = (int(low[row]),) if low[row] == high[row] else (int(low[row]), int(high[row]))
+                factors[row] = dependence_factor(counts[row], cuts)
+        rows = len(chunk)
+        splits, stats = split.tolist(), stat.tolist()
+        for row, begin in enumerate(chunk):
+            scans = [
+                (kind, splits[at], stats[at], factors[at])
+                for kind, at in zip(kinds, range(row, counts.shape[0], rows), strict=True)
+            ]
+            out.append(_ScanResult(begin=begin, end=begin + length, statistic_kind="sign", scans=scans))
+    return out
+
+
+def _may_accept(scan: _ScanResult, penalty: float) -> bool:
+    """False when ``_decide`` must reject: the dependence adjustment only divides by >= 1."""
+    return any(stat > penalty for _, _, stat, _ in scan.scans)
+
+
 def _decide(
     values: np.ndarray, scan: _ScanResult, *, penalty: float, floor: float, min_size: int
 ) -> _Split:
@@ -821,7 +883,13 @@ def _run(
     seeded: bool = True,
     edges: bool = True,
     cache: dict[tuple[int, int], _ScanResult] | None = None,
+    batched: bool = True,
 ) -> ChangePoints:
+    """The detector behind ``detect`` and ``IncrementalEDM``.
+
+    ``batched=False`` scans the seeded intervals one at a time, the original path: kept as the
+    reference the batched scan is tested against (identical results).
+    """
     values = _validated(x)
     n = values.size
     size = default_min_size(n) if min_size is None else int(min_size)
@@ -849,6 +917,21 @@ def _run(
             )
         used[key] = scan
         return _decide(values, scan, penalty=pen, floor=floor, min_size=size)
+
+    def prescan(keys: list[tuple[int, int]]) -> None:
+        """Scan the intervals of ``keys`` not scanned yet, those of one length together."""
+        missing: dict[int, list[int]] = {}
+        for key in keys:
+            scan = used.get(key) or (cache.get(key) if cache is not None else None)
+            if scan is not None:
+                used[key] = scan
+            else:
+                missing.setdefault(key[1] - key[0], []).append(key[0])
+        for length, starts in missing.items():
+            for scan in _scan_intervals(
+                values, starts, length, min_size=size, base_penalty=threshold, scale=scale, dependence=dependence
+            ):
+                used[(scan.begin, scan.end)] = scan
 
     tests: list[_Split] = []
     intervals = seeded_intervals(n, size) if seeded else np.empty((0, 2), dtype=np.int64)
@@ -1003,11 +1086,11 @@ def _run(
         while queue:
             b, e = queue.pop()
             inside = intervals[(intervals[:, 0] >= b) & (intervals[:, 1] <= e)]
-            found = [
-                result
-                for lo, hi in inside.tolist()
-                if (lo, hi) != (b, e) and (result := test(lo, hi, seeded_penalty, floor)).index is not None
-            ]
+            keys = [(lo, hi) for lo, hi in inside.tolist() if (lo, hi) != (b, e)]
+            if batched and median_scan is None:
+                prescan(keys)  # then decide only the intervals whose raw statistic could pass
+                keys = [key for key in keys if _may_accept(used[key], seeded_penalty)]
+            found = [result for lo, hi in keys if (result := test(lo, hi, seeded_penalty, floor)).index is not None]
             cuts = select(found, b, e)
             for lo, hi in zip([b, *cuts], [*cuts, e], strict=True):
                 if cuts:
