@@ -261,3 +261,23 @@ def test_equal_time_windows_average_to_total_work_over_time(tmp_path: Path) -> N
     assert pi.source == "unit_readings" and pi.pi_type == "arithmetic"
     assert pi.mean == pytest.approx(200, rel=0.02)  # the harmonic mean would say 150
     assert pi.readings_in_ci is True
+
+
+def test_targets_met_only_at_the_final_analysis_is_a_valid_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The limit stops the rounds before a paced analysis sees the last ones; the final analysis
+    meets every target: the result is valid (exit 0), and the stop reason says how it ended."""
+    import pilot_sys.session.engine as engine_module
+
+    monkeypatch.setattr(engine_module, "analysis_step", lambda *args, **kwargs: 10_000)  # analyse once, then only at the end
+    s = _session(tmp_path, [Sim(sd=1.0)], ci_perc=0.05, min_rounds=8, max_rounds=150)
+    result = s.run()
+    pi = result.workloads[0].pis["value"]
+    assert result.workloads[0].rounds.total == 150  # the limit stopped the rounds
+    assert pi.ci_reached
+    assert result.status is Status.VALID and result.exit_code == ExitCode.OK
+    assert result.stop_reason == "every CI target met at the final analysis (the limit came first)"
+    # the same on a workload whose 150 rounds cannot meet the target: still limit_reached
+    s = _session(tmp_path / "b", [Sim(sd=30.0)], ci_perc=0.05, min_rounds=8, max_rounds=150)
+    result = s.run()
+    assert not result.workloads[0].pis["value"].ci_reached
+    assert result.status is Status.LIMIT_REACHED and result.exit_code == ExitCode.LIMIT_REACHED

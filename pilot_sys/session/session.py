@@ -157,6 +157,9 @@ class Session:
         disk_full: JournalWriteFailed | None = None
         outcome = engine.run()
         engine.finalize()
+        stop_reason = outcome.stop_reason
+        if stop_reason in (StopReason.SESSION_LIMIT, StopReason.MAX_ROUNDS) and engine.targets_met():
+            stop_reason = StopReason.TARGETS_MET_AT_END
         if outcome.stop_reason is StopReason.DISK_FULL:
             disk_full = JournalWriteFailed(outcome.failure or "journal write failed")
         elapsed_before = sum(((i.ended_at or i.started_at) - i.started_at) for i in m.invocations[:-1])
@@ -165,7 +168,7 @@ class Session:
         notes = []
         if outcome.failure and outcome.stop_reason is StopReason.WORKLOAD_FAILED:
             notes.append(f"workload failed: {outcome.failure}")
-        result = build_result(self.journal, analyses, str(outcome.stop_reason), elapsed_before + outcome.elapsed,
+        result = build_result(self.journal, analyses, str(stop_reason), elapsed_before + outcome.elapsed,
                               notes=notes, comparison=comparison)
         if monitor is not None:
             result.overhead.monitor_cost = monitor.mean_cost()
@@ -173,7 +176,7 @@ class Session:
             if monitor.error and not inv.monitor_error:
                 inv.monitor_error = monitor.error
         inv.ended_at = time.time()
-        inv.stop_reason = str(outcome.stop_reason)
+        inv.stop_reason = str(stop_reason)
         inv.status = str(result.status)
         inv.exit_code = result.exit_code
         inv.failure = outcome.failure

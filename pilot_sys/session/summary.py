@@ -117,7 +117,7 @@ def status_for(stop_reason: str, bottleneck_valid: bool | None, any_result: bool
         return Status.WORKLOAD_FAILED
     if bottleneck_valid is False:
         return Status.INVALID
-    if stop_reason == StopReason.TARGETS_MET:
+    if stop_reason in (StopReason.TARGETS_MET, StopReason.TARGETS_MET_AT_END):
         return Status.VALID
     if stop_reason == StopReason.DISK_FULL:
         return Status.INCOMPLETE
