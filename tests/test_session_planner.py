@@ -132,8 +132,8 @@ def test_analysis_schedule() -> None:
 
 
 def test_full_analyses_are_paced_by_their_cost() -> None:
-    # a 150 ms analysis between no-op rounds: at most 2 ms a round on average -> every 75 rounds
-    assert cost_floor(0.150, 0.0) == 75
+    # a 150 ms analysis between no-op rounds: at most 1 ms a round on average -> every 150 rounds
+    assert cost_floor(0.150, 0.0) == 150
     # between 10 s rounds the budget is 2% of a round (200 ms): every round
     assert cost_floor(0.150, 10.0) == 1
     assert cost_floor(0.0005, 0.0) == 1
