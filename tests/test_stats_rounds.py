@@ -132,6 +132,7 @@ def test_round_means_that_drift_give_no_interval() -> None:
     out = summarize_rounds(groups)
     assert out.summary.ci_low is None and out.summary.ci_high is None
     assert any("drift" in w for w in out.summary.warnings)
+    assert out.summary.required_sample_size is None  # more rounds of a moving level are no cure
 
 
 def test_fewer_rounds_than_subsessions_are_left_to_the_pooled_analysis() -> None:

@@ -182,6 +182,7 @@ def _without_interval(pooled: ci.Summary, warnings: list[str]) -> ci.Summary:
     return pooled.model_copy(update={
         "ci_low": None, "ci_high": None, "ci_width": None, "subsession_size": None, "n_subsessions": None,
         "subsession_variance": None, "autocorrelation": None, "ci_reached": False, "warnings": warnings,
+        "required_sample_size": None,  # more samples of a moving level do not make an interval
     })
 
 
