@@ -193,3 +193,25 @@ def test_a_session_with_differing_rounds_reports_an_interval_over_round_means(tm
     assert pi.ci_reached and pi.interval_basis == "rounds"
     assert pi.subsession_count == result.workloads[0].rounds.analysed
     assert any("round means" in w for w in pi.warnings)
+
+
+def test_trend_p_matches_linregress_on_independent_round_means_and_is_corrected_for_wandering() -> None:
+    from pilot_sys.stats.rounds import trend_p
+
+    rng = np.random.default_rng(21)
+    x = 1.0 + 0.01 * rng.standard_normal(60) + 0.0004 * np.arange(60)
+    d = x - (sps.linregress(np.arange(60), x).intercept + sps.linregress(np.arange(60), x).slope * np.arange(60))
+    r = float(np.sum(d[:-1] * d[1:]) / np.sum(d * d))
+    r += (1 + 3 * r) / 60
+    assert r <= 0  # (seed 21) residuals without positive lag-1: exactly scipy's p
+    assert trend_p(x) == pytest.approx(sps.linregress(np.arange(60), x).pvalue)
+    assert trend_p(x) < 1e-4  # and a real trend is found
+    # false drift calls on AR(1) 0.4 round means without any trend: near the 1% level, not several times it
+    calls = 0
+    for _ in range(1000):
+        walk = lfilter([1.0], [1.0, -0.4], rng.standard_normal(60))
+        calls += trend_p(walk) < 0.01
+    assert calls / 1000 < 0.03
+    uncorrected = sum(sps.linregress(np.arange(60), lfilter([1.0], [1.0, -0.4], rng.standard_normal(60))).pvalue < 0.01
+                      for _ in range(1000))
+    assert uncorrected / 1000 > 0.04  # the case the correction is for
