@@ -281,3 +281,36 @@ def test_targets_met_only_at_the_final_analysis_is_a_valid_result(tmp_path: Path
     result = s.run()
     assert not result.workloads[0].pis["value"].ci_reached
     assert result.status is Status.LIMIT_REACHED and result.exit_code == ExitCode.LIMIT_REACHED
+
+
+def test_a_stop_on_met_targets_is_confirmed_on_the_latest_rounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An analysis paced some rounds back may still say "met" after the rounds since have undone
+    it (an interleaved comparison once stopped as valid and then reported a PI without a CI):
+    the stop must be decided on an analysis of every round."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pilot_sys.session.engine as engine_module
+    from pilot_sys.session.journal import SyncBatch
+
+    s = _session(tmp_path, [Sim(sd=1.0)], ci_perc=0.05)
+    assert s.run().status is Status.VALID
+    s.journal.unlock()
+    journal = Journal.open(s.journal.root)
+    assert journal.manifest is not None
+    cfg = journal.manifest.config.model_copy(update={"max_rounds": 10_000, "session_limit": None})
+    monkeypatch.setattr(engine_module, "analysis_step", lambda *args, **kwargs: 10_000)  # no paced analysis
+    wild = Sim(sd=400.0, seed=3)
+    engine = Engine(journal, cfg, [make_track(journal.manifest.workloads[0], wild, cfg, wild.pi_specs())])
+    engine.replay()
+    assert engine.targets_met()
+    track = engine.tracks[0]
+    engine._batch = SyncBatch(ThreadPoolExecutor(max_workers=1))
+    engine._workload_end, engine._excluded = None, 0.0  # what run() sets up before its first round
+    for _ in range(60):
+        engine._one_round(track, time.monotonic())
+        engine._batch.wait()
+    assert track.analysed_index < journal.records[-1].index
+    assert engine.targets_met()  # the stale analysis still says so
+    assert engine._should_stop(0.0) is None  # but the confirmed one does not
+    assert not engine.targets_met() and track.analysed_index == journal.records[-1].index
+    journal.unlock()

@@ -252,10 +252,20 @@ class Engine:
         """Every workload's targets (and the comparison's, if any) met by the current analyses."""
         return all(t.targets_met() for t in self.tracks) and (self.extra_stop is None or self.extra_stop(self.tracks))
 
+    def _confirmed(self) -> bool:
+        """Targets met by every track's *latest* rounds: a paced analysis can be some rounds old,
+        and the rounds since can undo an interval (an interleaved comparison stopped as valid,
+        then reported a PI without a CI). Re-analyses only tracks with unanalysed rounds, and only
+        when a stop is in sight."""
+        stale = [t for t in self.tracks if t.records(self.journal) and t.analysed_index < t.records(self.journal)[-1].index]
+        for track in stale:
+            self._analyse(track, force=True)
+        return not stale or self.targets_met()
+
     def _should_stop(self, elapsed: float) -> StopReason | None:
         if self._interrupted:
             return StopReason.INTERRUPTED
-        if self.targets_met():
+        if self.targets_met() and self._confirmed():
             return StopReason.TARGETS_MET
         if self.cfg.max_rounds is not None and all(t.rounds >= self.cfg.max_rounds for t in self.tracks):
             return StopReason.MAX_ROUNDS
