@@ -1,0 +1,62 @@
+"""The candidate filter of ``subsession.search`` changes its speed, never its answer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.signal import lfilter
+
+from pilot_sys.stats import subsession
+
+
+def _series(rng: np.random.Generator, kind: int) -> np.ndarray:
+    n = int(rng.integers(40, 6000))
+    if kind == 0:  # AR(1) of any strength
+        phi = float(rng.choice([0.0, 0.3, 0.6, 0.9, 0.97]))
+        return lfilter([1.0], [1.0, -phi], rng.standard_normal(n))
+    if kind == 1:  # rounds at different levels, AR(1) inside (what sessions pool)
+        length = int(rng.integers(50, 600))
+        rounds = [rng.normal(0, 0.5) + lfilter([1.0], [1.0, -0.5], rng.standard_normal(length))
+                  for _ in range(max(2, n // length))]
+        return np.concatenate(rounds)
+    if kind == 2:  # quantised values with ties and constant stretches
+        x = np.round(lfilter([1.0], [1.0, -0.4], rng.standard_normal(n)))
+        x[: n // 5] = 3.0
+        return x
+    return 1e9 * (1 + 0.01 * rng.standard_cauchy(n))  # heavy tails, large magnitude
+
+
+@pytest.mark.parametrize("kind", [0, 1, 2, 3])
+def test_the_filter_returns_exactly_what_visiting_every_q_returns(kind: int) -> None:
+    rng = np.random.default_rng(100 + kind)
+    found = 0
+    for _ in range(60):
+        x = _series(rng, kind)
+        fast = subsession.search(x)
+        slow = subsession.search(x, candidate_filter=False)
+        for field in ("q", "n_subsessions", "mean", "variance", "autocorrelation", "tail_dropped",
+                      "autocorrelation_time"):
+            a, b = np.asarray(getattr(fast, field)), np.asarray(getattr(slow, field))
+            assert np.array_equal(a, b, equal_nan=True), (field, a, b)
+        found += bool(fast.found)
+    assert found >= 10  # the comparison covered series that pass, not only refusals
+
+
+def test_the_filter_never_skips_a_passing_q() -> None:
+    """Its own lag-1 agrees with the exact one to rounding, far inside the slack."""
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.normal(0, 0.3) + lfilter([1.0], [1.0, -0.5], rng.standard_normal(400)) for _ in range(30)])
+    x2 = (x - np.median(x)) / np.max(np.abs(x - np.median(x)))
+    cs = np.concatenate([[0.0], np.cumsum(x2)])
+    n = x2.size
+    passing = 0
+    for q in range(1, n // 8 + 1, 7):
+        k = n // q
+        means = np.diff(cs[n - k * q + q * np.arange(k + 1)]) / q
+        exact = float(subsession.bias_corrected_lag1(subsession.lag1_autocorrelation(means), k))
+        if abs(exact) <= 0.1:
+            passing += 1
+            assert subsession._next_candidate(cs, n, q, n // 8, 0.1) == q
+        else:  # and a q that fails is never returned for itself
+            assert subsession._next_candidate(cs, n, q, n // 8, 0.1) != q
+    assert passing >= 3
