@@ -203,7 +203,9 @@ def _next_candidate(cs: np.ndarray, n: int, start: int, q_max: int, limit: float
     q = start
     while q <= q_max:
         k_first = n // q
-        block = max(1, min(_FILTER_CELLS // (k_first + 1), q_max - q + 1))
+        # at most q sizes per block: their k then stay within 2x of the first's, so padding
+        # every row to the first's k at most doubles the work
+        block = max(1, min(q, _FILTER_CELLS // (k_first + 1), q_max - q + 1))
         qs = np.arange(q, q + block)
         ks = n // qs
         j = np.arange(k_first + 1)
