@@ -164,7 +164,6 @@ class TrackAnalysis:
             kept += st.end - st.start
             removed += st.total - (st.end - st.start)
             no_dominant += not st.found_dominant
-        samples = np.concatenate(parts) if parts else np.empty(0)
         removal = [
             Removal(
                 method="edm" if self.config.remove_nonstable else "none",
@@ -179,7 +178,7 @@ class TrackAnalysis:
             # rates over equal *time* windows (fio's bandwidth log) average arithmetically: that
             # is total work over total time; the harmonic mean is for equal-*work* units
             unit_spec = spec.model_copy(update={"pi_type": PIType.ARITHMETIC})
-        res = self._summarise(unit_spec, samples, "unit_readings", removal, rounds=parts)
+        res = self._summarise(unit_spec, parts, "unit_readings", removal)
         if unit_spec is not spec:
             res.warnings.append(f"unit readings are equal-time windows ({how}): averaged arithmetically "
                                 "(total work / total time)")
@@ -218,24 +217,24 @@ class TrackAnalysis:
         ]
 
     def _summarise(
-        self, spec: PISpec, samples: np.ndarray, source: str, removed: list[Removal],
-        rounds: list[np.ndarray] | None = None,
+        self, spec: PISpec, samples: np.ndarray | list[np.ndarray], source: str, removed: list[Removal],
     ) -> PIResult:
-        """The PI's interval; ``rounds`` (each analysed round's kept unit readings) lets it be taken
-        over round means when the rounds disagree (``pilot_sys.stats.rounds``)."""
+        """The PI's interval over ``samples``; given as a list (each analysed round's kept unit
+        readings) it may be taken over round means when the rounds disagree (``pilot_sys.stats.rounds``)."""
         cfg = self.config
+        size = sum(g.size for g in samples) if isinstance(samples, list) else int(samples.size)
         res = PIResult(
             name=spec.name, unit=spec.unit, pi_type=str(spec.pi_type), higher_is_better=spec.higher_is_better,
-            source=source, confidence=cfg.confidence, target=cfg.ci_perc, sample_size=int(samples.size),
+            source=source, confidence=cfg.confidence, target=cfg.ci_perc, sample_size=size,
             removed=removed, gates_stop=spec.gates_stop,
         )
-        if samples.size < statsapi.MIN_SAMPLES:
-            res.warnings.append(f"{samples.size} sample(s): too few for a confidence interval yet")
+        if size < statsapi.MIN_SAMPLES:
+            res.warnings.append(f"{size} sample(s): too few for a confidence interval yet")
             return res
-        if rounds is None:
+        if not isinstance(samples, list):
             s = statsapi.summarize(samples, spec.pi_type, cfg.confidence, cfg.ci_perc, cfg.autocorr_limit)
         else:
-            s = statsapi.summarize_rounds(rounds, spec.pi_type, cfg.confidence, cfg.ci_perc, cfg.autocorr_limit)
+            s = statsapi.summarize_rounds(samples, spec.pi_type, cfg.confidence, cfg.ci_perc, cfg.autocorr_limit)
             res.interval_basis, res.rounds_heterogeneity_p = s.basis, s.heterogeneity_p
         res.mean, res.ci_low, res.ci_high = s.mean, s.ci_low, s.ci_high
         res.subsession_size, res.subsession_count = s.subsession_size, s.subsession_count

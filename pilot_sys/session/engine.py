@@ -257,7 +257,8 @@ class Engine:
         and the rounds since can undo an interval (an interleaved comparison stopped as valid,
         then reported a PI without a CI). Re-analyses only tracks with unanalysed rounds, and only
         when a stop is in sight."""
-        stale = [t for t in self.tracks if t.records(self.journal) and t.analysed_index < t.records(self.journal)[-1].index]
+        last = {r.workload: r.index for r in self.journal.records}  # each workload's newest round
+        stale = [t for t in self.tracks if t.analysed_index < last.get(t.name, 0)]
         for track in stale:
             self._analyse(track, force=True)
         return not stale or self.targets_met()

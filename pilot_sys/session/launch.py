@@ -206,6 +206,8 @@ def launch_run(req: RunRequest) -> int:
 
 def print_summary(result: SessionResult, as_json: bool = False, quiet: bool = False) -> None:
     """The end of a session on stdout: JSON, or a few lines a person reads."""
+    from pilot_sys.stats.rounds import refusal  # (lazy: the CLI's bad-input exits stay fast)
+
     if as_json:
         click.echo(result.model_dump_json(indent=2))
         return
@@ -235,10 +237,8 @@ def print_summary(result: SessionResult, as_json: bool = False, quiet: bool = Fa
                 continue
             if p.ci_low is None or p.ci_high is None:
                 more = f", about {p.required_sample_size} needed" if p.required_sample_size else ""
-                if p.interval_basis == "rounds":  # the rounds' own verdict: they drift or wander
-                    why = [w for w in p.warnings if w.startswith("no confidence interval: the round means")
-                           or w.startswith("no confidence interval: consecutive round means")]
-                    more += f"; {why[-1].removeprefix('no confidence interval: ').split(':')[0]}" if why else ""
+                why = refusal(p.warnings) if p.interval_basis == "rounds" else None  # the rounds drift or wander
+                more += f"; {why}" if why else ""
                 click.echo(f"  {p.name}: {human(p.mean, p.unit)}  no CI yet ({p.sample_size} samples{more}; {p.source_label})")
                 continue
             width = f"{100 * p.ci_width_rel:.1f}%" if p.ci_width_rel is not None else "?"

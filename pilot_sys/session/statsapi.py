@@ -84,8 +84,13 @@ def summarize(
             target=CITarget(percent=100.0 * target), autocorr_limit=autocorr_limit,
         )
     except InsufficientData as exc:
-        return SummaryView(None, None, None, None, None, None, None, None, False, [exc.problem])
+        return _refused(exc.problem)
     return _view(s)
+
+
+def _refused(problem: str) -> SummaryView:
+    """No summary at all: too few samples for the statistics to say anything."""
+    return SummaryView(None, None, None, None, None, None, None, None, False, [problem])
 
 
 def _view(s: Summary) -> SummaryView:
@@ -119,7 +124,7 @@ def summarize_rounds(
             target=CITarget(percent=100.0 * target), autocorr_limit=autocorr_limit,
         )
     except InsufficientData as exc:
-        return SummaryView(None, None, None, None, None, None, None, None, False, [exc.problem])
+        return _refused(exc.problem)
     view = _view(r.summary)
     view.basis, view.heterogeneity_p = r.basis, r.heterogeneity_p
     return view

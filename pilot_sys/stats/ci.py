@@ -22,6 +22,7 @@ from pilot_sys.workload.base import PIType
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_TARGET_PERCENT = 10.0  # seeds/002 §IV: desired CI width defaults to 10% of the mean
+NO_INTERVAL = "no confidence interval: "  # the start of the warning that says why there is none
 NEAR_UNIT_ROOT = 0.99  # lag-1 above this: a trend or random walk, no sample size will do
 
 
@@ -176,9 +177,9 @@ def _no_interval(
 ) -> Summary:
     n = samples.size
     tau, _ = subsession.integrated_autocorrelation_time(values)
-    phi = float(subsession.bias_corrected_lag1(subsession.lag1_autocorrelation(values), n))
+    phi = float(subsession.corrected_lag1(values))
     mean = pi_types.point_estimate(samples, pi_type)
-    warnings = [f"no confidence interval: {reason}"]
+    warnings = [f"{NO_INTERVAL}{reason}"]
     required: int | None = None
     if phi >= NEAR_UNIT_ROOT:
         warnings.append(

@@ -65,6 +65,9 @@ MIN_ROUNDS = subsession.MIN_SUBSESSIONS
 
 Basis = Literal["samples", "rounds"]
 
+DRIFT = "the round means drift"
+WANDER = "consecutive round means are strongly correlated"
+
 
 @dataclass(frozen=True)
 class RoundLevel:
@@ -89,14 +92,17 @@ class RoundsSummary:
 
 def round_level(groups: Sequence[np.ndarray]) -> RoundLevel:
     """Cochran's ratio estimator over rounds (``groups``: each round's values, analysis scale)."""
-    sizes = np.array([g.size for g in groups], dtype=np.int64)
-    x = np.concatenate(groups)
+    return _round_level(np.concatenate(groups), np.array([g.size for g in groups], dtype=np.int64))
+
+
+def _round_level(x: np.ndarray, sizes: np.ndarray) -> RoundLevel:
+    """``round_level`` of the rounds laid end to end in ``x``, ``sizes`` readings each."""
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     totals = np.add.reduceat(x, starts)
     n_total = float(x.size)
     means = totals / sizes
     mean = float(totals.sum() / n_total)
-    r = len(groups)
+    r = sizes.size
     weights = sizes / n_total
     variance = float(r / (r - 1) * np.sum(weights**2 * (means - mean) ** 2)) if r > 1 else math.inf
     # lag-1 inside rounds only (each round centred on its own mean): the round effect is not noise
@@ -108,6 +114,14 @@ def round_level(groups: Sequence[np.ndarray]) -> RoundLevel:
     phi = float(subsession.bias_corrected_lag1(raw, max(int(n_total / r), 2)))
     return RoundLevel(mean=mean, variance=variance, rounds=r, samples=int(n_total), round_means=means,
                       effective_samples=float(subsession.ar1_effective_size(int(n_total), phi)))
+
+
+def refusal(warnings: list[str]) -> str | None:
+    """Why the rounds gave no interval (they drift or wander), from a summary's warnings."""
+    for w in reversed(warnings):
+        if w.startswith((ci.NO_INTERVAL + DRIFT, ci.NO_INTERVAL + WANDER)):
+            return w.removeprefix(ci.NO_INTERVAL).split(":")[0]
+    return None
 
 
 def heterogeneity_p(level: RoundLevel, pooled: ci.Summary) -> float | None:
@@ -139,7 +153,7 @@ def trend_p(round_means: np.ndarray) -> float:
     index = np.arange(n, dtype=np.float64)
     fit = linregress(index, round_means)
     residuals = round_means - (fit.intercept + fit.slope * index)
-    r = max(0.0, float(subsession.bias_corrected_lag1(subsession.lag1_autocorrelation(residuals), n)))
+    r = max(0.0, float(subsession.corrected_lag1(residuals)))
     effective = n * (1.0 - r) / (1.0 + r) if r < 1.0 else 0.0
     if effective <= 3.0:
         return 1.0  # too few independent rounds to call anything a trend
@@ -163,12 +177,12 @@ def summarize_rounds(
     Raises like ``ci.summarize`` (BadInput, InsufficientData for fewer than 8 readings in all)."""
     target = target or ci.CITarget()
     groups = [np.asarray(g, dtype=np.float64).ravel() for g in groups]
-    groups = [g for g in groups if g.size]
+    sizes = np.array([g.size for g in groups if g.size], dtype=np.int64)
     samples = np.concatenate(groups) if groups else np.empty(0)
     pooled = ci.summarize(samples, pi_type, confidence, target, autocorr_limit)
-    if len(groups) < MIN_ROUNDS or pi_type is PIType.PROPORTION:
+    if sizes.size < MIN_ROUNDS or pi_type is PIType.PROPORTION:
         return RoundsSummary(pooled, "samples", None)
-    level = round_level([pi_types.to_analysis_scale(g, pi_type) for g in groups])
+    level = _round_level(pi_types.to_analysis_scale(samples, pi_type), sizes)
     if level.effective_samples < subsession.MIN_EFFECTIVE_SAMPLES:
         return RoundsSummary(pooled, "samples", None)
     p = heterogeneity_p(level, pooled)
@@ -185,12 +199,12 @@ def summarize_rounds(
                f"the interval is over {level.rounds} round means")
     trend = trend_p(level.round_means)
     if trend < TREND_LEVEL:
-        drift = f"the round means drift (linear trend p = {trend:.2g}): there is no stable level to estimate yet"
-        return RoundsSummary(_without_interval(pooled, [*pooled.warnings, f"no confidence interval: {drift}"]), "rounds", p)
-    lag1 = float(subsession.bias_corrected_lag1(subsession.lag1_autocorrelation(level.round_means), level.rounds))
+        reason = f"{DRIFT} (linear trend p = {trend:.2g}): there is no stable level to estimate yet"
+        return RoundsSummary(_without_interval(pooled, reason), "rounds", p)
+    lag1 = float(subsession.corrected_lag1(level.round_means))
     if lag1 >= WANDER_LAG1:
-        wander = f"consecutive round means are strongly correlated (lag-1 {lag1:.2f}): the level wanders"
-        return RoundsSummary(_without_interval(pooled, [*pooled.warnings, f"no confidence interval: {wander}"]), "rounds", p)
+        reason = f"{WANDER} (lag-1 {lag1:.2f}): the level wanders"
+        return RoundsSummary(_without_interval(pooled, reason), "rounds", p)
     if lag1 > 0:
         inflation = (1 + lag1) / (1 - lag1)
         variance *= inflation
@@ -198,10 +212,11 @@ def summarize_rounds(
     return RoundsSummary(_over_rounds(level, variance, lag1, pooled, pi_type, confidence, target, why), "rounds", p)
 
 
-def _without_interval(pooled: ci.Summary, warnings: list[str]) -> ci.Summary:
+def _without_interval(pooled: ci.Summary, reason: str) -> ci.Summary:
     return pooled.model_copy(update={
         "ci_low": None, "ci_high": None, "ci_width": None, "subsession_size": None, "n_subsessions": None,
-        "subsession_variance": None, "autocorrelation": None, "ci_reached": False, "warnings": warnings,
+        "subsession_variance": None, "autocorrelation": None, "ci_reached": False,
+        "warnings": [*pooled.warnings, ci.NO_INTERVAL + reason],
         "required_sample_size": None,  # more samples of a moving level do not make an interval
     })
 
@@ -224,7 +239,7 @@ def _over_rounds(
         rounds_needed = r
     required = math.ceil(rounds_needed * level.samples / r)
     reached = width <= target_width
-    warnings = [w for w in pooled.warnings if not w.startswith(("no confidence interval", "about ", "CI width"))]
+    warnings = [w for w in pooled.warnings if not w.startswith((ci.NO_INTERVAL, "about ", "CI width"))]
     warnings.append(why)
     if not reached:
         warnings.append(f"CI width {width:.4g} is wider than the target {target_width:.4g} ({target.describe()}); "

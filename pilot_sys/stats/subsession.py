@@ -93,6 +93,11 @@ def bias_corrected_lag1(r: np.ndarray | float, k: np.ndarray | int) -> np.ndarra
     return np.clip(r + (1.0 + 3.0 * r) / np.asarray(k), -1.0, 1.0)
 
 
+def corrected_lag1(x: np.ndarray) -> np.ndarray:
+    """The bias-corrected lag-1 autocorrelation of each series on the last axis."""
+    return bias_corrected_lag1(lag1_autocorrelation(x), x.shape[-1])
+
+
 def ar1_subsession_autocorrelation(phi: np.ndarray | float, q: np.ndarray | int) -> np.ndarray:
     """Lag-1 autocorrelation of adjacent q-sample means of an AR(1) process with coefficient phi.
 
@@ -112,7 +117,7 @@ def ar1_subsession_autocorrelation(phi: np.ndarray | float, q: np.ndarray | int)
 def lag1_upper_bound(x: np.ndarray, z: float = PHI_UPPER_Z) -> np.ndarray:
     """One-sided upper confidence bound of the raw lag-1 coefficient (bias-corrected, Bartlett SE)."""
     n = x.shape[-1]
-    r = bias_corrected_lag1(lag1_autocorrelation(x), n)
+    r = corrected_lag1(x)
     return np.minimum(r + z * np.sqrt(np.clip(1.0 - r**2, 0.0, None) / n), 1.0)
 
 
@@ -260,7 +265,7 @@ def search(
     tau, gamma0 = integrated_autocorrelation_time(x2)
     if q_max >= 1:
         phi_upper = lag1_upper_bound(x2)
-        phi = np.clip(bias_corrected_lag1(lag1_autocorrelation(x2), n), 0.0, 1.0 - 1e-12)
+        phi = np.clip(corrected_lag1(x2), 0.0, 1.0 - 1e-12)
         ar1_lrv = gamma0 * (1.0 + phi) / (1.0 - phi)
         floor = _floor_q(phi_upper, limit, q_max)
         # Prefix sums make every q cost O(n/q); the whole search over q is O(n log n) per series.
@@ -276,7 +281,7 @@ def search(
             k = n // q
             tail = n - k * q
             means = np.diff(cs[:, tail + q * np.arange(k + 1)], axis=1) / q
-            r = bias_corrected_lag1(lag1_autocorrelation(means), k)
+            r = corrected_lag1(means)
             ok = pending & (q >= floor) & (np.abs(r) <= limit)
             if ok.any():
                 m = means[ok]
@@ -310,13 +315,13 @@ def passes(
     if k < min_subsessions:
         return False
     n = x.shape[-1]
-    phi = bias_corrected_lag1(lag1_autocorrelation(x), n)
+    phi = corrected_lag1(x)
     if ar1_effective_size(n, phi) < MIN_EFFECTIVE_SAMPLES:
         return False
     phi_upper = lag1_upper_bound(x)
     if ar1_subsession_autocorrelation(phi_upper, q) > limit:
         return False
-    r = bias_corrected_lag1(lag1_autocorrelation(subsession_means(x, q)), k)
+    r = corrected_lag1(subsession_means(x, q))
     return bool(abs(r) <= limit)
 
 
