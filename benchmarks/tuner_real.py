@@ -64,7 +64,7 @@ def run_scenario(name: str, args: argparse.Namespace, budget: float) -> dict[str
         os.sched_setaffinity(0, {min(before)})  # the sampler thread and the workload inherit it
     try:
         workload, pi = make_workload(name, args)
-        factory, _ = session_sampler_factory(workload.data_path_args())  # what `pilot-sys run -- CMD` samples with
+        factory = session_sampler_factory(workload.data_path_args())  # what `pilot-sys run -- CMD` samples with
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="tuner-real-") as tmp:
             result = tune_for_workload(

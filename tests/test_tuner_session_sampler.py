@@ -84,7 +84,7 @@ def test_the_session_and_the_tuner_build_the_same_sampler(tmp_path: Path, made: 
         pytest.skip(f"monitoring is not available here: {mon.error}")
     mon.start()
     mon.abort()
-    factory, _notes = monitoring.session_sampler_factory([str(tmp_path)])
+    factory = monitoring.session_sampler_factory([str(tmp_path)])
     factory(RATE_HZ)
     session, tuner = made
     assert tuner.sampler.columns == session.sampler.columns

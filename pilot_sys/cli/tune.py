@@ -169,11 +169,8 @@ def tune(
 
     Runs CMD in rounds with the monitor on and off, measures the overhead, and steers the rate
     with a safeguarded Newton's method between the slowest useful rate and the counters'
-    resolution. Prints each iteration, the chosen rate and the overhead measured at it.
-
-    The monitor measured is the one `pilot-sys run -- CMD` samples its rounds with: every
-    dynamic plug-in over the component graph discovered for CMD's arguments, plus CMD's own
-    process tree (process:workload), so the rate found here can be given to run --sample-rate.
+    resolution. Prints each iteration, the chosen rate and the overhead measured at it (the rate
+    carries over to run --sample-rate: see below).
     """
     budget_value = parse_budget(budget)
     spike_s = parse_duration(min_spike, "--min-spike")
@@ -192,7 +189,7 @@ def tune(
 
     bounds = rate_bounds(spike_s, max_rate)  # refuses impossible bounds before any round runs
     workload = _command_workload(list(command), timeout)
-    factory, _notes = session_sampler_factory(workload.data_path_args())  # what `run -- CMD` samples with
+    factory = session_sampler_factory(workload.data_path_args())  # what `run -- CMD` samples with
 
     if not as_json:
         click.echo(f"tuning the sampling rate of: {' '.join(command)}")

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from pilot_sys.monitor.overhead import MonitorCost, SamplerFactory
 from pilot_sys.monitor.probe import ProbeContext
-from pilot_sys.plugins.dynamic.process import ProcessProbe
+from pilot_sys.plugins.dynamic.process import ProcessProbe, read_pids
 from pilot_sys.session.journal import MONITOR_FILE, MonitorSummary, SyncBatch, atomic_write_text
 
 if TYPE_CHECKING:  # the sampler loads every plug-in: imported when a round starts
@@ -48,8 +48,6 @@ GRAPH_FILE = "graph.json"
 #: The component id of the round's workload processes in every round trace: one name for all
 #: rounds (each round's process has another pid), so round traces line up key by key.
 WORKLOAD_COMPONENT = "process:workload"
-#: Bytes read from the children file per tick: room for hundreds of pids.
-CHILDREN_READ_BYTES = 8192
 
 
 def _describe_error(exc: BaseException) -> str:
@@ -209,18 +207,19 @@ def round_sampler_factory(graph: Any) -> SamplerFactory:
     return factory
 
 
-def session_sampler_factory(data_path_args: Sequence[str]) -> tuple[SamplerFactory, list[str]]:
+def session_sampler_factory(data_path_args: Sequence[str]) -> SamplerFactory:
     """The factory of the sampler that a session with these data path arguments runs: the graph
-    discovered as ``RoundMonitoring`` discovers it (a second discovery in one process is cheap),
-    and notes on what could not be found. Discovery failing leaves the self-evident limits only
-    (the session would then run unmonitored; the tuner still measures the sampler's probes)."""
+    discovered as ``RoundMonitoring`` discovers it (a second discovery in one process is cheap;
+    the session reports what could not be found). Discovery failing leaves the self-evident
+    limits only (the session would then run unmonitored; the tuner still measures the sampler's
+    probes)."""
     from pilot_sys.monitor.session_monitor import discover_path
 
     try:
-        graph, _path, notes = discover_path(list(data_path_args))
-    except Exception as exc:  # as in RoundMonitoring: a monitor problem must not stop the tool
-        graph, notes = None, [f"component discovery failed ({_describe_error(exc)}): sampling without a graph"]
-    return round_sampler_factory(graph), list(notes)
+        graph, _path, _notes = discover_path(list(data_path_args))
+    except Exception:  # as in RoundMonitoring: a monitor problem must not stop the tool
+        graph = None
+    return round_sampler_factory(graph)
 
 
 def drop_unseen_processes(trace: Any) -> None:
@@ -275,7 +274,7 @@ class RoundProcessesProbe(ProcessProbe):
         self.readers = [self._read_round]
 
     def _child_pids(self) -> list[int]:
-        return [int(x) for x in os.pread(self._fd, CHILDREN_READ_BYTES, 0).split()]
+        return read_pids(self._fd)
 
     def _read_round(self) -> tuple[bytes, ...]:
         """One tick: the new children, then their trees' counters (summed when several)."""

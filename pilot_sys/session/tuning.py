@@ -65,7 +65,7 @@ def tune_session_rate(
 
     work = tuning_work_amount(cfg)
     bounds = rate_bounds()
-    factory, _notes = session_sampler_factory(workload.data_path_args())  # the session reports its notes
+    factory = session_sampler_factory(workload.data_path_args())
     unit = f" {cfg.work_unit}" if cfg.work_unit else ""
     at = "" if cfg.fixed_work else f", rounds of {work:g}{unit} (the first planned round)"
     note(f"tuning the sampling rate first: budget {percent(budget)} of the round's duration (CI upper bound), "

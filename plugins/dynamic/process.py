@@ -55,7 +55,7 @@ NAME = "process"
 
 USER_HZ = os.sysconf("SC_CLK_TCK")
 COUNTERS = ("cpu_ticks", "rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes")
-IO_TOKENS = (1, 3, 5, 7, 9, 11)  # values of rchar, wchar, syscr, syscw, read_bytes, write_bytes (io[1:12:2])
+IO_VALUES = slice(1, 12, 2)  # the tokens of /proc/PID/io holding rchar, wchar, syscr, syscw, read_bytes, write_bytes
 READ_BYTES = 4096  # one pread of stat, io or a children file; a longer children file is read on
 _OPEN_FILE = os.O_RDONLY | os.O_CLOEXEC
 _OPEN_DIR = os.O_RDONLY | os.O_CLOEXEC | os.O_DIRECTORY
@@ -68,6 +68,17 @@ def _close(fd: int | None) -> None:
             os.close(fd)
         except OSError:
             pass
+
+
+def read_pids(fd: int) -> list[int]:
+    """The pids in a ``children`` file; raises OSError once its thread is gone."""
+    data = os.pread(fd, READ_BYTES, 0)
+    while len(data) % READ_BYTES == 0 and data:  # hundreds of children: read on
+        more = os.pread(fd, READ_BYTES, len(data))
+        if not more:
+            break
+        data += more
+    return [int(x) for x in data.split()]
 
 
 def _pread(fd: int) -> bytes:
@@ -83,11 +94,11 @@ class _Member:
 
     __slots__ = ("pid", "dir_fd", "stat_fd", "io_fd", "task_fd", "children_fds")
 
-    def __init__(self, pid: int, dir_fd: int, stat_fd: int, io_fd: int | None) -> None:
+    def __init__(self, pid: int, dir_fd: int, stat_fd: int) -> None:
         self.pid = pid
         self.dir_fd = dir_fd
         self.stat_fd = stat_fd
-        self.io_fd = io_fd
+        self.io_fd: int | None = None  # opened after stat, when permitted
         self.task_fd: int | None = None  # the task directory, opened once the process has threads
         self.children_fds: dict[int, int] = {}  # tid -> its children file
 
@@ -125,16 +136,9 @@ class _Member:
                 except OSError:  # exited since the listing, or a kernel without CONFIG_PROC_CHILDREN
                     continue
             try:
-                data = os.pread(fd, READ_BYTES, 0)
-                while len(data) % READ_BYTES == 0 and data:  # hundreds of children: read on
-                    more = os.pread(fd, READ_BYTES, len(data))
-                    if not more:
-                        break
-                    data += more
+                found += read_pids(fd)
             except OSError:  # the thread has exited
                 _close(self.children_fds.pop(tid))
-                continue
-            found += [int(x) for x in data.split()]
         return found
 
 
@@ -154,8 +158,9 @@ class ProcessProbe(Probe):
         self._members: dict[int, _Member] = {}
         self.readers = [self._read_tree]
 
-    def _track(self, pid: int, parent: int | None) -> _Member | None:
-        """Open a newly found member's files and keep them (None: gone, or not the process meant).
+    def _track(self, pid: int, parent: int | None) -> tuple[_Member, bytes] | None:
+        """Open a newly found member's files and keep them; its ``stat`` as read (None: gone, or
+        not the process meant).
 
         ``parent`` is the pid whose ``children`` file listed it (None for a root given by pid):
         a process with another parent took the number in between. The root is recognised by
@@ -167,8 +172,9 @@ class ProcessProbe(Probe):
         member = None
         try:
             stat_fd = os.open("stat", _OPEN_FILE, dir_fd=dir_fd)
-            member = _Member(pid, dir_fd, stat_fd, None)
-            fields = os.pread(stat_fd, READ_BYTES, 0).rsplit(b")", 1)[1].split()
+            member = _Member(pid, dir_fd, stat_fd)
+            stat = os.pread(stat_fd, READ_BYTES, 0)
+            fields = stat.rsplit(b")", 1)[1].split()
             if parent is not None and int(fields[1]) != parent:  # ppid (4)
                 raise ProcessLookupError(pid)
             if pid == self.pid:
@@ -187,7 +193,7 @@ class ProcessProbe(Probe):
         except OSError:
             pass  # not permitted: CPU only
         self._members[pid] = member
-        return member
+        return member, stat
 
     def _forget(self, pid: int) -> None:
         member = self._members.pop(pid, None)
@@ -213,13 +219,10 @@ class ProcessProbe(Probe):
             if not stat:  # new, or the kept one was reaped (and the pid may be a new process's now)
                 if member is not None:
                     self._forget(pid)
-                member = self._track(pid, parent)
-                if member is None:
+                tracked = self._track(pid, parent)
+                if tracked is None:
                     continue
-                stat = _pread(member.stat_fd)
-                if not stat:  # reaped just after it was opened
-                    self._forget(pid)
-                    continue
+                member, stat = tracked
             if member.io_fd is not None:
                 try:
                     io = os.pread(member.io_fd, READ_BYTES, 0).split()
@@ -231,7 +234,7 @@ class ProcessProbe(Probe):
                     member.io_fd = None
                 else:
                     if len(io) >= 12:
-                        ios.append(io[1:12:2])
+                        ios.append(io[IO_VALUES])
             seen.add(pid)
             fields = stat[stat.rfind(b")") + 2 :].split(None, 18)  # up to num_threads (20)
             cpu_ticks += sum(map(int, fields[11:15]))  # utime (14), stime (15), cutime (16), cstime (17)
@@ -246,7 +249,7 @@ class ProcessProbe(Probe):
         elif ios:
             io_totals = [b"%d" % sum(map(int, column)) for column in zip(*ios)]
         else:
-            io_totals = [b"0"] * len(IO_TOKENS)
+            io_totals = [b"0"] * (len(COUNTERS) - 1)
         return [b"%d" % cpu_ticks, *io_totals, b"%d" % len(seen), b"%d" % threads]
 
     def derive(self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
