@@ -23,9 +23,7 @@ def position_keys(start: int, stop: int) -> np.ndarray:
     incremental update. Random tie-breaking keeps the ranks of exchangeable data a uniform
     permutation even for heavily tied (integer, quantised) readings.
     """
-    positions = np.arange(start + 1, stop + 1, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        return (positions * _GOLDEN) >> np.uint64(11)
+    return keys_at(np.arange(start, stop))
 
 
 def keys_at(positions: np.ndarray) -> np.ndarray:

@@ -788,12 +788,8 @@ def _scan_anchored(
     )
     layout = _anchored_layout(spans, min_size)
     segment = np.concatenate([values[start : start + head], values[end - tail : end]])
-    order = np.argsort(segment, kind="stable")
-    if np.any(segment[order[1:]] == segment[order[:-1]]):  # ties: break them by position keys
-        keys = np.concatenate([position_keys(start, start + head), position_keys(end - tail, end)])
-        order = np.lexsort((keys, segment))
-    rank = np.empty(segment.size, dtype=np.int32)
-    rank[order] = np.arange(segment.size, dtype=np.int32)
+    keys = keys_at(np.concatenate([np.arange(start, start + head), np.arange(end - tail, end)]))
+    rank = ranks_from_order(segment_order(segment, keys))  # ties broken by position keys
     flat = rank[layout.source]
     packed = layout.packed * segment.size
     cut = (np.sort(packed + flat) - packed)[layout.thresholds]  # (intervals, 3) ranks
@@ -912,9 +908,13 @@ def _run(
         raise ValueError("penalty must be positive")
     used: dict[tuple[int, int], _ScanResult] = {}
 
+    def lookup(key: tuple[int, int]) -> _ScanResult | None:
+        """A scan this run or an earlier one (``cache``) already made."""
+        return used.get(key) or (cache.get(key) if cache is not None else None)
+
     def test(begin: int, end: int, pen: float, floor: float = 1.0) -> _Split:
         key = (begin, end)
-        scan = used.get(key) or (cache.get(key) if cache is not None else None)
+        scan = lookup(key)
         if scan is None:
             scan = _scan_segment(
                 values,
@@ -938,7 +938,7 @@ def _run(
         for key in keys:
             if key in hopeless:
                 continue
-            scan = used.get(key) or (cache.get(key) if cache is not None else None)
+            scan = lookup(key)
             if scan is not None:
                 used[key] = scan
             else:
@@ -1073,7 +1073,7 @@ def _run(
             if e - b < 2 * size:
                 finals.append((b, e))
                 continue
-            found = sorted(edge_candidates(b, e), key=lambda c: (c.p_value, -c.statistic)) if edge_scans else []
+            found = edge_candidates(b, e) if edge_scans else []  # select_edges orders them
             result = test(b, e, threshold)
             if found and (
                 result.index is None
