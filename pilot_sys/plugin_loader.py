@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from functools import cache
 from importlib.metadata import entry_points
 from typing import Any
 
 ENTRY_POINT_GROUP = "pilot_sys.plugins"
 
 
-def load_plugins(kind: str) -> list[Any]:
-    """Built-in plug-ins of ``kind`` in module-name order, then third-party ones by entry-point name."""
+@cache
+def load_plugins(kind: str) -> tuple[Any, ...]:
+    """Built-in plug-ins of ``kind`` in module-name order, then third-party ones by entry-point name.
+
+    Looked up once per process: scanning the entry points costs more than discovering a small
+    host or starting a round's sampler."""
     package = importlib.import_module(f"pilot_sys.plugins.{kind}")
     found: list[Any] = []
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
@@ -28,4 +33,4 @@ def load_plugins(kind: str) -> list[Any]:
         obj = ep.load()
         if getattr(obj, "KIND", None) == kind:
             found.append(obj)
-    return found
+    return tuple(found)

@@ -70,7 +70,6 @@ class RoundMonitoring:
         self.error: str | None = None
         self.costs: list[MonitorCost] = []
         self._sampler: Any = None
-        self._plugins: list[Any] | None = None
         self.verdict_detail: dict[str, Any] = {}
         self.data_path: list[str] | None = None
         self.notes: list[str] = []
@@ -114,11 +113,7 @@ class RoundMonitoring:
         if not self.active:
             return
         try:
-            if self._plugins is None:  # looked up once: entry points are slow to scan every round
-                from pilot_sys.plugin_loader import load_plugins
-
-                self._plugins = load_plugins("dynamic")
-            self._sampler = round_sampler(self.graph, self.rate_hz, self._plugins)
+            self._sampler = round_sampler(self.graph, self.rate_hz)
             self._sampler.start()
         except Exception as exc:
             self._sampler = None
@@ -176,20 +171,18 @@ class RoundMonitoring:
         return None if c is None else c.model_dump()
 
 
-def round_sampler(graph: Any, rate_hz: float, plugins: Sequence[Any] | None = None) -> Sampler:
-    """The sampler a session round runs: every dynamic plug-in (``plugins``, default: all that are
-    installed) over ``graph``, plus the round's own processes (``process:workload``).
+def round_sampler(graph: Any, rate_hz: float) -> Sampler:
+    """The sampler a session round runs: every installed dynamic plug-in over ``graph``, plus the
+    round's own processes (``process:workload``).
 
     Call it from the thread that will run the round: the processes that thread starts from now
     on are the ones followed. ``RoundMonitoring.start`` builds each round's sampler here, and the
     tuner (``round_sampler_factory``) measures the overhead of exactly this sampler."""
     from pilot_sys.monitor.sampler import Sampler
+    from pilot_sys.plugin_loader import load_plugins
 
-    if plugins is None:
-        from pilot_sys.plugin_loader import load_plugins
-
-        plugins = load_plugins("dynamic")
-    return Sampler(graph, rate_hz=rate_hz, plugins=[*plugins, RoundProcessesPlugin(threading.get_native_id())])
+    return Sampler(graph, rate_hz=rate_hz,
+                   plugins=[*load_plugins("dynamic"), RoundProcessesPlugin(threading.get_native_id())])
 
 
 def round_sampler_factory(graph: Any) -> SamplerFactory:
@@ -197,12 +190,9 @@ def round_sampler_factory(graph: Any) -> SamplerFactory:
 
     ``WorkloadProbe`` calls the factory in the thread that then runs the monitored round, as the
     session does, so the probe follows that round's processes."""
-    from pilot_sys.plugin_loader import load_plugins
-
-    plugins = load_plugins("dynamic")  # once, as RoundMonitoring does: entry points are slow to scan
 
     def factory(rate_hz: float) -> Sampler:
-        return round_sampler(graph, rate_hz, plugins)
+        return round_sampler(graph, rate_hz)
 
     return factory
 

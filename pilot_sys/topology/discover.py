@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +15,9 @@ from pilot_sys.topology.sysroot import SysRoot
 _PCI_KEEP = {"storage", "network", "display", "accelerator", "signal processing"}
 
 
-@cache
 def static_plugins() -> tuple[Any, ...]:
-    """Loaded once per process: scanning entry points costs more than discovering a small host."""
-    return tuple(load_plugins("static"))
+    """The static plug-ins (``load_plugins`` looks them up once per process)."""
+    return load_plugins("static")
 
 
 def run_plugins(root: str | Path = "/", *, probe_memory: bool = False) -> list[Discovery]:
