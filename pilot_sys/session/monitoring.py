@@ -246,47 +246,23 @@ def max_utilization(trace: Any) -> dict[str, float]:
 
 
 class RoundProcessesProbe(ProcessProbe):
-    """``process:workload``: the sum of the trees of the processes the round's thread started.
+    """``process:workload``: the trees of the processes the round's thread started, summed.
 
-    Each tree is read by the process plug-in's own walk (``ProcessProbe.read``) and the sum is
-    derived by its formulas (``derive``), under one component id for every round."""
+    The process plug-in's own walk and formulas, started from those children instead of one
+    root (``_roots``), under one component id for every round."""
 
     def __init__(self, context: ProbeContext, children_path: Path) -> None:
-        super().__init__(context, os.getpid())  # the walk of this process itself is never used
-        self.parent_pid = os.getpid()  # each tree's root is this process's child: checked on opening
-        self.context = context
-        self.component = WORKLOAD_COMPONENT
-        self.columns = tuple(f"{WORKLOAD_COMPONENT}/{c.rsplit('/', 1)[-1]}" for c in self.columns)
+        super().__init__(context, os.getpid(), component=WORKLOAD_COMPONENT)
         self._fd = os.open(children_path, os.O_RDONLY | os.O_CLOEXEC)
-        self._before = frozenset(self._child_pids())  # children from before the round are not its
-        self._trees: dict[int, ProcessProbe] = {}
-        self._zeros = (b"0",) * len(self.columns)
-        self.readers = [self._read_round]
+        self._before = frozenset(read_pids(self._fd))  # children from before the round are not its
 
-    def _child_pids(self) -> list[int]:
-        return read_pids(self._fd)
-
-    def _read_round(self) -> tuple[bytes, ...]:
-        """One tick: the new children, then their trees' counters (summed when several)."""
-        pids = [p for p in self._child_pids() if p not in self._before]
-        for gone in [p for p in self._trees if p not in pids]:  # reaped: its counters left the tree
-            self._trees.pop(gone).close()
-        parts = []
-        for pid in pids:
-            tree = self._trees.get(pid)
-            if tree is None:
-                tree = self._trees[pid] = ProcessProbe(self.context, pid, parent=self.parent_pid)
-            parts.append(tree.read())
-        if len(parts) == 1:  # the usual round: one command, its tokens as the plug-in read them
-            return parts[0]
-        if not parts:
-            return self._zeros
-        return tuple(b"%d" % sum(int(part[i]) for part in parts) for i in range(len(self.columns)))
+    def _roots(self) -> list[tuple[int, int | None]]:
+        """The round's children, each checked on opening to be this process's child."""
+        me = os.getpid()
+        return [(p, me) for p in read_pids(self._fd) if p not in self._before]
 
     def close(self) -> None:
-        for tree in self._trees.values():
-            tree.close()
-        self._trees.clear()
+        super().close()
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1

@@ -145,15 +145,13 @@ class _Member:
 class ProcessProbe(Probe):
     name = NAME
 
-    def __init__(self, context: ProbeContext, pid: int, parent: int | None = None) -> None:
-        """``parent``, when known, is the root's parent: a process with another one that holds
-        the pid when the root is first read is not followed."""
+    def __init__(self, context: ProbeContext, pid: int, component: str | None = None) -> None:
+        """``component`` names the series (default ``process:PID``)."""
         super().__init__()
         self.pid = pid
-        self.parent = parent
         self._root_start: bytes | None = None
         self.proc = context.path("proc")
-        self.component = f"process:{pid}"
+        self.component = component or f"process:{pid}"
         self.columns = tuple(f"{self.component}/{c}" for c in (*COUNTERS, "processes", "threads"))
         self._members: dict[int, _Member] = {}
         self.readers = [self._read_tree]
@@ -204,9 +202,14 @@ class ProcessProbe(Probe):
         """Descriptors this probe holds open (tests check that churn does not leak any)."""
         return sum(m.fds() for m in self._members.values())
 
+    def _roots(self) -> list[tuple[int, int | None]]:
+        """Where the walk starts: (pid, the parent it must have, None: any). The root given by
+        pid is recognised by its start time instead (``_track``)."""
+        return [(self.pid, None)]
+
     def _read_tree(self) -> list[bytes]:
-        """Walk the tree and sum its members' cumulative counters."""
-        pending: list[tuple[int, int | None]] = [(self.pid, self.parent)]  # (pid, the parent that listed it)
+        """Walk the tree(s) from ``_roots`` and sum the members' cumulative counters."""
+        pending = self._roots()  # (pid, the parent that listed it)
         seen: set[int] = set()
         cpu_ticks = threads = 0
         ios: list[list[bytes]] = []  # per member: the values of rchar .. write_bytes, unparsed
