@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -22,6 +24,12 @@ from pilot_sys.monitor.procread import parse_rows, row_dtype
 from pilot_sys.plugins.dynamic import block, cpu, memory, net, pci, process
 from pilot_sys.topology.components import Component, ComponentKind, Limit, LimitSource
 from pilot_sys.topology.graph import ComponentGraph
+
+
+def _scripted(code: str) -> subprocess.Popen[bytes]:
+    """A Python process driven line by line through its stdin/stdout (a process tree to watch)."""
+    return subprocess.Popen([sys.executable, "-S", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
 
 PAIR = FIXTURES / "proc" / "vm-2cpu-dd-1s"
 DT = 1.74
@@ -293,9 +301,6 @@ def _on_tmpfs(path: Path) -> bool:
 def test_kept_open_files_read_what_a_fresh_read_reads(tmp_path: Path) -> None:
     """A child that writes exactly N bytes: the kept descriptors show N more in write_bytes and
     N + 5 in wchar (its 'done' line), and every value equals a fresh read's."""
-    import subprocess
-    import sys
-
     if _on_tmpfs(tmp_path):
         pytest.skip(f"{tmp_path} is on tmpfs, whose writes are not accounted in write_bytes")
     n = 16 * 4096  # whole pages of a new file: buffered writes are accounted per dirtied page
@@ -308,7 +313,7 @@ def test_kept_open_files_read_what_a_fresh_read_reads(tmp_path: Path) -> None:
         f"os.write(fd, b'x' * {n}); os.fsync(fd); os.close(fd)\n"
         "sys.stdout.write('done\\n'); sys.stdout.flush(); sys.stdin.readline()\n"
     )
-    proc = subprocess.Popen([sys.executable, "-S", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    proc = _scripted(code)
     try:
         assert proc.stdout.readline() == b"ready\n"
         probe = process.open_probe(ProbeContext(pid=proc.pid))
@@ -341,8 +346,6 @@ def test_an_exiting_child_is_dropped_with_its_files() -> None:
     """Killed, the child stays counted as a zombie; reaped, it is dropped and its descriptors
     closed; the root's own exit then leaves an empty tree, all without an error."""
     import signal
-    import subprocess
-    import sys
 
     code = (
         "import subprocess, sys\n"
@@ -350,7 +353,7 @@ def test_an_exiting_child_is_dropped_with_its_files() -> None:
         "print(child.pid, flush=True); sys.stdin.readline()\n"
         "child.wait(); print('reaped', flush=True); sys.stdin.readline()\n"
     )
-    proc = subprocess.Popen([sys.executable, "-S", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    proc = _scripted(code)
     try:
         child = int(proc.stdout.readline())
         probe = process.open_probe(ProbeContext(pid=proc.pid))
@@ -409,9 +412,6 @@ def test_children_coming_and_going_leak_no_descriptors() -> None:
 @pytest.mark.live
 def test_a_child_started_by_a_second_thread_is_found_through_its_thread() -> None:
     """Children are listed per thread: a child of a non-main thread is in that thread's file only."""
-    import subprocess
-    import sys
-
     code = (
         "import subprocess, sys, threading\n"
         "def spawn():\n"
@@ -420,7 +420,7 @@ def test_a_child_started_by_a_second_thread_is_found_through_its_thread() -> Non
         "t = threading.Thread(target=spawn); t.start(); t.join()\n"
         "print('joined', flush=True); sys.stdin.readline()\n"
     )
-    proc = subprocess.Popen([sys.executable, "-S", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    proc = _scripted(code)
     try:
         child = int(proc.stdout.readline())
         probe = process.open_probe(ProbeContext(pid=proc.pid))
