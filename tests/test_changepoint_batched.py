@@ -154,6 +154,11 @@ def test_keys_at_matches_position_keys() -> None:
     where = np.array([[5, 6, 7], [1000, 1001, 1002]])
     assert np.array_equal(keys_at(where)[0], position_keys(5, 8))
     assert np.array_equal(keys_at(where)[1], position_keys(1000, 1003))
+    # position_keys is now keys_at of a range: check both against the formula in Python integers
+    from pilot_sys.stats._changepoint_ranks import _GOLDEN
+
+    by_hand = [(((p + 1) * int(_GOLDEN)) % 2**64) >> 11 for p in (5, 6, 7, 1000, 1001, 1002)]
+    assert keys_at(where).ravel().tolist() == by_hand
 
 
 def test_top_masks_rows_match_one_interval_selection() -> None:

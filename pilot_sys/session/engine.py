@@ -112,7 +112,8 @@ def analysis_step(usable_rounds: int, rounds_needed: int | None, to_first_interv
     return max(1, min(growth, math.floor(FORECAST_MARGIN * forecast)))
 
 
-ANALYSIS_BUDGET = 0.001  # seconds of full re-analysis per round, amortised, at the least ... (2 ms until 2026-11-21: with EDM, journal and fsync it broke the 5 ms a round)
+# 2 ms until 2026-11-21: with EDM, the journal and its fsync that broke the 5 ms a round
+ANALYSIS_BUDGET = 0.001  # seconds of full re-analysis per round, amortised, at the least ...
 ANALYSIS_SHARE = 0.02  # ... or this share of a round's duration, whichever is larger
 
 
