@@ -40,6 +40,7 @@ from pydantic import BaseModel
 
 from pilot_sys.errors import BadInput
 from pilot_sys.monitor.probe import Probe, ProbeContext
+from pilot_sys.monitor.processes import open_process_probe
 from pilot_sys.monitor.rates import spread_reads
 from pilot_sys.monitor.procread import (
     MISSING, SEGMENT, TOKEN_DTYPE, parse_segments, parse_tokens, tokens_layout,
@@ -138,6 +139,10 @@ class Sampler:
             root=Path(root), graph=graph, components=set(components) if components is not None else None, pid=pid
         )
         self.probes = open_probes(self.context, plugins)
+        if pid is not None:
+            process_probe = open_process_probe(self.context)
+            if process_probe is not None:
+                self.probes.insert(0, process_probe)
         self.columns: list[str] = []
         self._readers: list[Callable[[], Sequence[Any]]] = []
         self._widths: list[int] = []
@@ -182,10 +187,8 @@ class Sampler:
         after the (slower) opening of every other plug-in, so that its first moments are sampled."""
         if self._thread is not None:
             raise RuntimeError("follow() must be called before start()")
-        from pilot_sys.plugins.dynamic import process
-
         self.context.pid = pid
-        probe = process.open_probe(self.context)
+        probe = open_process_probe(self.context)
         if probe is None:
             return
         self.probes = [p for p in self.probes if p.name != probe.name]
