@@ -16,7 +16,8 @@ import pytest
 
 from conftest import FIXTURES
 from pilot_sys.monitor.probe import ProbeContext
-from pilot_sys.monitor.procread import parse_rows, row_dtype
+from pilot_sys.monitor.procread import parse_segments, parse_tokens
+from pilot_sys.monitor.sampler import tick_read
 from pilot_sys.plugins.dynamic import block, cpu, memory, net, pci
 from pilot_sys.topology.components import Component, ComponentKind, Limit, LimitSource
 from pilot_sys.topology.graph import ComponentGraph
@@ -26,20 +27,19 @@ DT = 1.74
 
 
 def record(probes, root: Path, snapshots: list[Path]) -> dict[str, np.ndarray]:
-    """The sampler's pipeline without its thread: read each snapshot into a tick record, parse,
-    derive (the files are rewritten in place, so the kept-open descriptors see new contents)."""
-    rows = []
+    """The sampler's pipeline without its thread: each snapshot read by every reader's tick read
+    (text for a ``TextReader``), the texts parsed after the run, then derived (the files are
+    rewritten in place, so the kept-open descriptors see new contents)."""
+    plans = [tick_read(reader, len(reader())) for p in probes for reader in p.readers]
+    texts: list[list[bytes]] = [[] for _ in plans]
     for snap in snapshots:
         for src in snap.rglob("*"):
             if src.is_file():
                 (root / src.relative_to(snap)).write_bytes(src.read_bytes())
-        row: list = []
-        for p in probes:
-            for reader in p.readers:
-                row += reader()
-        rows.append(b" ".join(row))
-    columns = sum(len(p.columns) for p in probes)
-    raw = parse_rows(np.array(rows, dtype=row_dtype(columns)), columns)
+        for k, (tick, _layout, _bound) in enumerate(plans):
+            texts[k].append(tick())
+    tokens = [parse_segments(texts[k], layout) for k, (_tick, layout, _bound) in enumerate(plans)]
+    raw = parse_tokens(np.hstack(tokens)) if tokens else np.zeros((len(snapshots), 0))
     t = np.arange(len(snapshots)) * DT
     metrics: dict[str, np.ndarray] = {}
     start = 0

@@ -15,7 +15,7 @@ import pytest
 
 from pilot_sys.monitor import processes as process
 from pilot_sys.monitor.probe import ProbeContext
-from pilot_sys.monitor.procread import parse_rows, row_dtype
+from pilot_sys.monitor.procread import TOKEN_DTYPE, parse_tokens
 
 
 def _scripted(code: str) -> subprocess.Popen[bytes]:
@@ -40,14 +40,14 @@ def test_process_tree_cpu_and_io_of_a_real_child(tmp_path: Path) -> None:
 
     while True:
         done = exited()
-        rows.append(b" ".join(probe.read()))
+        rows.append(probe.read())
         times.append(time.monotonic())
         if done:
             break
         time.sleep(0.05)
     probe.close()
     proc.wait()
-    raw = parse_rows(np.array(rows, dtype=row_dtype(len(probe.columns))), len(probe.columns))
+    raw = parse_tokens(np.array(rows, dtype=TOKEN_DTYPE))
     m = probe.derive(raw, np.array(times), {})
     cpu_seconds = np.nansum(m[f"process:{proc.pid}/cpu_cores"][1:] * np.diff(times))
     # the child's 0.5 s of CPU (plus two interpreter start-ups), seen through the tree
