@@ -33,8 +33,10 @@ class UnloadablePlugin:
     def __init__(self, kind: str, entry_point: EntryPoint, exc: BaseException) -> None:
         self.KIND = kind
         self.NAME = entry_point.name
-        self.problem = f"entry point {entry_point.name} = {entry_point.value} could not be loaded " \
-                       f"({type(exc).__name__}: {exc})"
+        self.problem = (
+            f"entry point {entry_point.name} = {entry_point.value} could not be loaded "
+            f"({type(exc).__name__}: {exc})"
+        )
 
     def discover(self, root: Any) -> Any:
         raise PluginLoadError(self.problem)

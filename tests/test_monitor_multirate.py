@@ -193,7 +193,8 @@ def test_the_tick_reads_each_slow_group_on_its_own_ticks_and_a_failed_tick_is_re
             return b"%s%d" % (name.encode(), calls[name])
         return read
 
-    plan = TickPlan([(0, reader("fast"))], [(2, 1, [(1, reader("two"))]), (3, 2, [(2, reader("three"))])])
+    slow = [(2, 1, [(1, reader("two"))]), (3, 2, [(2, reader("three"))])]  # (every, bit, reads)
+    plan = TickPlan([(0, reader("fast"))], slow)
     records = [plan.record(tick, closing=False) for tick in (0, 1, 2, 3, 5, 6)]  # tick 4 skipped
     records.append(plan.record(7, closing=True))
     assert [r.split(SEGMENT) for r in records] == [

@@ -14,14 +14,14 @@ from pilot_sys import plugin_loader
 from pilot_sys.monitor.sampler import Sampler
 from pilot_sys.topology.discover import discover
 
-GOOD = '''
+GOOD = """
 KIND = "dynamic"
 NAME = "thirdparty"
 
 
 def open_probe(context):
     return None
-'''
+"""
 
 
 @pytest.fixture()
@@ -33,7 +33,9 @@ def fake_entry_points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[E
         EntryPoint("good", "thirdparty_good", plugin_loader.ENTRY_POINT_GROUP),
         EntryPoint("broken", "thirdparty_broken", plugin_loader.ENTRY_POINT_GROUP),
     ]
-    monkeypatch.setattr(plugin_loader, "entry_points", lambda group: [e for e in eps if e.group == group])
+    monkeypatch.setattr(
+        plugin_loader, "entry_points", lambda group: [e for e in eps if e.group == group]
+    )
     plugin_loader.load_plugins.cache_clear()
     yield eps
     plugin_loader.load_plugins.cache_clear()

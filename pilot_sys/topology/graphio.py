@@ -84,7 +84,8 @@ def to_dot(graph: ComponentGraph) -> str:
              '  edge [fontname="Helvetica", fontsize=9, dir=both, arrowtail=normal];']
     for c in graph.components():
         label = c.id + ("\n" + "; ".join(c.warnings) if c.warnings else "")
-        lines.append(f"  {_dot_quote(c.id)} [label={_dot_quote(label)}, fillcolor={_dot_quote(kind_colour(c.kind))}];")
+        fill = _dot_quote(kind_colour(c.kind))
+        lines.append(f"  {_dot_quote(c.id)} [label={_dot_quote(label)}, fillcolor={fill}];")
     for source, target in physical_links(graph):
         lines.append(f"  {_dot_quote(source)} -> {_dot_quote(target)} [label={_dot_quote(_pair_label(graph, source, target))}];")
     lines.append("}")
