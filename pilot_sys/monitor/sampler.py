@@ -1,4 +1,5 @@
-"""The sampler: runs the dynamic plug-ins at a fixed rate on its own thread.
+"""The sampler: runs the dynamic plug-ins' probes at a fixed rate on its own thread, and their
+sources (``source``) beside it, each on its own schedule, into one trace.
 
 Why it looks like this:
 
@@ -25,6 +26,12 @@ Why it looks like this:
   counter at read k-1) / (time of read k - time of read k-1), never a jump divided by one tick;
   the result is then spread over the grid: a rate or share of an interval to every tick inside
   that interval (the tick that ends it included), a level from its read until the next.
+* Sources never touch the tick: each runs on its own thread (``source_runner``) from
+  ``start()`` until ``stop()``, which asks them all to stop and waits at most
+  ``SOURCE_STOP_WAIT_S`` in all. Their samples are derived at their own times and placed on the
+  grid by the same rule as a slow probe's, never carried past their staleness bound; the trace
+  keeps each source's own times, latencies, gaps and cost (``MonitorTrace.sources``). Their
+  samples are kept in memory (a source samples seconds apart, not ticks apart).
 """
 
 from __future__ import annotations
@@ -45,10 +52,14 @@ from pilot_sys.errors import BadInput
 from pilot_sys.monitor.probe import Probe, ProbeContext, Reader, TextReader
 from pilot_sys.monitor.processes import open_process_probe
 from pilot_sys.monitor.rates import spread_reads
+from pilot_sys.monitor.source import Source
+from pilot_sys.monitor.source_runner import (
+    SourceResult, SourceRunner, derive_on_grid, source_notes, source_trace,
+)
 from pilot_sys.monitor.procread import (
     MISSING, SEGMENT, TOKEN_DTYPE, parse_segments, parse_tokens, tokens_layout,
 )
-from pilot_sys.monitor.trace import MonitorTrace
+from pilot_sys.monitor.trace import MonitorTrace, SourceTrace
 from pilot_sys.plugin_loader import load_plugins
 
 MIN_CHUNK_ROWS = 64
@@ -64,6 +75,8 @@ MAX_SLOW_GROUPS = 52
 NO_SLOW_READ = b"0"
 MASK_BYTES = 21
 _PARSE_ROWS = 8192  # records parsed at a time: bounds the temporary Python objects
+SOURCE_STOP_WAIT_S = 2.0  # stop() waits this long in all for sources still in a call
+RECENT_SOURCE_SAMPLES = 8  # a source's latest samples the live view derives from
 
 
 class ProbeSchedule(BaseModel):
@@ -91,6 +104,8 @@ class SamplerCost(BaseModel):
     late_ticks: int  # ticks that found their deadline already passed
     skipped_ticks: int  # deadlines skipped because a tick overran a whole period
     max_lateness_s: float
+    # the sources' threads on this host (not in ``cpu_seconds``: they do not scale with the rate)
+    source_cpu_seconds: float = 0.0
 
 
 @dataclass(slots=True)
@@ -131,7 +146,8 @@ class TickPlan:
 
     def __init__(self, fast: list[tuple[int, Callable[[], bytes]]],
                  slow: list[tuple[int, int, list[tuple[int, Callable[[], bytes]]]]]) -> None:
-        """``fast``: (reader index, tick read); ``slow``: (every, bit, [(reader index, tick read)])."""
+        """``fast``: (reader index, tick read) pairs; ``slow``: (every, bit, [(reader index,
+        tick read)]) per slow group."""
         self.errors: dict[int, str] = {}  # reader index -> its first error, for the notes
         self.fast = [read for _, read in fast]
         self.guarded_fast = [_guarded(read, k, self.errors) for k, read in fast]
@@ -146,7 +162,8 @@ class TickPlan:
         """A fresh plan over the same reads (from tick 0; ``every_probe``: all read on every
         tick), for measuring the tick without touching the recording's schedule."""
         fast, slow = self._spec
-        return TickPlan(fast, [(1 if every_probe else every, bit, reads) for every, bit, reads in slow])
+        every_tick = [(1, bit, reads) for _every, bit, reads in slow]
+        return TickPlan(fast, every_tick if every_probe else slow)
 
     def record(self, tick: int, closing: bool, guarded: bool = False) -> bytes:
         """The record of tick ``tick`` (``closing``: the last sample, every probe is read).
@@ -174,20 +191,29 @@ class TickPlan:
         return SEGMENT.join(row)
 
 
-def open_probes(context: ProbeContext, plugins: Sequence[Any] | None = None) -> list[Probe]:
-    """Open every dynamic plug-in that has something to measure here; a plug-in that fails to
-    open is skipped with a note (one unreadable file must not stop the monitor)."""
+def open_plugins(
+    context: ProbeContext, plugins: Sequence[Any] | None = None
+) -> tuple[list[Probe], list[Source]]:
+    """Open every dynamic plug-in that has something to measure here: its probe or its source.
+    A plug-in that fails to open, or returns neither, is skipped with a note (one unreadable
+    file must not stop the monitor)."""
     probes: list[Probe] = []
+    sources: list[Source] = []
     for plugin in plugins if plugins is not None else load_plugins("dynamic"):
         name = getattr(plugin, "NAME", getattr(plugin, "__name__", "?"))
         try:
-            probe = plugin.open_probe(context)
+            opened = plugin.open_probe(context)
         except Exception as exc:  # a third-party plug-in's bug must not stop the monitor either
             context.notes.append(f"dynamic plug-in {name} not used: {type(exc).__name__}: {exc}")
             continue
-        if probe is not None:
-            probes.append(probe)
-    return probes
+        if isinstance(opened, Probe):
+            probes.append(opened)
+        elif isinstance(opened, Source):
+            sources.append(opened)
+        elif opened is not None:
+            context.notes.append(f"dynamic plug-in {name} not used: open_probe returned a "
+                                 f"{type(opened).__name__}, neither a Probe nor a Source")
+    return probes, sources
 
 
 class Sampler:
@@ -220,7 +246,7 @@ class Sampler:
         self.context = ProbeContext(
             root=Path(root), graph=graph, components=set(components) if components is not None else None, pid=pid
         )
-        self.probes = open_probes(self.context, plugins)
+        self.probes, self.sources = open_plugins(self.context, plugins)
         if pid is not None:
             process_probe = open_process_probe(self.context)
             if process_probe is not None:
@@ -258,6 +284,9 @@ class Sampler:
         self._cpu_clock: int | None = None
         self._cpu_start = 0.0
         self._cpu_end: float | None = None
+        self._runners: list[SourceRunner] = []  # one per source, from start()
+        self._stopped: list[bool] = []  # per runner: whether its thread ended within the wait
+        self._collisions: set[tuple[str, str]] = set()  # (source, metric) also derived by a probe
         self.trace: MonitorTrace | None = None
 
     # -- public API ------------------------------------------------------------------------
@@ -284,6 +313,15 @@ class Sampler:
         self._thread = threading.Thread(target=self._run, name="pilot-sys-sampler", daemon=True)
         self._thread.start()
         self._ready.wait(5.0)
+        for source in self.sources:
+            try:
+                runner = SourceRunner(source)
+            except ValueError as exc:
+                self.context.notes.append(f"source {source.name} not used: {exc}")
+                source.close()
+                continue
+            runner.start()
+            self._runners.append(runner)
         return self
 
     def stop(self, *, command: list[str] | None = None, cut: str | None = None) -> MonitorTrace:
@@ -291,10 +329,17 @@ class Sampler:
         if self.trace is not None:
             return self.trace
         self._stop.set()
+        for runner in self._runners:  # all at once: they stop in parallel
+            runner.request_stop()
         if self._thread is not None:
             self._thread.join()
+        deadline = time.monotonic() + SOURCE_STOP_WAIT_S
+        self._stopped = [runner.join(deadline - time.monotonic()) for runner in self._runners]
         for probe in self.probes:
             probe.close()
+        if self._thread is None:  # never started: the sources never ran, nothing will close them
+            for source in self.sources:
+                source.close()
         self.trace = self._build_trace(command or [], cut)
         return self.trace
 
@@ -303,7 +348,10 @@ class Sampler:
         if self._thread is None and self.trace is None:
             for probe in self.probes:
                 probe.close()
+            for source in self.sources:
+                source.close()
             self.probes = []
+            self.sources = []
 
     def __enter__(self) -> Sampler:
         return self.start()
@@ -329,6 +377,7 @@ class Sampler:
             late_ticks=self._late,
             skipped_ticks=self._skipped,
             max_lateness_s=self._max_late,
+            source_cpu_seconds=sum(runner.cpu_seconds() for runner in self._runners),
         )
 
     def per_sample_cost(self, samples: int = 200, *, every_probe: bool = False) -> float:
@@ -380,7 +429,7 @@ class Sampler:
         else:
             return {}
         raw, reads = _parse_records(records, self._layouts)
-        metrics = self._derive(raw, t, reads)
+        metrics = self._derive(raw, t, reads, self._source_results(t, last=RECENT_SOURCE_SAMPLES))
         latest: dict[str, float] = {}
         for key, values in metrics.items():
             finite = values[np.isfinite(values)]
@@ -590,12 +639,19 @@ class Sampler:
         """(probe index, its slow-group bit, 0 for a probe read on every tick)."""
         return list(enumerate(self._bits))
 
-    def _derive(self, raw: np.ndarray, t: np.ndarray, reads: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    def _derive(self, raw: np.ndarray, t: np.ndarray, reads: np.ndarray | None = None,
+                sources: Sequence[SourceResult] = ()) -> dict[str, np.ndarray]:
+        """Every probe's metrics on the grid ``t``, then the sources' (already placed on it),
+        then those of the probes that derive from all of these."""
         metrics: dict[str, np.ndarray] = {}
         starts = np.cumsum([0] + [len(p.columns) for p in self.probes])
         order = sorted(self._probe_bits(), key=lambda ib: self.probes[ib[0]].derives_from_metrics)
+        placed = False
         for i, bit in order:
             probe = self.probes[i]
+            if probe.derives_from_metrics and not placed:
+                self._add_sources(metrics, sources)
+                placed = True
             block = raw[:, starts[i] : starts[i + 1]]
             if not bit or reads is None:
                 metrics.update(probe.derive(block, t, metrics))
@@ -604,9 +660,25 @@ class Sampler:
             derived = probe.derive(block[rows], t[rows], {k: v[rows] for k, v in metrics.items()})
             for key, values in derived.items():
                 metrics[key] = spread_reads(values, rows, len(t), interval=probe.interval_metric(key))
+        if not placed:
+            self._add_sources(metrics, sources)
         return metrics
 
+    def _source_results(self, t: np.ndarray, last: int | None = None) -> list[SourceResult]:
+        """Each source's samples so far (``last``: the latest few), derived at their own times
+        and placed on the grid ``t``."""
+        return [derive_on_grid(r.source, r.recording(last), t) for r in self._runners]
+
+    def _add_sources(self, metrics: dict[str, np.ndarray], sources: Sequence[SourceResult]) -> None:
+        for result in sources:
+            for key, values in result.grid.items():
+                if key in metrics:  # a probe's series wins; the source's stays in its own record
+                    self._collisions.add((result.source.name, key))
+                    continue
+                metrics[key] = values
+
     def _describe(self) -> dict[str, Any]:
+        measured = (*self.probes, *self.sources)
         return {
             "columns": self.columns,
             "rate_hz": self.rate_hz,
@@ -619,8 +691,10 @@ class Sampler:
                  "columns": list(self.probes[i].columns)}
                 for i, bit in self._probe_bits() if bit
             ],
-            "limits": {k: v.model_dump(mode="json") for p in self.probes for k, v in p.limits.items()},
-            "attrs": {k: v for p in self.probes for k, v in p.attrs().items()},
+            "sources": [{"source": s.name, "interval_s": s.interval_s, "columns": list(s.columns)}
+                        for s in self.sources],
+            "limits": {k: v.model_dump(mode="json") for p in measured for k, v in p.limits.items()},
+            "attrs": {k: v for p in measured for k, v in p.attrs().items()},
         }
 
     def _build_trace(self, command: list[str], cut: str | None) -> MonitorTrace:
@@ -639,9 +713,11 @@ class Sampler:
                     f"carried between reads, its rates are taken between real reads): {plan.reason}"
                 )
         raw, t, reads = self._all_rows()
-        metrics = self._derive(raw, t, reads) if len(t) else {}
+        results = self._source_results(t)
+        metrics = self._derive(raw, t, reads, results) if len(t) else {}
         rel = t - t[0] if len(t) else t
         series = {key: _to_list(values) for key, values in sorted(metrics.items())}
+        sources = self._source_traces(results, t)
         description = self._describe()
         cost = self.cost()
         return MonitorTrace(
@@ -655,10 +731,32 @@ class Sampler:
             limits=description["limits"],
             attrs=description["attrs"],
             notes=list(self.context.notes),
+            sources=sources,
         )
 
+    def _source_traces(self, results: list[SourceResult], t: np.ndarray) -> dict[str, SourceTrace]:
+        """Each source's own record, on the clock of the trace's timestamps, and its notes."""
+        origin, end = (float(t[0]), float(t[-1])) if len(t) else (self._t0_mono, self._t_end)
+        out: dict[str, SourceTrace] = {}
+        for runner, stopped, result in zip(self._runners, self._stopped, results):
+            name = runner.source.name or type(runner.source).__name__
+            while name in out:
+                name += "'"
+            wall_minus_monotonic = self._t0_wall - self._t0_mono
+            out[name] = record = source_trace(result, origin, origin, end, wall_minus_monotonic)
+            self.context.notes += source_notes(
+                name, record, result, stopped=stopped, runner_error=runner.error,
+                close_error=runner.close_error, stop_wait=SOURCE_STOP_WAIT_S,
+            )
+        for name, key in sorted(self._collisions):
+            self.context.notes.append(
+                f"source {name}: {key} is also a probe's series; the grid keeps the probe's")
+        return out
 
-def tick_read(reader: Reader | TextReader, width: int) -> tuple[Callable[[], bytes], dict[str, Any], int]:
+
+def tick_read(
+    reader: Reader | TextReader, width: int
+) -> tuple[Callable[[], bytes], dict[str, Any], int]:
     """A reader's tick read, the layout to parse what it stores, and the bytes to reserve: a
     ``TextReader`` stores its text unsplit; any other reader its ``width`` tokens, joined."""
     if isinstance(reader, TextReader):
