@@ -20,7 +20,8 @@ time, never a utilization.
 What the sampler does with a ``Probe``, and nothing else:
 
 1. When it opens: calls each of ``readers`` once, to learn how many counters each gives (a
-   probe with more than one reader failing now is dropped with a note). A reader is a callable
+   probe with more than one reader failing now, or whose readers' counters do not add up to
+   its ``columns``, is dropped with a note). A reader is a callable
    returning the counters as ``bytes`` decimal tokens. A reader that is a ``TextReader`` also
    gives a *tick read*, which stores the file's text unsplit (no token objects on the tick),
    and the layout that finds the counters in that text after the run.

@@ -1,22 +1,22 @@
 """Cheap repeated reads of line-oriented /proc files: the sampler's hot path.
 
 Why hand-written: the cost target is a full-system sample within 1.5x of merely reading the raw
-files. psutil re-opens every file and parses every field into Python objects (~4x the floor);
-``np.fromstring`` parses ~250 ns per number. What is cheap in CPython is a few C-level calls:
+files. psutil re-opens every file and parses every field into Python objects
+(``benchmarks/sampler_cost.py`` compares it with the floor), and ``np.fromstring`` is slow per
+number. What is cheap in CPython is a few C-level calls:
 ``os.pread`` on a file descriptor opened once, ``bytes.find`` to locate the few lines that hold
 the wanted counters, ``bytes.split`` on just those lines and ``operator.itemgetter`` to pick
 the tokens (``LineTable.read``, ``FieldFile.read``: the counters as ``bytes`` tokens, the
 plug-ins' reader contract; ``parse_tokens`` turns tokens into numbers, vectorised).
 
 The sampler's tick goes one step further (both classes are ``probe.TextReader``s: their
-``tick_reader``, then ``parse_segments`` after the run): it stores the
-text holding the wanted lines as read (the whole file when it is small, a C-level ``os.pread``
-with no Python frame at all; else the windows of wanted lines, found with ``bytes.find``) and
-splits it after the run, vectorised over all ticks: no token objects are made on the tick. In a
-thread woken 100 times a second with caches made cold by other work, every Python frame and
-object costs several times its inline price (measured here: splitting on the tick cost ~45 us
-per tick in the thread, ~15 us inline), so this is what brings the sampler's thread close to a
-thread that only preads the files.
+``tick_reader``, then ``parse_segments`` after the run): it stores the text holding the wanted
+lines as read (the whole file when it is small, a C-level ``os.pread`` with no Python frame at
+all; else the windows of wanted lines, found with ``bytes.find``) and splits it after the run,
+vectorised over all ticks: no token objects are made on the tick. In a thread woken 100 times a
+second with caches made cold by other work, every Python frame and object costs several times
+its inline price (benchmarks/results/monitor.md has the figures), so this is what brings the
+sampler's thread close to a thread that only preads the files.
 
 The layout (which token holds which counter) is learnt once from the file's current text and
 checked on every read (token count, and the key token of every wanted line); when a device

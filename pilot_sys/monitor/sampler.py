@@ -51,13 +51,13 @@ from pydantic import BaseModel
 from pilot_sys.errors import BadInput
 from pilot_sys.monitor.probe import Probe, ProbeContext, Reader, TextReader
 from pilot_sys.monitor.processes import open_process_probe
+from pilot_sys.monitor.procread import (
+    MISSING, SEGMENT, TOKEN_DTYPE, parse_segments, parse_tokens, tokens_layout,
+)
 from pilot_sys.monitor.rates import spread_reads
 from pilot_sys.monitor.source import Source
 from pilot_sys.monitor.source_runner import (
     SourceResult, SourceRunner, derive_on_grid, source_notes, source_trace,
-)
-from pilot_sys.monitor.procread import (
-    MISSING, SEGMENT, TOKEN_DTYPE, parse_segments, parse_tokens, tokens_layout,
 )
 from pilot_sys.monitor.trace import MonitorTrace, SourceTrace
 from pilot_sys.plugin_loader import load_plugins

@@ -25,7 +25,7 @@ Formulas (per interval, sysstat ``iostat -x`` style):
 Where the counters are read from: ``/sys/class/block/<dev>/stat`` holds the same fields for one
 device (Documentation/block/stat.rst: the same 11+ values, without major, minor and name), while
 /proc/diskstats formats every device and partition (loop devices included) on each read. Reading
-a few watched devices' own files is cheaper (here 2 x 2.5 us instead of 10 us for 10 lines), so
+a few watched devices' own files is cheaper (benchmarks/results/monitor.md), so
 the per-device files are used when at most a third of the listed devices are watched and every
 watched device has one; /proc/diskstats otherwise (and in captured trees without /sys).
 These counters change at least every jiffy or millisecond: read at the sampler's full rate.
