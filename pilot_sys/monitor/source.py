@@ -26,6 +26,11 @@ Why one thread per source rather than one asyncio loop for all of them:
   behind the same contract: ``source_runner.SourceRunner`` is the only code that knows how a
   source is run.
 
+What a thread cannot hide: Python work in ``sample()`` (parsing a large answer) holds the GIL,
+and the sampler's tick may then wait up to the interpreter's switch interval
+(``sys.getswitchinterval()``, 5 ms by default). A source keeps its answers small (a filtered
+scrape) and leaves the arithmetic to ``derive``, after the run.
+
 Times. Every call is bracketed on the sampler's monotonic clock (``requested``, ``answered``).
 A sample is placed at the middle of its call, uncertain by half the call's latency, unless the
 backend reports when it took the sample (``SourceReading.taken_at``, on the backend's own clock).

@@ -27,17 +27,15 @@ class SourceRecording:
     clock), the failures, and the cost on this host."""
 
     values: np.ndarray  # answered samples x columns
-    calls: (
-        np.ndarray
-    )  # answered samples x (requested, answered, taken_at, remote CPU); NaN: not said
-    failures: list[tuple[float, str]]  # (monotonic time of the call, message) of failed calls
+    # answered samples x (requested, answered, taken_at, remote CPU seconds); NaN: not reported
+    calls: np.ndarray
+    failures: list[tuple[float, str]]  # the latest failed calls: (monotonic time, message)
     failed: int
     missed: int
     cpu_seconds: float
     pending_since: float | None = None  # a call that had not returned when this was taken
-    errors: dict[str, int] = field(
-        default_factory=dict
-    )  # distinct messages (the first few), counts
+    # the distinct messages of failed calls (the first few) and how often each came
+    errors: dict[str, int] = field(default_factory=dict)
 
     @property
     def latency(self) -> np.ndarray:
@@ -67,9 +65,9 @@ class SampleTimes:
 
 
 def sample_times(requested: np.ndarray, answered: np.ndarray, taken_at: np.ndarray) -> SampleTimes:
-    """The time of each answered call's sample (see the module docstring: the call's midpoint,
-    or the backend's own time less the offset estimated from the fastest call); answers whose
-    time is not after the previous kept one's are not new samples and are left out."""
+    """The time of each answered call's sample (the rule is in ``source``'s docstring: the
+    call's midpoint, or the backend's own time less the offset estimated from the fastest call);
+    answers whose time is not after the previous kept one's are not new samples: left out."""
     requested = np.asarray(requested, dtype=np.float64)
     answered = np.asarray(answered, dtype=np.float64)
     taken_at = np.asarray(taken_at, dtype=np.float64)
