@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +15,9 @@ import pytest
 
 from conftest import FIXTURES
 from pilot_sys.monitor.probe import Probe, ProbeContext
-from pilot_sys.monitor.procread import MISSING, LineTable, Wanted, parse_segments
+from pilot_sys.monitor.procread import MISSING, SEGMENT, LineTable, Wanted, parse_segments
 from pilot_sys.monitor.rates import per_second, spread_reads
-from pilot_sys.monitor.sampler import Sampler
+from pilot_sys.monitor.sampler import Sampler, TickPlan
 from pilot_sys.plugins.dynamic import block, memory
 
 PAIR = FIXTURES / "proc" / "vm-2cpu-dd-1s"
@@ -176,3 +177,40 @@ def test_tick_texts_parse_back_vectorised_and_by_name_when_the_layout_changes(tm
     parsed = parse_segments(texts, table.layout())
     assert parsed.tolist() == [[b"3", b"4"], [b"30", b"40"], [b"300", b"400"], [MISSING, MISSING], [MISSING, MISSING]]
     table.close()
+
+
+def test_the_tick_reads_each_slow_group_on_its_own_ticks_and_a_failed_tick_is_read_again() -> None:
+    """``TickPlan.record``, the tick of the sampling thread and of ``per_sample_cost``: records by
+    hand for one probe read every tick, one every 2nd and one every 3rd tick."""
+    calls = {"fast": 0, "two": 0, "three": 0}
+    failing = {"three": {3, 4}}  # the every-3rd group's read raises on its calls 3 and 4 (tick 6)
+
+    def reader(name: str) -> Callable[[], bytes]:
+        def read() -> bytes:
+            calls[name] += 1
+            if calls[name] in failing.get(name, ()):
+                raise OSError("gone")
+            return b"%s%d" % (name.encode(), calls[name])
+        return read
+
+    slow = [(2, 1, [(1, reader("two"))]), (3, 2, [(2, reader("three"))])]  # (every, bit, reads)
+    plan = TickPlan([(0, reader("fast"))], slow)
+    records = [plan.record(tick, closing=False) for tick in (0, 1, 2, 3, 5, 6)]  # tick 4 skipped
+    records.append(plan.record(7, closing=True))
+    assert [r.split(SEGMENT) for r in records] == [
+        [b"3", b"fast1", b"two1", b"three1"],  # tick 0: both slow groups (bits 1 | 2)
+        [b"0", b"fast2", b"two1", b"three1"],  # carried
+        [b"1", b"fast3", b"two2", b"three1"],
+        [b"2", b"fast4", b"two2", b"three2"],
+        [b"1", b"fast5", b"two3", b"three2"],  # tick 4 was skipped: the group due then is read at 5
+        # tick 6: "three" raised (call 3) after "two" was read (call 4); the tick was read again,
+        # each read on its own: "two" again (call 5) and marked as read, "three" failed again
+        # (call 4) and alone: empty, its counters MISSING for this tick
+        [b"3", b"fast7", b"two5", b""],
+        [b"3", b"fast8", b"two6", b"three5"],  # closing: everything
+    ]
+    assert plan.errors == {2: "OSError: gone"}
+    # a scratch plan for measuring starts from tick 0 and leaves this one's schedule alone
+    scratch = plan.scratch(every_probe=True)
+    assert scratch.record(1, closing=False).split(SEGMENT)[0] == b"3"
+    assert [g.due for g in plan.slow] == [8, 9]

@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pilot_sys.monitor.procread import MISSING, TOKEN_DTYPE, LineTable, Wanted, parse_rows, parse_tokens, row_dtype
+from pilot_sys.monitor.procread import (
+    MISSING, TOKEN_DTYPE, LineTable, Wanted, parse_segments, parse_tokens, tokens_layout,
+)
 from pilot_sys.monitor.rates import deltas, intervals, per_second, ratio, utilization
 from pilot_sys.topology.components import Limit, LimitSource
 
@@ -112,15 +114,14 @@ def test_parse_tokens_keeps_shape(rows: int) -> None:
     assert parse_tokens(tokens).shape == (rows, 3)
 
 
-def test_tick_records_parse_back_to_their_counters() -> None:
+def test_token_texts_parse_back_to_their_counters() -> None:
+    """A reader that is not a ``TextReader`` (the process tree) stores its tokens joined."""
     ticks = [[b"1", b"18446744073709551615", MISSING], [b"40", b"0", b"7"]]
-    records = np.array([b" ".join(t) for t in ticks], dtype=row_dtype(3))
-    parsed = parse_rows(records, 3)
+    parsed = parse_tokens(parse_segments([b" ".join(t) for t in ticks], tokens_layout(3)))
     assert parsed[0, :2].tolist() == [1.0, 18446744073709551615.0] and np.isnan(parsed[0, 2])
     assert parsed[1].tolist() == [40.0, 0.0, 7.0]
-    # a record with a token too few is not shifted into its neighbours: that row is all NaN
-    broken = np.array([b"1 2", b"4 5 6"], dtype=row_dtype(3))
-    parsed = parse_rows(broken, 3)
+    # a text with a token too few is not shifted into its neighbours: that row is all NaN
+    parsed = parse_tokens(parse_segments([b"1 2", b"4 5 6"], tokens_layout(3)))
     assert np.isnan(parsed[0]).all() and parsed[1].tolist() == [4.0, 5.0, 6.0]
 
 

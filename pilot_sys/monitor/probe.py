@@ -1,23 +1,44 @@
-"""The contract of a dynamic plug-in (seeds/002 §III-B: "dynamic plug-ins that can monitor the
-utilization rate for one or more PIs").
+"""The contract of a dynamic plug-in: what the sampler reads from it, when, and on which thread
+(the Pilot paper, §III-B: "dynamic plug-ins that can monitor the utilization rate for one or
+more PIs"). ``docs/probes.md`` is the guide for plug-in authors, with examples.
 
-A dynamic plug-in module declares ``KIND = "dynamic"`` and ``NAME`` and provides
-``open_probe(context: ProbeContext) -> Probe | None`` (None: nothing to measure here).
-A ``Probe`` opens its files once and then does two separate jobs:
+A dynamic plug-in (a module, or any object) declares ``KIND = "dynamic"`` and ``NAME`` and
+provides ``open_probe(context: ProbeContext)``, which returns
 
-* ``read()`` on every sampler tick: the raw counters, in ``columns`` order, as cheaply as
-  possible, as ``bytes`` decimal tokens (the sampler joins them into one record per tick);
-* ``derive(raw, t, metrics)`` once over the whole recording: rates, utilizations and levels,
-  vectorised over the sample buffer. Each formula sits in the plug-in next to the counters it
-  reads and names the kernel field it comes from.
+* a ``Probe``: local counters read on the sampler's own thread, on its tick (microseconds);
+* a ``Source`` (``pilot_sys.monitor.source``): anything that may take longer than a tick (a
+  network scrape, a slow kernel read), run on its own thread on its own schedule;
+* or None: nothing to measure here.
 
-Metric keys are ``<component id>/<metric>``; metrics named ``util_<direction>`` are fractions of
-a stated limit (see ``MonitorTrace``); ``busy`` is a fraction of wall time, never a utilization.
+Both are ``Measurement``s: they name their raw ``columns``, state the ``limits`` their
+utilizations are fractions of, and turn the whole recording of their raw values into metrics
+once, after the run, in ``derive`` (vectorised; each formula next to the counters it reads,
+naming the kernel field it comes from). Metric keys are ``<component id>/<metric>``; metrics
+named ``util_<direction>`` are fractions of a stated limit; ``busy`` is a fraction of wall
+time, never a utilization.
 
-A probe may declare ``max_rate_hz``: the fastest rate at which reading its counters yields new
-information (e.g. counters the kernel folds from per-CPU deltas only every ``vm.stat_interval``).
-The sampler then reads it only on every n-th tick of its grid, carries its last reading forward
-on the others, and derives its metrics from its real reads only (``Sampler`` documents how).
+What the sampler does with a ``Probe``, and nothing else:
+
+1. When it opens: calls each of ``readers`` once, to learn how many counters each gives (a
+   probe with more than one reader failing now, or whose readers' counters do not add up to
+   its ``columns``, is dropped with a note). A reader is a callable
+   returning the counters as ``bytes`` decimal tokens. A reader that is a ``TextReader`` also
+   gives a *tick read*, which stores the file's text unsplit (no token objects on the tick),
+   and the layout that finds the counters in that text after the run.
+2. On every tick the probe is due: calls each reader's tick read (a ``TextReader``'s
+   ``tick_reader()``; any other reader itself, its tokens joined) and stores the results, in
+   reader order, in one record of a preallocated buffer. It never calls ``Probe.read``, which
+   is for one-off reads and tests. A reader that raises gives MISSING counters for that tick
+   and a note; it is tried again on its next tick.
+3. A probe whose ``max_rate_hz`` is below the sampling rate is due on every
+   ``ceil(rate / max_rate_hz)``-th tick of the grid and on the opening and closing samples;
+   on the ticks between, its last texts are stored again (carried forward).
+4. After the run: parses every record (vectorised) into a float64 matrix (NaN: missing) and
+   calls ``derive(raw, t, metrics)`` with the probe's columns at the rows it was really read,
+   and their times; a slow probe's results are then spread over the grid (``interval_metric``
+   says how). Probes with ``derives_from_metrics`` come last, with every other probe's and
+   every source's metrics already on the grid in ``metrics``.
+5. Records ``limits`` and ``attrs()`` in the trace, and calls ``close()`` when it stops.
 """
 
 from __future__ import annotations
@@ -26,11 +47,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
 from pilot_sys.topology.components import UNKNOWN_LIMIT, Limit
+
+#: A reader: the counters of one read as ``bytes`` decimal tokens, in ``columns`` order.
+Reader: TypeAlias = Callable[[], Sequence[bytes]]
 
 
 @dataclass
@@ -40,7 +64,8 @@ class ProbeContext:
     ``root`` is the file-system root the /proc and /sys paths are read under ("/" on a live
     machine, a captured tree in tests). ``graph`` (a ``ComponentGraph``) supplies the stated
     limits; ``components`` restricts monitoring to these ids (None: everything); ``pid`` is the
-    workload's process whose tree the process plug-in follows.
+    workload's process whose tree the process probe follows; ``notes`` collects what could not
+    be measured, for the trace.
     """
 
     root: Path = Path("/")
@@ -65,45 +90,63 @@ class ProbeContext:
             return UNKNOWN_LIMIT
 
 
-class Probe(ABC):
-    """One opened dynamic plug-in."""
+class TextReader(ABC):
+    """A reader whose tick read stores text instead of tokens: the cheapest tick there is.
+
+    Calling it reads the counters as tokens (at open, and for one-off reads). On the tick the
+    sampler calls ``tick_reader()``'s result instead, which returns the text holding the
+    counters, unsplit; after the run ``procread.parse_segments`` finds the counters in all the
+    stored texts at once, following ``layout()``. ``procread.LineTable`` (a keyed /proc file)
+    and ``procread.FieldFile`` (a one-line file) implement it; a plug-in uses those rather
+    than writing its own, since the layout is one that ``parse_segments`` knows.
+    """
+
+    path: Path  # the file it reads (the schedule lists it; the cost benchmark reads it raw)
+
+    @abstractmethod
+    def __call__(self) -> Sequence[bytes]:
+        """The wanted counters now, as ``bytes`` tokens in order."""
+
+    @abstractmethod
+    def tick_reader(self) -> Callable[[], bytes]:
+        """The callable the sampler calls on each tick: the text holding the counters."""
+
+    @abstractmethod
+    def layout(self) -> dict[str, object]:
+        """How ``parse_segments`` finds the counters in the tick texts (JSON-ready: a spill
+        directory is parsed without the files)."""
+
+    @abstractmethod
+    def text_bound(self) -> int:
+        """Bytes a record reserves for one tick text (a longer text is cut: its counters NaN)."""
+
+    def close(self) -> None:
+        """Release the file."""
+
+
+class Measurement(ABC):
+    """What probes and sources share: raw columns in, metrics out, after the run."""
 
     name: str = ""
+    # the raw values, in the order the readers (or a source's samples) give them
     columns: Sequence[str] = ()
-    # limits used by ``derive``, recorded with the trace: "<component>/<direction>" -> Limit
+    # what each ``util_<direction>`` is a fraction of: "<component>/<direction>" -> Limit
     limits: dict[str, Limit]
-
-    # the hot path: callables whose results, concatenated, are the raw counters in ``columns``
-    # order as ``bytes`` decimal tokens. The sampler calls them directly.
-    readers: list[Callable[[], Sequence[Any]]]
-
-    # the fastest rate at which these counters carry new information (None: as fast as sampled),
-    # and why, in words a reviewer can check against the kernel (recorded with the trace)
-    max_rate_hz: float | None = None
-    rate_reason: str = ""
 
     def __init__(self) -> None:
         self.limits = {}
-        self.readers = []
-
-    def read(self) -> tuple[Any, ...]:
-        """Raw counters for one tick, in ``columns`` order, as ``bytes`` tokens: no parsing."""
-        out: tuple[Any, ...] = ()
-        for reader in self.readers:
-            out += tuple(reader())
-        return out
 
     @abstractmethod
     def derive(self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Metrics from this probe's raw columns (``raw``: samples x columns, float64, NaN where
-        a counter was missing) at times ``t`` (seconds). ``metrics`` holds what probes derived
-        before this one (the PCIe plug-in sums its children's traffic from it)."""
+        """Metrics from the raw values (``raw``: samples x columns, float64, NaN where a value was
+        missing) at times ``t`` (seconds, the sampler's monotonic clock). ``metrics`` holds what
+        was derived before (only a probe with ``derives_from_metrics`` may rely on it)."""
 
     def interval_metric(self, key: str) -> bool:
         """Whether metric ``key`` describes the interval ending at its sample (a rate, a share of
-        time) rather than a level read at that instant. Only matters for a probe read slower
-        than the sampler: an interval value belongs to every tick inside the interval it
-        averages, a level holds from its read until the next one."""
+        time) rather than a level read at that instant. It decides how values taken less often
+        than the sampler's ticks go on its grid: an interval value belongs to every tick inside
+        the interval it averages, a level holds from its read until the next one."""
         name = key.rsplit("/", 1)[-1]
         return name.endswith("_per_s") or name.startswith("psi_")
 
@@ -113,10 +156,10 @@ class Probe(ABC):
         return {}
 
     def close(self) -> None:
-        """Release kept-open files."""
+        """Release kept-open files or connections."""
 
     def col(self, raw: np.ndarray, name: str) -> np.ndarray:
-        """The column of raw counter ``name``."""
+        """The column of raw value ``name``."""
         return raw[:, self._index[name]]
 
     def cols(self, raw: np.ndarray, names: Sequence[str]) -> np.ndarray:
@@ -129,3 +172,30 @@ class Probe(ABC):
             cached = {c: i for i, c in enumerate(self.columns)}
             self.__dict__["_index_cache"] = cached
         return cached
+
+
+class Probe(Measurement):
+    """Local counters, read on the sampler's tick (see the module docstring for what the
+    sampler does with each attribute)."""
+
+    # the hot path: their results, concatenated, are the raw counters in ``columns`` order
+    readers: list[Reader | TextReader]
+    # the fastest rate at which these counters carry new information (None: as fast as sampled),
+    # and why, in words a reviewer can check against the kernel (recorded with the trace)
+    max_rate_hz: float | None = None
+    rate_reason: str = ""
+    # True: reads no counters of its own (or not only) and derives from the metrics of every
+    # other probe and source (the PCIe plug-in sums its children's traffic); derived last
+    derives_from_metrics: bool = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.readers = []
+
+    def read(self) -> tuple[bytes, ...]:
+        """Raw counters now, in ``columns`` order, as ``bytes`` tokens: a one-off read (tests,
+        a snapshot). The sampler does not call it."""
+        out: tuple[bytes, ...] = ()
+        for reader in self.readers:
+            out += tuple(reader())
+        return out

@@ -1,21 +1,22 @@
 """Cheap repeated reads of line-oriented /proc files: the sampler's hot path.
 
 Why hand-written: the cost target is a full-system sample within 1.5x of merely reading the raw
-files. psutil re-opens every file and parses every field into Python objects (~4x the floor);
-``np.fromstring`` parses ~250 ns per number. What is cheap in CPython is a few C-level calls:
+files. psutil re-opens every file and parses every field into Python objects
+(``benchmarks/sampler_cost.py`` compares it with the floor), and ``np.fromstring`` is slow per
+number. What is cheap in CPython is a few C-level calls:
 ``os.pread`` on a file descriptor opened once, ``bytes.find`` to locate the few lines that hold
 the wanted counters, ``bytes.split`` on just those lines and ``operator.itemgetter`` to pick
 the tokens (``LineTable.read``, ``FieldFile.read``: the counters as ``bytes`` tokens, the
-plug-ins' reader contract; ``parse_rows`` turns token records into numbers, vectorised).
+plug-ins' reader contract; ``parse_tokens`` turns tokens into numbers, vectorised).
 
-The sampler's tick goes one step further (``tick_reader``/``parse_segments``): it stores the
-text holding the wanted lines as read (the whole file when it is small, a C-level ``os.pread``
-with no Python frame at all; else the windows of wanted lines, found with ``bytes.find``) and
-splits it after the run, vectorised over all ticks: no token objects are made on the tick. In a
-thread woken 100 times a second with caches made cold by other work, every Python frame and
-object costs several times its inline price (measured here: splitting on the tick cost ~45 us
-per tick in the thread, ~15 us inline), so this is what brings the sampler's thread close to a
-thread that only preads the files.
+The sampler's tick goes one step further (both classes are ``probe.TextReader``s: their
+``tick_reader``, then ``parse_segments`` after the run): it stores the text holding the wanted
+lines as read (the whole file when it is small, a C-level ``os.pread`` with no Python frame at
+all; else the windows of wanted lines, found with ``bytes.find``) and splits it after the run,
+vectorised over all ticks: no token objects are made on the tick. In a thread woken 100 times a
+second with caches made cold by other work, every Python frame and object costs several times
+its inline price (benchmarks/results/monitor.md has the figures), so this is what brings the
+sampler's thread close to a thread that only preads the files.
 
 The layout (which token holds which counter) is learnt once from the file's current text and
 checked on every read (token count, and the key token of every wanted line); when a device
@@ -33,6 +34,8 @@ from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
+
+from pilot_sys.monitor.probe import TextReader
 
 MISSING = b"-1"
 SEGMENT = b"\x01"  # separates the readers' texts in a tick record (never in /proc or /sys text)
@@ -72,7 +75,7 @@ def _getter(indices: Sequence[int]) -> Callable[[Sequence[bytes]], Sequence[byte
     return itemgetter(*indices)
 
 
-class LineTable:
+class LineTable(TextReader):
     """A /proc file whose lines are keyed by one token (``key_token`` is its index in the line),
     e.g. ``/proc/vmstat`` (``pgpgin 123``, key token 0) or ``/proc/diskstats``
     (``254 0 vda 123 ...``, key token 2).
@@ -159,6 +162,8 @@ class LineTable:
         self.relayouts += 1
         self._fast = self._layout(data)
         return self._get(data.split()) if self._whole >= 0 and self._fast else self._by_name(data)
+
+    __call__ = read
 
     def read_text(self) -> bytes:
         """The tick's read: the text holding the wanted lines, unsplit (``parse_segments`` finds
@@ -318,7 +323,7 @@ class LineTable:
             self.fd = -1
 
 
-class FieldFile:
+class FieldFile(TextReader):
     """A one-line file of whitespace-separated counters (``/sys/class/block/<dev>/stat``): the
     ``fields`` (0-based token indices) of the line, as ``bytes`` tokens. A line with fewer
     tokens than the highest wanted index is an error (the sampler records those counters as
@@ -339,6 +344,8 @@ class FieldFile:
         if len(toks) < self._need:
             raise ValueError(f"{self.path}: {len(toks)} fields, expected at least {self._need}")
         return self._get(toks)
+
+    __call__ = read
 
     def read_text(self) -> bytes:
         """The tick's read: the line as it is (``parse_segments`` splits it after the run)."""
@@ -369,35 +376,6 @@ def read_text(path: str | os.PathLike[str], default: str | None = None) -> str |
 
 
 TOKEN_DTYPE = np.dtype("S20")  # a 64-bit counter has at most 20 decimal digits
-_PARSE_ROWS = 8192  # records split at a time: bounds the temporary Python token list
-
-
-def row_dtype(columns: int) -> np.dtype:
-    """A record of ``columns`` tokens of at most 20 digits joined by single spaces."""
-    return np.dtype(f"S{max(1, 21 * columns)}")
-
-
-def join_row(tokens: Sequence[bytes]) -> bytes:
-    """The tick's record (the hot path calls ``b" ".join`` directly)."""
-    return b" ".join(tokens)
-
-
-def parse_rows(records: np.ndarray, columns: int) -> np.ndarray:
-    """Token records (``row_dtype``) to a float64 matrix (rows x columns), NaN where missing."""
-    out = np.full((len(records), columns), np.nan)
-    for lo in range(0, len(records), _PARSE_ROWS):
-        block = records[lo : lo + _PARSE_ROWS].tolist()
-        toks = b" ".join(block).split()
-        if len(toks) == len(block) * columns:
-            table = np.array(toks, dtype=TOKEN_DTYPE).reshape(len(block), columns)
-        else:  # a record with the wrong count (cannot happen with well-behaved readers): per row
-            table = np.full((len(block), columns), MISSING, dtype=TOKEN_DTYPE)
-            for r, record in enumerate(block):
-                row = record.split()
-                if len(row) == columns:
-                    table[r] = row
-        out[lo : lo + len(block)] = parse_tokens(table)
-    return out
 
 
 def parse_tokens(tokens: np.ndarray) -> np.ndarray:

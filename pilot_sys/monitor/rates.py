@@ -85,3 +85,33 @@ def spread_reads(values: np.ndarray, rows: np.ndarray, n: int, *, interval: bool
         ok = idx >= 0
     out[ok] = values[idx[ok]]
     return out
+
+
+def place_on_grid(values: np.ndarray, times: np.ndarray, grid: np.ndarray, *, interval: bool,
+                  stale_after: float) -> np.ndarray:
+    """Values taken at their own ``times`` (a source's samples) placed on the sampler's tick
+    times ``grid`` (both ascending, on one clock), by ``spread_reads``'s rule: an interval value
+    belongs to every tick inside the interval that ends at its sample (each tick gets the first
+    sample at or after it), a level to every tick from its sample until the next (each tick gets
+    the last sample at or before it).
+
+    Nothing is carried further than ``stale_after`` seconds: a level older than that on a tick,
+    an interval longer than that (samples were missing in it) and a tick further than that
+    before the sample whose interval it falls in are NaN."""
+    values = np.asarray(values, dtype=np.float64)
+    times = np.asarray(times, dtype=np.float64)
+    grid = np.asarray(grid, dtype=np.float64)
+    n = len(grid)
+    if interval:
+        fresh = np.ones(len(times), dtype=bool)
+        fresh[1:] = np.diff(times) <= stale_after
+        rows = np.searchsorted(grid, times, side="right") - 1  # last tick at or before a sample
+        out = spread_reads(np.where(fresh, values, np.nan), rows, n, interval=True)
+        taken = spread_reads(times, rows, n, interval=True)  # the sample each tick's value is from
+        out[~(taken - grid <= stale_after)] = np.nan
+        return out
+    rows = np.searchsorted(grid, times, side="left")  # the first tick at or after each sample
+    out = spread_reads(values, rows, n, interval=False)
+    taken = spread_reads(times, rows, n, interval=False)
+    out[~(grid - taken <= stale_after)] = np.nan  # NaN ``taken``: before the first sample
+    return out

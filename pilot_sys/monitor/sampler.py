@@ -1,4 +1,5 @@
-"""The sampler: runs the dynamic plug-ins at a fixed rate on its own thread.
+"""The sampler: runs the dynamic plug-ins' probes at a fixed rate on its own thread, and their
+sources (``source``) beside it, each on its own schedule, into one trace.
 
 Why it looks like this:
 
@@ -8,7 +9,9 @@ Why it looks like this:
   stores the texts, joined, into one record of a preallocated numpy buffer; splitting, parsing,
   rates and utilizations happen after the run, vectorised (``procread.parse_segments``,
   ``Probe.derive``). A record is ``mask SEP text_0 SEP text_1 ...`` (``procread.SEGMENT``), one
-  text per reader; a reader without ``read_text`` (the process tree) stores its tokens.
+  text per reader; a reader that is not a ``TextReader`` (the process tree) stores its tokens.
+  ``TickPlan.record`` is the one implementation of a tick: the sampling thread and
+  ``per_sample_cost`` both call it.
 * Memory stays bounded on long runs: a full buffer is written to ``spill_dir`` as ``.npy``
   chunks (with ``columns.json`` naming the columns) and reused; without ``spill_dir`` full
   buffers are kept in memory.
@@ -23,6 +26,12 @@ Why it looks like this:
   counter at read k-1) / (time of read k - time of read k-1), never a jump divided by one tick;
   the result is then spread over the grid: a rate or share of an interval to every tick inside
   that interval (the tick that ends it included), a level from its read until the next.
+* Sources never touch the tick: each runs on its own thread (``source_runner``) from
+  ``start()`` until ``stop()``, which asks them all to stop and waits at most
+  ``SOURCE_STOP_WAIT_S`` in all. Their samples are derived at their own times and placed on the
+  grid by the same rule as a slow probe's, never carried past their staleness bound; the trace
+  keeps each source's own times, latencies, gaps and cost (``MonitorTrace.sources``). Their
+  samples are kept in memory (a source samples seconds apart, not ticks apart).
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +49,17 @@ import numpy as np
 from pydantic import BaseModel
 
 from pilot_sys.errors import BadInput
-from pilot_sys.monitor.probe import Probe, ProbeContext
-from pilot_sys.monitor.rates import spread_reads
+from pilot_sys.monitor.probe import Probe, ProbeContext, Reader, TextReader
+from pilot_sys.monitor.processes import open_process_probe
 from pilot_sys.monitor.procread import (
     MISSING, SEGMENT, TOKEN_DTYPE, parse_segments, parse_tokens, tokens_layout,
 )
-from pilot_sys.monitor.trace import MonitorTrace
+from pilot_sys.monitor.rates import spread_reads
+from pilot_sys.monitor.source import Source
+from pilot_sys.monitor.source_runner import (
+    SourceResult, SourceRunner, derive_on_grid, source_notes, source_trace,
+)
+from pilot_sys.monitor.trace import MonitorTrace, SourceTrace
 from pilot_sys.plugin_loader import load_plugins
 
 MIN_CHUNK_ROWS = 64
@@ -60,6 +75,8 @@ MAX_SLOW_GROUPS = 52
 NO_SLOW_READ = b"0"
 MASK_BYTES = 21
 _PARSE_ROWS = 8192  # records parsed at a time: bounds the temporary Python objects
+SOURCE_STOP_WAIT_S = 2.0  # stop() waits this long in all for sources still in a call
+RECENT_SOURCE_SAMPLES = 8  # a source's latest samples the live view derives from
 
 
 class ProbeSchedule(BaseModel):
@@ -87,24 +104,116 @@ class SamplerCost(BaseModel):
     late_ticks: int  # ticks that found their deadline already passed
     skipped_ticks: int  # deadlines skipped because a tick overran a whole period
     max_lateness_s: float
+    # the sources' threads on this host (not in ``cpu_seconds``: they do not scale with the rate)
+    source_cpu_seconds: float = 0.0
 
 
-def open_probes(context: ProbeContext, plugins: Sequence[Any] | None = None) -> list[Probe]:
-    """Open every dynamic plug-in that has something to measure here; a plug-in that fails to
-    open is skipped with a note (one unreadable file must not stop the monitor)."""
+@dataclass(slots=True)
+class SlowGroup:
+    """A probe read on every ``every``-th tick of the grid (``Probe.max_rate_hz``)."""
+
+    every: int
+    bit: int  # its bit in a record's read mask
+    reads: list[Callable[[], bytes]]  # the tick reads of its readers
+    guarded: list[Callable[[], bytes]]  # the same, each failing on its own (a retried tick)
+    last: list[bytes]  # the texts of its last read, stored again on the ticks between reads
+    due: int = 0  # the next tick it is read on
+
+
+def _guarded(read: Callable[[], bytes], k: int, errors: dict[int, str]) -> Callable[[], bytes]:
+    """Reader ``k``'s tick read that cannot fail: an empty text (parsed as MISSING counters)
+    and its first error kept for the notes."""
+
+    def guarded() -> bytes:
+        try:
+            return read()
+        except Exception as exc:  # noqa: BLE001 - a plug-in's failure must not end sampling
+            errors.setdefault(k, f"{type(exc).__name__}: {exc}")
+            return b""
+
+    return guarded
+
+
+class TickPlan:
+    """What a tick reads, and the one implementation of a tick (``record``).
+
+    ``fast`` are the tick reads of the probes read on every tick, ``slow`` the groups of those
+    read less often. A tick whose reads all succeed costs one pass over the reads (no per-read
+    ``try``); after a read raised, the tick is read again with every read guarded, so that a
+    failing reader leaves MISSING counters for that tick only."""
+
+    __slots__ = ("fast", "guarded_fast", "slow", "errors", "_spec")
+
+    def __init__(self, fast: list[tuple[int, Callable[[], bytes]]],
+                 slow: list[tuple[int, int, list[tuple[int, Callable[[], bytes]]]]]) -> None:
+        """``fast``: (reader index, tick read) pairs; ``slow``: (every, bit, [(reader index,
+        tick read)]) per slow group."""
+        self.errors: dict[int, str] = {}  # reader index -> its first error, for the notes
+        self.fast = [read for _, read in fast]
+        self.guarded_fast = [_guarded(read, k, self.errors) for k, read in fast]
+        self.slow = [
+            SlowGroup(every, bit, [read for _, read in reads],
+                      [_guarded(read, k, self.errors) for k, read in reads], [b""] * len(reads))
+            for every, bit, reads in slow
+        ]
+        self._spec = (fast, slow)
+
+    def scratch(self, *, every_probe: bool = False) -> TickPlan:
+        """A fresh plan over the same reads (from tick 0; ``every_probe``: all read on every
+        tick), for measuring the tick without touching the recording's schedule."""
+        fast, slow = self._spec
+        every_tick = [(1, bit, reads) for _every, bit, reads in slow]
+        return TickPlan(fast, every_tick if every_probe else slow)
+
+    def record(self, tick: int, closing: bool, guarded: bool = False) -> bytes:
+        """The record of tick ``tick`` (``closing``: the last sample, every probe is read).
+        ``guarded``: every read on its own (the retry after a read raised)."""
+        try:
+            row = [NO_SLOW_READ]
+            append = row.append
+            for read in self.guarded_fast if guarded else self.fast:
+                append(read())
+            bits = 0
+            for g in self.slow:
+                if closing or tick >= g.due:
+                    g.last = [read() for read in (g.guarded if guarded else g.reads)]
+                    bits |= g.bit
+                row += g.last  # the last reading, carried forward on the ticks between reads
+        except Exception:  # noqa: BLE001 - read the tick again, each reader on its own
+            if guarded:
+                raise
+            return self.record(tick, closing, True)
+        if bits:
+            row[0] = b"%d" % bits
+            for g in self.slow:  # due again only once the whole record is read: a retry reads it
+                if bits & g.bit:
+                    g.due = (tick // g.every + 1) * g.every
+        return SEGMENT.join(row)
+
+
+def open_plugins(
+    context: ProbeContext, plugins: Sequence[Any] | None = None
+) -> tuple[list[Probe], list[Source]]:
+    """Open every dynamic plug-in that has something to measure here: its probe or its source.
+    A plug-in that fails to open, or returns neither, is skipped with a note (one unreadable
+    file must not stop the monitor)."""
     probes: list[Probe] = []
+    sources: list[Source] = []
     for plugin in plugins if plugins is not None else load_plugins("dynamic"):
         name = getattr(plugin, "NAME", getattr(plugin, "__name__", "?"))
         try:
-            probe = plugin.open_probe(context)
+            opened = plugin.open_probe(context)
         except Exception as exc:  # a third-party plug-in's bug must not stop the monitor either
             context.notes.append(f"dynamic plug-in {name} not used: {type(exc).__name__}: {exc}")
             continue
-        if probe is not None:
-            probes.append(probe)
-    # plug-ins that derive from other plug-ins' metrics (PCIe sums its children) go last
-    probes.sort(key=lambda p: bool(getattr(p, "derives_from_metrics", False)))
-    return probes
+        if isinstance(opened, Probe):
+            probes.append(opened)
+        elif isinstance(opened, Source):
+            sources.append(opened)
+        elif opened is not None:
+            context.notes.append(f"dynamic plug-in {name} not used: open_probe returned a "
+                                 f"{type(opened).__name__}, neither a Probe nor a Source")
+    return probes, sources
 
 
 class Sampler:
@@ -137,18 +246,19 @@ class Sampler:
         self.context = ProbeContext(
             root=Path(root), graph=graph, components=set(components) if components is not None else None, pid=pid
         )
-        self.probes = open_probes(self.context, plugins)
+        self.probes, self.sources = open_plugins(self.context, plugins)
+        if pid is not None:
+            process_probe = open_process_probe(self.context)
+            if process_probe is not None:
+                self.probes.insert(0, process_probe)
         self.columns: list[str] = []
-        self._readers: list[Callable[[], Sequence[Any]]] = []
+        self._readers: list[Reader | TextReader] = []
         self._widths: list[int] = []
         self._every: list[int] = []  # per probe
-        self._ticks: list[Callable[[], bytes]] = []  # per reader: the tick's read (text)
-        self._layouts: list[dict[str, Any]] = []  # per reader: how to parse that text
+        self._bits: list[int] = []  # per probe: its bit in the read mask (0: read on every tick)
+        self._layouts: list[dict[str, Any]] = []  # per reader: how to parse its tick texts
         self._bounds: list[int] = []  # per reader: bytes reserved in a record
-        self._fast: list[Callable[[], bytes]] = []  # tick reads of the probes read every tick
-        # per slow probe: [next due tick, every, tick reads, last texts, bit, width, first reader index]
-        self._slow: list[list[Any]] = []
-        self._reader_errors: dict[int, str] = {}  # reader index -> first error, for the notes
+        self._plan = TickPlan([], [])
         self._assemble()
         by_bytes = MAX_CHUNK_BYTES // self._record_dtype().itemsize
         self.chunk_rows = int(
@@ -174,6 +284,9 @@ class Sampler:
         self._cpu_clock: int | None = None
         self._cpu_start = 0.0
         self._cpu_end: float | None = None
+        self._runners: list[SourceRunner] = []  # one per source, from start()
+        self._stopped: list[bool] = []  # per runner: whether its thread ended within the wait
+        self._collisions: set[tuple[str, str]] = set()  # (source, metric) also derived by a probe
         self.trace: MonitorTrace | None = None
 
     # -- public API ------------------------------------------------------------------------
@@ -182,15 +295,12 @@ class Sampler:
         after the (slower) opening of every other plug-in, so that its first moments are sampled."""
         if self._thread is not None:
             raise RuntimeError("follow() must be called before start()")
-        from pilot_sys.plugins.dynamic import process
-
         self.context.pid = pid
-        probe = process.open_probe(self.context)
+        probe = open_process_probe(self.context)
         if probe is None:
             return
         self.probes = [p for p in self.probes if p.name != probe.name]
         self.probes.insert(0, probe)
-        self.probes.sort(key=lambda p: bool(getattr(p, "derives_from_metrics", False)))
         self._assemble()
         self._buf = np.zeros(self.chunk_rows, dtype=self._record_dtype())
 
@@ -203,6 +313,15 @@ class Sampler:
         self._thread = threading.Thread(target=self._run, name="pilot-sys-sampler", daemon=True)
         self._thread.start()
         self._ready.wait(5.0)
+        for source in self.sources:
+            try:
+                runner = SourceRunner(source)
+            except ValueError as exc:
+                self.context.notes.append(f"source {source.name} not used: {exc}")
+                source.close()
+                continue
+            runner.start()
+            self._runners.append(runner)
         return self
 
     def stop(self, *, command: list[str] | None = None, cut: str | None = None) -> MonitorTrace:
@@ -210,10 +329,17 @@ class Sampler:
         if self.trace is not None:
             return self.trace
         self._stop.set()
+        for runner in self._runners:  # all at once: they stop in parallel
+            runner.request_stop()
         if self._thread is not None:
             self._thread.join()
+        deadline = time.monotonic() + SOURCE_STOP_WAIT_S
+        self._stopped = [runner.join(deadline - time.monotonic()) for runner in self._runners]
         for probe in self.probes:
             probe.close()
+        if self._thread is None:  # never started: the sources never ran, nothing will close them
+            for source in self.sources:
+                source.close()
         self.trace = self._build_trace(command or [], cut)
         return self.trace
 
@@ -222,7 +348,10 @@ class Sampler:
         if self._thread is None and self.trace is None:
             for probe in self.probes:
                 probe.close()
+            for source in self.sources:
+                source.close()
             self.probes = []
+            self.sources = []
 
     def __enter__(self) -> Sampler:
         return self.start()
@@ -248,6 +377,7 @@ class Sampler:
             late_ticks=self._late,
             skipped_ticks=self._skipped,
             max_lateness_s=self._max_late,
+            source_cpu_seconds=sum(runner.cpu_seconds() for runner in self._runners),
         )
 
     def per_sample_cost(self, samples: int = 200, *, every_probe: bool = False) -> float:
@@ -261,31 +391,12 @@ class Sampler:
         if self.trace is not None:
             raise RuntimeError("the sampler is stopped and its files are closed")
         scratch = np.zeros(2, dtype=self._record_dtype())
-        fast = self._fast
-        slow = [list(g) for g in self._slow]
-        for g in slow:
-            g[0] = 0
-            if every_probe:
-                g[1] = 1
+        record = self._plan.scratch(every_probe=every_probe).record
         monotonic = time.monotonic
-        join = SEGMENT.join
         begin = time.thread_time()
         for tick in range(samples):
-            monotonic()
-            row = [NO_SLOW_READ]
-            append = row.append
-            bits = 0
-            for read in fast:
-                append(read())
-            for g in slow:
-                if tick >= g[0]:
-                    g[3] = [read() for read in g[2]]
-                    bits |= g[4]
-                    g[0] = tick + g[1]
-                row += g[3]
-            if bits:
-                row[0] = b"%d" % bits
-            scratch[tick & 1] = join(row)
+            monotonic()  # the tick's timestamp
+            scratch[tick & 1] = record(tick, False)
         return (time.thread_time() - begin) / samples
 
     def schedule(self) -> list[ProbeSchedule]:
@@ -294,9 +405,8 @@ class Sampler:
         for probe, every in zip(self.probes, self._every):
             files: list[str] = []
             for reader in probe.readers:
-                path = getattr(getattr(reader, "__self__", None), "path", None)
-                if path is not None and str(path) not in files:
-                    files.append(str(path))
+                if isinstance(reader, TextReader) and str(reader.path) not in files:
+                    files.append(str(reader.path))
             out.append(ProbeSchedule(
                 probe=probe.name, every=every, rate_hz=self.rate_hz / every, columns=len(probe.columns),
                 files=files, reason=probe.rate_reason if every > 1 else "",
@@ -319,7 +429,7 @@ class Sampler:
         else:
             return {}
         raw, reads = _parse_records(records, self._layouts)
-        metrics = self._derive(raw, t, reads)
+        metrics = self._derive(raw, t, reads, self._source_results(t, last=RECENT_SOURCE_SAMPLES))
         latest: dict[str, float] = {}
         for key, values in metrics.items():
             finite = values[np.isfinite(values)]
@@ -362,31 +472,36 @@ class Sampler:
         every = {id(p): self._every_for(p) for p in kept}
         # the row: probes read on every tick first, then the slow ones (``_derive`` takes the
         # probes that derive from other probes' metrics, PCIe, last)
-        kept.sort(key=lambda p: (every[id(p)] > 1, bool(getattr(p, "derives_from_metrics", False))))
+        kept.sort(key=lambda p: (every[id(p)] > 1, p.derives_from_metrics))
         self.probes = kept
         self.columns = [c for p in kept for c in p.columns]
         self._readers = [r for p in kept for r in p.readers]
         self._widths = [w for p in kept for w in width_of[id(p)]]
         self._every = [every[id(p)] for p in kept]
-        self._ticks, self._layouts, self._bounds = [], [], []
+        ticks: list[Callable[[], bytes]] = []
+        self._layouts, self._bounds = [], []
         for reader, width in zip(self._readers, self._widths):
-            tick, layout, bound = _tick_read(reader, width)
-            self._ticks.append(tick)
+            tick, layout, bound = tick_read(reader, width)
+            ticks.append(tick)
             self._layouts.append(layout)
             self._bounds.append(bound)
-        self._slow = []
-        self._fast = []
+        fast: list[tuple[int, Callable[[], bytes]]] = []
+        slow: list[tuple[int, int, list[tuple[int, Callable[[], bytes]]]]] = []
+        self._bits = []
         first = 0
         for p in kept:
-            ticks = self._ticks[first : first + len(p.readers)]
+            reads = [(k, ticks[k]) for k in range(first, first + len(p.readers))]
+            bit = 0
             if every[id(p)] == 1:
-                self._fast += ticks
-            elif p.readers:
-                if len(self._slow) == MAX_SLOW_GROUPS:
+                fast += reads
+            elif reads:
+                if len(slow) == MAX_SLOW_GROUPS:
                     raise RuntimeError(f"more than {MAX_SLOW_GROUPS} probes read slower than the sampler")
-                bit = 1 << len(self._slow)
-                self._slow.append([0, every[id(p)], ticks, [b""] * len(ticks), bit, len(p.columns), first])
+                bit = 1 << len(slow)
+                slow.append((every[id(p)], bit, reads))
+            self._bits.append(bit)
             first += len(p.readers)
+        self._plan = TickPlan(fast, slow)
 
     def _record_dtype(self) -> np.dtype:
         """Room for the mask and every reader's text (with room to grow, ``procread``)."""
@@ -395,7 +510,7 @@ class Sampler:
     def _every_for(self, probe: Probe) -> int:
         """Read ``probe`` on every n-th tick: the fewest ticks that keep it at or under its
         useful rate (1 when it has none, or the sampler is slower anyway)."""
-        limit = getattr(probe, "max_rate_hz", None)
+        limit = probe.max_rate_hz
         if not limit or limit <= 0 or limit >= self.rate_hz:
             return 1
         return max(1, math.ceil(self.rate_hz / limit - 1e-9))
@@ -404,42 +519,13 @@ class Sampler:
         start = sum(self._widths[:k])
         return self.columns[start : start + self._widths[k]]
 
-    def _read_one(self, k: int) -> bytes:
-        """Reader ``k``'s tick read on its own; an empty text (parsed as MISSING counters) and
-        a note when it fails."""
-        try:
-            return self._ticks[k]()
-        except Exception as exc:  # noqa: BLE001 - a plug-in's failure must not end sampling
-            self._reader_errors.setdefault(k, f"{type(exc).__name__}: {exc}")
-            return b""
-
-    def _read_row_safely(self, tick: int, closing: bool) -> tuple[list[Any], int]:
-        """The tick's slow path, taken only after a reader raised: each reader on its own, a
-        failing one's counters MISSING for this tick (it is tried again on its next tick).
-        The slow groups follow the same schedule as on the fast path."""
-        row: list[bytes] = [NO_SLOW_READ]
-        for k in range(len(self._fast)):
-            row.append(self._read_one(k))
-        bits = 0
-        for g in self._slow:
-            if closing or tick >= g[0]:
-                g[3] = [self._read_one(k) for k in range(g[6], g[6] + len(g[2]))]
-                bits |= g[4]
-                g[0] = (tick // g[1] + 1) * g[1]
-            row += g[3]
-        if bits:
-            row[0] = b"%d" % bits
-        return row, bits
-
     def _run(self) -> None:
         try:
             self._cpu_clock = time.pthread_getcpuclockid(threading.get_ident())
         except (AttributeError, OSError):
             self._cpu_clock = None
         self._cpu_start = time.thread_time()
-        fast = self._fast
-        slow = self._slow
-        join = SEGMENT.join
+        record = self._plan.record
         monotonic = time.monotonic
         sleep = time.sleep
         wait = self._stop.wait
@@ -458,24 +544,8 @@ class Sampler:
             while True:
                 now = monotonic()
                 closing = stopping()
-                row = [NO_SLOW_READ]
-                append = row.append
-                bits = 0
-                try:
-                    for read in fast:
-                        append(read())
-                    for g in slow:  # [next due tick, every, tick reads, last texts, bit, ...]
-                        if tick >= g[0] or closing:
-                            g[3] = [read() for read in g[2]]
-                            bits |= g[4]
-                            g[0] = (tick // g[1] + 1) * g[1]
-                        row += g[3]  # the last reading, carried forward on the ticks between reads
-                    if bits:
-                        row[0] = b"%d" % bits
-                except Exception:  # noqa: BLE001 - see _read_row_safely
-                    row, bits = self._read_row_safely(tick, closing)
                 i = self._row
-                buf[i] = join(row)
+                buf[i] = record(tick, closing)
                 times[i] = now
                 self._samples += 1
                 if i == last_row:
@@ -567,22 +637,21 @@ class Sampler:
 
     def _probe_bits(self) -> list[tuple[int, int]]:
         """(probe index, its slow-group bit, 0 for a probe read on every tick)."""
-        out: list[tuple[int, int]] = []
-        g = 0
-        for i, (probe, every) in enumerate(zip(self.probes, self._every)):
-            if every > 1 and probe.readers:
-                out.append((i, 1 << g))
-                g += 1
-            else:
-                out.append((i, 0))
-        return out
+        return list(enumerate(self._bits))
 
-    def _derive(self, raw: np.ndarray, t: np.ndarray, reads: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    def _derive(self, raw: np.ndarray, t: np.ndarray, reads: np.ndarray | None = None,
+                sources: Sequence[SourceResult] = ()) -> dict[str, np.ndarray]:
+        """Every probe's metrics on the grid ``t``, then the sources' (already placed on it),
+        then those of the probes that derive from all of these."""
         metrics: dict[str, np.ndarray] = {}
         starts = np.cumsum([0] + [len(p.columns) for p in self.probes])
-        order = sorted(self._probe_bits(), key=lambda ib: bool(getattr(self.probes[ib[0]], "derives_from_metrics", False)))
+        order = sorted(self._probe_bits(), key=lambda ib: self.probes[ib[0]].derives_from_metrics)
+        placed = False
         for i, bit in order:
             probe = self.probes[i]
+            if probe.derives_from_metrics and not placed:
+                self._add_sources(metrics, sources)
+                placed = True
             block = raw[:, starts[i] : starts[i + 1]]
             if not bit or reads is None:
                 metrics.update(probe.derive(block, t, metrics))
@@ -591,9 +660,25 @@ class Sampler:
             derived = probe.derive(block[rows], t[rows], {k: v[rows] for k, v in metrics.items()})
             for key, values in derived.items():
                 metrics[key] = spread_reads(values, rows, len(t), interval=probe.interval_metric(key))
+        if not placed:
+            self._add_sources(metrics, sources)
         return metrics
 
+    def _source_results(self, t: np.ndarray, last: int | None = None) -> list[SourceResult]:
+        """Each source's samples so far (``last``: the latest few), derived at their own times
+        and placed on the grid ``t``."""
+        return [derive_on_grid(r.source, r.recording(last), t) for r in self._runners]
+
+    def _add_sources(self, metrics: dict[str, np.ndarray], sources: Sequence[SourceResult]) -> None:
+        for result in sources:
+            for key, values in result.grid.items():
+                if key in metrics:  # a probe's series wins; the source's stays in its own record
+                    self._collisions.add((result.source.name, key))
+                    continue
+                metrics[key] = values
+
     def _describe(self) -> dict[str, Any]:
+        measured = (*self.probes, *self.sources)
         return {
             "columns": self.columns,
             "rate_hz": self.rate_hz,
@@ -606,14 +691,16 @@ class Sampler:
                  "columns": list(self.probes[i].columns)}
                 for i, bit in self._probe_bits() if bit
             ],
-            "limits": {k: v.model_dump(mode="json") for p in self.probes for k, v in p.limits.items()},
-            "attrs": {k: v for p in self.probes for k, v in p.attrs().items()},
+            "sources": [{"source": s.name, "interval_s": s.interval_s, "columns": list(s.columns)}
+                        for s in self.sources],
+            "limits": {k: v.model_dump(mode="json") for p in measured for k, v in p.limits.items()},
+            "attrs": {k: v for p in measured for k, v in p.attrs().items()},
         }
 
     def _build_trace(self, command: list[str], cut: str | None) -> MonitorTrace:
         if self._error is not None:
             self.context.notes.append(f"sampling stopped early: {type(self._error).__name__}: {self._error}")
-        for k, message in sorted(self._reader_errors.items()):
+        for k, message in sorted(self._plan.errors.items()):
             names = self._reader_columns(k)
             self.context.notes.append(
                 f"reading {names[0].split('/')[0] if names else 'a plug-in'} failed at times ({message}); "
@@ -626,9 +713,11 @@ class Sampler:
                     f"carried between reads, its rates are taken between real reads): {plan.reason}"
                 )
         raw, t, reads = self._all_rows()
-        metrics = self._derive(raw, t, reads) if len(t) else {}
+        results = self._source_results(t)
+        metrics = self._derive(raw, t, reads, results) if len(t) else {}
         rel = t - t[0] if len(t) else t
         series = {key: _to_list(values) for key, values in sorted(metrics.items())}
+        sources = self._source_traces(results, t)
         description = self._describe()
         cost = self.cost()
         return MonitorTrace(
@@ -642,17 +731,36 @@ class Sampler:
             limits=description["limits"],
             attrs=description["attrs"],
             notes=list(self.context.notes),
+            sources=sources,
         )
 
+    def _source_traces(self, results: list[SourceResult], t: np.ndarray) -> dict[str, SourceTrace]:
+        """Each source's own record, on the clock of the trace's timestamps, and its notes."""
+        origin, end = (float(t[0]), float(t[-1])) if len(t) else (self._t0_mono, self._t_end)
+        out: dict[str, SourceTrace] = {}
+        for runner, stopped, result in zip(self._runners, self._stopped, results):
+            name = runner.source.name or type(runner.source).__name__
+            while name in out:
+                name += "'"
+            wall_minus_monotonic = self._t0_wall - self._t0_mono
+            out[name] = record = source_trace(result, origin, origin, end, wall_minus_monotonic)
+            self.context.notes += source_notes(
+                name, record, result, stopped=stopped, runner_error=runner.error,
+                close_error=runner.close_error, stop_wait=SOURCE_STOP_WAIT_S,
+            )
+        for name, key in sorted(self._collisions):
+            self.context.notes.append(
+                f"source {name}: {key} is also a probe's series; the grid keeps the probe's")
+        return out
 
-def _tick_read(reader: Callable[[], Sequence[Any]], width: int) -> tuple[Callable[[], bytes], dict[str, Any], int]:
-    """A reader's tick read, the layout to parse what it stores, and the bytes to reserve.
-    A plug-in reader that is the ``read`` of a ``procread`` table stores its text unsplit;
-    any other reader (the process tree, a wrapped reader) stores its tokens joined."""
-    table = getattr(reader, "__self__", None)
-    tick_reader = getattr(table, "tick_reader", None)
-    if tick_reader is not None and getattr(table, "read", None) == reader:
-        return tick_reader(), table.layout(), table.text_bound()
+
+def tick_read(
+    reader: Reader | TextReader, width: int
+) -> tuple[Callable[[], bytes], dict[str, Any], int]:
+    """A reader's tick read, the layout to parse what it stores, and the bytes to reserve: a
+    ``TextReader`` stores its text unsplit; any other reader its ``width`` tokens, joined."""
+    if isinstance(reader, TextReader):
+        return reader.tick_reader(), reader.layout(), reader.text_bound()
 
     def tokens() -> bytes:
         part = reader()

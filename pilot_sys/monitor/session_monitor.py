@@ -2,10 +2,10 @@
 reusable by anything that runs a workload once and wants the verdict.
 
 Discovery and data-path resolution come from the topology layer; the process tree of the
-command is followed by the process plug-in so that the verdict can tell the workload's CPU use
-from everybody else's. Ctrl-C stops the command (it receives the SIGINT too, being in the
-terminal's foreground process group; it is terminated if it lingers) and everything measured
-up to then is still returned.
+command is followed by the process probe (``processes``) so that the verdict can tell the
+workload's CPU use from everybody else's. Ctrl-C stops the command (it receives the SIGINT
+too, being in the terminal's foreground process group; it is terminated if it lingers) and
+everything measured up to then is still returned.
 """
 
 from __future__ import annotations

@@ -5,6 +5,11 @@ column per ``<component id>/<metric>`` key, e.g. ``block:vda/util_write`` (fract
 stated limit), ``cpu:host/busy`` (fraction of all cores), ``nic:eth0/rx_bytes_per_s``.
 Utilization metrics start with ``util`` and are fractions of a limit; everything else is a rate
 or a level in SI units. ``None`` marks a sample that could not be read.
+
+Every series is on the sampler's grid (``timestamps``), whatever produced it. A *source* (a
+reader with its own schedule, e.g. a remote host's exporter) also keeps its own record in
+``sources``: when each of its samples was taken, on the same clock, its metrics at those times,
+its call latencies, the stretches it did not answer and what it cost.
 """
 
 from __future__ import annotations
@@ -14,6 +19,37 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 TRACE_SCHEMA_VERSION = 1
+
+
+class SourceCost(BaseModel):
+    """What a source cost: on this host (its thread's CPU time) and, when its backend reports
+    its own CPU time, on the far side."""
+
+    cpu_seconds: float  # the source's thread on this host, calls and waits included
+    calls: int  # calls made (answered or failed)
+    failed_calls: int
+    missed_calls: int  # calls not made because an earlier one overran its interval
+    latency_s_median: float | None = None  # of the answered calls
+    latency_s_max: float | None = None
+    remote_cpu_seconds: float | None = None  # the backend's own CPU time over the recording
+
+
+class SourceTrace(BaseModel):
+    """One source's own record (its series on the grid are in ``MonitorTrace.series``)."""
+
+    interval_s: float  # how often it was asked
+    stale_after_s: float  # no value is carried further than this
+    times: list[float]  # when each sample was taken, seconds on the clock of ``timestamps``
+    latency_s: list[float]  # per sample: from the call to the answer
+    series: dict[str, list[float | None]]  # its metrics at ``times``
+    # where ``times`` come from: "call midpoint" (the middle of each call, uncertain by half its
+    # latency) or "backend time" (the backend's own time of the sample, less ``clock_offset_s``)
+    clock: str = "call midpoint"
+    clock_offset_s: float | None = None  # the backend's clock minus this host's wall clock
+    clock_offset_uncertainty_s: float | None = None
+    gaps: list[tuple[float, float]] = Field(default_factory=list)  # seconds without a fresh sample
+    errors: list[str] = Field(default_factory=list)  # what failed calls said (distinct, first few)
+    cost: SourceCost
 
 
 class MonitorTrace(BaseModel):
@@ -31,3 +67,4 @@ class MonitorTrace(BaseModel):
     # facts about measured components the verdict needs, e.g. {"block:vda": {"serves_in_parallel": false}}
     attrs: dict[str, dict[str, Any]] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)  # what could not be measured, and why
+    sources: dict[str, SourceTrace] = Field(default_factory=dict)  # by source name

@@ -7,14 +7,15 @@ when any analysed round saw a hidden bottleneck (seeds/002 §III-B: "the monitor
 throughout the workload because the utilization rates can change over time").
 
 Every round's trace also follows the workload's own processes, as ``process:workload/*``
-series (the process plug-in's counters and formulas: ``cpu_cores``, ``read_bytes_per_s``, ...),
+series (the process probe's counters and formulas: ``cpu_cores``, ``read_bytes_per_s``, ...),
 because on a shared host other tenants move every host-wide series and the phase check
 (``phase_check``) matches rounds far better on the workload's own. The runner starts the
 round's command inside ``run_round`` and keeps its pid to itself, so the pid is found in
 /proc instead: the processes that the thread running the round (the one calling ``start()``,
 which the engine also calls ``run_round`` from) starts after ``start()``, i.e. the entries of
 ``/proc/self/task/<tid>/children`` that were not there at ``start()``, each with its tree.
-One ``pread`` of that file per tick finds them; the trees are read by the process plug-in.
+One ``pread`` of that file per tick finds them; the trees are read by the process probe
+(``monitor.processes``).
 
 ``round_sampler`` builds that sampler (every dynamic plug-in over the session's graph, plus the
 round's processes) for ``RoundMonitoring`` and, through ``session_sampler_factory``, for the
@@ -25,7 +26,7 @@ In-process workloads (the built-in sequential I/O test, ``FunctionWorkload``) st
 process: their per-process series are left out (and a note says so), since following this
 process's threads would mix the workload with the sampler, the journal's fsync threads and
 the engine. The interval in which the workload's process is reaped is missing (NaN), as in
-the plug-in: its counters move into this process's, which is not the workload.
+the process probe: its counters move into this process's, which is not the workload.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from pilot_sys.monitor.overhead import MonitorCost, SamplerFactory
 from pilot_sys.monitor.probe import ProbeContext
-from pilot_sys.plugins.dynamic.process import ProcessProbe, read_pids
+from pilot_sys.monitor.processes import ProcessProbe, read_pids
 from pilot_sys.session.journal import MONITOR_FILE, MonitorSummary, SyncBatch, atomic_write_text
 
 if TYPE_CHECKING:  # the sampler loads every plug-in: imported when a round starts
@@ -248,7 +249,7 @@ def max_utilization(trace: Any) -> dict[str, float]:
 class RoundProcessesProbe(ProcessProbe):
     """``process:workload``: the trees of the processes the round's thread started, summed.
 
-    The process plug-in's own walk and formulas, started from those children instead of one
+    The process probe's own walk and formulas, started from those children instead of one
     root (``_roots``), under one component id for every round."""
 
     def __init__(self, context: ProbeContext, children_path: Path) -> None:

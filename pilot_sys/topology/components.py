@@ -5,7 +5,9 @@ dynamic plug-ins and the bottleneck detector refer to components by ``Component.
 
 Component ids are ``<kind>:<name>``, e.g. ``cpu:host``, ``core:0``, ``memory:node0``,
 ``pci:0000:00:04.0``, ``block:vda``, ``block:vda1``, ``block:dm-0``, ``mount:/``,
-``nic:eth0``, ``network:eth0``, ``remote:10.0.0.5``.
+``nic:eth0``, ``network:eth0``, ``remote:10.0.0.5``, ``accelerator:0000:3b:00.0``.
+A kind is one line of ``ComponentKind``; everything that shows kinds (the picture's colours,
+the terminal tree's styles) has a default for a kind it does not list.
 Units are SI base units: bytes/second for bandwidth, operations/second for IOPS, Hz.
 """
 
@@ -30,6 +32,7 @@ class ComponentKind(StrEnum):
     NIC = "nic"
     NETWORK = "network"  # the wire/fabric beyond a NIC
     REMOTE = "remote"  # a remote host (NFS server, iperf3 peer)
+    ACCELERATOR = "accelerator"  # a GPU or another compute accelerator with its own memory
     OTHER = "other"
 
 

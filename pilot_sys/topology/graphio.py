@@ -18,8 +18,14 @@ KIND_COLOURS: dict[str, str] = {
     ComponentKind.NUMA: "#f58518", ComponentKind.PCI: "#72b7b2", ComponentKind.CONTROLLER: "#54a24b",
     ComponentKind.BLOCK: "#4c78a8", ComponentKind.MOUNT: "#b279a2", ComponentKind.NIC: "#eeca3b",
     ComponentKind.NETWORK: "#9d755d", ComponentKind.REMOTE: "#bab0ac", ComponentKind.HOST: "#ff9da6",
-    ComponentKind.OTHER: "#dddddd",
+    ComponentKind.ACCELERATOR: "#8e6c8a",
 }
+DEFAULT_COLOUR = "#dddddd"  # any kind without a colour of its own (``other``, kinds added later)
+
+
+def kind_colour(kind: str) -> str:
+    """The fill colour of a component of ``kind``; the default for a kind without one."""
+    return KIND_COLOURS.get(kind, DEFAULT_COLOUR)
 
 
 def flat_graph(graph: ComponentGraph) -> nx.DiGraph:
@@ -78,7 +84,8 @@ def to_dot(graph: ComponentGraph) -> str:
              '  edge [fontname="Helvetica", fontsize=9, dir=both, arrowtail=normal];']
     for c in graph.components():
         label = c.id + ("\n" + "; ".join(c.warnings) if c.warnings else "")
-        lines.append(f"  {_dot_quote(c.id)} [label={_dot_quote(label)}, fillcolor={_dot_quote(KIND_COLOURS.get(c.kind, '#dddddd'))}];")
+        fill = _dot_quote(kind_colour(c.kind))
+        lines.append(f"  {_dot_quote(c.id)} [label={_dot_quote(label)}, fillcolor={fill}];")
     for source, target in physical_links(graph):
         lines.append(f"  {_dot_quote(source)} -> {_dot_quote(target)} [label={_dot_quote(_pair_label(graph, source, target))}];")
     lines.append("}")
@@ -162,13 +169,13 @@ def draw(graph: ComponentGraph, path: str | Path, *, highlight: Iterable[str] = 
         hot = node in highlight
         ax.text(*pos[node], label, ha="center", va="center", fontsize=7, zorder=3,
                 fontweight="bold" if hot else "normal",
-                bbox={"boxstyle": "round,pad=0.45", "fc": KIND_COLOURS.get(kind, "#dddddd"),
+                bbox={"boxstyle": "round,pad=0.45", "fc": kind_colour(kind),
                       "ec": "#d62728" if hot else "#333333", "lw": 2.5 if hot else 0.7})
     edge_labels = {(a, b): _pair_label(graph, a, b, "\n") for a, b in g.edges}
     nx.draw_networkx_edge_labels(g, pos, edge_labels=edge_labels, ax=ax, font_size=6, rotate=False,
                                  bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
-    present = sorted({k.value for k in kinds})
-    ax.legend(handles=[Patch(color=KIND_COLOURS[ComponentKind(k)], label=k) for k in present], loc="lower left",
+    present = sorted({str(k) for k in kinds})
+    ax.legend(handles=[Patch(color=kind_colour(k), label=k) for k in present], loc="lower left",
               fontsize=7, frameon=False, ncols=min(len(present), 6), bbox_to_anchor=(0, -0.08))
     default = "component data-link graph: links → outward from memory, ← back; ? unknown; ⚠ see warnings"
     if highlight:

@@ -25,7 +25,7 @@ Formulas (per interval, sysstat ``iostat -x`` style):
 Where the counters are read from: ``/sys/class/block/<dev>/stat`` holds the same fields for one
 device (Documentation/block/stat.rst: the same 11+ values, without major, minor and name), while
 /proc/diskstats formats every device and partition (loop devices included) on each read. Reading
-a few watched devices' own files is cheaper (here 2 x 2.5 us instead of 10 us for 10 lines), so
+a few watched devices' own files is cheaper (benchmarks/results/monitor.md), so
 the per-device files are used when at most a third of the listed devices are watched and every
 watched device has one; /proc/diskstats otherwise (and in captured trees without /sys).
 These counters change at least every jiffy or millisecond: read at the sampler's full rate.
@@ -121,12 +121,12 @@ class BlockProbe(Probe):
             self._files = self._open_device_files(context, devices)
         if self._files:
             self.source = "/sys/class/block/<dev>/stat"
-            self.readers = [f.read for f in self._files]
+            self.readers = list(self._files)
         else:
             wanted = [Wanted(d, 2 + n) for d in devices for n in FIELDS.values()]
             self._stats = LineTable(context.path("proc", "diskstats"), wanted, key_token=2)
             self.source = "/proc/diskstats"
-            self.readers = [self._stats.read]
+            self.readers = [self._stats]
         columns = [f"block:{d}/{f}" for d in devices for f in FIELDS]
         self._psi: LineTable | None = None
         psi_path = context.path("proc", "pressure", "io")
@@ -134,7 +134,7 @@ class BlockProbe(Probe):
             try:
                 self._psi = LineTable(psi_path, [Wanted("some", 8), Wanted("full", 8)], separators=b"=")
                 columns += [f"{IO_PSI}/psi_some_us", f"{IO_PSI}/psi_full_us"]
-                self.readers.append(self._psi.read)
+                self.readers.append(self._psi)
             except OSError:
                 self._psi = None
         self.columns = tuple(columns)

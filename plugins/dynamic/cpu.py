@@ -74,7 +74,7 @@ class CpuProbe(Probe):
             self.limits[f"core:{n}/compute"] = Limit(
                 value=1.0, unit="cores", source=LimitSource.DERIVED, detail="one core"
             )
-        self.readers = [self._stat.read] + ([self._psi.read] if self._psi is not None else [])
+        self.readers = [self._stat] + ([self._psi] if self._psi is not None else [])
 
     def derive(self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}

@@ -93,7 +93,7 @@ class MemoryProbe(Probe):
         self.vmstat_keys = [k for k in VMSTAT if k in present_vm]
         self._vmstat = LineTable(context.path("proc", "vmstat"), [Wanted(k, 1) for k in self.vmstat_keys])
         columns = [f"{HOST}/{k}_kb" for k in self.meminfo_keys] + [f"{HOST}/{k}" for k in self.vmstat_keys]
-        self.readers = [self._meminfo.read, self._vmstat.read]
+        self.readers = [self._meminfo, self._vmstat]
         self.columns = tuple(columns)
         interval, source = stat_interval(context.root)
         self.max_rate_hz = useful_rate_hz(interval)

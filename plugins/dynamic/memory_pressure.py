@@ -33,7 +33,7 @@ class MemoryPressureProbe(Probe):
         super().__init__()
         self._psi = table
         self.columns = (f"{HOST}/psi_some_us", f"{HOST}/psi_full_us")
-        self.readers = [table.read]
+        self.readers = [table]
 
     def derive(self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         return {

@@ -73,7 +73,7 @@ class NetProbe(Probe):
             separators=b":|",
             skip_lines=HEADER_LINES,
         )
-        self.readers = [self._dev.read]
+        self.readers = [self._dev]
         self.columns = tuple(f"nic:{i}/{f}" for i in interfaces for f in FIELDS)
         self.duplex = {i: read_text(context.path("sys", "class", "net", i, "duplex")) for i in interfaces}
         self.lower = {i: lower_devices(context.root, i) for i in interfaces}

@@ -18,28 +18,16 @@ Formulas, per PCI function (``pci:<address>``), direction as the static PCI plug
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
 
 from pilot_sys.monitor.probe import Probe, ProbeContext
 from pilot_sys.monitor.rates import utilization
+from pilot_sys.topology.sysfs_paths import pci_ancestors
 
 KIND = "dynamic"
 NAME = "pci"
-
-PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-
-
-def pci_ancestors(sys_path: Path) -> list[str]:
-    """The PCI addresses on a sysfs device path, root port first."""
-    try:
-        parts = sys_path.resolve().parts
-    except OSError:
-        return []
-    return [p for p in parts if PCI_ADDRESS.match(p)]
-
 
 class PciProbe(Probe):
     name = NAME

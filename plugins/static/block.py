@@ -13,10 +13,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pilot_sys.plugins.static.pci import pci_parent
 from pilot_sys.topology.components import Component, ComponentKind, Discovery, Limit, LimitSource, Link
 from pilot_sys.topology.linkspeed import sas_limit, sata_limit
 from pilot_sys.topology.routes import lookup, read_routes
+from pilot_sys.topology.sysfs_paths import pci_parent
 from pilot_sys.topology.sysroot import SysRoot
 
 KIND = "static"

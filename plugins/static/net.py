@@ -8,10 +8,10 @@ Speed -1 (virtio, no link) or an unreadable speed stays unknown with the reason;
 
 from __future__ import annotations
 
-from pilot_sys.plugins.static.pci import pci_parent
 from pilot_sys.topology.components import Component, ComponentKind, Discovery, Limit, LimitSource, Link
 from pilot_sys.topology.linkspeed import nic_limit
 from pilot_sys.topology.routes import read_routes
+from pilot_sys.topology.sysfs_paths import pci_parent
 from pilot_sys.topology.sysroot import SysRoot
 
 KIND = "static"

@@ -5,31 +5,21 @@ below its maximum is a component warning, since it silently caps every device be
 from __future__ import annotations
 
 import os
-import re
 
 from pilot_sys.topology.components import Component, ComponentKind, Discovery, Limit, Link
 from pilot_sys.topology.humanize import format_value
 from pilot_sys.topology.linkspeed import parse_gts, pcie_limit
+from pilot_sys.topology.sysfs_paths import PCI_ADDRESS
 from pilot_sys.topology.sysroot import SysRoot
 
 KIND = "static"
 NAME = "pci"
 
-PCI_ADDRESS = re.compile(r"^[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 BASE_CLASSES = {
     0x00: "unclassified", 0x01: "storage", 0x02: "network", 0x03: "display", 0x04: "multimedia",
     0x05: "memory", 0x06: "bridge", 0x07: "communication", 0x08: "system", 0x0C: "serial bus",
     0x0D: "wireless", 0x11: "signal processing", 0x12: "accelerator", 0xFF: "unassigned",
 }
-
-
-def pci_parent(sys_path: str) -> str | None:
-    """The nearest PCI device above a sysfs device path (``/sys/devices/pci0000:00/0000:00:02.0/
-    virtio1/block/vda`` -> ``0000:00:02.0``), or None for virtual devices."""
-    for part in reversed(sys_path.split("/")):
-        if PCI_ADDRESS.match(part):
-            return part
-    return None
 
 
 def discover(root: SysRoot) -> Discovery:

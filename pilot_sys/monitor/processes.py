@@ -1,5 +1,9 @@
 """The workload's own process tree: CPU and I/O, to tell its load from everyone else's.
 
+Part of the monitor itself, not a plug-in: the sampler follows a command's tree
+(``Sampler.follow``) and a session follows each round's processes (``session.monitoring``);
+plug-ins are for optional measurements.
+
 Counters, per process of the tree (the root ``pid`` and every descendant, found on each tick
 through ``/proc/<pid>/task/<tid>/children``, zombies included):
 
@@ -50,7 +54,6 @@ import numpy as np
 from pilot_sys.monitor.probe import Probe, ProbeContext
 from pilot_sys.monitor.rates import levels, per_second
 
-KIND = "dynamic"
 NAME = "process"
 
 USER_HZ = os.sysconf("SC_CLK_TCK")
@@ -273,7 +276,8 @@ class ProcessProbe(Probe):
             self._forget(pid)
 
 
-def open_probe(context: ProbeContext) -> ProcessProbe | None:
+def open_process_probe(context: ProbeContext) -> ProcessProbe | None:
+    """The tree rooted at ``context.pid``; None without a pid or when that process is gone."""
     if context.pid is None or not Path(context.path("proc", str(context.pid))).exists():
         return None
     return ProcessProbe(context, context.pid)
