@@ -4,10 +4,10 @@
 - htb: traffic no filter classifies goes to the ``default`` class and is held to the smallest
   ``ceil`` on that class's way up to the root; without a default class it leaves unshaped, so
   the limit is unknown for the workload (a classified flow gets its own class's ceil).
-- cake: its ``bandwidth`` (0 = unlimited); netem: its ``rate`` when one is set.
 - mq / mqprio: one child qdisc per transmit queue; shaped only when every child is, at the sum.
-- fq: ``maxrate`` caps each flow, not the device: recorded, not a device limit.
-Any other root qdisc (pfifo_fast, fq_codel, noqueue, ...) does not shape.
+- cake, netem, hfsc: shapers whose rate this reader does not decode: reported, rate unknown.
+Any other root qdisc (pfifo_fast, fq_codel, fq, noqueue, ...) does not shape the device (fq's
+optional ``maxrate`` caps single flows and is not read).
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from pydantic import BaseModel, Field
 
 from pilot_sys.topology.netlink_tc import TcObject
 
-RATE_KINDS = frozenset({"tbf", "cake", "netem"})
+RATE_KINDS = frozenset({"tbf"})
 MULTIQUEUE = frozenset({"mq", "mqprio"})
+UNDECODED_SHAPERS = frozenset({"cake", "netem", "hfsc"})
 
 
 class Shaping(BaseModel):
@@ -54,7 +55,7 @@ def _htb(root: TcObject, classes: list[TcObject], interface: str) -> Shaping:
         why = ("no default class: unclassified traffic is sent unshaped" if root.default_class is None
                else f"default class {root.default_class} does not exist: unclassified traffic is sent unshaped")
         return Shaping(interface=interface, kind="htb", handle=root.handle, rate=None,
-                       detail=f"htb {why}; a classified flow gets its class's ceil", attrs=attrs)
+                       detail=f"htb: {why}; a classified flow gets its class's ceil", attrs=attrs)
     binding = min((c for c in chain if c.ceil), key=lambda c: c.ceil or 0.0, default=None)
     if binding is None:
         return Shaping(interface=interface, kind="htb", handle=root.handle, rate=None,
@@ -82,10 +83,9 @@ def egress_shaping(objects: list[TcObject], names: dict[int, str]) -> dict[str, 
                 detail += f", peak {mbit(root.peak)}"
             found[interface] = Shaping(interface=interface, kind=root.kind, handle=root.handle, rate=rate,
                                        detail=detail)
-        elif root.kind == "fq" and root.flow_max_rate:
-            found[interface] = Shaping(interface=interface, kind="fq", handle=root.handle, rate=None,
-                                       detail=f"fq caps each flow at {mbit(root.flow_max_rate)}, not the device",
-                                       attrs={"flow_max_rate": root.flow_max_rate})
+        elif root.kind in UNDECODED_SHAPERS:
+            found[interface] = Shaping(interface=interface, kind=root.kind, handle=root.handle, rate=None,
+                                       detail=f"{root.kind} may limit the rate; its options are not decoded")
         elif root.kind in MULTIQUEUE:
             major = root.handle.rstrip(":")
             children = [o for o in same if o.object == "qdisc" and o.parent.split(":")[0] == major]
