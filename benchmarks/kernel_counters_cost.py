@@ -12,7 +12,8 @@ same way. For comparison, the same reads with open/read/close per call, the qdis
 
 As root it makes a scratch v1 cgroup (cpu, cpuacct, blkio, memory: ``/pilot-bench-PID``, with a
 quota, a write throttle on 254:0 and a memory limit; a 1 MiB direct write runs inside first so
-that the counter files hold a device's lines) and a network namespace (``pilot-bench-PID``) with a tbf and an htb veth, and removes them at the end.
+that the counter files hold a device's lines) and a network namespace (``pilot-bench-PID``)
+with a tbf and an htb veth, and removes them at the end.
 """
 
 from __future__ import annotations
@@ -29,12 +30,17 @@ from pathlib import Path
 from pilot_sys.topology.netlink_tc import RTM_GETQDISC, RTM_GETTCLASS, TcDumper, parse_dump
 
 V1_FILES = {
-    "cpu": ["cpu.stat"], "cpuacct": ["cpuacct.usage"],
+    "cpu": ["cpu.stat"],
+    "cpuacct": ["cpuacct.usage"],
     "blkio": ["blkio.throttle.io_service_bytes", "blkio.throttle.io_serviced"],
     "memory": ["memory.failcnt", "memory.usage_in_bytes"],
 }
-HOST_FILES = ["/sys/fs/cgroup/unified/cpu.stat", "/sys/fs/cgroup/unified/memory.pressure",
-              "/sys/fs/cgroup/unified/io.pressure", "/proc/pressure/memory"]
+HOST_FILES = [
+    "/sys/fs/cgroup/unified/cpu.stat",
+    "/sys/fs/cgroup/unified/memory.pressure",
+    "/sys/fs/cgroup/unified/io.pressure",
+    "/proc/pressure/memory",
+]
 
 
 def cpu_per_call(fn: Callable[[], object], n: int) -> float:
@@ -59,9 +65,17 @@ def scratch_cgroup() -> Iterator[dict[str, Path]]:
         # some I/O and CPU time inside, so that the counter files have their usual length
         procs = " ".join(str(p / "cgroup.procs") for p in made.values())
         target = f"/tmp/pilot-bench-{os.getpid()}.bin"
-        subprocess.run(["sh", "-c", f'for f in {procs}; do echo $$ > $f; done; '
-                                    f'exec dd if=/dev/zero of={target} bs=64k count=16 oflag=direct'],
-                       check=True, capture_output=True, timeout=60)
+        subprocess.run(
+            [
+                "sh",
+                "-c",
+                f"for f in {procs}; do echo $$ > $f; done; "
+                f"exec dd if=/dev/zero of={target} bs=64k count=16 oflag=direct",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
         os.unlink(target)
         yield made
     finally:
@@ -72,14 +86,43 @@ def scratch_cgroup() -> Iterator[dict[str, Path]]:
 @contextlib.contextmanager
 def shaped_netns() -> Iterator[str]:
     ns = f"pilot-bench-{os.getpid()}"
-    run = lambda *a: subprocess.run(["ip", "netns", "exec", ns, *a], check=True, capture_output=True)  # noqa: E731
+
+    def run(*argv: str) -> None:
+        subprocess.run(["ip", "netns", "exec", ns, *argv], check=True, capture_output=True)
+
     subprocess.run(["ip", "netns", "add", ns], check=True)
     try:
         run("ip", "link", "add", "bench0", "type", "veth", "peer", "name", "bench1")
-        run("tc", "qdisc", "add", "dev", "bench0", "root", "tbf", "rate", "100mbit", "burst", "32kbit",
-            "latency", "400ms")
+        run(
+            "tc",
+            "qdisc",
+            "add",
+            "dev",
+            "bench0",
+            "root",
+            "tbf",
+            "rate",
+            "100mbit",
+            "burst",
+            "32kbit",
+            "latency",
+            "400ms",
+        )
         run("tc", "qdisc", "add", "dev", "bench1", "root", "handle", "1:", "htb", "default", "10")
-        run("tc", "class", "add", "dev", "bench1", "parent", "1:", "classid", "1:10", "htb", "rate", "50mbit")
+        run(
+            "tc",
+            "class",
+            "add",
+            "dev",
+            "bench1",
+            "parent",
+            "1:",
+            "classid",
+            "1:10",
+            "htb",
+            "rate",
+            "50mbit",
+        )
         yield ns
     finally:
         subprocess.run(["ip", "netns", "del", ns], check=True)
@@ -102,6 +145,7 @@ def opener(path: str) -> Callable[[], bytes]:
     def read() -> bytes:
         with open(path, "rb") as f:
             return f.read()
+
     return read
 
 
@@ -130,7 +174,9 @@ def netlink_cases(reads: int, repeats: int) -> dict[str, float]:
     found = measure(cases, reads, repeats)
     spawn: dict[str, Callable[[], object]] = {
         "tc -s -j qdisc show (fork+exec, wall)": lambda: subprocess.run(
-            ["tc", "-s", "-j", "qdisc", "show"], capture_output=True, check=True)}
+            ["tc", "-s", "-j", "qdisc", "show"], capture_output=True, check=True
+        )
+    }
     for name, fn in spawn.items():
         begin = time.perf_counter()
         for _ in range(50):
@@ -142,7 +188,9 @@ def netlink_cases(reads: int, repeats: int) -> dict[str, float]:
 
         found["pyroute2 import (once, wall)"] = (time.perf_counter() - begin) * 1e6
         ipr = IPRoute()
-        found.update(measure({"pyroute2 get_qdiscs": ipr.get_qdiscs}, max(reads // 20, 50), repeats))
+        found.update(
+            measure({"pyroute2 get_qdiscs": ipr.get_qdiscs}, max(reads // 20, 50), repeats)
+        )
     except ImportError:
         found["pyroute2"] = float("nan")
     return found
@@ -170,12 +218,29 @@ def main() -> None:
             print("scaling_cur_freq: no cpufreq on this machine (not measured)")
         if root:
             ns = stack.enter_context(shaped_netns())
-            out = subprocess.run(["ip", "netns", "exec", ns, os.sys.executable, __file__, "--inside-netns",
-                                  "--reads", str(args.reads), "--repeats", str(args.repeats)],
-                                 capture_output=True, text=True, check=True, env=os.environ).stdout
+            out = subprocess.run(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    ns,
+                    os.sys.executable,
+                    __file__,
+                    "--inside-netns",
+                    "--reads",
+                    str(args.reads),
+                    "--repeats",
+                    str(args.repeats),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=os.environ,
+            ).stdout
             rows = dict(line.split("\t") for line in out.splitlines())
             netns_floor = float(rows.pop("/proc/stat"))
-            print(f"\n{'qdisc counters (in a netns: 1 tbf, 1 htb veth)':<58} {'us':>11} {'x /proc/stat':>12}")
+            title = "qdisc counters (in a netns: 1 tbf, 1 htb veth)"
+            print(f"\n{title:<58} {'us':>11} {'x /proc/stat':>12}")
             print(f"{'/proc/stat (same process)':<58} {netns_floor:>11.2f} {1.0:>12.2f}")
             for name, value in rows.items():
                 us = float(value)

@@ -54,15 +54,21 @@ class ScratchCgroup:
 
     @property
     def target(self) -> CgroupTarget:
-        return CgroupTarget(spec=self.name, procs_files=[str(d / "cgroup.procs") for d in self.dirs.values()])
+        return CgroupTarget(
+            spec=self.name, procs_files=[str(d / "cgroup.procs") for d in self.dirs.values()]
+        )
 
-    def run(self, argv: list[str], *, timeout: float = 60, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, argv: list[str], *, timeout: float = 60, **kwargs: object
+    ) -> subprocess.CompletedProcess[str]:
         """Run ``argv`` inside the cgroup, bounded by ``timeout`` seconds."""
-        return subprocess.run(in_cgroup(argv, self.target), capture_output=True, text=True, timeout=timeout,
-                              **kwargs)  # type: ignore[call-overload]
+        return subprocess.run(
+            in_cgroup(argv, self.target), capture_output=True, text=True, timeout=timeout, **kwargs
+        )  # type: ignore[call-overload]
 
     def popen(self, argv: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(in_cgroup(argv, self.target), **kwargs)  # type: ignore[call-overload]
+        argv = in_cgroup(argv, self.target)
+        return subprocess.Popen(argv, **kwargs)  # type: ignore[call-overload]
 
     def read(self, controller: str, name: str) -> str:
         return (self.dirs[controller] / name).read_text()
@@ -92,16 +98,26 @@ def _empty_and_remove(directory: Path) -> str | None:
 
 
 @contextmanager
-def scratch_cgroup(*, cpu_quota_cores: float | None = None, cpu_period_us: int = 100_000,
-                   write_bps: tuple[str, int] | None = None, memory_bytes: int | None = None,
-                   v2: bool = False) -> Iterator[ScratchCgroup]:
+def scratch_cgroup(
+    *,
+    cpu_quota_cores: float | None = None,
+    cpu_period_us: int = 100_000,
+    write_bps: tuple[str, int] | None = None,
+    memory_bytes: int | None = None,
+    v2: bool = False,
+) -> Iterator[ScratchCgroup]:
     """A cgroup with the given limits. ``write_bps`` is ``(MAJ:MIN, bytes/s)``. With ``v2`` the
     cgroup is made in the v2 mount with no limits (this host binds every controller to v1)."""
     if os.geteuid() != 0:
         pytest.skip("creating cgroups needs root")
     name = f"/pilot-test-{os.getpid()}-{next(_COUNTER)}"
-    wanted = ["2"] if v2 else ["cpu"] * (cpu_quota_cores is not None) + ["blkio"] * (write_bps is not None) + [
-        "memory"] * (memory_bytes is not None)
+    wanted = (
+        ["2"]
+        if v2
+        else ["cpu"] * (cpu_quota_cores is not None)
+        + ["blkio"] * (write_bps is not None)
+        + ["memory"] * (memory_bytes is not None)
+    )
     dirs: dict[str, Path] = {}
     try:
         for controller in wanted or ["cpu"]:
@@ -112,9 +128,13 @@ def scratch_cgroup(*, cpu_quota_cores: float | None = None, cpu_period_us: int =
             dirs[controller].mkdir()
         if cpu_quota_cores is not None:
             (dirs["cpu"] / "cpu.cfs_period_us").write_text(str(cpu_period_us))
-            (dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(round(cpu_quota_cores * cpu_period_us)))
+            (dirs["cpu"] / "cpu.cfs_quota_us").write_text(
+                str(round(cpu_quota_cores * cpu_period_us))
+            )
         if write_bps is not None:
-            (dirs["blkio"] / "blkio.throttle.write_bps_device").write_text(f"{write_bps[0]} {write_bps[1]}")
+            (dirs["blkio"] / "blkio.throttle.write_bps_device").write_text(
+                f"{write_bps[0]} {write_bps[1]}"
+            )
         if memory_bytes is not None:
             (dirs["memory"] / "memory.limit_in_bytes").write_text(str(memory_bytes))
         yield ScratchCgroup(name, dirs)

@@ -14,7 +14,7 @@ from conftest import FIXTURES
 from pilot_sys.errors import BadInput
 from pilot_sys.topology.cgroups import parse_membership, process_cgroups
 from pilot_sys.topology.components import Component, ComponentKind, Discovery, Limit, LimitSource
-from pilot_sys.topology.discover import build_graph, discover
+from pilot_sys.topology.discover import build_graph
 from pilot_sys.topology.effective import applied_limit, limiters_of, with_limiters
 from pilot_sys.topology.graph import ComponentGraph
 from pilot_sys.topology.kernel_limits import cgroup_discovery, cpufreq_discovery, qdisc_discovery
@@ -37,9 +37,16 @@ def targets(discovery: Discovery) -> dict[str, str]:
 
 # -- cgroups -------------------------------------------------------------------------------------
 def test_membership_lines() -> None:
-    text = "12:memory:/a\n4:cpu,cpuacct:/system.slice/x.service\n1:name=systemd:/s\n0::/u.slice\nbroken\n"
-    assert parse_membership(text) == [(12, ["memory"], "/a"), (4, ["cpu", "cpuacct"], "/system.slice/x.service"),
-                                      (1, ["name=systemd"], "/s"), (0, [], "/u.slice")]
+    text = (
+        "12:memory:/a\n4:cpu,cpuacct:/system.slice/x.service\n1:name=systemd:/s\n0::/u.slice\n"
+        "broken\n"
+    )
+    assert parse_membership(text) == [
+        (12, ["memory"], "/a"),
+        (4, ["cpu", "cpuacct"], "/system.slice/x.service"),
+        (1, ["name=systemd"], "/s"),
+        (0, [], "/u.slice"),
+    ]
 
 
 def test_v1_captured_limits_walk_up_except_blkio() -> None:
@@ -54,8 +61,12 @@ def test_v1_captured_limits_walk_up_except_blkio() -> None:
         # v1 throttles are flat: the parent's read throttle does not bind the child (checked live)
         "cgroup:/kl-bench/job/io:vda": {"write": 20 * MIB},
     }
-    assert targets(found) == {"cgroup:/kl-bench/cpu": "cpu:host", "cgroup:/kl-bench/job/cpu": "cpu:host",
-                              "cgroup:/kl-bench/memory": "memory:host", "cgroup:/kl-bench/job/io:vda": "block:vda"}
+    assert targets(found) == {
+        "cgroup:/kl-bench/cpu": "cpu:host",
+        "cgroup:/kl-bench/job/cpu": "cpu:host",
+        "cgroup:/kl-bench/memory": "memory:host",
+        "cgroup:/kl-bench/job/io:vda": "block:vda",
+    }
     quota = next(c for c in found.components if c.id == "cgroup:/kl-bench/cpu")
     assert quota.kind == ComponentKind.CGROUP and quota.attrs["members"] == ["/kl-bench/job"]
     assert quota.limits["compute"].source == LimitSource.CGROUP
@@ -67,8 +78,12 @@ def test_v2_tightest_level_per_device_and_key() -> None:
     found = cgroup_discovery(SysRoot(LIMITS / "v2-bench"))
     assert limits(found) == {
         "cgroup:/bench.slice/cpu": {"compute": 0.2},
-        "cgroup:/bench.slice/job.scope/memory": {"capacity": 512 * MIB},  # memory.max below the parent's high
-        "cgroup:/bench.slice/io:nvme0n1": {"write": 20 * MIB},  # the parent's wbps, tighter than the child's 40
+        "cgroup:/bench.slice/job.scope/memory": {
+            "capacity": 512 * MIB
+        },  # memory.max below the parent's high
+        "cgroup:/bench.slice/io:nvme0n1": {
+            "write": 20 * MIB
+        },  # the parent's wbps, tighter than the child's 40
         "cgroup:/bench.slice/io:sda": {"read": 50 * MIB, "iops_write": 1000},
     }
     assert targets(found)["cgroup:/bench.slice/io:sda"] == "block:sda"
@@ -78,33 +93,51 @@ def test_container_mount_root_is_not_slash() -> None:
     """A bind-mounted subtree: /proc/self/cgroup names the host path, the mount's root field
     says which cgroup sits at /sys/fs/cgroup; the cpuset (2 of 8) is looser than the quota."""
     found = cgroup_discovery(SysRoot(LIMITS / "v2-container"))
-    assert limits(found) == {"cgroup:/system.slice/docker-abc.scope/cpu": {"compute": 1.5},
-                             "cgroup:/system.slice/docker-abc.scope/memory": {"capacity": 2 * 1024 * MIB}}
+    assert limits(found) == {
+        "cgroup:/system.slice/docker-abc.scope/cpu": {"compute": 1.5},
+        "cgroup:/system.slice/docker-abc.scope/memory": {"capacity": 2 * 1024 * MIB},
+    }
     cpu = found.components[0]
     assert set(cpu.attrs["files"]) == {"cpu:compute", "cpuset:compute"}
 
 
 def test_missing_membership_is_a_note(tmp_path: Path) -> None:
     found = process_cgroups(SysRoot(tmp_path), ["self"])
-    assert found.limits == [] and found.notes == ["/proc/self/cgroup: missing (no such process, or no cgroups); "
-                                                  "cgroup limits unknown"]
+    assert found.limits == [] and found.notes == [
+        "/proc/self/cgroup: missing (no such process, or no cgroups); cgroup limits unknown"
+    ]
     (tmp_path / "proc/self").mkdir(parents=True)
     (tmp_path / "proc/self/cgroup").write_text("4:cpu:/x\n")
     (tmp_path / "proc/self/mountinfo").write_text("")
     assert process_cgroups(SysRoot(tmp_path), ["self"]).notes == [
-        "cgroup v1 cpu /x: hierarchy not mounted here; its limits unknown"]
+        "cgroup v1 cpu /x: hierarchy not mounted here; its limits unknown"
+    ]
 
 
 # -- the graph and the data path -----------------------------------------------------------------
 def _host_with(*extra: Discovery) -> ComponentGraph:
-    base = Discovery(plugin="test", components=[
-        Component(id="cpu:host", kind=ComponentKind.CPU, name="CPU",
-                  limits={"compute": Limit(value=4.0, unit="cores", source=LimitSource.SYSFS)}),
-        Component(id="memory:host", kind=ComponentKind.MEMORY, name="memory"),
-        Component(id="block:nvme0n1", kind=ComponentKind.BLOCK, name="nvme0n1"),
-        Component(id="block:sda", kind=ComponentKind.BLOCK, name="sda",
-                  limits={"read": Limit(value=550e6, source=LimitSource.USER),
-                          "iops_write": Limit(value=90_000, unit="IO/s", source=LimitSource.USER)})])
+    base = Discovery(
+        plugin="test",
+        components=[
+            Component(
+                id="cpu:host",
+                kind=ComponentKind.CPU,
+                name="CPU",
+                limits={"compute": Limit(value=4.0, unit="cores", source=LimitSource.SYSFS)},
+            ),
+            Component(id="memory:host", kind=ComponentKind.MEMORY, name="memory"),
+            Component(id="block:nvme0n1", kind=ComponentKind.BLOCK, name="nvme0n1"),
+            Component(
+                id="block:sda",
+                kind=ComponentKind.BLOCK,
+                name="sda",
+                limits={
+                    "read": Limit(value=550e6, source=LimitSource.USER),
+                    "iops_write": Limit(value=90_000, unit="IO/s", source=LimitSource.USER),
+                },
+            ),
+        ],
+    )
     graph = build_graph([base, *extra])
     graph.connect("memory:host", "block:nvme0n1", "write")
     graph.connect("memory:host", "block:sda", "write")
@@ -114,11 +147,23 @@ def _host_with(*extra: Discovery) -> ComponentGraph:
 def test_effective_limit_is_the_tighter_and_names_its_source() -> None:
     graph = _host_with(cgroup_discovery(SysRoot(LIMITS / "v2-bench")))
     cpu = applied_limit(graph, "cpu:host", "compute")
-    assert (cpu.applied, cpu.imposed_by, cpu.limit.value) == ("effective", "cgroup:/bench.slice/cpu", 0.2)
+    assert (cpu.applied, cpu.imposed_by, cpu.limit.value) == (
+        "effective",
+        "cgroup:/bench.slice/cpu",
+        0.2,
+    )
     assert cpu.physical.value == 4.0
-    disk = applied_limit(graph, "block:nvme0n1", "write")  # no physical rating: the throttle applies
-    assert (disk.applied, disk.limit.value, disk.limit.source) == ("effective", 20 * MIB, LimitSource.CGROUP)
-    sda_read = applied_limit(graph, "block:sda", "read")  # 50 MiB/s throttle below a 550 MB/s rating
+    disk = applied_limit(
+        graph, "block:nvme0n1", "write"
+    )  # no physical rating: the throttle applies
+    assert (disk.applied, disk.limit.value, disk.limit.source) == (
+        "effective",
+        20 * MIB,
+        LimitSource.CGROUP,
+    )
+    sda_read = applied_limit(
+        graph, "block:sda", "read"
+    )  # 50 MiB/s throttle below a 550 MB/s rating
     assert (sda_read.applied, sda_read.limit.value) == ("effective", 50 * MIB)
     sda_iops = applied_limit(graph, "block:sda", "iops_write")  # 1000 IO/s throttle below 90k
     assert (sda_iops.applied, sda_iops.limit.value) == ("effective", 1000)
@@ -127,15 +172,24 @@ def test_effective_limit_is_the_tighter_and_names_its_source() -> None:
     loose = _host_with(cgroup_discovery(SysRoot(LIMITS / "v2-container")))  # 1.5 cores quota, but
     loose.set_limit("cpu:host", "compute", Limit(value=1.0, unit="cores", source=LimitSource.SYSFS))
     kept = applied_limit(loose, "cpu:host", "compute")  # ... the host has 1 core: physical applies
-    assert (kept.applied, kept.limit.value, kept.imposed_by) == ("physical", 1.0, "cgroup:/system.slice/docker-abc.scope/cpu")
+    assert (kept.applied, kept.limit.value, kept.imposed_by) == (
+        "physical",
+        1.0,
+        "cgroup:/system.slice/docker-abc.scope/cpu",
+    )
 
 
 def test_limiters_stand_before_what_they_limit() -> None:
     graph = _host_with(cgroup_discovery(SysRoot(LIMITS / "v2-bench")))
     assert limiters_of(graph, "cpu:host") == ["cgroup:/bench.slice/cpu"]
     assert with_limiters(graph, ["cpu:host", "memory:host", "block:nvme0n1"]) == [
-        "cgroup:/bench.slice/cpu", "cpu:host", "cgroup:/bench.slice/job.scope/memory", "memory:host",
-        "cgroup:/bench.slice/io:nvme0n1", "block:nvme0n1"]
+        "cgroup:/bench.slice/cpu",
+        "cpu:host",
+        "cgroup:/bench.slice/job.scope/memory",
+        "memory:host",
+        "cgroup:/bench.slice/io:nvme0n1",
+        "block:nvme0n1",
+    ]
     # limiters are not data links: the data paths through the graph do not pass through them
     assert graph.paths_to("block:nvme0n1") == [["cpu:host", "memory:host", "block:nvme0n1"]]
 
@@ -165,7 +219,10 @@ def test_netlink_dump_agrees_with_tc_json() -> None:
     kind, parent, rate and counters."""
     tree = LIMITS / "tc-veth"
     names = interface_names(SysRoot(tree))
-    ours = {(names[o.ifindex], o.handle): o for o in parse_dump((tree / CAPTURED_QDISCS.lstrip("/")).read_bytes())}
+    ours = {
+        (names[o.ifindex], o.handle): o
+        for o in parse_dump((tree / CAPTURED_QDISCS.lstrip("/")).read_bytes())
+    }
     reference = json.loads((tree / "reference/tc-qdisc.json").read_text())
     assert len(ours) == len(reference) == 10
     for q in reference:
@@ -174,9 +231,23 @@ def test_netlink_dump_agrees_with_tc_json() -> None:
         assert mine.parent == q.get("parent", "root")
         assert mine.rate == q["options"].get("rate")
         assert mine.stats is not None
-        assert (mine.stats.bytes, mine.stats.packets, mine.stats.drops, mine.stats.overlimits, mine.stats.backlog,
-                mine.stats.qlen, mine.stats.requeues) == (q["bytes"], q["packets"], q["drops"], q["overlimits"],
-                                                          q["backlog"], q["qlen"], q["requeues"])
+        assert (
+            mine.stats.bytes,
+            mine.stats.packets,
+            mine.stats.drops,
+            mine.stats.overlimits,
+            mine.stats.backlog,
+            mine.stats.qlen,
+            mine.stats.requeues,
+        ) == (
+            q["bytes"],
+            q["packets"],
+            q["drops"],
+            q["overlimits"],
+            q["backlog"],
+            q["qlen"],
+            q["requeues"],
+        )
     assert ours[("klc", "8007:")].rate == 5e9  # 40 Gbit/s: above 2^32 B/s, from TCA_TBF_RATE64
 
 
@@ -189,7 +260,9 @@ def test_htb_classes_agree_with_tc_text() -> None:
         for line in (tree / f"reference/tc-class-{name}.txt").read_text().splitlines():
             if line.startswith("class htb"):
                 handle = line.split()[2]
-                rate, ceil = re.search(r"rate (\S+) ceil (\S+)", line).groups()  # type: ignore[union-attr]
+                found = re.search(r"rate (\S+) ceil (\S+)", line)
+                assert found is not None, line
+                rate, ceil = found.groups()
                 assert (classes[handle].rate, classes[handle].ceil) == (_mbit(rate), _mbit(ceil))
 
 
@@ -204,9 +277,14 @@ def test_qdisc_components_and_their_rates() -> None:
     }
     assert targets(found)["qdisc:klm"] == "nic:klm"
     klf = next(c for c in found.components if c.id == "qdisc:klf")
-    assert "no default class" in klf.limits["send"].detail and klf.limits["send"].source == LimitSource.UNKNOWN
+    assert (
+        "no default class" in klf.limits["send"].detail
+        and klf.limits["send"].source == LimitSource.UNKNOWN
+    )
     klb = next(c for c in found.components if c.id == "qdisc:klb")
-    assert klb.limits["send"].source == LimitSource.QDISC and "class 1:10" in klb.limits["send"].detail
+    assert (
+        klb.limits["send"].source == LimitSource.QDISC and "class 1:10" in klb.limits["send"].detail
+    )
 
 
 def test_uncaptured_tc_is_a_note() -> None:
@@ -221,16 +299,25 @@ def test_every_policy_capped_is_a_limiter() -> None:
     assert targets(found) == {"cpufreq:host": "cpu:host"}
     host = found.components[0]
     assert len(host.warnings) == 4 and host.attrs["cpufreq"]["boost"] is True
-    assert [p["current_hz"] for p in host.attrs["cpufreq"]["policies"]] == [1.999e9, 1.8e9, 2.0e9, 1.2e9]
+    assert [p["current_hz"] for p in host.attrs["cpufreq"]["policies"]] == [
+        1.999e9,
+        1.8e9,
+        2.0e9,
+        1.2e9,
+    ]
 
 
 def test_one_policy_capped_is_a_warning_not_a_host_limit() -> None:
     found = cpufreq_discovery(SysRoot(LIMITS / "cpufreq-mixed"))
     assert limits(found) == {"cpu:host": {"frequency": 4.7e9}}
     host = found.components[0]
-    assert host.warnings == ["cpufreq policy0 (CPUs 0) capped: scaling_max_freq 2000 MHz of 4700 MHz"]
+    assert host.warnings == [
+        "cpufreq policy0 (CPUs 0) capped: scaling_max_freq 2000 MHz of 4700 MHz"
+    ]
     policies = host.attrs["cpufreq"]["policies"]
-    assert [p["nominal_hz"] for p in policies] == [2.9e9, 2.9e9] and policies[0]["governor"] == "powersave"
+    assert [p["nominal_hz"] for p in policies] == [2.9e9, 2.9e9] and policies[0][
+        "governor"
+    ] == "powersave"
 
 
 def test_no_cpufreq_is_unknown_with_the_reason() -> None:
@@ -249,17 +336,22 @@ def test_whole_fixture_host_discovers_without_new_notes(md: ComponentGraph) -> N
 def test_cgroup_target_by_path_and_its_errors() -> None:
     v1 = SysRoot(LIMITS / "v1-bench")
     target = cgroup_target("/kl-bench/job", v1)
-    assert sorted(target.procs_files) == [f"/sys/fs/cgroup/{c}/kl-bench/job/cgroup.procs"
-                                          for c in ("blkio", "cpu", "cpuset", "memory")]
+    assert sorted(target.procs_files) == [
+        f"/sys/fs/cgroup/{c}/kl-bench/job/cgroup.procs"
+        for c in ("blkio", "cpu", "cpuset", "memory")
+    ]
     with pytest.raises(BadInput, match="no such cgroup"):
         cgroup_target("/nope", v1)
-    assert cgroup_target("/sys/fs/cgroup/cpu/kl-bench/job/", v1).procs_files == [  # one hierarchy's directory
-        "/sys/fs/cgroup/cpu/kl-bench/job/cgroup.procs"]
+    assert cgroup_target(
+        "/sys/fs/cgroup/cpu/kl-bench/job/", v1
+    ).procs_files == [  # one hierarchy's directory
+        "/sys/fs/cgroup/cpu/kl-bench/job/cgroup.procs"
+    ]
     v2 = SysRoot(LIMITS / "v2-bench")
     assert cgroup_target("bench.slice/job.scope", v2).procs_files == [
-        "/sys/fs/cgroup/bench.slice/job.scope/cgroup.procs"]
+        "/sys/fs/cgroup/bench.slice/job.scope/cgroup.procs"
+    ]
     with pytest.raises(BadInput, match="leaf"):
         cgroup_target("/bench.slice", v2)
     argv = in_cgroup(["dd", "if=/dev/zero"], target)
     assert argv[:2] == ["/bin/sh", "-c"] and argv[-2:] == ["dd", "if=/dev/zero"] and argv[4] == "4"
-

@@ -108,4 +108,3 @@ def below(values: np.ndarray, threshold: float | None) -> np.ndarray:
     out = (values < threshold).astype(np.float64)
     out[~np.isfinite(values)] = np.nan
     return out
-

@@ -95,7 +95,9 @@ def parse_membership(text: str) -> list[tuple[int, list[str], str]]:
     return found
 
 
-def _mount_for(entries: list[MountEntry], version: int, controllers: list[str], path: str) -> MountEntry | None:
+def _mount_for(
+    entries: list[MountEntry], version: int, controllers: list[str], path: str
+) -> MountEntry | None:
     """The mount showing ``path`` of this hierarchy: the one whose root is the longest prefix."""
     best: MountEntry | None = None
     for entry in entries:
@@ -117,7 +119,11 @@ def place(sysroot: SysRoot, pid: str | int) -> tuple[list[CgroupPlacement], list
     """The cgroups of ``pid`` (``"self"`` or a number) and notes on what was missing."""
     text, code = sysroot.read_status(f"/proc/{pid}/cgroup")
     if text is None:
-        why = "permission denied" if code in (errno.EPERM, errno.EACCES) else "missing (no such process, or no cgroups)"
+        why = (
+            "permission denied"
+            if code in (errno.EPERM, errno.EACCES)
+            else "missing (no such process, or no cgroups)"
+        )
         return [], [f"/proc/{pid}/cgroup: {why}; cgroup limits unknown"]
     mounts = parse_mountinfo(sysroot.read("/proc/self/mountinfo") or "")
     placements: list[CgroupPlacement] = []
@@ -128,13 +134,17 @@ def place(sysroot: SysRoot, pid: str | int) -> tuple[list[CgroupPlacement], list
         placement = CgroupPlacement(version=version, controllers=controllers, path=path)
         if entry is None:
             if version == 2 or any(c in ("cpu", "cpuset", "memory", "blkio") for c in controllers):
-                notes.append(f"cgroup v{version} {','.join(controllers) or 'unified'} {path}: "
-                             "hierarchy not mounted here; its limits unknown")
+                notes.append(
+                    f"cgroup v{version} {','.join(controllers) or 'unified'} {path}: "
+                    "hierarchy not mounted here; its limits unknown"
+                )
         else:
             root = entry.root.rstrip("/")
-            relative = path[len(root):] if root else path
+            relative = path[len(root) :] if root else path
             placement.mountpoint = entry.mountpoint
-            placement.directory = entry.mountpoint.rstrip("/") + (relative if relative != "/" else "")
+            placement.directory = entry.mountpoint.rstrip("/") + (
+                relative if relative != "/" else ""
+            )
         placements.append(placement)
     return placements, notes
 
@@ -153,7 +163,9 @@ def _levels(placement: CgroupPlacement) -> list[tuple[str, str]]:
         directory = directory.rsplit("/", 1)[0] or "/"
 
 
-def _cpu_quota(sysroot: SysRoot, placement: CgroupPlacement, path: str, directory: str) -> CgroupLimit | None:
+def _cpu_quota(
+    sysroot: SysRoot, placement: CgroupPlacement, path: str, directory: str
+) -> CgroupLimit | None:
     if placement.version == 2:
         text = sysroot.read(f"{directory}/cpu.max")
         if not text:
@@ -170,9 +182,18 @@ def _cpu_quota(sysroot: SysRoot, placement: CgroupPlacement, path: str, director
             return None
         quota, period = quota_read, period_read
         file = f"{directory}/cpu.cfs_quota_us"
-    return CgroupLimit(resource="cpu", key="compute", value=quota / period, unit="cores", cgroup=path,
-                       member=placement.path, version=placement.version, file=file, directory=directory,
-                       detail=f"quota {quota} us per {period} us period")
+    return CgroupLimit(
+        resource="cpu",
+        key="compute",
+        value=quota / period,
+        unit="cores",
+        cgroup=path,
+        member=placement.path,
+        version=placement.version,
+        file=file,
+        directory=directory,
+        detail=f"quota {quota} us per {period} us period",
+    )
 
 
 def _cpuset(sysroot: SysRoot, placement: CgroupPlacement, online: int) -> CgroupLimit | None:
@@ -183,36 +204,70 @@ def _cpuset(sysroot: SysRoot, placement: CgroupPlacement, online: int) -> Cgroup
     cpus = parse_cpulist(text)
     if not cpus or not online or len(cpus) >= online:
         return None
-    return CgroupLimit(resource="cpuset", key="compute", value=float(len(cpus)), unit="cores",
-                       cgroup=placement.path, member=placement.path, version=placement.version,
-                       file=f"{directory}/{name}", directory=str(directory),
-                       detail=f"cpuset {text}: {len(cpus)} of {online} online CPUs")
+    return CgroupLimit(
+        resource="cpuset",
+        key="compute",
+        value=float(len(cpus)),
+        unit="cores",
+        cgroup=placement.path,
+        member=placement.path,
+        version=placement.version,
+        file=f"{directory}/{name}",
+        directory=str(directory),
+        detail=f"cpuset {text}: {len(cpus)} of {online} online CPUs",
+    )
 
 
-def _memory(sysroot: SysRoot, placement: CgroupPlacement, path: str, directory: str) -> list[CgroupLimit]:
+def _memory(
+    sysroot: SysRoot, placement: CgroupPlacement, path: str, directory: str
+) -> list[CgroupLimit]:
     found = []
     names = ("memory.max", "memory.high") if placement.version == 2 else ("memory.limit_in_bytes",)
     for name in names:
         text = sysroot.read(f"{directory}/{name}")
         if not text or not text.isdigit() or int(text) >= V1_UNLIMITED:
             continue
-        found.append(CgroupLimit(resource="memory", key="capacity", value=float(text), unit="B", cgroup=path,
-                                 member=placement.path, version=placement.version, file=f"{directory}/{name}",
-                                 directory=directory, detail=f"{name} {text}"))
+        found.append(
+            CgroupLimit(
+                resource="memory",
+                key="capacity",
+                value=float(text),
+                unit="B",
+                cgroup=path,
+                member=placement.path,
+                version=placement.version,
+                file=f"{directory}/{name}",
+                directory=directory,
+                detail=f"{name} {text}",
+            )
+        )
     return found
 
 
-def _io(sysroot: SysRoot, placement: CgroupPlacement, path: str, directory: str) -> list[CgroupLimit]:
+def _io(
+    sysroot: SysRoot, placement: CgroupPlacement, path: str, directory: str
+) -> list[CgroupLimit]:
     found = []
     if placement.version == 1:
         for name, key in V1_IO_FILES.items():
             for line in (sysroot.read(f"{directory}/{name}") or "").splitlines():
                 device, _, value = line.partition(" ")
                 if value.strip().isdigit():
-                    found.append(CgroupLimit(
-                        resource="io", key=key, value=float(value), unit=IO_UNITS[key], cgroup=path,
-                        member=placement.path, version=1, file=f"{directory}/{name}", directory=directory,
-                        device=device, detail=f"{name} {line.strip()}"))
+                    found.append(
+                        CgroupLimit(
+                            resource="io",
+                            key=key,
+                            value=float(value),
+                            unit=IO_UNITS[key],
+                            cgroup=path,
+                            member=placement.path,
+                            version=1,
+                            file=f"{directory}/{name}",
+                            directory=directory,
+                            device=device,
+                            detail=f"{name} {line.strip()}",
+                        )
+                    )
         return found
     for line in (sysroot.read(f"{directory}/io.max") or "").splitlines():
         device, *pairs = line.split()
@@ -220,10 +275,21 @@ def _io(sysroot: SysRoot, placement: CgroupPlacement, path: str, directory: str)
             name, _, value = pair.partition("=")
             if name in V2_IO_KEYS and value.isdigit():
                 key = V2_IO_KEYS[name]
-                found.append(CgroupLimit(
-                    resource="io", key=key, value=float(value), unit=IO_UNITS[key], cgroup=path,
-                    member=placement.path, version=2, file=f"{directory}/io.max", directory=directory,
-                    device=device, detail=f"io.max {device} {pair}"))
+                found.append(
+                    CgroupLimit(
+                        resource="io",
+                        key=key,
+                        value=float(value),
+                        unit=IO_UNITS[key],
+                        cgroup=path,
+                        member=placement.path,
+                        version=2,
+                        file=f"{directory}/io.max",
+                        directory=directory,
+                        device=device,
+                        detail=f"io.max {device} {pair}",
+                    )
+                )
     return found
 
 
@@ -252,14 +318,21 @@ def limits_of(sysroot: SysRoot, placements: list[CgroupPlacement]) -> list[Cgrou
             continue
         levels = _levels(placement)
         if _has(placement, "cpu"):
-            found += [q for path, d in levels if (q := _cpu_quota(sysroot, placement, path, d)) is not None]
+            found += [
+                q
+                for path, d in levels
+                if (q := _cpu_quota(sysroot, placement, path, d)) is not None
+            ]
         if _has(placement, "cpuset"):
             cpuset = _cpuset(sysroot, placement, online)
             found += [cpuset] if cpuset is not None else []
         if _has(placement, "memory"):
             for path, directory in levels:
                 found += _memory(sysroot, placement, path, directory)
-                if placement.version == 1 and sysroot.read(f"{directory}/memory.use_hierarchy") == "0":
+                if (
+                    placement.version == 1
+                    and sysroot.read(f"{directory}/memory.use_hierarchy") == "0"
+                ):
                     break  # a v1 parent with use_hierarchy=0 does not charge its children
         if _has(placement, "blkio"):
             io_levels = levels[:1] if placement.version == 1 else levels  # v1 throttles are flat

@@ -37,8 +37,11 @@ class FrequencyPolicy(BaseModel):
     @property
     def capped(self) -> bool:
         """scaling_max_freq below the hardware maximum: something holds this policy down."""
-        return (self.scaling_max_hz is not None and self.hardware_max_hz is not None
-                and self.scaling_max_hz < self.hardware_max_hz)
+        return (
+            self.scaling_max_hz is not None
+            and self.hardware_max_hz is not None
+            and self.scaling_max_hz < self.hardware_max_hz
+        )
 
 
 class CpuFrequency(BaseModel):
@@ -67,24 +70,31 @@ def _khz(sysroot: SysRoot, path: str) -> float | None:
 def read_cpufreq(sysroot: SysRoot) -> CpuFrequency:
     names = [n for n in sysroot.listdir(CPUFREQ) if n.startswith("policy") and n[6:].isdigit()]
     if not names:
-        why = ("no cpufreq policies in sysfs (a virtual machine, or no cpufreq driver loaded)"
-               if sysroot.exists("/sys/devices/system/cpu") else "no /sys/devices/system/cpu")
+        why = (
+            "no cpufreq policies in sysfs (a virtual machine, or no cpufreq driver loaded)"
+            if sysroot.exists("/sys/devices/system/cpu")
+            else "no /sys/devices/system/cpu"
+        )
         return CpuFrequency(note=why)
     policies = []
     for name in sorted(names, key=lambda n: int(n[6:])):
         base = f"{CPUFREQ}/{name}"
-        nominal = next((v for f in NOMINAL_FILES if (v := _khz(sysroot, f"{base}/{f}")) is not None), None)
-        policies.append(FrequencyPolicy(
-            policy=name,
-            cpus=parse_cpulist(sysroot.read(f"{base}/affected_cpus")),
-            driver=sysroot.read(f"{base}/scaling_driver"),
-            governor=sysroot.read(f"{base}/scaling_governor"),
-            current_hz=_khz(sysroot, f"{base}/scaling_cur_freq"),
-            hardware_max_hz=_khz(sysroot, f"{base}/cpuinfo_max_freq"),
-            hardware_min_hz=_khz(sysroot, f"{base}/cpuinfo_min_freq"),
-            scaling_max_hz=_khz(sysroot, f"{base}/scaling_max_freq"),
-            scaling_min_hz=_khz(sysroot, f"{base}/scaling_min_freq"),
-            nominal_hz=nominal,
-        ))
+        nominal = next(
+            (v for f in NOMINAL_FILES if (v := _khz(sysroot, f"{base}/{f}")) is not None), None
+        )
+        policies.append(
+            FrequencyPolicy(
+                policy=name,
+                cpus=parse_cpulist(sysroot.read(f"{base}/affected_cpus")),
+                driver=sysroot.read(f"{base}/scaling_driver"),
+                governor=sysroot.read(f"{base}/scaling_governor"),
+                current_hz=_khz(sysroot, f"{base}/scaling_cur_freq"),
+                hardware_max_hz=_khz(sysroot, f"{base}/cpuinfo_max_freq"),
+                hardware_min_hz=_khz(sysroot, f"{base}/cpuinfo_min_freq"),
+                scaling_max_hz=_khz(sysroot, f"{base}/scaling_max_freq"),
+                scaling_min_hz=_khz(sysroot, f"{base}/scaling_min_freq"),
+                nominal_hz=nominal,
+            )
+        )
     boost = sysroot.read(f"{CPUFREQ}/boost")
     return CpuFrequency(policies=policies, boost=None if boost is None else boost == "1")

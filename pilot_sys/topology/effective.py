@@ -52,7 +52,11 @@ def limiters_of(graph: ComponentGraph, component_id: str) -> list[str]:
     """The components whose ``limits`` links point at ``component_id``, in id order."""
     if component_id not in graph:
         return []
-    return sorted(p for p in graph.g.predecessors(component_id) if graph.link(p, component_id).direction == LIMITS)
+    return sorted(
+        p
+        for p in graph.g.predecessors(component_id)
+        if graph.link(p, component_id).direction == LIMITS
+    )
 
 
 def applied_limit(graph: ComponentGraph, component_id: str, key: str) -> AppliedLimit:
@@ -62,22 +66,41 @@ def applied_limit(graph: ComponentGraph, component_id: str, key: str) -> Applied
     best: tuple[str, Limit] | None = None
     for limiter in limiters_of(graph, component_id):
         limit = graph.limit(limiter, key)
-        if limit.known and limit.value is not None and (best is None or limit.value < (best[1].value or 0.0)):
+        if (
+            limit.known
+            and limit.value is not None
+            and (best is None or limit.value < (best[1].value or 0.0))
+        ):
             best = (limiter, limit)
     if best is None:
-        return AppliedLimit(component=component_id, key=key, physical=physical,
-                            applied="physical" if physical.known else "unknown")
+        return AppliedLimit(
+            component=component_id,
+            key=key,
+            physical=physical,
+            applied="physical" if physical.known else "unknown",
+        )
     limiter, effective = best
-    tighter = not physical.known or physical.value is None or (effective.value or 0.0) < physical.value
-    return AppliedLimit(component=component_id, key=key, physical=physical, effective=effective,
-                        imposed_by=limiter, applied="effective" if tighter else "physical")
+    tighter = (
+        not physical.known or physical.value is None or (effective.value or 0.0) < physical.value
+    )
+    return AppliedLimit(
+        component=component_id,
+        key=key,
+        physical=physical,
+        effective=effective,
+        imposed_by=limiter,
+        applied="effective" if tighter else "physical",
+    )
 
 
 def with_limiters(graph: ComponentGraph, path: list[str]) -> list[str]:
     """``path`` with each component's limiters inserted just before it (each once)."""
     out: list[str] = []
     for node in path:
-        out += [limiter for limiter in limiters_of(graph, node) if limiter not in out and limiter not in path]
+        out += [
+            limiter
+            for limiter in limiters_of(graph, node)
+            if limiter not in out and limiter not in path
+        ]
         out.append(node)
     return out
-

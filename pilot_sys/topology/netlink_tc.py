@@ -2,7 +2,7 @@
 ``RTM_GETTCLASS`` dumps), with their shaping rates and counters.
 
 Hand-written over ``socket`` and ``struct`` rather than through pyroute2 or ``tc -j``: the
-counters are read on every sampler tick, where pyroute2 costs 14x the bare dump per read (and a
+counters are read on every sampler tick, where pyroute2 costs 30x the bare dump per read (and a
 third of a second to import, more than a whole host discovery), ``tc`` costs a fork and exec per
 read, and ``tc -j class show`` prints plain text for htb classes in iproute2 6.1 (measurements in
 benchmarks/results/kernel_limits.md). The layouts below are the kernel's uapi structs, which
@@ -100,13 +100,17 @@ def _attrs(data: bytes, offset: int = 0) -> dict[int, bytes]:
         length, kind = _RTATTR.unpack_from(data, offset)
         if length < 4:
             break
-        found[kind & 0x3FFF] = data[offset + 4: offset + length]  # 0x3fff drops NLA_F_NESTED
+        found[kind & 0x3FFF] = data[offset + 4 : offset + length]  # 0x3fff drops NLA_F_NESTED
         offset += (length + 3) & ~3
     return found
 
 
 def _u32(data: bytes | None, offset: int = 0) -> int | None:
-    return struct.unpack_from("=I", data, offset)[0] if data is not None and len(data) >= offset + 4 else None
+    return (
+        struct.unpack_from("=I", data, offset)[0]
+        if data is not None and len(data) >= offset + 4
+        else None
+    )
 
 
 def _u64(data: bytes | None) -> int | None:
@@ -134,7 +138,9 @@ def _stats(data: bytes | None) -> TcStats | None:
         stats.packets = packets64
     queue = nested.get(3)
     if queue is not None and len(queue) >= 20:
-        stats.qlen, stats.backlog, stats.drops, stats.requeues, stats.overlimits = struct.unpack_from("=5I", queue)
+        stats.qlen, stats.backlog, stats.drops, stats.requeues, stats.overlimits = (
+            struct.unpack_from("=5I", queue)
+        )
     return stats
 
 
@@ -162,7 +168,7 @@ def parse_dump(data: bytes) -> list[TcObject]:
         length, kind, _flags, _seq, _pid = _NLMSGHDR.unpack_from(data, offset)
         if length < _NLMSGHDR.size:
             break
-        body = data[offset + _NLMSGHDR.size: offset + length]
+        body = data[offset + _NLMSGHDR.size : offset + length]
         offset += (length + 3) & ~3
         if kind == NLMSG_DONE:
             continue  # the end of one dump; several dumps may be concatenated
@@ -174,9 +180,13 @@ def parse_dump(data: bytes) -> list[TcObject]:
         _family, ifindex, handle, parent, _info = _TCMSG.unpack_from(body)
         attrs = _attrs(body, _TCMSG.size)
         is_qdisc = kind == 36
-        obj = TcObject(object="qdisc" if is_qdisc else "class", ifindex=ifindex,
-                       kind=(attrs.get(1) or b"").rstrip(b"\0").decode("ascii", "replace"),
-                       handle=handle_text(handle, qdisc=is_qdisc), parent=handle_text(parent, qdisc=True))
+        obj = TcObject(
+            object="qdisc" if is_qdisc else "class",
+            ifindex=ifindex,
+            kind=(attrs.get(1) or b"").rstrip(b"\0").decode("ascii", "replace"),
+            handle=handle_text(handle, qdisc=is_qdisc),
+            parent=handle_text(parent, qdisc=True),
+        )
         _options(obj, attrs.get(2))
         obj.stats = _stats(attrs.get(7))
         found.append(obj)
@@ -188,14 +198,18 @@ class TcDumper:
     the sampler's probe keeps it for the whole run, discovery opens one for two dumps)."""
 
     def __init__(self) -> None:
-        self._sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, socket.NETLINK_ROUTE)
+        self._sock = socket.socket(
+            socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, socket.NETLINK_ROUTE
+        )
         self._seq = 0
 
     def dump(self, message: int = RTM_GETQDISC, ifindex: int = 0) -> bytes:
         """The raw reply to one dump request, every message up to and including NLMSG_DONE.
         Qdiscs dump for every interface at once; classes only for the ``ifindex`` named."""
         self._seq += 1
-        header = _NLMSGHDR.pack(_NLMSGHDR.size + _TCMSG.size, message, NLM_F_REQUEST | NLM_F_DUMP, self._seq, 0)
+        header = _NLMSGHDR.pack(
+            _NLMSGHDR.size + _TCMSG.size, message, NLM_F_REQUEST | NLM_F_DUMP, self._seq, 0
+        )
         self._sock.send(header + _TCMSG.pack(0, ifindex, 0, 0, 0))
         chunks = []
         while True:

@@ -42,7 +42,10 @@ def _htb(root: TcObject, classes: list[TcObject], interface: str) -> Shaping:
     top = [c for c in classes if c.parent == "root" or c.parent == root.handle]
     attrs: dict[str, object] = {
         "default_class": root.default_class,
-        "classes": {c.handle: {"parent": c.parent, "rate": c.rate, "ceil": c.ceil} for c in by_handle.values()},
+        "classes": {
+            c.handle: {"parent": c.parent, "rate": c.rate, "ceil": c.ceil}
+            for c in by_handle.values()
+        },
     }
     if top and all(c.ceil for c in top):
         attrs["top_level_ceil_sum"] = sum(c.ceil or 0.0 for c in top)
@@ -52,17 +55,39 @@ def _htb(root: TcObject, classes: list[TcObject], interface: str) -> Shaping:
         chain.append(current)
         current = by_handle.get(current.parent)
     if not chain:
-        why = ("no default class: unclassified traffic is sent unshaped" if root.default_class is None
-               else f"default class {root.default_class} does not exist: unclassified traffic is sent unshaped")
-        return Shaping(interface=interface, kind="htb", handle=root.handle, rate=None,
-                       detail=f"htb: {why}; a classified flow gets its class's ceil", attrs=attrs)
+        why = (
+            "no default class: unclassified traffic is sent unshaped"
+            if root.default_class is None
+            else f"default class {root.default_class} does not exist: "
+            "unclassified traffic is sent unshaped"
+        )
+        return Shaping(
+            interface=interface,
+            kind="htb",
+            handle=root.handle,
+            rate=None,
+            detail=f"htb: {why}; a classified flow gets its class's ceil",
+            attrs=attrs,
+        )
     binding = min((c for c in chain if c.ceil), key=lambda c: c.ceil or 0.0, default=None)
     if binding is None:
-        return Shaping(interface=interface, kind="htb", handle=root.handle, rate=None,
-                       detail=f"htb default class {root.default_class}: no ceil readable", attrs=attrs)
-    return Shaping(interface=interface, kind="htb", handle=root.handle, rate=binding.ceil,
-                   detail=f"htb default class {root.default_class}: ceil {mbit(binding.ceil or 0.0)} "
-                          f"(class {binding.handle})", attrs=attrs)
+        return Shaping(
+            interface=interface,
+            kind="htb",
+            handle=root.handle,
+            rate=None,
+            detail=f"htb default class {root.default_class}: no ceil readable",
+            attrs=attrs,
+        )
+    return Shaping(
+        interface=interface,
+        kind="htb",
+        handle=root.handle,
+        rate=binding.ceil,
+        detail=f"htb default class {root.default_class}: ceil {mbit(binding.ceil or 0.0)} "
+        f"(class {binding.handle})",
+        attrs=attrs,
+    )
 
 
 def _rate_of(qdisc: TcObject) -> float | None:
@@ -81,11 +106,17 @@ def egress_shaping(objects: list[TcObject], names: dict[int, str]) -> dict[str, 
             detail = f"{root.kind} rate {mbit(rate)}"
             if root.kind == "tbf" and root.peak:
                 detail += f", peak {mbit(root.peak)}"
-            found[interface] = Shaping(interface=interface, kind=root.kind, handle=root.handle, rate=rate,
-                                       detail=detail)
+            found[interface] = Shaping(
+                interface=interface, kind=root.kind, handle=root.handle, rate=rate, detail=detail
+            )
         elif root.kind in UNDECODED_SHAPERS:
-            found[interface] = Shaping(interface=interface, kind=root.kind, handle=root.handle, rate=None,
-                                       detail=f"{root.kind} may limit the rate; its options are not decoded")
+            found[interface] = Shaping(
+                interface=interface,
+                kind=root.kind,
+                handle=root.handle,
+                rate=None,
+                detail=f"{root.kind} may limit the rate; its options are not decoded",
+            )
         elif root.kind in MULTIQUEUE:
             major = root.handle.rstrip(":")
             children = [o for o in same if o.object == "qdisc" and o.parent.split(":")[0] == major]
@@ -93,7 +124,11 @@ def egress_shaping(objects: list[TcObject], names: dict[int, str]) -> dict[str, 
             if children and all(r is not None for r in rates):
                 total = sum(r or 0.0 for r in rates)
                 found[interface] = Shaping(
-                    interface=interface, kind=root.kind, handle=root.handle, rate=total,
+                    interface=interface,
+                    kind=root.kind,
+                    handle=root.handle,
+                    rate=total,
                     detail=f"{root.kind}: {len(children)} queues shaped by "
-                           f"{'/'.join(sorted({c.kind for c in children}))}, {mbit(total)} in all")
+                    f"{'/'.join(sorted({c.kind for c in children}))}, {mbit(total)} in all",
+                )
     return found

@@ -44,7 +44,7 @@ def _hierarchy_dirs(sysroot: SysRoot, path: str) -> list[tuple[str, str, str]]:
         root = entry.root.rstrip("/")
         if root and not (path == root or path.startswith(root + "/")):
             continue
-        directory = entry.mountpoint.rstrip("/") + path[len(root):].rstrip("/")
+        directory = entry.mountpoint.rstrip("/") + path[len(root) :].rstrip("/")
         if sysroot.exists(f"{directory}/cgroup.procs") and directory not in [f[0] for f in found]:
             found.append((directory, entry.mountpoint, entry.fstype))
     return found
@@ -55,8 +55,11 @@ def _check_leaf(sysroot: SysRoot, spec: str, directory: str) -> None:
     controller to children (``cgroup.subtree_control`` empty)."""
     subtree = sysroot.read(f"{directory}/cgroup.subtree_control")
     if subtree:
-        raise BadInput(spec, f"{directory} enables controllers for its children ({subtree}); cgroup v2 "
-                             "admits processes only to leaf cgroups: name a child")
+        raise BadInput(
+            spec,
+            f"{directory} enables controllers for its children ({subtree}); cgroup v2 "
+            "admits processes only to leaf cgroups: name a child",
+        )
 
 
 def cgroup_target(spec: str, sysroot: SysRoot | None = None) -> CgroupTarget:
@@ -65,22 +68,32 @@ def cgroup_target(spec: str, sysroot: SysRoot | None = None) -> CgroupTarget:
     sysroot = sysroot or SysRoot("/")
     if not spec.strip():
         raise BadInput(repr(spec), "empty cgroup name")
-    mounts = {(e.mountpoint.rstrip("/"), e.fstype) for e in parse_mountinfo(sysroot.read("/proc/self/mountinfo") or "")
-              if e.fstype in ("cgroup", "cgroup2")}
+    mounts = {
+        (e.mountpoint.rstrip("/"), e.fstype)
+        for e in parse_mountinfo(sysroot.read("/proc/self/mountinfo") or "")
+        if e.fstype in ("cgroup", "cgroup2")
+    }
     directory = spec.rstrip("/")
-    holder = next(((m, f) for m, f in mounts if directory == m or directory.startswith(m + "/")), None)
+    holder = next(
+        ((m, f) for m, f in mounts if directory == m or directory.startswith(m + "/")), None
+    )
     if holder is not None and sysroot.exists(f"{directory}/cgroup.procs"):
         found = [(directory, holder[0], holder[1])]  # a directory of one hierarchy
     else:
         found = _hierarchy_dirs(sysroot, "/" + spec.strip("/"))
     if not found:
-        raise BadInput(spec, "no such cgroup in any mounted hierarchy (create it first, e.g. "
-                             "mkdir /sys/fs/cgroup/cpu/bench on cgroup v1)")
+        raise BadInput(
+            spec,
+            "no such cgroup in any mounted hierarchy (create it first, e.g. "
+            "mkdir /sys/fs/cgroup/cpu/bench on cgroup v1)",
+        )
     for directory, mountpoint, fstype in found:
         if fstype == "cgroup2" and directory.rstrip("/") != mountpoint.rstrip("/"):
             _check_leaf(sysroot, spec, directory)
         if not os.access(sysroot.path(f"{directory}/cgroup.procs"), os.W_OK):
-            raise BadInput(spec, f"{directory}/cgroup.procs is not writable (needs root or a delegated cgroup)")
+            raise BadInput(
+                spec, f"{directory}/cgroup.procs is not writable (needs root or a delegated cgroup)"
+            )
     return CgroupTarget(spec=spec, procs_files=[f"{d}/cgroup.procs" for d, _, _ in found])
 
 
@@ -88,5 +101,12 @@ def in_cgroup(argv: list[str], target: CgroupTarget) -> list[str]:
     """``argv`` wrapped so that it starts inside ``target`` (exit status 125 if joining fails)."""
     if not argv:
         raise BadInput("command", "empty command")
-    return ["/bin/sh", "-c", _MOVE_THEN_EXEC, "pilot-sys-cgroup", str(len(target.procs_files)),
-            *target.procs_files, *argv]
+    return [
+        "/bin/sh",
+        "-c",
+        _MOVE_THEN_EXEC,
+        "pilot-sys-cgroup",
+        str(len(target.procs_files)),
+        *target.procs_files,
+        *argv,
+    ]
