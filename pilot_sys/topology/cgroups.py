@@ -16,9 +16,8 @@ which is not ``/`` inside a container or for a bind mount). The limit files read
 
 Effective limits walk up the hierarchy: a parent's tighter CPU quota, memory limit or v2
 ``io.max`` binds its children. v1 ``blkio.throttle.*`` is flat: a parent's throttle does not
-apply to processes in a child cgroup (the kernel's v1 blkio documentation; checked on this
-project's test host, where a child of a 2 MB/s parent wrote at full disk speed), so only the
-process's own cgroup counts there.
+apply to processes in a child cgroup (the kernel's v1 blkio documentation, "Hierarchical
+Cgroups"), so only the process's own cgroup counts there.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 ``RTM_GETTCLASS`` dumps), with their shaping rates and counters.
 
 Hand-written over ``socket`` and ``struct`` rather than through pyroute2 or ``tc -j``: the
-counters are read on every sampler tick, where pyroute2 costs 30x the bare dump per read (and a
-third of a second to import, more than a whole host discovery), ``tc`` costs a fork and exec per
+counters are read on every sampler tick, where pyroute2 costs many times the bare dump per read
+(and its import more than a whole host discovery), ``tc`` costs a fork and exec per
 read, and ``tc -j class show`` prints plain text for htb classes in iproute2 6.1 (measurements in
 benchmarks/results/kernel_limits.md). The layouts below are the kernel's uapi structs, which
 never change (new fields come as new attributes, such as the 64-bit rates).
