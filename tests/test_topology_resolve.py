@@ -22,10 +22,15 @@ def test_candidates_from_fio_dd_iperf3_arguments() -> None:
     assert "/tmp/out.json" not in values  # result files are not the data path
 
 
+QUOTA = "cgroup:/user.slice/user-1000.slice/cpu"  # the nvme-lvm session's cpu.max limiter
+
+
 def test_file_on_lvm_over_nvme_partition(nvme: ComponentGraph) -> None:
     data = resolve(nvme, ["fio", "--filename=/home/alice/test.dat", "--rw=write"])
-    assert data.paths == [["cpu:host", "memory:host", "pci:0000:00:01.1", "pci:0000:01:00.0", "controller:nvme0",
-                           "block:nvme0n1", "block:nvme0n1p2", "block:dm-1", "mount:/home"]]
+    # the captured session's cgroup CPU quota (1.5 cores on user-1000.slice) stands before the CPU
+    assert data.paths == [[QUOTA, "cpu:host", "memory:host", "pci:0000:00:01.1", "pci:0000:01:00.0",
+                           "controller:nvme0", "block:nvme0n1", "block:nvme0n1p2", "block:dm-1",
+                           "mount:/home"]]
     assert data.cut == "block:nvme0n1"  # the physical device under partition and LV
     assert data.arguments[0].kind == "path" and data.arguments[0].component == "mount:/home"
 
@@ -34,7 +39,7 @@ def test_bind_mount_and_overlay(nvme: ComponentGraph) -> None:
     assert resolve(nvme, ["/srv/data/x"]).paths[0][-2:] == ["block:dm-1", "mount:/srv/data"]
     overlay = resolve(nvme, ["/var/lib/docker/overlay2/abc/merged/etc/f"])
     assert {p[-2] for p in overlay.paths} == {"mount:/", "mount:/scratch"}
-    assert {p[5] for p in overlay.paths} == {"block:nvme0n1", "block:nvme1n1"}
+    assert {p[6] for p in overlay.paths} == {"block:nvme0n1", "block:nvme1n1"}  # p[0]: the quota
 
 
 def test_device_arguments(nvme: ComponentGraph) -> None:
@@ -46,7 +51,8 @@ def test_device_arguments(nvme: ComponentGraph) -> None:
 
 def test_tmpfs_is_memory(nvme: ComponentGraph) -> None:
     data = resolve(nvme, ["/tmp/scratch.bin"])
-    assert data.paths == [["cpu:host", "memory:host", "mount:/tmp"]] and data.cut == "memory:host"
+    assert data.paths == [[QUOTA, "cpu:host", "memory:host", "mount:/tmp"]]
+    assert data.cut == "memory:host"
 
 
 def test_md_raid_cut_is_the_array(md: ComponentGraph) -> None:

@@ -5,9 +5,11 @@ dynamic plug-ins and the bottleneck detector refer to components by ``Component.
 
 Component ids are ``<kind>:<name>``, e.g. ``cpu:host``, ``core:0``, ``memory:node0``,
 ``pci:0000:00:04.0``, ``block:vda``, ``block:vda1``, ``block:dm-0``, ``mount:/``,
-``nic:eth0``, ``network:eth0``, ``remote:10.0.0.5``, ``accelerator:0000:3b:00.0``.
-A kind is one line of ``ComponentKind``; everything that shows kinds (the picture's colours,
-the terminal tree's styles) has a default for a kind it does not list.
+``nic:eth0``, ``network:eth0``, ``remote:10.0.0.5``, ``accelerator:0000:3b:00.0``; limits the
+kernel imposes on a workload are components too (``cgroup:/bench/cpu``, ``cgroup:/bench/io:vda``,
+``qdisc:eth0``, ``cpufreq:host``), linked to what they limit by a ``limits`` link (see
+``topology/effective.py``). A kind is one line of ``ComponentKind``; everything that shows kinds
+(the picture's colours, the terminal tree's styles) has a default for a kind it does not list.
 Units are SI base units: bytes/second for bandwidth, operations/second for IOPS, Hz.
 """
 
@@ -33,6 +35,9 @@ class ComponentKind(StrEnum):
     NETWORK = "network"  # the wire/fabric beyond a NIC
     REMOTE = "remote"  # a remote host (NFS server, iperf3 peer)
     ACCELERATOR = "accelerator"  # a GPU or another compute accelerator with its own memory
+    CGROUP = "cgroup"  # a cgroup's CPU quota or cpuset, memory limit, or I/O throttle on one device
+    QDISC = "qdisc"  # the egress traffic shaping of one NIC (tbf, htb, cake, netem rate)
+    CPUFREQ = "cpufreq"  # a CPU frequency cap below the hardware maximum
     OTHER = "other"
 
 
@@ -44,6 +49,9 @@ class LimitSource(StrEnum):
     PROBE = "probe"  # measured by a short probe on this machine
     USER = "user"  # a user-designated graph
     DERIVED = "derived"  # computed from other limits (e.g. the sum of members)
+    CGROUP = "cgroup"  # a cgroup limit file (cpu.max, io.max, memory.max and their v1 names)
+    QDISC = "qdisc"  # a traffic-shaping queueing discipline's rate, read over netlink
+    CPUFREQ = "cpufreq"  # cpufreq sysfs (cpuinfo_max_freq, scaling_max_freq)
     UNKNOWN = "unknown"
 
 

@@ -18,7 +18,8 @@ KIND_COLOURS: dict[str, str] = {
     ComponentKind.NUMA: "#f58518", ComponentKind.PCI: "#72b7b2", ComponentKind.CONTROLLER: "#54a24b",
     ComponentKind.BLOCK: "#4c78a8", ComponentKind.MOUNT: "#b279a2", ComponentKind.NIC: "#eeca3b",
     ComponentKind.NETWORK: "#9d755d", ComponentKind.REMOTE: "#bab0ac", ComponentKind.HOST: "#ff9da6",
-    ComponentKind.ACCELERATOR: "#8e6c8a",
+    ComponentKind.ACCELERATOR: "#8e6c8a", ComponentKind.CGROUP: "#d67195",
+    ComponentKind.QDISC: "#d8b5a5", ComponentKind.CPUFREQ: "#fcbfd2",
 }
 DEFAULT_COLOUR = "#dddddd"  # any kind without a colour of its own (``other``, kinds added later)
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from pilot_sys.errors import BadInput
 from pilot_sys.topology.components import ComponentKind
+from pilot_sys.topology.effective import with_limiters
 from pilot_sys.topology.graph import ComponentGraph
 from pilot_sys.topology.mountinfo import mount_for
 from pilot_sys.topology.routes import Route, lookup, read_routes, resolve_host
@@ -214,7 +215,8 @@ class _Resolver:
         network = component.replace("nic:", "network:", 1)
         if component.startswith("nic:") and network in self.graph:
             paths = [p + [network] for p in paths]
-        return paths
+        # kernel-imposed limits (cgroup quota and throttles, qdisc) join just before what they limit
+        return [with_limiters(self.graph, p) for p in paths]
 
     def cut(self, component: str, paths: list[list[str]]) -> str:
         if component.startswith("nic:"):

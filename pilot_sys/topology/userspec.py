@@ -24,12 +24,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pilot_sys.errors import BadInput
 from pilot_sys.topology.components import Component, ComponentKind, Limit, LimitSource, Link
+from pilot_sys.topology.effective import LIMITS
 from pilot_sys.topology.graph import INWARD, OUTWARD, ComponentGraph, reverse_direction
 
 # A limit is a finite rate > 0: JSON's 1e400 parses to inf and NaN is accepted by Python's json,
 # and a zero limit would make every utilization infinite.
 Number = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
-DIRECTIONS = set(OUTWARD) | set(INWARD) | {"contains"}
+ONE_WAY = {"contains", LIMITS}  # containment, and a limiter -> limited link (topology/effective.py)
+DIRECTIONS = set(OUTWARD) | set(INWARD) | ONE_WAY
 
 
 class UserLimit(BaseModel):
@@ -146,7 +148,7 @@ def parse_user_graph(data: Any, where: str) -> ComponentGraph:
         graph.g.graph.setdefault("link_index", {})[(link.source, link.target)] = index
         graph.add_link(Link(source=link.source, target=link.target, direction=link.direction,
                             capacity=_as_limit(link.capacity), attrs=link.attrs))
-        if (link.target, link.source) not in listed and link.direction != "contains":
+        if (link.target, link.source) not in listed and link.direction not in ONE_WAY:
             graph.add_link(Link(source=link.target, target=link.source, direction=reverse_direction(link.direction),
                                 capacity=_as_limit(link.reverse_capacity), attrs=link.attrs))
     return graph
