@@ -41,6 +41,8 @@ class LimitSource(StrEnum):
     PROBE = "probe"  # measured by a short probe on this machine
     USER = "user"  # a user-designated graph
     DERIVED = "derived"  # computed from other limits (e.g. the sum of members)
+    NODE_EXPORTER = "node_exporter"  # a remote host's inventory as its node_exporter reports it
+    PCP = "pcp"  # a remote host's inventory through PCP's pmproxy
     UNKNOWN = "unknown"
 
 
