@@ -139,7 +139,7 @@ def _root_veths() -> list[str]:
         fields = line.split(":")
         if len(fields) > 1:
             name = fields[1].strip().split("@")[0]
-            if name.startswith(PREFIX) and name[len(PREFIX):].split("h")[0].isdigit():
+            if name.startswith(PREFIX) and name[len(PREFIX) :].split("h")[0].isdigit():
                 names.append(name)
     return names
 
@@ -159,7 +159,7 @@ def cleanup_leftovers() -> list[str]:
             _remove_namespace(netns)
             removed.append(netns)
     for name in _root_veths():
-        pid = int(name[len(PREFIX):].split("h")[0])
+        pid = int(name[len(PREFIX) :].split("h")[0])
         if not _pid_alive(pid):
             _remove_veth(name)
             removed.append(name)
@@ -232,50 +232,79 @@ class NetnsHost:
     def argv(self, *command: str) -> list[str]:
         return ["ip", "netns", "exec", self.netns, *command]
 
-    def run(self, *command: str, timeout: float = COMMAND_TIMEOUT) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(self.argv(*command), capture_output=True, text=True, timeout=timeout, check=False)
+    def run(
+        self, *command: str, timeout: float = COMMAND_TIMEOUT
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.argv(*command), capture_output=True, text=True, timeout=timeout, check=False
+        )
 
-    def start(self, name: str, command: list[str], ready: Callable[[], bool], *,
-              env: dict[str, str] | None = None, timeout: float = READY_TIMEOUT) -> Daemon:
+    def start(
+        self,
+        name: str,
+        command: list[str],
+        ready: Callable[[], bool],
+        *,
+        env: dict[str, str] | None = None,
+        timeout: float = READY_TIMEOUT,
+    ) -> Daemon:
         """Start ``command`` in the namespace and wait until ``ready()`` holds; a daemon that
         exits or does not get ready by the deadline is stopped and reported with its log."""
         log = self.workdir / f"{name}.log"
         with log.open("wb") as out:
-            process = subprocess.Popen(self.argv(*command), stdout=out, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, env=env, preexec_fn=_die_with_parent)
+            process = subprocess.Popen(
+                self.argv(*command),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                preexec_fn=_die_with_parent,
+            )
         daemon = Daemon(name, command, process, log)
         self.daemons.append(daemon)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if process.poll() is not None:
-                raise NetnsError(f"{name} exited with {process.returncode}: {' '.join(command)}\n"
-                                 f"{daemon.tail()}")
+                raise NetnsError(
+                    f"{name} exited with {process.returncode}: {' '.join(command)}\n{daemon.tail()}"
+                )
             with contextlib.suppress(OSError, ValueError):
                 if ready():
                     return daemon
             time.sleep(0.05)
         daemon.stop()
-        raise NetnsError(f"{name} not ready after {timeout:g} s: {' '.join(command)}\n{daemon.tail()}")
+        raise NetnsError(
+            f"{name} not ready after {timeout:g} s: {' '.join(command)}\n{daemon.tail()}"
+        )
 
     def listening(self, port: int) -> Callable[[], bool]:
         def probe() -> bool:
             with socket.create_connection((self.address, port), timeout=0.5):
                 return True
+
         return probe
 
     def answers(self, url: str) -> Callable[[], bool]:
         def probe() -> bool:
             with urllib.request.urlopen(url, timeout=1.0) as response:
                 return bool(response.status == 200)
+
         return probe
 
     # -- the daemons the remote-host tests use ----------------------------------------------
     def node_exporter(self, port: int = NODE_EXPORTER_PORT, *extra: str) -> str:
         """node_exporter on the host's address; returns its base URL."""
         base = f"http://{self.address}:{port}"
-        self.start("node_exporter", [NODE_EXPORTER, f"--web.listen-address={self.address}:{port}",
-                                     "--log.level=warn", *extra],
-                   self.answers(f"{base}/metrics?collect[]=time"))
+        self.start(
+            "node_exporter",
+            [
+                NODE_EXPORTER,
+                f"--web.listen-address={self.address}:{port}",
+                "--log.level=warn",
+                *extra,
+            ],
+            self.answers(f"{base}/metrics?collect[]=time"),
+        )
         return base
 
     def pcp(self, port: int = PMPROXY_PORT) -> str:
@@ -289,36 +318,84 @@ class NetnsHost:
         (pcp / "pmcd.conf").write_text(
             f"pmcd\t2\tdso\tpmcd_init\t{PCP_PMDAS}/pmcd/pmda_pmcd.so\n"
             f"linux\t60\tdso\tlinux_init\t{PCP_PMDAS}/linux/pmda_linux.so\n"
-            "\n[access]\nallow \"local:*\" : all;\ndisallow * : all;\n"
+            '\n[access]\nallow "local:*" : all;\ndisallow * : all;\n'
         )
         (pcp / "pmproxy.conf").write_text(
             "[pmproxy]\npcp.enabled = true\nhttp.enabled = true\nredis.enabled = false\n"
             "secure.enabled = false\n[redis]\nenabled = false\n[discover]\nenabled = false\n"
             "[pmsearch]\nenabled = false\n[pmseries]\nenabled = false\n"
         )
-        env = {**os.environ, "PCP_RUN_DIR": str(pcp / "run"), "PCP_LOG_DIR": str(pcp / "log"),
-               "PCP_TMP_DIR": str(pcp / "tmp")}
-        self.start("pmcd", [PMCD, "-f", "-A", "-U", "root", "-n", str(pmns), "-c", str(pcp / "pmcd.conf"),
-                            "-i", "127.0.0.1", "-s", str(pcp / "run" / "pmcd.socket"),
-                            "-l", str(pcp / "log" / "pmcd.log"), "-x", str(pcp / "log" / "pmcd.fatal")],
-                   lambda: (pcp / "run" / "pmcd.socket").exists(), env=env)
+        env = {
+            **os.environ,
+            "PCP_RUN_DIR": str(pcp / "run"),
+            "PCP_LOG_DIR": str(pcp / "log"),
+            "PCP_TMP_DIR": str(pcp / "tmp"),
+        }
+        self.start(
+            "pmcd",
+            [
+                PMCD,
+                "-f",
+                "-A",
+                "-U",
+                "root",
+                "-n",
+                str(pmns),
+                "-c",
+                str(pcp / "pmcd.conf"),
+                "-i",
+                "127.0.0.1",
+                "-s",
+                str(pcp / "run" / "pmcd.socket"),
+                "-l",
+                str(pcp / "log" / "pmcd.log"),
+                "-x",
+                str(pcp / "log" / "pmcd.fatal"),
+            ],
+            lambda: (pcp / "run" / "pmcd.socket").exists(),
+            env=env,
+        )
         base = f"http://{self.address}:{port}"
-        self.start("pmproxy", [PMPROXY, "-f", "-A", "-U", "root", "-c", str(pcp / "pmproxy.conf"),
-                               "-i", self.address, "-p", str(port), "-s", str(pcp / "run" / "pmproxy.socket"),
-                               "-l", str(pcp / "log" / "pmproxy.log"),
-                               "-x", str(pcp / "log" / "pmproxy.fatal")],
-                   self._pmproxy_ready(base), env=env)
+        self.start(
+            "pmproxy",
+            [
+                PMPROXY,
+                "-f",
+                "-A",
+                "-U",
+                "root",
+                "-c",
+                str(pcp / "pmproxy.conf"),
+                "-i",
+                self.address,
+                "-p",
+                str(port),
+                "-s",
+                str(pcp / "run" / "pmproxy.socket"),
+                "-l",
+                str(pcp / "log" / "pmproxy.log"),
+                "-x",
+                str(pcp / "log" / "pmproxy.fatal"),
+            ],
+            self._pmproxy_ready(base),
+            env=env,
+        )
         return base
 
     @staticmethod
     def _pmproxy_ready(base: str) -> Callable[[], bool]:
         def probe() -> bool:  # pmproxy answers before pmcd has its PMDAs: fetch a real value
-            with urllib.request.urlopen(f"{base}/pmapi/fetch?names=hinv.ncpu", timeout=1.0) as response:
+            with urllib.request.urlopen(
+                f"{base}/pmapi/fetch?names=hinv.ncpu", timeout=1.0
+            ) as response:
                 return bool(json.load(response).get("values"))
+
         return probe
 
     def iperf3_server(self, port: int = IPERF3_PORT) -> int:
-        self.start("iperf3", ["iperf3", "-s", "-B", self.address, "-p", str(port)], self.listening(port))
+        self.start(
+            "iperf3", ["iperf3", "-s", "-B", self.address, "-p", str(port)], self.listening(port)
+        )
         return port
 
     def fio_server(self, port: int = FIO_PORT) -> str:
@@ -328,8 +405,21 @@ class NetnsHost:
 
     def shape(self, rate: str, burst: str = "256kb", latency: str = "50ms") -> None:
         """A tbf qdisc on the root side's veth: traffic *into* the host is limited to ``rate``."""
-        _run("tc", "qdisc", "replace", "dev", self.root_if, "root", "tbf", "rate", rate, "burst", burst,
-             "latency", latency)
+        _run(
+            "tc",
+            "qdisc",
+            "replace",
+            "dev",
+            self.root_if,
+            "root",
+            "tbf",
+            "rate",
+            rate,
+            "burst",
+            burst,
+            "latency",
+            latency,
+        )
 
     def stop(self, name: str) -> None:
         for daemon in self.daemons:
@@ -393,9 +483,9 @@ def require_daemons(*paths: str) -> None:
             pytest.skip(f"{path} is not installed (.ci/run installs it)")
 
 
-@pytest.fixture
-def server_host() -> Iterator[NetnsHost]:
-    """A namespace host called ``srv`` with no daemons yet (each test starts what it needs)."""
+def host_fixture(name: str = "srv") -> Iterator[NetnsHost]:
+    """The body of a test module's host fixture (``yield from host_fixture("srv")``): skips
+    where namespaces cannot be made, removes the host after the test whatever happened."""
     require_daemons()
-    with netns_host("srv") as host:
+    with netns_host(name) as host:
         yield host

@@ -8,6 +8,7 @@ import os
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
 
 import pytest
 from netns import (
@@ -17,12 +18,17 @@ from netns import (
     NetnsError,
     NetnsHost,
     cleanup_leftovers,
+    host_fixture,
     netns_host,
     require_daemons,
-    server_host,  # noqa: F401 - fixture
 )
 
 pytestmark = pytest.mark.live
+
+
+@pytest.fixture
+def server_host() -> Iterator[NetnsHost]:
+    yield from host_fixture("srv")
 
 
 def _namespaces() -> set[str]:
@@ -62,13 +68,18 @@ def test_host_removed_with_its_daemons_also_when_the_test_fails() -> None:
         raise RuntimeError("boom")
     assert netns not in _namespaces()
     assert not workdir.exists()
-    assert subprocess.run(["ip", "link", "show", root_if], capture_output=True, timeout=10).returncode != 0
+    assert (
+        subprocess.run(["ip", "link", "show", root_if], capture_output=True, timeout=10).returncode
+        != 0
+    )
     assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
 
 
 def test_daemon_that_cannot_start_is_reported_with_its_log(server_host: NetnsHost) -> None:
     with pytest.raises(NetnsError, match="exited with"):
-        server_host.start("false", ["sh", "-c", "echo cannot bind >&2; exit 3"], lambda: False, timeout=5)
+        server_host.start(
+            "false", ["sh", "-c", "echo cannot bind >&2; exit 3"], lambda: False, timeout=5
+        )
 
 
 def test_leftovers_of_a_dead_run_are_removed() -> None:
@@ -99,8 +110,12 @@ def test_tbf_shapes_traffic_into_the_host(server_host: NetnsHost) -> None:
     port = server_host.iperf3_server()
     server_host.shape("40mbit")
     started = time.monotonic()
-    done = subprocess.run(["iperf3", "-c", server_host.address, "-p", str(port), "-t", "2", "-J"],
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        ["iperf3", "-c", server_host.address, "-p", str(port), "-t", "2", "-J"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.returncode == 0, done.stderr
     received = json.loads(done.stdout)["end"]["sum_received"]["bits_per_second"]
     assert 30e6 < received < 44e6, (received, time.monotonic() - started)
