@@ -364,6 +364,18 @@ def test_unnamed_instance_keeps_its_number(pcp_tables) -> None:
     assert fetch.values == {"network.interface.in.bytes": {"#99": 7}}
 
 
+def test_line_prefilter_keeps_exactly_the_counters() -> None:
+    text = _prom("counters_after") + "node_cpu_seconds_total_bogus 1\ngo_goroutines 7\n"
+    every = node_exporter.parse(text)
+    kept = node_exporter.parse(text, node_exporter.COUNTER_SAMPLES)
+    assert set(kept) == set(node_exporter.COUNTER_SAMPLES) and "go_goroutines" in every
+    assert all(kept[name] == every[name] for name in kept)
+    response = _response(text)
+    assert node_exporter.counters_from_samples("srv", kept, response) == (
+        node_exporter.counters_from_samples("srv", every, response)
+    )
+
+
 def test_scrape_url_filters_collectors() -> None:
     assert node_exporter.scrape_url("http://h:9100/metrics", ("cpu", "netdev")) == (
         "http://h:9100/metrics?collect%5B%5D=cpu&collect%5B%5D=netdev"
