@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from pilot_sys.monitor.remote import node_exporter, pcp
+from pilot_sys.monitor.remote.clients import connect
 from pilot_sys.monitor.remote.counters import RemoteCounters
 from pilot_sys.monitor.remote.http import Response
 from pilot_sys.monitor.remote.utilization import (
@@ -22,7 +23,10 @@ from pilot_sys.monitor.remote.utilization import (
     utilizations,
 )
 from pilot_sys.topology.components import Component, ComponentKind, Limit, LimitSource
+from pilot_sys.topology.remote_hosts import parse_host_spec
 from pilot_sys.topology.remote_inventory import (
+    RemoteDisk,
+    RemoteFilesystem,
     RemoteInventory,
     RemoteNic,
     host_link,
@@ -374,6 +378,36 @@ def test_line_prefilter_keeps_exactly_the_counters() -> None:
     assert node_exporter.counters_from_samples("srv", kept, response) == (
         node_exporter.counters_from_samples("srv", every, response)
     )
+
+
+def test_mounts_hang_off_their_disk_or_memory_or_say_why_not() -> None:
+    inventory = RemoteInventory(
+        host="nas1",
+        source=LimitSource.NODE_EXPORTER,
+        cpus=4,
+        disks=[RemoteDisk(name="md0")],
+        filesystems=[
+            RemoteFilesystem(mountpoint="/srv", device="/dev/md0", fstype="xfs", size=1e12),
+            RemoteFilesystem(mountpoint="/run", device="tmpfs", fstype="tmpfs"),
+            RemoteFilesystem(mountpoint="/boot", device="/dev/sda1", fstype="ext4"),
+        ],
+    )
+    found = inventory_discovery(inventory)
+    links = {(x.source, x.target) for x in found.links}
+    assert ("block:nas1/md0", "mount:nas1/srv") in links and (
+        "memory:nas1",
+        "mount:nas1/run",
+    ) in links
+    boot = next(c for c in found.components if c.id == "mount:nas1/boot")
+    assert not any(target == boot.id for _, target in links)
+    assert "/dev/sda1: not among the disks node_exporter reports" in boot.warnings[0]
+
+
+def test_client_follows_the_url_scheme() -> None:
+    assert isinstance(
+        connect(parse_host_spec("a=http://10.0.0.1:9100")), node_exporter.NodeExporterClient
+    )
+    assert isinstance(connect(parse_host_spec("b=pcp://10.0.0.1")), pcp.PmproxyClient)
 
 
 def test_scrape_url_filters_collectors() -> None:

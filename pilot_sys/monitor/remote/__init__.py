@@ -4,7 +4,7 @@
   name the URL;
 * ``node_exporter`` and ``pcp``: one client per engine, each turning its answers into the same
   two things: a host's inventory (``topology.remote_inventory``) and its counters at one
-  instant (``counters.RemoteCounters``);
+  instant (``counters.RemoteCounters``); ``clients.connect`` picks the client for a host;
 * ``utilization``: consecutive counters of a host to rates and utilizations, vectorised, on
   the remote host's own sample times.
 
