@@ -127,3 +127,12 @@ def test_answer_longer_than_pmproxys_chunk_size_arrives_whole(srv: NetnsHost) ->
     connection.close()
     assert len(body) > 4096  # beyond one page: pmproxy sends it chunked
     assert {m["name"] for m in json.loads(body)["metrics"]} == set(names.split(","))
+
+
+def test_metric_the_host_lacks_is_left_out_not_invented(srv: NetnsHost) -> None:
+    client = PmproxyClient(parse_host_spec(f"srv=pcp://{srv.address}:44322"))
+    for _ in range(2):  # the second fetch does not ask for the missing descriptor again
+        fetch, _ = client.fetch(["hinv.ncpu", "no.such.metric"])
+        assert set(fetch.values) == {"hinv.ncpu"}
+    assert client._absent == {"no.such.metric"}
+    client.close()

@@ -279,6 +279,7 @@ class PmproxyClient:
         self.connection = HttpConnection(host.base_url, timeout)
         self._context: int | None = None
         self._descs: dict[str, MetricDesc] = {}
+        self._absent: set[str] = set()  # metrics this host's PMNS does not have
         self._names: dict[str, dict[int, str]] = {}  # indom -> instance id -> name
 
     def _get(self, path: str, params: list[tuple[str, str]]) -> tuple[dict[str, Any], Response]:
@@ -301,16 +302,20 @@ class PmproxyClient:
             try:
                 return self._get(path, [("context", str(self._context)), *params])
             except RemoteUnavailable as exc:
-                if attempt == 1 or "HTTP 4" not in exc.problem:
+                if attempt == 1 or "unknown context identifier" not in exc.problem:
                     raise
                 self._context = None
         raise AssertionError("unreachable")  # pragma: no cover
 
     def describe(self, names: Iterable[str]) -> dict[str, MetricDesc]:
-        missing = [n for n in names if n not in self._descs]
+        """Descriptors of ``names``; pmproxy leaves out metrics the host does not have, and
+        they are not asked for again (their values are then absent, never invented)."""
+        names = list(names)
+        missing = [n for n in names if n not in self._descs and n not in self._absent]
         if missing:
             body, _ = self._with_context("/pmapi/metric", [("names", ",".join(missing))])
             self._descs.update(descriptors(body))
+            self._absent.update(n for n in missing if n not in self._descs)
         return {n: self._descs[n] for n in names if n in self._descs}
 
     def _instance_table(self, metric: str, refresh: bool = False) -> dict[int, str]:
