@@ -357,6 +357,23 @@ def test_unknown_pcp_unit_is_refused() -> None:
         pcp.si_scale("furlong / sec")
 
 
+def test_descriptors_leave_out_unknown_names() -> None:
+    body = {
+        "metrics": [
+            {"name": "no.such.metric", "message": "Unknown metric name", "success": False},
+            {
+                "name": "disk.dev.read_bytes",
+                "pmid": "60.0.38",
+                "indom": "60.1",
+                "sem": "counter",
+                "units": "Kbyte",
+            },
+        ]
+    }
+    descs = pcp.descriptors(body)
+    assert list(descs) == ["disk.dev.read_bytes"] and descs["disk.dev.read_bytes"].scale == 1024.0
+
+
 def test_unnamed_instance_keeps_its_number(pcp_tables) -> None:
     body = {
         "timestamp": 5.0,

@@ -135,4 +135,6 @@ def test_metric_the_host_lacks_is_left_out_not_invented(srv: NetnsHost) -> None:
         fetch, _ = client.fetch(["hinv.ncpu", "no.such.metric"])
         assert set(fetch.values) == {"hinv.ncpu"}
     assert client._absent == {"no.such.metric"}
+    fetch, _ = client.fetch(["no.such.other"])  # pmproxy answers 400 when none exists
+    assert fetch.values == {} and "no.such.other" in client._absent
     client.close()

@@ -131,8 +131,11 @@ class Fetch(BaseModel):
 
 
 def descriptors(metric_json: Mapping[str, Any]) -> dict[str, MetricDesc]:
+    """Name -> descriptor; entries pmproxy marks as failed (an unknown name) are left out."""
     found = {}
     for item in metric_json.get("metrics", []):
+        if "pmid" not in item or item.get("success") is False:
+            continue
         units = str(item.get("units", ""))
         found[item["name"]] = MetricDesc(
             name=item["name"],
@@ -313,7 +316,12 @@ class PmproxyClient:
         names = list(names)
         missing = [n for n in names if n not in self._descs and n not in self._absent]
         if missing:
-            body, _ = self._with_context("/pmapi/metric", [("names", ",".join(missing))])
+            try:
+                body, _ = self._with_context("/pmapi/metric", [("names", ",".join(missing))])
+            except RemoteUnavailable as exc:
+                if "Unknown metric name" not in exc.problem:  # pmproxy's answer when none exists
+                    raise
+                body = {}
             self._descs.update(descriptors(body))
             self._absent.update(n for n in missing if n not in self._descs)
         return {n: self._descs[n] for n in names if n in self._descs}
