@@ -3,8 +3,10 @@ shaped by tc, and nothing left behind (also from a run that crashed)."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import socket
 import subprocess
 import time
 import urllib.request
@@ -97,12 +99,18 @@ def test_leftovers_of_a_dead_run_are_removed() -> None:
         subprocess.run(["ip", "netns", "del", orphan], capture_output=True, timeout=10)
 
 
-def test_two_hosts_get_distinct_subnets() -> None:
+def test_two_hosts_get_distinct_subnets_and_both_answer() -> None:
     require_daemons()
     with netns_host("a") as first, netns_host("b") as second:
-        assert first.address != second.address and first.netns != second.netns
-        done = second.run("iperf3", "--version")
-        assert done.returncode in (0, 1)
+        nets = [ipaddress.ip_network(f"{h.peer}/30", strict=False) for h in (first, second)]
+        assert not nets[0].overlaps(nets[1]) and first.netns != second.netns
+        for host in (first, second):
+            assert ipaddress.ip_address(host.address) in ipaddress.ip_network(
+                f"{host.peer}/30", strict=False
+            )
+            # a closed port answers with a reset at once: the host is there, nothing listens
+            with pytest.raises(ConnectionRefusedError):
+                socket.create_connection((host.address, 9), timeout=2).close()
 
 
 def test_tbf_shapes_traffic_into_the_host(server_host: NetnsHost) -> None:
