@@ -52,6 +52,8 @@ class LimitSource(StrEnum):
     CGROUP = "cgroup"  # a cgroup limit file (cpu.max, io.max, memory.max and their v1 names)
     QDISC = "qdisc"  # a traffic-shaping queueing discipline's rate, read over netlink
     CPUFREQ = "cpufreq"  # cpufreq sysfs (cpuinfo_max_freq, scaling_max_freq)
+    NODE_EXPORTER = "node_exporter"  # a remote host's inventory as its node_exporter reports it
+    PCP = "pcp"  # a remote host's inventory through PCP's pmproxy
     UNKNOWN = "unknown"
 
 
