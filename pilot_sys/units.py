@@ -6,7 +6,8 @@ Values are bytes, seconds and bytes per second inside pilot-sys; people see
   1024, as storage tools show them);
 - network rates in bits per second with decimal prefixes (``9.41 Gbit/s``: how links are rated);
 - counts with SI prefixes (``15.3 k IOPS``), durations in s, ms, µs or ns (``102 ms``),
-  fractions as percentages (``3.2 %``);
+  fractions as percentages (``3.2 %``), work amounts in the workload's own unit as ``-w``
+  takes them (``1024 MiB``);
 - the precision of a confidence interval as its half width relative to the mean
   (``2.17 GiB/s ± 3.2 %``), and a target, which ``--ci-perc`` gives as a full width, in the
   same form (``± 5 %`` for a 10 % full width).
@@ -29,19 +30,30 @@ IEC = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 SI = ("", "k", "M", "G", "T", "P", "E")
 # byte units a PI or a work amount may be stated in -> bytes
 BYTE_UNITS = {
-    "B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40,
-    "kB": 10**3, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+    "B": 1,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+    "TiB": 2**40,
+    "kB": 10**3,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
 }
 SECOND_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-DURATION_STEPS = ((1e-9, "ns"), (1e-6, "µs"), (1e-3, "ms"), (1.0, "s"))
 # programs whose byte rates are network traffic (shown in bit/s)
 NETWORK_PROGRAMS = frozenset({"iperf3", "iperf", "netperf", "nuttcp", "sockperf"})
 # component kinds whose byte rates and limits are network traffic
 NETWORK_KINDS = frozenset({"nic", "network", "link"})
 
 
-def _unknown(value: float | None) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+def _known(value: float | None) -> float | None:
+    """``value`` as a float, or None when it is unknown (None or NaN)."""
+    if value is None:
+        return None
+    v = float(value)
+    return None if math.isnan(v) else v
 
 
 def significant(value: float, digits: int = SIGNIFICANT) -> str:
@@ -58,96 +70,113 @@ def significant(value: float, digits: int = SIGNIFICANT) -> str:
     return f"{rounded:.{decimals}f}"
 
 
-def _prefixed(value: float, base: int, prefixes: Sequence[str], unit: str, whole_below_base: bool,
-              space_before_prefix: bool = False) -> str:
-    """Scale by ``base`` until the shown number is below it (a rounding up to ``base`` moves
-    on to the next prefix: ``1023.9 KiB`` is ``1.00 MiB``)."""
-    sign = "-" if value < 0 else ""
-    magnitude = abs(float(value))
-    if math.isinf(magnitude):
-        return f"{sign}inf {unit}".rstrip()
-    index = 0
-    while magnitude >= base and index < len(prefixes) - 1:
-        magnitude /= base
-        index += 1
+# A ladder: the steps a quantity is shown in, (factor, label) ascending; a value is shown in
+# the largest step whose factor it reaches. ``whole``: integral values of the first step are
+# shown whole (512 B, 16 rounds) rather than to three significant digits.
+Ladder = tuple[tuple[float, str], ...]
+
+
+def _prefix_ladder(
+    base: int, prefixes: Sequence[str], unit: str, spaced: bool = False, scale: float = 1.0
+) -> Ladder:
+    def label(prefix: str) -> str:
+        return " ".join(part for part in (prefix, unit) if part) if spaced else f"{prefix}{unit}"
+
+    return tuple((base**i / scale, label(prefix)) for i, prefix in enumerate(prefixes))
+
+
+BYTES = _prefix_ladder(1024, IEC, "B")
+BYTE_RATES = _prefix_ladder(1024, IEC, "B/s")
+BIT_RATES = _prefix_ladder(1000, SI, "bit/s", scale=8)  # of a value in bytes per second
+DURATIONS: Ladder = ((1e-9, "ns"), (1e-6, "µs"), (1e-3, "ms"), (1.0, "s"))
+
+
+def _counts(unit: str) -> Ladder:
+    return _prefix_ladder(1000, SI, unit, spaced=True)
+
+
+def _step(magnitude: float, ladder: Ladder, whole: bool) -> tuple[int, str]:
+    """The step a magnitude is shown in and its mantissa to three significant digits; a
+    mantissa that rounds up to the next step moves there (``1023.9 KiB`` is ``1.00 MiB``)."""
+    step = 0
+    while step < len(ladder) - 1 and magnitude >= ladder[step + 1][0]:
+        step += 1
     while True:
-        exact = index == 0 and whole_below_base and magnitude.is_integer()
-        shown = f"{magnitude:.0f}" if exact else significant(magnitude)
-        if float(shown) < base or index == len(prefixes) - 1:
-            break
-        magnitude /= base
-        index += 1
-    prefix = prefixes[index]
-    if space_before_prefix:
-        tail = " ".join(part for part in (prefix, unit) if part)
-        return f"{sign}{shown} {tail}".rstrip()
-    return f"{sign}{shown} {prefix}{unit}".rstrip()
+        mantissa = magnitude / ladder[step][0]
+        exact = step == 0 and whole and mantissa.is_integer()
+        shown = f"{mantissa:.0f}" if exact else significant(mantissa)
+        if step == len(ladder) - 1 or float(shown) * ladder[step][0] < ladder[step + 1][0]:
+            return step, shown
+        step += 1
+
+
+def _render(value: float, ladder: Ladder, whole: bool) -> str:
+    sign = "-" if value < 0 else ""
+    magnitude = abs(value)
+    if math.isinf(magnitude):
+        return f"{sign}inf {ladder[-1][1]}".rstrip()
+    if magnitude == 0:
+        base = next((label for factor, label in ladder if factor == 1), ladder[0][1])
+        return f"0 {base}".rstrip()
+    step, shown = _step(magnitude, ladder, whole)
+    return f"{sign}{shown} {ladder[step][1]}".rstrip()
 
 
 def size(value: float | None, missing: str = UNKNOWN) -> str:
     """Bytes with IEC prefixes: ``512 B``, ``1.50 GiB``."""
-    if _unknown(value):
-        return missing
-    return _prefixed(float(value), 1024, IEC, "B", whole_below_base=True)  # type: ignore[arg-type]
+    v = _known(value)
+    return missing if v is None else _render(v, BYTES, whole=True)
 
 
 def byte_rate(value: float | None, missing: str = UNKNOWN) -> str:
     """Bytes per second with IEC prefixes: ``2.17 GiB/s``."""
-    if _unknown(value):
-        return missing
-    return _prefixed(float(value), 1024, IEC, "B/s", whole_below_base=True)  # type: ignore[arg-type]
+    v = _known(value)
+    return missing if v is None else _render(v, BYTE_RATES, whole=True)
 
 
 def bit_rate(bytes_per_second: float | None, missing: str = UNKNOWN) -> str:
     """A network rate, given in bytes per second, in bits per second with decimal prefixes:
     ``1.25e9`` B/s is ``10.0 Gbit/s``."""
-    if _unknown(bytes_per_second):
-        return missing
-    return _prefixed(8 * float(bytes_per_second), 1000, SI, "bit/s", whole_below_base=True)  # type: ignore[arg-type]
+    v = _known(bytes_per_second)
+    return missing if v is None else _render(v, BIT_RATES, whole=False)
 
 
 def count(value: float | None, unit: str = "", missing: str = UNKNOWN) -> str:
     """A count or a count per second with SI prefixes: ``15.3 k IOPS``, ``16 rounds``."""
-    if _unknown(value):
-        return missing
-    return _prefixed(float(value), 1000, SI, unit, whole_below_base=True,  # type: ignore[arg-type]
-                     space_before_prefix=True)
+    v = _known(value)
+    return missing if v is None else _render(v, _counts(unit), whole=True)
 
 
 def duration(seconds: float | None, missing: str = UNKNOWN) -> str:
     """Seconds in s, ms, µs or ns: ``102 ms``, ``3.50 µs``, ``12.3 s``."""
-    if _unknown(seconds):
-        return missing
-    value = float(seconds)  # type: ignore[arg-type]
-    if value == 0:
-        return "0 s"
-    if math.isinf(value):
-        return f"{'-' if value < 0 else ''}inf s"
-    sign = "-" if value < 0 else ""
-    magnitude = abs(value)
-    step = 0
-    while step < len(DURATION_STEPS) - 1 and magnitude >= DURATION_STEPS[step + 1][0]:
-        step += 1
-    while True:
-        scale, name = DURATION_STEPS[step]
-        shown = significant(magnitude / scale)
-        if step == len(DURATION_STEPS) - 1 or float(shown) < 1000:
-            return f"{sign}{shown} {name}"
-        step += 1  # 999.95 ms rounds to 1000 ms: that is 1.00 s
+    v = _known(seconds)
+    return missing if v is None else _render(v, DURATIONS, whole=False)
 
 
-def percent(fraction: float | None, decimals: int = 1, signed: bool = False, missing: str = UNKNOWN) -> str:
-    """A fraction as a percentage: ``0.032`` -> ``3.2 %`` (``+3.2 %`` when ``signed``)."""
-    if _unknown(fraction):
+def percent(
+    fraction: float | None, decimals: int | None = 1, signed: bool = False, missing: str = UNKNOWN
+) -> str:
+    """A fraction as a percentage: ``0.032`` -> ``3.2 %`` (``+3.2 %`` when ``signed``).
+    ``decimals=None``: as few digits as the value needs, for values people gave (``1 %``,
+    ``2.5 %``, a budget of ``0.25 %``)."""
+    known = _known(fraction)
+    if known is None:
         return missing
-    return f"{100 * float(fraction):{'+' if signed else ''}.{decimals}f} %"  # type: ignore[arg-type]
+    value = 100 * known
+    if decimals is None:
+        shown = significant(value)
+        if "." in shown:
+            shown = shown.rstrip("0").rstrip(".")
+        return f"{'+' if signed and value > 0 else ''}{shown} %"
+    return f"{value:{'+' if signed else ''}.{decimals}f} %"
 
 
 def relative_half_width(mean: float | None, low: float | None, high: float | None) -> float | None:
     """Half the interval's width as a fraction of ``|mean|`` (None when it is not defined)."""
-    if _unknown(mean) or _unknown(low) or _unknown(high) or mean == 0:
+    m, lo, hi = _known(mean), _known(low), _known(high)
+    if m is None or lo is None or hi is None or m == 0:
         return None
-    return (float(high) - float(low)) / 2 / abs(float(mean))  # type: ignore[arg-type]
+    return (hi - lo) / 2 / abs(m)
 
 
 def plus_minus(relative_half: float | None) -> str:
@@ -158,9 +187,8 @@ def plus_minus(relative_half: float | None) -> str:
 def target(full_width: float | None) -> str:
     """A CI target, given as a full width relative to the mean (``--ci-perc 10%``), stated as
     the half width it allows: ``± 5 %``."""
-    if _unknown(full_width):
-        return f"± {UNKNOWN}"
-    return f"± {100 * float(full_width) / 2:g} %"  # type: ignore[arg-type]
+    full = _known(full_width)
+    return f"± {UNKNOWN}" if full is None else f"± {percent(full / 2, decimals=None)}"
 
 
 def network_component(name: str | None) -> bool:
@@ -175,40 +203,107 @@ def network_command(argv: Sequence[str]) -> bool:
     return bool(argv) and PurePath(argv[0]).name in NETWORK_PROGRAMS
 
 
+def network_traffic(argv: Sequence[str] = (), component: str | None = None) -> bool:
+    """Whether a workload's byte rates are shown in bit/s: its program is a network benchmark,
+    or the component under test is a network component."""
+    return network_command(argv) or network_component(component)
+
+
+def _ladder_of(unit: str, network: bool) -> tuple[float, Ladder, bool]:
+    """How a value in ``unit`` is shown: (its factor to the ladder's base, ladder, whole)."""
+    if unit.endswith("/s") and unit[:-2] in BYTE_UNITS:
+        return BYTE_UNITS[unit[:-2]], (BIT_RATES if network else BYTE_RATES), not network
+    if unit in BYTE_UNITS:
+        return BYTE_UNITS[unit], BYTES, True
+    if unit in ("bit/s", "b/s", "bps"):
+        return 1 / 8, BIT_RATES, False
+    if unit in SECOND_UNITS:
+        return SECOND_UNITS[unit], DURATIONS, False
+    if unit == "%":
+        return 1.0, ((1.0, "%"),), False
+    return 1.0, _counts(unit), True
+
+
 def quantity(value: float | None, unit: str, network: bool = False, missing: str = UNKNOWN) -> str:
     """``value`` in ``unit`` with the formatter of its quantity; byte rates in bit/s when
     ``network`` (see :func:`network_component`, :func:`network_command`)."""
-    if _unknown(value):
+    v = _known(value)
+    if v is None:
         return missing
-    v = float(value)  # type: ignore[arg-type]
-    if unit.endswith("/s") and unit[:-2] in BYTE_UNITS:
-        rate = v * BYTE_UNITS[unit[:-2]]
-        return bit_rate(rate) if network else byte_rate(rate)
-    if unit in BYTE_UNITS:
-        return size(v * BYTE_UNITS[unit])
-    if unit in ("bit/s", "b/s", "bps"):
-        return bit_rate(v / 8)
-    if unit in SECOND_UNITS:
-        return duration(v * SECOND_UNITS[unit])
-    if unit == "%":
-        return f"{significant(v)} %"
-    return count(v, unit)
+    factor, ladder, whole = _ladder_of(unit, network)
+    return _render(v * factor, ladder, whole)
+
+
+WHOLE_WORK_BELOW = 10**6
 
 
 def work(value: float | None, unit: str, missing: str = UNKNOWN) -> str:
-    """A work amount with its unit: ``568 MiB``, ``16 k items``."""
-    return quantity(value, unit, missing=missing)
+    """A work amount in the workload's own unit, as ``-w`` takes it: ``1024 MiB``, ``200000
+    items`` (whole amounts below a million exactly), ``2.50 M items``, ``0.500 MiB``."""
+    v = _known(value)
+    if v is None:
+        return missing
+    if v.is_integer() and abs(v) < WHOLE_WORK_BELOW:
+        return f"{v:.0f} {unit}".rstrip()
+    return count(v, unit)
 
 
-def interval(low: float | None, high: float | None, unit: str, network: bool = False,
-             missing: str = UNKNOWN) -> str:
+def ci_parts(
+    mean: float | None,
+    low: float | None,
+    high: float | None,
+    unit: str,
+    network: bool = False,
+    missing: str = UNKNOWN,
+) -> tuple[str, str, str]:
+    """The mean and the interval's bounds on one scale, with enough decimals that the bounds
+    differ: three significant digits, more when the interval is narrower than they resolve
+    (``1.000 k`` in ``[0.999 k, 1.001 k]``, not ``1.00 k`` in ``[999, 1.00 k]``)."""
+    values = [_known(v) for v in (mean, low, high)]
+    known = [v for v in values if v is not None]
+    lo, hi = values[1], values[2]
+    if lo is None or hi is None or not known or any(math.isinf(v) for v in known):
+        return (
+            quantity(mean, unit, network, missing),
+            quantity(low, unit, network, missing),
+            quantity(high, unit, network, missing),
+        )
+    factor, ladder, whole = _ladder_of(unit, network)
+    reference = max(abs(v) for v in known) * factor
+    if reference == 0:
+        return tuple(quantity(v, unit, network, missing) for v in (mean, low, high))  # type: ignore[return-value]
+    step, shown = _step(reference, ladder, whole)
+    scale, label = ladder[step]
+    decimals = len(shown.partition(".")[2])
+    half = (hi - lo) / 2 * factor / scale
+    if half > 0:  # the half width to one significant digit, three more decimals at the most
+        decimals = min(max(decimals, -math.floor(math.log10(half))), decimals + 3)
+
+    def shown_at(v: float | None) -> str:
+        if v is None:
+            return missing
+        return f"{v * factor / scale:.{decimals}f} {label}".rstrip()
+
+    return shown_at(values[0]), shown_at(lo), shown_at(hi)
+
+
+def interval(
+    low: float | None, high: float | None, unit: str, network: bool = False, missing: str = UNKNOWN
+) -> str:
     """``[2.10 GiB/s, 2.24 GiB/s]``."""
-    return f"[{quantity(low, unit, network, missing)}, {quantity(high, unit, network, missing)}]"
+    _, shown_low, shown_high = ci_parts(None, low, high, unit, network, missing)
+    return f"[{shown_low}, {shown_high}]"
 
 
-def estimate(mean: float | None, low: float | None, high: float | None, unit: str, network: bool = False,
-             missing: str = UNKNOWN) -> str:
+def estimate(
+    mean: float | None,
+    low: float | None,
+    high: float | None,
+    unit: str,
+    network: bool = False,
+    missing: str = UNKNOWN,
+) -> str:
     """A mean and its interval's precision: ``2.17 GiB/s ± 3.2 %`` (the mean alone without one)."""
-    shown = quantity(mean, unit, network, missing)
+    shown, _, _ = ci_parts(mean, low, high, unit, network, missing)
     half = relative_half_width(mean, low, high)
     return shown if half is None else f"{shown} {plus_minus(half)}"
