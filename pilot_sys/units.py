@@ -271,7 +271,8 @@ def ci_parts(
     factor, ladder, whole = _ladder_of(unit, network)
     reference = max(abs(v) for v in known) * factor
     if reference == 0:
-        return tuple(quantity(v, unit, network, missing) for v in (mean, low, high))  # type: ignore[return-value]
+        zero = quantity(0.0, unit, network)
+        return (zero if values[0] is not None else missing), zero, zero
     step, shown = _step(reference, ladder, whole)
     scale, label = ladder[step]
     decimals = len(shown.partition(".")[2])
