@@ -163,7 +163,7 @@ def run_scenario(kind: str, reps: int, work: Path) -> dict[str, float]:
         cfg = SessionConfig.from_preset("normal", monitor=False, ci_perc=target, work_min=1.0, work_max=1.0,
                                         session_limit=None, max_rounds=5000)  # the preset's min_rounds (8)
         spec = WorkloadSpec(name=wl.name, kind="function", pis=wl.pi_specs())
-        s = Session.create(work / f"{kind}-{rep}", cfg, [spec], [wl], ["session_oracle"], make_reports=False)
+        s = Session.create(work / f"{kind}-{rep}", cfg, [spec], [wl], ["session_oracle"])
         result = s.run()
         pi = result.workloads[0].pis["latency"]
         rounds.append(result.workloads[0].rounds.total)

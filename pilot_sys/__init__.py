@@ -1,7 +1,8 @@
 """pilot-sys: a bottleneck-aware benchmark runner, system monitor and hardware profiler for Linux.
 
-The in-process Python API (``pilot_sys.benchmark``, ``pilot_sys.FunctionWorkload``) is loaded
-lazily so that ``pilot-sys --help`` does not import numpy.
+The in-process Python API (``pilot_sys.benchmark``, ``pilot_sys.FunctionWorkload``, and
+``pilot_sys.run_session(session)``: run a ``Session`` and write its report.md and plots) is
+loaded lazily so that ``pilot-sys --help`` does not import numpy.
 """
 
 from __future__ import annotations
@@ -46,4 +47,8 @@ def __getattr__(name: str) -> Any:
         from pilot_sys.workload import pyfunc
 
         return getattr(pyfunc, name)
+    if name == "run_session":
+        from pilot_sys.report.writer import run_and_report
+
+        return run_and_report
     raise AttributeError(f"module 'pilot_sys' has no attribute {name!r}")

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from conftest import require_tool
+from pilot_sys.cli.present.monitor import verdict_lines
 from pilot_sys.monitor.session_monitor import MonitoredRun, run_monitored
 from pilot_sys.monitor.trace import MonitorTrace
 
@@ -108,12 +109,12 @@ def test_fio_direct_writes_load_the_disk_and_hide_nothing_on_a_quiet_cpu(tmp_pat
     others = mean_of(run.trace, "cpu:host/busy_cores") - own
     if hidden(run):
         # the shared CPUs were busy: the right call names the CPU and blames other processes
-        assert hidden(run) == {"cpu:host"}, v.summary()
+        assert hidden(run) == {"cpu:host"}, verdict_lines(v)
         assert others > own, f"workload {own:.2f} cores, others {others:.2f}"
         assert "other processes" in v.hidden_bottlenecks[0].evidence
     else:
         assert v.valid
-        assert v.cut_saturated, v.summary()  # the disk's busy time: it is the bottleneck
+        assert v.cut_saturated, verdict_lines(v)  # the disk's busy time: it is the bottleneck
         assert v.cut_limit_unknown  # and the verdict says that busy time stood in for a limit
 
 

@@ -33,7 +33,7 @@ def test_tree_of_a_fixture_path_names_unknown_limits_and_sources() -> None:
     out = result.stdout
     assert "remote:10.0.100.5" in out and "◀ component under test" in out
     assert "unknown (speed reads -1)" in out  # eth2, the default route's virtio NIC
-    assert "send/receive 1.16 GiB/s (sysfs: 10000 Mb/s, full duplex)" in out
+    assert "send/receive 10.0 Gbit/s (sysfs: 10000 Mb/s, full duplex)" in out  # a NIC in bit/s
 
 
 def test_json_is_node_link_with_the_data_path() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+import pilot_sys
 from conftest import run_cli
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import JOURNAL, WorkloadSpec
@@ -37,8 +38,8 @@ def _session_dir(tmp_path: Path) -> Path:
     cfg = SessionConfig.from_preset("quick", monitor=False, work_min=1.0, work_max=1.0, min_rounds=4)
     wl = Steady()
     s = Session.create(tmp_path / "res", cfg, [WorkloadSpec(name="steady", kind="function", pis=wl.pi_specs())],
-                       [wl], ["test"], plots=False)
-    s.run()
+                       [wl], ["test"])
+    pilot_sys.run_session(s, plots=False)  # the Python API: the session, then report.md
     return s.journal.root
 
 

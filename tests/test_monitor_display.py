@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pilot_sys.cli.present.monitor import rows_for, verdict_lines
 from pilot_sys.monitor.bottleneck import assess
-from pilot_sys.monitor.live import human_rate, rows_for
 from pilot_sys.monitor.plot import draw, peak_by_component, plotted_signals
 from pilot_sys.monitor.trace import MonitorTrace
 
@@ -19,13 +19,14 @@ def test_rows_show_utilization_when_a_limit_is_known_and_what_was_measured_other
         "cpu:host/util_compute": 0.25, "cpu:host/busiest_core": 1.0,
     }
     nic = rows_for("nic:eth0", latest, 0.8)
-    assert [(r[1], r[3]) for r in nic] == [("receive", "90%"), ("send", "50%")]
+    assert [(r[1], r[3]) for r in nic] == [("receive", "90 %"), ("send", "50 %")]
     assert nic[0][2].style == "red" and nic[1][2].style == "green"  # above / well below the threshold
     disk = rows_for("block:vda", latest, 0.8)
-    assert [(r[1], r[3]) for r in disk] == [("busy (io_ticks)", "97%"), ("limit unknown", "write 3.0 MiB/s")]
+    assert [(r[1], r[3]) for r in disk] == [("busy (io_ticks)", "97 %"), ("limit unknown", "write 3.00 MiB/s")]
     cpu = rows_for("cpu:host", latest, 0.8)
-    assert [(r[1], r[3]) for r in cpu] == [("compute", "25%"), ("busiest core", "100%")]
-    assert human_rate(512.0) == "512 B/s" and human_rate(1.5 * 2**30) == "1.5 GiB/s"
+    assert [(r[1], r[3]) for r in cpu] == [("compute", "25 %"), ("busiest core", "100 %")]
+    lo = rows_for("nic:lo", {"nic:lo/rx_bytes_per_s": 1.25e8, "nic:lo/tx_bytes_per_s": 64.0}, 0.8)
+    assert [(r[1], r[3]) for r in lo] == [("limit unknown", "receive 1.00 Gbit/s, send 512 bit/s")]  # 64 B/s x 8
 
 
 def test_plot_picks_the_cut_and_judged_signals_and_draws(tmp_path: Path) -> None:
@@ -41,6 +42,10 @@ def test_plot_picks_the_cut_and_judged_signals_and_draws(tmp_path: Path) -> None
     assert chosen[0] == "block:vda/busy"  # the CUT first
     assert "core:0/util_compute" not in chosen  # per-core series are reported, not plotted
     assert peak_by_component(verdict) == {"block:vda": 0.5, "cpu:host": 0.95}
+    lines = verdict_lines(verdict)
+    assert lines[0] == ("INVALID: 1 hidden bottleneck(s) besides the CUT (block:vda), above 80 % for more than "
+                        "10 % of the run:")
+    assert lines[1].startswith("  - cpu:host (compute): ") and "CUT block:vda: not saturated" in lines
     out = tmp_path / "p.png"
     draw(trace, verdict, out)
     assert out.read_bytes()[:4] == b"\x89PNG" and out.stat().st_size > 10_000

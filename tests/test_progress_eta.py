@@ -1,4 +1,5 @@
-"""The progress line's rounds-still-needed and ETA count down between the engine's analyses."""
+"""The progress line's rounds-still-needed and ETA count down between the engine's analyses
+(``session.progress.Countdown``), as the terminal shows them (``cli.present.progress``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import numpy as np
 
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import RoundRecord, WorkloadSpec
-from pilot_sys.session.progress import PlainProgress
+from pilot_sys.cli.present.progress import PlainProgress
+from pilot_sys.session.progress import Countdown, RoundDone
 from pilot_sys.session.session import Session
 from pilot_sys.workload.base import PISpec, PIType, RoundOutput
 
@@ -21,11 +23,13 @@ def rec(index: int, workload: str = "w", short: bool = False) -> RoundRecord:
 
 
 def tails(calls: list[tuple[RoundRecord, int | None, float | None, int | None]]) -> list[str]:
-    """Feed round_done as the engine does; the text after the last '|' of every printed line."""
+    """Count down and emit as the engine does; the text after the last '|' of every printed line."""
     stream = io.StringIO()
     progress = PlainProgress(stream)
+    countdown = Countdown()
     for record, needed, eta, as_of in calls:
-        progress.round_done(record, [], needed, eta, 1.0, as_of)
+        forecast = countdown.update(record, needed, eta, as_of)
+        progress.emit(RoundDone(record, [], forecast, 1.0, as_of))
     return [line.rsplit("| ", 1)[1] for line in stream.getvalue().splitlines()]
 
 
@@ -120,7 +124,7 @@ def test_a_real_session_counts_down_between_analyses(tmp_path: Path) -> None:
     workload = Noisy()
     spec = WorkloadSpec(name="noisy", kind="function", pis=workload.pi_specs())
     session = Session.create(tmp_path / "res", cfg, [spec], [workload], ["test"],  # type: ignore[list-item]
-                             progress=PlainProgress(stream), plots=False)
+                             progress=PlainProgress(stream))
     session.run()
     rows = [LINE.match(line) for line in stream.getvalue().splitlines() if line.startswith("round ")]
     assert rows and all(rows), stream.getvalue()

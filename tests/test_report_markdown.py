@@ -51,13 +51,15 @@ def test_invalid_result_is_loud() -> None:
 def test_valid_result_sections() -> None:
     md = render(_result(Status.VALID, True), {"write_bw: readings": Path("plots/write_bw-rounds.png")})
     assert "INVALID" not in md
-    assert "| write_bw | 1 GiB/s | [1004 MiB/s, 1.02 GiB/s] | 4.00% | 10% | yes |" in md
+    # a 4 % full width is ± 2 % of the mean; the 10 % full-width target is ± 5 %
+    assert "| write_bw | 1.00 GiB/s | [0.98 GiB/s, 1.02 GiB/s] | ± 2.0 % | ± 5 % | yes |" in md
+    assert "every CI within ± 5 % of the mean at 95% confidence" in md
     assert "321 of 5321 unit readings removed" in md
-    assert "v = 953.7 MiB/s, CI [858.3 MiB/s, 1.024 GiB/s]" in md
+    assert "v = 954 MiB/s, CI [858 MiB/s, 1.02 GiB/s]" in md  # 1e9 B/s = 953.67 MiB/s
     assert "429 MiB of work amount" in md
     assert "Sampling rate: 10 Hz (chosen by: default)" in md
     assert "not measured in this session" in md
-    assert "0.400% of a CPU" in md
+    assert "0.400 % of a CPU, 400 µs per sample" in md
     assert "| CPU | Test CPU |" in md and "unknown (no cpufreq in /sys)" in md
     assert "![write_bw: readings](plots/write_bw-rounds.png)" in md
 
@@ -68,3 +70,29 @@ def test_round_lists_are_compressed_to_ranges() -> None:
     assert ranges([1, 2, 3, 7, 9, 10]) == "1-3, 7, 9-10"
     assert ranges([12, 4, 6, 8, 7]) == "4, 6-8, 12"
     assert ranges([5]) == "5"
+
+
+def test_sections_render_in_their_one_order() -> None:
+    from pilot_sys.report import markdown
+
+    md = render(_result(Status.VALID, True), {"p": Path("plots/p.png")}, [["1", "fio", "1", "1", "x", "analysed", ""]])
+    heads = [line for line in md.splitlines() if line.startswith("## ")]
+    assert heads == ["## Results: fio", "## Bottleneck verdict", "## Monitoring overhead", "## Plots", "## Rounds",
+                     "## Context"]
+    assert [f.__name__ for f in markdown.SECTIONS] == ["header", "workloads", "comparison", "bottleneck", "overhead",
+                                                       "plot_list", "rounds", "context", "notes"]
+
+
+def test_a_comparison_and_network_rates_in_their_units() -> None:
+    from pilot_sys.session.result import Comparison, PairComparison
+
+    result = _result(Status.VALID, True)
+    result.workloads[0].command = ["iperf3", "-c", "127.0.0.1", "-J"]
+    result.comparison = Comparison(pi="write_bw", ranking=["fio", "b"], pairs=[PairComparison(
+        better="fio", worse="b", pi="write_bw", difference=1.25e8, difference_rel=0.1234, ci_low=1e8, ci_high=1.5e8,
+        p_value=0.0012, cis_overlap=False, separated=True)])
+    md = render(result, {})
+    # iperf3 traffic in bit/s: 2**30 B/s x 8 = 8.59 Gbit/s; 1.25e8 B/s = 1.00 Gbit/s
+    assert "| write_bw | 8.59 Gbit/s | [8.42 Gbit/s, 8.76 Gbit/s] |" in md
+    assert "| fio vs b | 1.00 Gbit/s | 12.34 % | [0.80 Gbit/s, 1.20 Gbit/s] | 0.0012 | no | yes |" in md
+    assert "e+0" not in md

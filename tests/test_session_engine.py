@@ -62,7 +62,7 @@ def _session(tmp_path: Path, workloads: list[Sim], **cfg: object) -> Session:
     base.update(cfg)
     config = SessionConfig.from_preset("normal", **base)
     specs = [WorkloadSpec(name=w.name, kind="function", pis=w.pi_specs()) for w in workloads]
-    return Session.create(tmp_path / "res", config, specs, workloads, ["test"], plots=False)  # type: ignore[arg-type]
+    return Session.create(tmp_path / "res", config, specs, workloads, ["test"])  # type: ignore[arg-type]
 
 
 def test_stops_when_the_target_is_met(tmp_path: Path) -> None:

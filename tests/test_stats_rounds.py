@@ -188,7 +188,7 @@ def test_a_session_with_differing_rounds_reports_an_interval_over_round_means(tm
     cfg = SessionConfig.from_preset("normal", monitor=False, ci_perc=0.006, work_min=1.0, work_max=1.0,
                                     min_rounds=8, session_limit=60.0, max_rounds=400, min_round_seconds=0.0)
     spec = WorkloadSpec(name=wl.name, kind="function", pis=wl.pi_specs())
-    result = Session.create(tmp_path / "res", cfg, [spec], [wl], ["test"], make_reports=False).run()
+    result = Session.create(tmp_path / "res", cfg, [spec], [wl], ["test"]).run()
     pi = result.workloads[0].pis["latency"]
     assert pi.ci_reached and pi.interval_basis == "rounds"
     assert pi.subsession_count == result.workloads[0].rounds.analysed

@@ -2,7 +2,8 @@
 workloads run live with their rounds interleaved.
 
 Thin on purpose: data files go to ``pilot_sys.stats.compare.compare_samples``; result
-directories and ``--run`` go to ``pilot_sys.session.compare_launch``.
+directories and ``--run`` go to ``pilot_sys.cli.launch`` (over
+``pilot_sys.session.compare_launch``).
 """
 
 from __future__ import annotations
@@ -141,7 +142,9 @@ input; with --run the exit codes of `pilot-sys run` (0 all separated, 4 limit re
 @click.option("--cut", metavar="COMPONENT",
               help="--run: component under test, e.g. block:vda (default: end of the data path).")
 @click.option("--no-monitor", is_flag=True, help="--run: do not sample utilization.")
-@click.option("--quiet", "-q", is_flag=True, help="--run: no progress output.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="--run: no progress output; the status line, the result directory and the "
+                   "ranking.")
 def compare(
     inputs: tuple[str, ...],
     column: str | None,
@@ -183,7 +186,8 @@ def compare(
         if inputs:
             raise BadInput("A B", "give either two files/result directories or --run options, not both")
         from pilot_sys.cli.run import parse_ci_perc, parse_work_amount
-        from pilot_sys.session.compare_launch import CompareRequest, launch_compare
+        from pilot_sys.cli.launch import execute_compare
+        from pilot_sys.session.compare_launch import CompareRequest
         from pilot_sys.session.launch import RunRequest
 
         request = RunRequest(
@@ -194,7 +198,8 @@ def compare(
             work_unit=work_unit, timeout=timeout, cut=cut, monitor=not no_monitor, quiet=quiet, as_json=as_json,
             command_line=["pilot-sys", *sys.argv[1:]],
         )
-        sys.exit(launch_compare(CompareRequest(runs=list(runs), pi=pi, threshold=threshold, run=request)))
+        compare = CompareRequest(runs=list(runs), pi=pi, threshold=threshold, run=request)
+        sys.exit(execute_compare(compare))
     if len(inputs) != 2:
         raise BadInput("A B", "give two data files or two result directories, or at least two --run NAME='CMD'")
     file_a, file_b = inputs
@@ -203,9 +208,9 @@ def compare(
             raise BadInput(file_b if Path(file_a).is_dir() else file_a, "is not a result directory like the other input")
         if not 0.0 < threshold < 1.0:
             raise BadInput("--threshold", f"{threshold:g} must be between 0 and 1, e.g. 0.01")
-        from pilot_sys.session.compare_launch import compare_directories
+        from pilot_sys.cli.launch import execute_saved_compare
 
-        compare_directories([Path(file_a), Path(file_b)], pi, threshold, as_json)
+        execute_saved_compare([Path(file_a), Path(file_b)], pi, threshold, as_json)
         return
     if not 0.0 < confidence < 1.0:
         raise BadInput("--confidence", f"{confidence:g} must be between 0 and 1, e.g. 0.95")

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
+from pilot_sys import units
 from pilot_sys.cli.common import OneLineErrors
-
 from pilot_sys.errors import BadInput, ExitCode
 
 
@@ -184,7 +184,7 @@ def monitor(
     kwargs: dict[str, Any] = {}
     view = None
     if show_live:
-        from pilot_sys.monitor.live import LiveView
+        from pilot_sys.cli.present.monitor import LiveView
 
         components = list(data_path.components) if data_path is not None else []
         view = LiveView(components, cut=cut or (data_path.cut if data_path is not None else None), threshold=threshold)
@@ -207,13 +207,17 @@ def monitor(
     err = click.get_text_stream("stderr")
     cost = trace.monitor_cost or {}
     seconds = trace.timestamps[-1] if trace.timestamps else 0.0
-    share = f"sampler used {cost.get('cpu_seconds_per_second', 0.0) * 100:.2f} % of a core; " if seconds >= 1 else ""
+    used = units.percent(cost.get("cpu_seconds_per_second", 0.0), 2)
+    share = f"sampler used {used} of a core; " if seconds >= 1 else ""
     click.echo(
-        f"pilot-sys monitor: {len(trace.timestamps)} samples at {rate:g} Hz over {seconds:.1f} s; "
+        f"pilot-sys monitor: {len(trace.timestamps)} samples at {rate:g} Hz "
+        f"over {units.duration(seconds)}; "
         f"{share}{_how_it_ended(result.returncode)}",
         file=err,
     )
-    for line in verdict.summary():
+    from pilot_sys.cli.present.monitor import verdict_lines
+
+    for line in verdict_lines(verdict):
         click.echo(f"pilot-sys monitor: {line}", file=err)
     _write_outputs(result, json_path, plot_path, err)
 

@@ -38,12 +38,11 @@ def report(directory: Path | None, schema: bool, as_json: bool, no_plots: bool) 
         raise BadInput("DIRECTORY", "give a result directory (or --schema)")
     if not directory.is_dir():
         raise BadInput(str(directory), "no such directory")
+    from pilot_sys.cli.present.comparison import print_comparison
+    from pilot_sys.cli.present.summary import print_summary
     from pilot_sys.report.rebuild import rebuild
-    from pilot_sys.session.launch import print_summary
 
     result = rebuild(directory, plots=not no_plots)
     print_summary(result, as_json=as_json)
     if result.comparison is not None and not as_json:
-        from pilot_sys.session.compare_launch import print_comparison
-
         print_comparison(result.comparison, result)

@@ -84,7 +84,9 @@ continue with --resume DIR, rebuild reports with `pilot-sys report DIR`).
               help="Valid range of %WORK_AMOUNT% (built-in workload: MiB, default 16,1024 capped by free space).")
 @click.option("-o", "--output-dir", type=click.Path(path_type=Path), help="Result directory (default: ./pilot-results/<time>-<name>).")
 @click.option("-s", "--session-limit", type=float, metavar="SECONDS", help="Stop after this long (0: no limit). Preset: 30/600/3600.")
-@click.option("--ci-perc", metavar="PCT", help="Target full CI width as % of the mean, e.g. 10% or 0.1. Preset: 10/10/5%.")
+@click.option("--ci-perc", metavar="PCT",
+              help="Target full CI width as % of the mean, e.g. 10% or 0.1 (10% is shown as "
+                   "± 5 %). Preset: 10/10/5%.")
 @click.option("--confidence", type=float, help="Confidence level of the CIs. Preset: 0.95/0.95/0.99.")
 @click.option("--preset", type=click.Choice(["quick", "normal", "strict"]), default="normal", show_default=True,
               help="quick (~30 s), normal, strict: targets and limits (see `pilot_sys.session.config`).")
@@ -109,7 +111,8 @@ continue with --resume DIR, rebuild reports with `pilot-sys report DIR`).
                    "stays within PCT of the PI, e.g. 1%. See `pilot-sys tune`.")
 @click.option("--resume", type=click.Path(path_type=Path), metavar="DIR", help="Continue an interrupted session in DIR.")
 @click.option("--no-plots", is_flag=True, help="Skip the PNG plots (faster on very long sessions).")
-@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="No progress output; print only the status line and the result directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print result.json to stdout at the end.")
 def run(command: tuple[str, ...], work_amount: str | None, output_dir: Path | None, session_limit: float | None,
         ci_perc: str | None, confidence: float | None, preset: str, min_rounds: int | None, max_rounds: int | None,
@@ -128,7 +131,8 @@ def run(command: tuple[str, ...], work_amount: str | None, output_dir: Path | No
     from pilot_sys.cli.tune import parse_budget
 
     budget = parse_budget(overhead_budget, "--overhead-budget") if overhead_budget is not None else None
-    from pilot_sys.session.launch import RunRequest, launch_run
+    from pilot_sys.cli.launch import execute_run
+    from pilot_sys.session.launch import RunRequest
 
     request = RunRequest(
         command=list(command), work_amount=parse_work_amount(work_amount) if work_amount else None,
@@ -143,5 +147,5 @@ def run(command: tuple[str, ...], work_amount: str | None, output_dir: Path | No
         resume=resume, plots=not no_plots, quiet=quiet,
         as_json=as_json, command_line=["pilot-sys", *sys.argv[1:]],
     )
-    code = launch_run(request)
+    code = execute_run(request)
     sys.exit(code)

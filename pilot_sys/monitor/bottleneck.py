@@ -31,6 +31,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+from pilot_sys import units
 from pilot_sys.monitor.trace import MonitorTrace
 
 DEFAULT_THRESHOLD = 0.8
@@ -81,26 +82,6 @@ class Verdict(BaseModel):
     hidden_bottlenecks: list[HiddenBottleneck] = Field(default_factory=list)
     per_component: list[ComponentStats] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
-
-    def summary(self) -> list[str]:
-        """The verdict in a few lines for people."""
-        lines: list[str] = []
-        pct = f"{self.threshold:.0%}"
-        if self.hidden_bottlenecks:
-            lines.append(
-                f"INVALID: {len(self.hidden_bottlenecks)} hidden bottleneck(s) besides the CUT "
-                f"({self.cut or 'none named'}), above {pct} for more than {self.max_hot_fraction:.0%} of the run:"
-            )
-            lines += [f"  - {h.component} ({h.direction}): {h.evidence}" for h in self.hidden_bottlenecks]
-        else:
-            lines.append(
-                f"valid: no component besides the CUT ({self.cut or 'none named'}) was above {pct} "
-                f"for more than {self.max_hot_fraction:.0%} of the run"
-            )
-        if self.cut is not None:
-            lines.append(f"CUT {self.cut}: {'saturated' if self.cut_saturated else 'not saturated'}")
-        lines += [f"note: {n}" for n in self.notes]
-        return lines
 
 
 def assess(
@@ -164,13 +145,14 @@ def assess(
         notes.append(_instead(cut, cut_stats, trace, graph))
     if nothing_saturated and longest >= MIN_INTERVALS:
         notes.append(
-            f"nothing monitored, the CUT included, was above {threshold:.0%} for more than "
-            f"{max_hot_fraction:.0%} of the run: the limit lies elsewhere (latency, locks, an "
+            f"nothing monitored, the CUT included, was above {_pct(threshold)} for more than "
+            f"{_pct(max_hot_fraction)} of the run: the limit lies elsewhere (latency, locks, an "
             "unmonitored component) or the workload did not push hard"
         )
     notes += [
-        f"{s.component} ({s.direction}) reached {s.peak:.0%} of {_describe_limit(s.limit)}: the stated "
-        "limit understates it, or a cache absorbed the traffic; check the limit"
+        f"{s.component} ({s.direction}) reached {_pct(s.peak)} of "
+        f"{_describe_limit(s.limit, s.component)}: "
+        "the stated limit understates it, or a cache absorbed the traffic; check the limit"
         for s in stats
         if s.kind == "utilization" and s.peak is not None and s.peak > OVER_LIMIT and s.direction != SINGLE_CORE
     ]
@@ -179,8 +161,9 @@ def assess(
         s for s in stats if s.note == "not on the data path" and (s.time_above_fraction or 0.0) > max_hot_fraction
     ]
     notes += [
-        f"{s.component} ({s.direction}) was above {threshold:.0%} for {s.time_above_fraction:.0%} of the run "
-        "but is not on the data path" for s in off_path_hot
+        f"{s.component} ({s.direction}) was above {_pct(threshold)} "
+        f"for {_pct(s.time_above_fraction)} "
+        "of the run but is not on the data path" for s in off_path_hot
     ]
     notes += trace.notes
     return Verdict(
@@ -283,36 +266,30 @@ def _workload_cores(trace: MonitorTrace) -> float | None:
     return sum(means) if means else None
 
 
-def _describe_limit(limit: dict[str, Any] | None) -> str:
+def _pct(fraction: float | None) -> str:
+    return units.percent(fraction, 0)
+
+
+def _describe_limit(limit: dict[str, Any] | None, component: str) -> str:
     if not limit or limit.get("value") is None:
         return "an unknown limit"
-    value, unit = float(limit["value"]), limit.get("unit", "")
+    network = units.network_component(component)
+    shown = units.quantity(float(limit["value"]), limit.get("unit", ""), network)
     source = limit.get("source", "")
-    shown = _human(value, unit)
     return f"its limit of {shown} ({source}{': ' + limit['detail'] if limit.get('detail') else ''})"
-
-
-def _human(value: float, unit: str) -> str:
-    if unit == "B/s":
-        for scale, name in ((2**30, "GiB/s"), (2**20, "MiB/s"), (2**10, "KiB/s")):
-            if value >= scale:
-                return f"{value / scale:.1f} {name}"
-        return f"{value:.0f} B/s"
-    if unit == "B":
-        return f"{value / 2**30:.1f} GiB"
-    return f"{value:g} {unit}".strip()
 
 
 def _evidence(s: ComponentStats, trace: MonitorTrace, threshold: float) -> str:
     numbers = (
-        f"above {threshold:.0%} for {s.time_above_fraction:.0%} of the run "
-        f"(mean {s.mean:.0%}, p95 {s.p95:.0%}, peak {s.peak:.0%})"
+        f"above {_pct(threshold)} for {_pct(s.time_above_fraction)} of the run "
+        f"(mean {_pct(s.mean)}, p95 {_pct(s.p95)}, peak {_pct(s.peak)})"
     )
     if s.component == "cpu:host" and s.direction == SINGLE_CORE:
         total = _mean_of(trace, "cpu:host/busy")
         text = f"the busiest core was {numbers}"
         if total is not None:
-            text += f" while all cores together averaged {total:.0%}: a single thread is limited by one core"
+            text += (f" while all cores together averaged {_pct(total)}: "
+                     "a single thread is limited by one core")
         own = _workload_cores(trace)
         if own is not None:
             text += f"; the workload's processes used {own:.2f} cores on average"
@@ -320,14 +297,14 @@ def _evidence(s: ComponentStats, trace: MonitorTrace, threshold: float) -> str:
                 text += ", so other processes kept that core busy"
         return text
     if s.component == "cpu:host":
-        text = f"CPU busy {numbers} of {_describe_limit(s.limit)}"
+        text = f"CPU busy {numbers} of {_describe_limit(s.limit, s.component)}"
         own = _workload_cores(trace)
         busy = _mean_of(trace, "cpu:host/busy_cores")
         if own is not None and busy is not None:
             text += f"; the workload's processes used {own:.2f} cores, other processes {max(busy - own, 0.0):.2f}"
         psi = _mean_of(trace, "cpu:host/psi_some")
         if psi is not None:
-            text += f"; runnable tasks waited for a CPU {psi:.0%} of the time (PSI)"
+            text += f"; runnable tasks waited for a CPU {_pct(psi)} of the time (PSI)"
         return text
     if s.kind == "busy":
         depth = _mean_of(trace, f"{s.component}/queue_depth")
@@ -339,12 +316,12 @@ def _evidence(s: ComponentStats, trace: MonitorTrace, threshold: float) -> str:
             text += f"; mean queue depth {depth:.1f}"
         return text
     if s.component == "memory:host":
-        text = f"memory in use {numbers} of {_describe_limit(s.limit)}"
+        text = f"memory in use {numbers} of {_describe_limit(s.limit, s.component)}"
         scans = _mean_of(trace, "memory:host/reclaim_scan_pages_per_s")
         if scans:
-            text += f"; reclaim scanned {scans:.0f} pages/s"
+            text += f"; reclaim scanned {units.count(scans, 'pages/s')}"
         return text
-    return f"{s.direction} {numbers} of {_describe_limit(s.limit)}"
+    return f"{s.direction} {numbers} of {_describe_limit(s.limit, s.component)}"
 
 
 def _instead(cut: str, cut_stats: list[ComponentStats], trace: MonitorTrace, graph: Any) -> str:
@@ -365,8 +342,9 @@ def _instead(cut: str, cut_stats: list[ComponentStats], trace: MonitorTrace, gra
     busy = next((s for s in cut_stats if s.kind == "busy" and s.mean is not None), None)
     if busy is not None:
         text += (
-            f"; measured instead: busy time (io_ticks) mean {busy.mean:.0%}, p95 {busy.p95:.0%}, "
-            f"above the threshold {busy.time_above_fraction:.0%} of the run"
+            f"; measured instead: busy time (io_ticks) mean {_pct(busy.mean)}, "
+            f"p95 {_pct(busy.p95)}, "
+            f"above the threshold {_pct(busy.time_above_fraction)} of the run"
         )
         if not busy.judged and busy.note:
             text += f" ({busy.note})"
@@ -375,7 +353,8 @@ def _instead(cut: str, cut_stats: list[ComponentStats], trace: MonitorTrace, gra
         for label, metric in (("read", "read_bytes_per_s"), ("write", "write_bytes_per_s"),
                               ("receive", "rx_bytes_per_s"), ("send", "tx_bytes_per_s"))
     ]
-    shown = [f"{label} {_human(v, 'B/s')}" for label, v in rates if v]
+    network = units.network_component(cut)
+    shown = [f"{label} {units.quantity(v, 'B/s', network)}" for label, v in rates if v]
     if shown:
         text += "; throughput " + ", ".join(shown)
     return text

@@ -1,22 +1,40 @@
-"""report.md: the result a reviewer reads, every number with its uncertainty or its source."""
+"""report.md: the result a reviewer reads, every number with its uncertainty or its source.
+
+One function per section, each returning its lines; ``SECTIONS`` (and ``WORKLOAD_SECTIONS``
+for each workload's part) is the order they appear in. Numbers go through ``pilot_sys.units``.
+"""
 
 from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from pilot_sys.session.progress import human
-from pilot_sys.session.result import SessionResult, Status
+from pilot_sys import units
+from pilot_sys.session.result import SessionResult, Status, WorkloadResult
 
 EXIT_MEANING = {
-    0: "valid result", 2: "bad input", 3: "invalid result (hidden bottleneck)",
-    4: "session limit reached before every CI target", 5: "workload failure", 130: "interrupted",
+    0: "valid result",
+    2: "bad input",
+    3: "invalid result (hidden bottleneck)",
+    4: "session limit reached before every CI target",
+    5: "workload failure",
+    130: "interrupted",
 }
+UNKNOWN = "unknown"
 
 
-def _fmt(v: float | None, unit: str = "") -> str:
-    return human(v, unit) if v is not None else "unknown"
+@dataclass(frozen=True)
+class ReportInput:
+    """What report.md is rendered from."""
+
+    result: SessionResult
+    plots: dict[str, Path] = field(
+        default_factory=dict
+    )  # title -> path relative to the result directory
+    rounds_table: list[list[str]] = field(default_factory=list)
 
 
 def ranges(indices: list[int]) -> str:
@@ -38,191 +56,445 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
-def render(result: SessionResult, plots: dict[str, Path], rounds_table: list[list[str]] | None = None) -> str:
+def _confidence(result: SessionResult) -> str:
+    return f"{int(round(100 * result.config.get('confidence', 0.95)))}%"
+
+
+def _network(result: SessionResult, w: WorkloadResult) -> bool:
+    return units.network_traffic(w.command, result.bottleneck.cut)
+
+
+# -- the session ------------------------------------------------------------------------------
+def header(doc: ReportInput) -> list[str]:
+    """The title, an invalid result in red, the status, where and when, the targets."""
+    result = doc.result
     lines: list[str] = ["# pilot-sys session report", ""]
     if result.status is Status.INVALID:
         hidden = ", ".join(result.bottleneck.hidden_bottlenecks) or "?"
         lines += [
-            f'<p style="color:red"><b>&#9940; INVALID RESULT: a hidden bottleneck at {hidden} limited this '
-            f"benchmark, not the component under test ({result.bottleneck.cut or 'unknown'}). "
+            f'<p style="color:red"><b>&#9940; INVALID RESULT: a hidden bottleneck at {hidden} '
+            "limited this benchmark, not the component under test "
+            f"({result.bottleneck.cut or 'unknown'}). "
             "The numbers below do not describe the component under test.</b></p>",
             "",
         ]
-    lines += [
+    cfg = result.config
+    return lines + [
         f"- **Status:** `{result.status}`: {result.stop_reason} (exit code {result.exit_code}: "
         f"{EXIT_MEANING.get(result.exit_code, '?')})",
         f"- **Result directory:** `{result.result_dir}`",
-        f"- **Elapsed:** {result.elapsed_seconds:.1f} s; report written "
+        f"- **Elapsed:** {units.duration(result.elapsed_seconds)}; report written "
         f"{time.strftime('%Y-%m-%d %H:%M:%S %Z', time.localtime(result.created_at))}",
-        f"- **Targets:** CI full width <= {100 * result.config.get('ci_perc', 0):g}% of the mean at "
-        f"{100 * result.config.get('confidence', 0):g}% confidence, |autocorrelation| <= "
-        f"{result.config.get('autocorr_limit')}, preset `{result.config.get('preset')}`",
+        f"- **Targets:** every CI within {units.target(cfg.get('ci_perc', 0))} of the mean at "
+        f"{100 * cfg.get('confidence', 0):g}% confidence, |autocorrelation| <= "
+        f"{cfg.get('autocorr_limit')}, preset `{cfg.get('preset')}`",
         "",
     ]
-    for w in result.workloads:
-        lines += [f"## Results: {w.name}", ""]
-        if w.command:
-            lines += ["Command: `" + shlex.join(w.command) + "`", ""]
-        rows = []
-        for p in w.pis.values():
-            width = f"{100 * p.ci_width_rel:.2f}%" if p.ci_width_rel is not None else "unknown"
-            rows.append([
-                p.name, _fmt(p.mean, p.unit), f"[{_fmt(p.ci_low, p.unit)}, {_fmt(p.ci_high, p.unit)}]", width,
-                f"{100 * p.target:g}%", ("yes" if p.ci_reached else "**no**") if p.gates_stop else "n/a (reported only)",
+
+
+# -- each workload ----------------------------------------------------------------------------
+def results_table(result: SessionResult, w: WorkloadResult) -> list[str]:
+    """The PIs: mean, CI, its precision against the target, samples and where they came from."""
+    network = _network(result, w)
+    lines = [f"## Results: {w.name}", ""]
+    if w.command:
+        lines += ["Command: `" + shlex.join(w.command) + "`", ""]
+    rows = []
+    for p in w.pis.values():
+        half = p.ci_width_rel / 2 if p.ci_width_rel is not None else None
+        mean, low, high = units.ci_parts(p.mean, p.ci_low, p.ci_high, p.unit, network, UNKNOWN)
+        rows.append(
+            [
+                p.name,
+                mean,
+                f"[{low}, {high}]",
+                units.plus_minus(half) if half is not None else UNKNOWN,
+                units.target(p.target),
+                ("yes" if p.ci_reached else "**no**") if p.gates_stop else "n/a (reported only)",
                 str(p.sample_size),
-                "-" if p.subsession_size is None else (f"{p.subsession_count} rounds" if p.interval_basis == "rounds"
-                                                       else str(p.subsession_size)),
-                "-" if p.required_sample_size is None else str(p.required_sample_size), p.source_label,
-            ])
-        lines += _table(["PI", "mean", f"{int(round(100 * result.config.get('confidence', 0.95)))}% CI", "CI width",
-                         "target", "met", "samples", "subsession", "required n", "from"], rows)
-        c = w.rounds
-        lines += ["", f"Rounds: {c.total} run, {c.analysed} analysed, {c.short} short (stored, not analysed), "
-                      f"{c.below_alpha} below alpha, {c.failed} failed; {w.seconds_in_rounds:.1f} s in rounds. "
-                      + (f"Final valid work-amount range: {w.work_range[0]:.6g} .. {w.work_range[1]:.6g} {w.work_unit}."
-                         if w.work_range[1] > w.work_range[0] else "The work amount was fixed (no %WORK_AMOUNT%)."), ""]
-        if w.phase_check is not None:
-            ph = w.phase_check
-            mark = "**differs**: " if ph.inconsistent_rounds else ""
-            lines += [f"Phase behaviour of the rounds (transition signatures of their monitor traces): {mark}{ph.note}", ""]
-        checks = [p for p in w.pis.values() if p.readings_mean is not None]
-        if checks:
-            lines += ["### Cross-check with the workload's own per-round figures", ""]
-            for p in checks:
-                verdict = {True: "inside the CI", False: "**outside the CI**", None: "no CI to compare"}[p.readings_in_ci]
-                lines.append(f"- `{p.name}`: the workload's own per-round figures average {_fmt(p.readings_mean, p.unit)} "
-                             f"over the analysed rounds: {verdict} [{_fmt(p.ci_low, p.unit)}, {_fmt(p.ci_high, p.unit)}] "
-                             "(they include each round's warm-up and cool-down, which EDM removed from the unit readings)")
-            lines.append("")
-        lines += ["### Removed phases", ""]
-        any_removed = False
-        for p in w.pis.values():
-            for r in p.removed:
-                any_removed = True
-                what = {"edm": "EDM on unit readings", "alpha": "WPS alpha bound", "none": "no removal"}.get(r.method, r.method)
-                extra = f" ({r.detail})" if r.detail else ""
-                if r.method == "edm":
-                    lines.append(f"- `{p.name}`: {what}: {r.samples_removed} of {r.samples_removed + r.samples_kept} "
-                                 f"unit readings removed as warm-up/cool-down over {r.rounds} round(s){extra}")
-                else:
-                    lines.append(f"- `{p.name}`: {what}: {r.rounds} round(s) excluded{extra}")
-        if not any_removed:
-            lines.append("- nothing removed")
-        lines.append("")
-        if w.wps is not None and w.wps.v is not None:
-            x = w.wps
-            vu = x.v_unit or "work/s"
-            lines += [
-                "### Work-per-second regression (t = alpha + w / v)", "",
-                f"- v = {_fmt(x.v, vu)}, CI [{_fmt(x.v_ci_low, vu)}, {_fmt(x.v_ci_high, vu)}] over {x.rounds_used} rounds",
-                f"- alpha = {_fmt(x.alpha, 's')}"
-                + (f", CI [{_fmt(x.alpha_ci_low, 's')}, {_fmt(x.alpha_ci_high, 's')}]" if x.alpha_ci_low is not None else "")
-                + " (time of the non-stable phases beyond what their work would take at v)",
-                f"- smallest useful work (alpha at most 10% of a round: 9 x alpha x v) = "
-                f"{_fmt(x.alpha_work, vu.removesuffix('/s'))}"
-                + (f" = {x.alpha_work_amount:.6g} {w.work_unit} of work amount: rounds below it are not analysed "
-                   "and it raised the lower end of the work-amount range" if x.alpha_work_amount
-                   else " (not applied: alpha is not shown to be above 0)"),
-                "",
+                "-"
+                if p.subsession_size is None
+                else (
+                    f"{p.subsession_count} rounds"
+                    if p.interval_basis == "rounds"
+                    else str(p.subsession_size)
+                ),
+                "-" if p.required_sample_size is None else str(p.required_sample_size),
+                p.source_label,
             ]
-            lines += [f"- note: {msg}" for msg in x.warnings]
-            if x.warnings:
-                lines.append("")
-    if result.comparison is not None:
-        cmp_ = result.comparison
-        lines += [f"## Comparison ({cmp_.pi})", "", "Ranking, best first: " + " > ".join(f"`{n}`" for n in cmp_.ranking), ""]
-        rows = []
-        for pr in cmp_.pairs:
-            rows.append([f"{pr.better} vs {pr.worse}", f"{pr.difference:.6g}",
-                         "-" if pr.difference_rel is None else f"{100 * pr.difference_rel:.2f}%",
-                         f"[{pr.ci_low:.6g}, {pr.ci_high:.6g}]" if pr.ci_low is not None and pr.ci_high is not None else "-",
-                         "-" if pr.p_value is None else f"{pr.p_value:.3g}", "no" if not pr.cis_overlap else "yes",
-                         "yes" if pr.separated else "**no**"])
-        lines += _table(["pair", "difference", "relative", "CI of difference", "Welch p", "CIs overlap", "separated"], rows)
-        lines += ["", f"Separated: non-overlapping CIs, or Welch p < {cmp_.p_threshold:g}.", ""]
-        for ph in cmp_.phase_behaviour:
-            lines.append(f"- Phase behaviour: {'**differs**: ' if ph.differs else ''}{ph.note}")
-        if cmp_.phase_behaviour:
-            lines.append("")
+        )
+    lines += _table(
+        [
+            "PI",
+            "mean",
+            f"{_confidence(result)} CI",
+            "±",
+            "target",
+            "met",
+            "samples",
+            "subsession",
+            "required n",
+            "from",
+        ],
+        rows,
+    )
+    return lines + [
+        "",
+        "± is half the CI's width as a share of the mean; the target is stated the same way.",
+        "",
+    ]
+
+
+def rounds_line(result: SessionResult, w: WorkloadResult) -> list[str]:
+    c = w.rounds
+    low, high = w.work_range
+    work = (
+        f"Final valid work-amount range: {units.work(low, w.work_unit)} .. "
+        f"{units.work(high, w.work_unit)}."
+        if high > low
+        else "The work amount was fixed (no %WORK_AMOUNT%)."
+    )
+    return [
+        f"Rounds: {c.total} run, {c.analysed} analysed, {c.short} short (stored, not analysed), "
+        f"{c.below_alpha} below alpha, {c.failed} failed; "
+        f"{units.duration(w.seconds_in_rounds)} in rounds. " + work,
+        "",
+    ]
+
+
+def phase_check(result: SessionResult, w: WorkloadResult) -> list[str]:
+    if w.phase_check is None:
+        return []
+    ph = w.phase_check
+    mark = "**differs**: " if ph.inconsistent_rounds else ""
+    return [
+        "Phase behaviour of the rounds (transition signatures of their monitor traces): "
+        f"{mark}{ph.note}",
+        "",
+    ]
+
+
+def cross_check(result: SessionResult, w: WorkloadResult) -> list[str]:
+    """The workload's own per-round figures against the CI drawn from its unit readings."""
+    checks = [p for p in w.pis.values() if p.readings_mean is not None]
+    if not checks:
+        return []
+    network = _network(result, w)
+    lines = ["### Cross-check with the workload's own per-round figures", ""]
+    for p in checks:
+        verdict = {True: "inside the CI", False: "**outside the CI**", None: "no CI to compare"}[
+            p.readings_in_ci
+        ]
+        lines.append(
+            f"- `{p.name}`: the workload's own per-round figures average "
+            f"{units.quantity(p.readings_mean, p.unit, network, UNKNOWN)} "
+            f"over the analysed rounds: {verdict} "
+            f"{units.interval(p.ci_low, p.ci_high, p.unit, network, UNKNOWN)} "
+            "(they include each round's warm-up and cool-down, which EDM removed from the unit "
+            "readings)"
+        )
+    return lines + [""]
+
+
+def removed_phases(result: SessionResult, w: WorkloadResult) -> list[str]:
+    lines = ["### Removed phases", ""]
+    any_removed = False
+    for p in w.pis.values():
+        for r in p.removed:
+            any_removed = True
+            what = {
+                "edm": "EDM on unit readings",
+                "alpha": "WPS alpha bound",
+                "none": "no removal",
+            }.get(r.method, r.method)
+            extra = f" ({r.detail})" if r.detail else ""
+            if r.method == "edm":
+                lines.append(
+                    f"- `{p.name}`: {what}: {r.samples_removed} of "
+                    f"{r.samples_removed + r.samples_kept} "
+                    f"unit readings removed as warm-up/cool-down over {r.rounds} round(s){extra}"
+                )
+            else:
+                lines.append(f"- `{p.name}`: {what}: {r.rounds} round(s) excluded{extra}")
+    if not any_removed:
+        lines.append("- nothing removed")
+    return lines + [""]
+
+
+def wps_fit(result: SessionResult, w: WorkloadResult) -> list[str]:
+    """The work-per-second regression t = alpha + w / v, and the smallest useful work it gives."""
+    if w.wps is None or w.wps.v is None:
+        return []
+    x = w.wps
+    vu = x.v_unit or "work/s"
+
+    def q(value: float | None, unit: str) -> str:
+        return units.quantity(value, unit, missing=UNKNOWN)
+
+    applied = (
+        f" = {units.work(x.alpha_work_amount, w.work_unit)} of work amount: rounds below it "
+        "are not analysed and it raised the lower end of the work-amount range"
+        if x.alpha_work_amount
+        else " (not applied: alpha is not shown to be above 0)"
+    )
+    lines = [
+        "### Work-per-second regression (t = alpha + w / v)",
+        "",
+        f"- v = {q(x.v, vu)}, CI [{q(x.v_ci_low, vu)}, {q(x.v_ci_high, vu)}] "
+        f"over {x.rounds_used} rounds",
+        f"- alpha = {q(x.alpha, 's')}"
+        + (
+            f", CI [{q(x.alpha_ci_low, 's')}, {q(x.alpha_ci_high, 's')}]"
+            if x.alpha_ci_low is not None
+            else ""
+        )
+        + " (time of the non-stable phases beyond what their work would take at v)",
+        f"- smallest useful work (alpha at most 10% of a round: 9 x alpha x v) = "
+        f"{q(x.alpha_work, vu.removesuffix('/s'))}" + applied,
+        "",
+    ]
+    lines += [f"- note: {msg}" for msg in x.warnings]
+    return lines + ([""] if x.warnings else [])
+
+
+WORKLOAD_SECTIONS: tuple[Callable[[SessionResult, WorkloadResult], list[str]], ...] = (
+    results_table,
+    rounds_line,
+    phase_check,
+    cross_check,
+    removed_phases,
+    wps_fit,
+)
+
+
+def workloads(doc: ReportInput) -> list[str]:
+    return [
+        line
+        for w in doc.result.workloads
+        for section in WORKLOAD_SECTIONS
+        for line in section(doc.result, w)
+    ]
+
+
+# -- across workloads -------------------------------------------------------------------------
+def comparison(doc: ReportInput) -> list[str]:
+    """An interleaved comparison's ranking and each adjacent pair's difference."""
+    result = doc.result
+    if result.comparison is None:
+        return []
+    cmp_ = result.comparison
+    owner = next((w for w in result.workloads if cmp_.pi in w.pis), None)
+    unit = owner.pis[cmp_.pi].unit if owner is not None else ""
+    network = owner is not None and _network(result, owner)
+    lines = [
+        f"## Comparison ({cmp_.pi})",
+        "",
+        "Ranking, best first: " + " > ".join(f"`{n}`" for n in cmp_.ranking),
+        "",
+    ]
+    rows = []
+    for pr in cmp_.pairs:
+        rows.append(
+            [
+                f"{pr.better} vs {pr.worse}",
+                units.quantity(pr.difference, unit, network),
+                "-" if pr.difference_rel is None else units.percent(pr.difference_rel, 2),
+                units.interval(pr.ci_low, pr.ci_high, unit, network)
+                if pr.ci_low is not None and pr.ci_high is not None
+                else "-",
+                "-" if pr.p_value is None else f"{pr.p_value:.3g}",
+                "no" if not pr.cis_overlap else "yes",
+                "yes" if pr.separated else "**no**",
+            ]
+        )
+    lines += _table(
+        [
+            "pair",
+            "difference",
+            "relative",
+            "CI of difference",
+            "Welch p",
+            "CIs overlap",
+            "separated",
+        ],
+        rows,
+    )
+    lines += ["", f"Separated: non-overlapping CIs, or Welch p < {cmp_.p_threshold:g}.", ""]
+    lines += [
+        f"- Phase behaviour: {'**differs**: ' if ph.differs else ''}{ph.note}"
+        for ph in cmp_.phase_behaviour
+    ]
+    return lines + ([""] if cmp_.phase_behaviour else [])
+
+
+def bottleneck(doc: ReportInput) -> list[str]:
+    """The monitor's verdict over the analysed rounds, its evidence and the peak utilizations."""
+    result = doc.result
     b = result.bottleneck
-    lines += ["## Bottleneck verdict", ""]
+    lines = ["## Bottleneck verdict", ""]
     if not b.monitored:
-        lines += [f"Not monitored{f': {b.error}' if b.error else ' (--no-monitor)'}. Nothing is known about hidden bottlenecks.", ""]
-    else:
-        verdict = {True: "**valid**: no component other than the component under test passed the threshold",
-                   False: "**INVALID**: hidden bottleneck at " + ", ".join(f"`{h}`" for h in b.hidden_bottlenecks),
-                   None: "unknown (no round could be judged)"}[b.valid]
-        thr = result.config.get("bottleneck_threshold", 0.8)
-        lines += [f"- Component under test: `{b.cut or 'unknown'}`", f"- Verdict: {verdict} (threshold {100 * thr:g}% of each stated limit)"]
-        for comp, evidence in (b.detail.get("evidence") or {}).items():
-            lines.append(f"- `{comp}`: {evidence}")
-        if b.detail.get("samples"):
-            lines.append(f"- Judged over the analysed rounds' {b.detail['samples']} samples together")
-        if b.rounds_invalid:
-            lines.append(f"- Rounds whose own verdict was invalid: {ranges(b.rounds_invalid)}")
-        for note in b.detail.get("notes") or []:
-            lines.append(f"- note: {note}")
-        if b.error:
-            lines.append(f"- Monitor problems: {b.error}")
-        if b.max_utilization:
-            lines += ["", "Peak utilization (fraction of the stated limit) over analysed rounds:", ""]
-            lines += _table(["series", "peak"], [[f"`{k}`", f"{100 * v:.1f}%"] for k, v in list(b.max_utilization.items())[:12]])
-        lines.append("")
+        return lines + [
+            f"Not monitored{f': {b.error}' if b.error else ' (--no-monitor)'}. "
+            "Nothing is known about hidden bottlenecks.",
+            "",
+        ]
+    verdict = {
+        True: "**valid**: no component other than the component under test passed the threshold",
+        False: "**INVALID**: hidden bottleneck at "
+        + ", ".join(f"`{h}`" for h in b.hidden_bottlenecks),
+        None: "unknown (no round could be judged)",
+    }[b.valid]
+    thr = result.config.get("bottleneck_threshold", 0.8)
+    lines += [
+        f"- Component under test: `{b.cut or 'unknown'}`",
+        f"- Verdict: {verdict} (threshold {units.percent(thr, None)} of each stated limit)",
+    ]
+    lines += [
+        f"- `{comp}`: {evidence}" for comp, evidence in (b.detail.get("evidence") or {}).items()
+    ]
+    if b.detail.get("samples"):
+        lines.append(f"- Judged over the analysed rounds' {b.detail['samples']} samples together")
+    if b.rounds_invalid:
+        lines.append(f"- Rounds whose own verdict was invalid: {ranges(b.rounds_invalid)}")
+    lines += [f"- note: {note}" for note in b.detail.get("notes") or []]
+    if b.error:
+        lines.append(f"- Monitor problems: {b.error}")
+    if b.max_utilization:
+        lines += ["", "Peak utilization (fraction of the stated limit) over analysed rounds:", ""]
+        lines += _table(
+            ["series", "peak"],
+            [[f"`{k}`", units.percent(v)] for k, v in list(b.max_utilization.items())[:12]],
+        )
+    return lines + [""]
+
+
+def overhead(doc: ReportInput) -> list[str]:
+    """The sampling rate and how it was chosen, the measured overhead, the monitor's own cost."""
+    result = doc.result
     o = result.overhead
-    lines += ["## Monitoring overhead", ""]
+    lines = ["## Monitoring overhead", ""]
     if o.sampling_rate_hz is None:
         lines.append("- Monitoring was off.")
     else:
         detail = ""
         if o.rate_chosen_by == "tuner":
-            budget = f" of {100 * o.budget:.3g}% of the PI" if o.budget is not None else ""
-            tuning = f"; tuning took {o.tuning_seconds:.1f} s" if o.tuning_seconds is not None else ""
-            detail = (f", `--overhead-budget`: the highest rate whose measured overhead, CI upper bound included, "
-                      f"stays within the budget{budget}{tuning}")
-        lines.append(f"- Sampling rate: {o.sampling_rate_hz:.4g} Hz (chosen by: {o.rate_chosen_by}{detail})")
+            budget = (
+                f" of {units.percent(o.budget, None)} of the PI" if o.budget is not None else ""
+            )
+            tuning = (
+                f"; tuning took {units.duration(o.tuning_seconds)}"
+                if o.tuning_seconds is not None
+                else ""
+            )
+            detail = (
+                ", `--overhead-budget`: the highest rate whose measured overhead, "
+                f"CI upper bound included, stays within the budget{budget}{tuning}"
+            )
+        lines.append(
+            f"- Sampling rate: {o.sampling_rate_hz:.4g} Hz (chosen by: {o.rate_chosen_by}{detail})"
+        )
     if o.measured_overhead is not None:
-        ci = f", {int(round(100 * result.config.get('confidence', 0.95)))}% CI [{100 * o.measured_overhead_ci[0]:+.2f}%, " \
-             f"{100 * o.measured_overhead_ci[1]:+.2f}%]" if o.measured_overhead_ci else ""
+        ci = (
+            f", {_confidence(result)} CI "
+            f"[{units.percent(o.measured_overhead_ci[0], 2, signed=True)}, "
+            f"{units.percent(o.measured_overhead_ci[1], 2, signed=True)}]"
+            if o.measured_overhead_ci
+            else ""
+        )
         p_value = f", p = {o.p_value:.3g}" if o.p_value is not None else ""
-        lines.append(f"- Measured overhead (loss of the round's duration with monitoring on): "
-                     f"{100 * o.measured_overhead:+.2f}%{ci}{p_value} ({o.method or 'on/off rounds'})")
+        lines.append(
+            f"- Measured overhead (loss of the round's duration with monitoring on): "
+            f"{units.percent(o.measured_overhead, 2, signed=True)}{ci}{p_value} "
+            f"({o.method or 'on/off rounds'})"
+        )
     elif o.rate_chosen_by == "tuner":
         lines.append("- Measured overhead: none measured at the chosen rate")
     else:
-        lines.append("- Measured overhead on the result: not measured in this session (`--overhead-budget` or "
-                     "`pilot-sys tune` measures it)")
+        lines.append(
+            "- Measured overhead on the result: not measured in this session "
+            "(`--overhead-budget` or `pilot-sys tune` measures it)"
+        )
     if o.note:
         lines.append(f"- Tuner: {o.note}")
     if o.monitor_cost:
         mc = o.monitor_cost
-        lines.append(f"- The monitor's own cost: {100 * mc.get('cpu_seconds_per_second', 0):.3f}% of a CPU, "
-                     f"{1e6 * mc.get('cpu_seconds_per_sample', 0):.0f} us per sample, "
-                     f"{mc.get('wakeups_per_second', 0):.0f} wake-ups/s, "
-                     f"{mc.get('memory_bytes', 0) / 2**20:.1f} MiB")
+        lines.append(
+            "- The monitor's own cost: "
+            f"{units.percent(mc.get('cpu_seconds_per_second', 0), 3)} of a CPU, "
+            f"{units.duration(mc.get('cpu_seconds_per_sample', 0))} per sample, "
+            f"{units.count(mc.get('wakeups_per_second', 0), 'wake-ups/s')}, "
+            f"{units.size(mc.get('memory_bytes', 0))}"
+        )
     if o.engine_seconds_per_round is not None:
-        lines.append(f"- pilot-sys bookkeeping between rounds: {1e3 * o.engine_seconds_per_round:.2f} ms per round (median)")
-    lines.append("")
-    if plots:
-        lines += ["## Plots", ""]
-        for title, path in plots.items():
-            lines += [f"### {title}", "", f"![{title}]({path.as_posix()})", ""]
-    if rounds_table:
-        lines += ["## Rounds", ""]
-        lines += _table(["#", "workload", "work", "seconds", "phase", "state", "readings"], rounds_table)
-        lines.append("")
-    ctx = result.context
-    lines += ["## Context", ""]
-    ctx_rows = [
-        ["CPU", str(ctx.get("cpu_model") or "unknown")], ["CPUs online", str(ctx.get("cpus_online") or "unknown")],
-        ["memory", _fmt(ctx.get("memory_bytes"), "B")], ["kernel", str(ctx.get("kernel") or "unknown")],
-        ["OS", str(ctx.get("os") or "unknown")],
+        lines.append(
+            f"- pilot-sys bookkeeping between rounds: {units.duration(o.engine_seconds_per_round)} "
+            "per round (median)"
+        )
+    return lines + [""]
+
+
+def plot_list(doc: ReportInput) -> list[str]:
+    if not doc.plots:
+        return []
+    lines = ["## Plots", ""]
+    for title, path in doc.plots.items():
+        lines += [f"### {title}", "", f"![{title}]({path.as_posix()})", ""]
+    return lines
+
+
+def rounds(doc: ReportInput) -> list[str]:
+    if not doc.rounds_table:
+        return []
+    return (
+        ["## Rounds", ""]
+        + _table(
+            ["#", "workload", "work", "duration", "phase", "state", "readings"], doc.rounds_table
+        )
+        + [""]
+    )
+
+
+def context(doc: ReportInput) -> list[str]:
+    """The machine and the software the session ran on."""
+    ctx = doc.result.context
+    rows = [
+        ["CPU", str(ctx.get("cpu_model") or UNKNOWN)],
+        ["CPUs online", str(ctx.get("cpus_online") or UNKNOWN)],
+        ["memory", units.size(ctx.get("memory_bytes"), UNKNOWN)],
+        ["kernel", str(ctx.get("kernel") or UNKNOWN)],
+        ["OS", str(ctx.get("os") or UNKNOWN)],
         ["frequency governor", str(ctx.get("governor") or "unknown (no cpufreq in /sys)")],
-        ["host", str(ctx.get("hostname") or "unknown")], ["pilot-sys", str(ctx.get("pilot_sys_version"))],
-        ["Python", str(ctx.get("python"))], ["command line", "`" + shlex.join(ctx.get("command_line") or []) + "`"],
+        ["host", str(ctx.get("hostname") or UNKNOWN)],
+        ["pilot-sys", str(ctx.get("pilot_sys_version"))],
+        ["Python", str(ctx.get("python"))],
+        ["command line", "`" + shlex.join(ctx.get("command_line") or []) + "`"],
         ["working directory", f"`{ctx.get('cwd')}`"],
     ]
-    lines += _table(["", ""], ctx_rows)
-    lines.append("")
-    if result.notes:
-        lines += ["## Notes", ""] + [f"- {n}" for n in result.notes] + [""]
-    return "\n".join(lines)
+    return ["## Context", ""] + _table(["", ""], rows) + [""]
+
+
+def notes(doc: ReportInput) -> list[str]:
+    if not doc.result.notes:
+        return []
+    return ["## Notes", ""] + [f"- {n}" for n in doc.result.notes] + [""]
+
+
+SECTIONS: tuple[Callable[[ReportInput], list[str]], ...] = (
+    header,
+    workloads,
+    comparison,
+    bottleneck,
+    overhead,
+    plot_list,
+    rounds,
+    context,
+    notes,
+)
+
+
+def render(
+    result: SessionResult, plots: dict[str, Path], rounds_table: list[list[str]] | None = None
+) -> str:
+    """report.md: the sections of ``SECTIONS`` in order."""
+    doc = ReportInput(result, plots, rounds_table or [])
+    return "\n".join(line for section in SECTIONS for line in section(doc))

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from pilot_sys.session.progress import human
+from pilot_sys import units
 
 MAX_POINTS = 20000  # unit readings beyond this are thinned for the picture (never for analysis)
 
@@ -26,22 +26,28 @@ def _pyplot() -> Any:
     return plt
 
 
-def _scale(unit: str, values: np.ndarray) -> tuple[float, str]:
-    """Divisor and label unit so the axis reads in MiB/s rather than 1e8 B/s."""
+def _scale(unit: str, values: np.ndarray, network: bool = False) -> tuple[float, str]:
+    """Divisor and label unit so the axis reads in MiB/s (Gbit/s for network traffic) rather
+    than 1e8 B/s; the prefixes are those of ``pilot_sys.units``."""
     finite = values[np.isfinite(values)] if values.size else values
     peak = float(np.max(np.abs(finite))) if finite.size else 0.0
+    if unit == "B/s" and network:
+        for div, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+            if 8 * peak >= div:
+                return div / 8, f"{prefix}bit/s"
+        return 1 / 8, "bit/s"
     if unit in ("B/s", "B"):
         for div, prefix in ((2**40, "Ti"), (2**30, "Gi"), (2**20, "Mi"), (2**10, "Ki")):
             if peak >= div:
                 return float(div), f"{prefix}{unit}"
     if unit == "s" and 0 < peak < 1:
-        return (1e-6, "us") if peak < 1e-3 else (1e-3, "ms")
+        return (1e-6, "µs") if peak < 1e-3 else (1e-3, "ms")
     return 1.0, unit
 
 
 def plot_readings(
     pi: str, unit: str, rounds: list[dict[str, Any]], history: list[tuple[int, float, float, float]],
-    target: float, path: Path,
+    target: float, path: Path, network: bool = False,
 ) -> Path:
     """Per-round readings (analysed, short, excluded) and the running mean with its CI band.
 
@@ -51,7 +57,8 @@ def plot_readings(
     fig, ax = plt.subplots(figsize=(8, 4), dpi=110)
     values = np.array([r["value"] if r["value"] is not None else np.nan for r in rounds], dtype=float)
     hist = np.array(history, dtype=float).reshape(-1, 4)
-    div, label = _scale(unit, np.concatenate([values, hist[:, 1]]) if hist.size else values)
+    shown = np.concatenate([values, hist[:, 1]]) if hist.size else values
+    div, label = _scale(unit, shown, network)
     styles = {"analysed": ("o", "tab:blue", "reading (analysed)"), "short": ("x", "grey", "short round (not analysed)"),
               "excluded": ("s", "tab:orange", "below alpha (not analysed)"), "failed": ("X", "tab:red", "failed round")}
     for state, (marker, color, name) in styles.items():
@@ -63,8 +70,10 @@ def plot_readings(
         ax.fill_between(hist[:, 0], hist[:, 2] / div, hist[:, 3] / div, color="tab:green", alpha=0.25, step=None,
                         label="confidence interval")
         last = hist[-1]
-        ax.set_title(f"{pi}: {human(last[1], unit)}, CI [{human(last[2], unit)}, {human(last[3], unit)}] "
-                     f"(target width {100 * target:g}%)", fontsize=10)
+        ax.set_title(f"{pi}: {units.estimate(last[1], last[2], last[3], unit, network)}, "
+                     f"CI {units.interval(last[2], last[3], unit, network)} "
+                     f"(target {units.target(target)})",
+                     fontsize=10)
     else:
         ax.set_title(f"{pi}: no confidence interval yet", fontsize=10)
     ax.set_xlabel("round")
@@ -79,7 +88,7 @@ def plot_readings(
 
 
 def plot_units(
-    pi: str, unit: str, segments: list[dict[str, Any]], path: Path,
+    pi: str, unit: str, segments: list[dict[str, Any]], path: Path, network: bool = False,
 ) -> Path:
     """All rounds' unit readings end to end; removed (non-stable) parts grey, change points red.
 
@@ -90,7 +99,7 @@ def plot_units(
     total = sum(len(s["values"]) for s in segments)
     step = max(1, total // MAX_POINTS)
     allv = np.concatenate([np.asarray(s["values"], dtype=float) for s in segments]) if segments else np.empty(0)
-    div, label = _scale(unit, allv)
+    div, label = _scale(unit, allv, network)
     xs_keep: list[np.ndarray] = []
     ys_keep: list[np.ndarray] = []
     xs_drop: list[np.ndarray] = []
@@ -140,7 +149,9 @@ def plot_wps(work: np.ndarray, seconds: np.ndarray, analysed: np.ndarray, alpha:
         ax.scatter(work[~analysed], seconds[~analysed], s=14, color="grey", marker="x", label="not analysed")
     if alpha is not None and v:
         xs = np.linspace(0, float(work.max()) if work.size else 1.0, 50)
-        ax.plot(xs, alpha + xs / v, color="black", lw=1, label=f"t = {alpha:.3g} s + w / {v:.4g}")
+        rate = units.quantity(v, f"{work_unit}/s")
+        fit = f"t = {units.duration(alpha)} + w / ({rate})"
+        ax.plot(xs, alpha + xs / v, color="black", lw=1, label=fit)
     ax.set_xlabel(f"work ({work_unit})")
     ax.set_ylabel("round duration (s)")
     ax.set_title("work-per-second regression", fontsize=10)
@@ -163,7 +174,8 @@ def plot_utilization(series: dict[str, tuple[np.ndarray, np.ndarray]], threshold
         style = "-" if comp == cut else "-"
         lw = 2.0 if comp == cut else 1.0
         ax.plot(t, u, style, lw=lw, label=f"{key}{' (CUT)' if comp == cut else ''}")
-    ax.axhline(threshold, color="tab:red", ls="--", lw=1, label=f"threshold {threshold:.0%}")
+    ax.axhline(threshold, color="tab:red", ls="--", lw=1,
+               label=f"threshold {units.percent(threshold, 0)}")
     ax.set_ylim(0, max(1.05, max((float(np.nanmax(u)) for _, (_, u) in peaks[:top] if u.size), default=1.0) * 1.05))
     ax.set_xlabel("session time (s)")
     ax.set_ylabel("utilization (fraction of limit)")
@@ -176,12 +188,13 @@ def plot_utilization(series: dict[str, tuple[np.ndarray, np.ndarray]], threshold
     return path
 
 
-def plot_comparison(rows: list[tuple[str, float, float, float]], pi: str, unit: str, path: Path) -> Path:
+def plot_comparison(rows: list[tuple[str, float, float, float]], pi: str, unit: str, path: Path,
+                    network: bool = False) -> Path:
     """Each workload's mean and CI, best first (a forest plot): separation is seen at a glance."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 1.2 + 0.5 * len(rows)), dpi=110)
     values = np.array([[m, lo, hi] for _, m, lo, hi in rows], dtype=float)
-    div, label = _scale(unit, values.ravel())
+    div, label = _scale(unit, values.ravel(), network)
     y = np.arange(len(rows))[::-1]
     means, lows, highs = values[:, 0] / div, values[:, 1] / div, values[:, 2] / div
     ax.errorbar(means, y, xerr=[means - lows, highs - means], fmt="o", color="tab:blue", capsize=4)

@@ -1,20 +1,28 @@
 """Everything derived from a result directory: report.md and plots/*.png.
 
 A plot that fails (a missing font, a broken trace) costs a picture, never the report: the
-failure is listed in the report's notes.
+failure is listed in the report's notes. ``run_and_report`` is a whole session as the CLI and
+the Python API run it: the session computes and saves result.json, then the reports are
+written from what it returned.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pilot_sys import units
+from pilot_sys.errors import BadInput
 from pilot_sys.session.analysis import TrackAnalysis
-from pilot_sys.session.journal import Journal, RoundRecord
+from pilot_sys.session.journal import Journal, JournalWriteFailed, RoundRecord
 from pilot_sys.session.result import SessionResult
 from pilot_sys.session.summary import analysed_indices
+
+if TYPE_CHECKING:  # running a session loads the engine: only run_and_report needs it
+    from pilot_sys.session.session import Session
 
 REPORT_FILE = "report.md"
 PLOTS_DIR = "plots"
@@ -78,6 +86,7 @@ def make_plots(journal: Journal, result: SessionResult, analyses: dict[str, Trac
         analysed = analysed_indices(ta, recs)
         prefix = f"{wres.name}-" if several else ""
         tag = f" ({wres.name})" if several else ""
+        network = units.network_traffic(wres.command, result.bottleneck.cut)
         try:
             history = ci_history(journal, wres.name, ta)
         except Exception as exc:  # noqa: BLE001 - a plot must never cost the report
@@ -89,7 +98,8 @@ def make_plots(journal: Journal, result: SessionResult, analyses: dict[str, Trac
                 if pi == "wps":
                     rounds = []
                 path = pdir / f"{prefix}{pi}-rounds.png"
-                plots.plot_readings(pi, p.unit, rounds, history.get(pi, []), p.target, path)
+                plots.plot_readings(pi, p.unit, rounds, history.get(pi, []), p.target, path,
+                                    network)
                 made[f"{pi}{tag}: readings per round and the CI converging"] = path.relative_to(journal.root)
                 if p.source == "unit_readings":
                     segs = []
@@ -102,7 +112,7 @@ def make_plots(journal: Journal, result: SessionResult, analyses: dict[str, Trac
                             segs.append({"values": values, "start": st.start, "end": st.end, "changepoints": st.changepoints})
                     if segs:
                         path = pdir / f"{prefix}{pi}-units.png"
-                        plots.plot_units(pi, p.unit, segs, path)
+                        plots.plot_units(pi, p.unit, segs, path, network)
                         made[f"{pi}{tag}: unit readings, change points, removed phases"] = path.relative_to(journal.root)
             except Exception as exc:  # noqa: BLE001
                 notes.append(f"plot of {pi} failed: {type(exc).__name__}: {exc}")
@@ -127,7 +137,9 @@ def make_plots(journal: Journal, result: SessionResult, analyses: dict[str, Trac
                     and p.ci_high is not None]
             if rows:
                 unit = next(p.unit for p in by_name.values() if p is not None)
-                path = plots.plot_comparison(rows, cmp_.pi, unit, pdir / "comparison.png")
+                cut = result.bottleneck.cut
+                network = any(units.network_traffic(w.command, cut) for w in result.workloads)
+                path = plots.plot_comparison(rows, cmp_.pi, unit, pdir / "comparison.png", network)
                 made[f"Comparison of {cmp_.pi}"] = path.relative_to(journal.root)
         except Exception as exc:  # noqa: BLE001
             notes.append(f"comparison plot failed: {type(exc).__name__}: {exc}")
@@ -177,6 +189,13 @@ def draw_worst_round(journal: Journal, result: SessionResult, pdir: Path) -> Pat
 
 
 def rounds_table(journal: Journal, analyses: dict[str, TrackAnalysis]) -> list[list[str]]:
+    """One row per round (the first and last ``MAX_ROUNDS_TABLE / 2`` of a long session), every
+    reading in its PI's unit."""
+    assert journal.manifest is not None
+    m = journal.manifest
+    pi_units = {(s.name, p.name): p.unit for s in m.workloads for p in s.pis}
+    network = {s.name: units.network_traffic(s.argv, m.cut) for s in m.workloads}
+    work_unit = "" if m.config.work_unit == "work" else m.config.work_unit
     rows: list[list[str]] = []
     analysed: set[int] = set()
     for name, ta in analyses.items():
@@ -185,9 +204,12 @@ def rounds_table(journal: Journal, analyses: dict[str, TrackAnalysis]) -> list[l
     if len(recs) > MAX_ROUNDS_TABLE:
         recs = recs[: MAX_ROUNDS_TABLE // 2] + recs[-MAX_ROUNDS_TABLE // 2 :]
     for r in recs:
-        readings = ", ".join(f"{k}={v:.4g}" for k, v in r.readings.items())
+        net = network.get(r.workload, False)
+        readings = ", ".join(f"{k}={units.quantity(v, pi_units.get((r.workload, k), ''), net)}"
+                             for k, v in r.readings.items())
         state = _state(r, analysed) + (f": {r.failure}" if r.failure else "")
-        rows.append([str(r.index), r.workload, f"{r.work_amount:.6g}", f"{r.duration:.3f}", r.phase, state, readings])
+        rows.append([str(r.index), r.workload, units.work(r.work_amount, work_unit),
+                     units.duration(r.duration), r.phase, state, readings])
     return rows
 
 
@@ -203,3 +225,27 @@ def write_reports(journal: Journal, result: SessionResult, analyses: dict[str, T
     path = journal.root / REPORT_FILE
     atomic_write_text(path, render(result, made, rounds_table(journal, analyses)))
     return path
+
+
+def run_and_report(session: Session, plots: bool = True) -> SessionResult:
+    """Run the session, then write report.md (and plots/ unless ``plots`` is False).
+
+    When the journal fills the disk mid-session, the session still returns what it measured
+    (on ``session.result``) before raising: the reports are attempted from it, and a failure to
+    write them then adds nothing to the disk-full error that is raised.
+    """
+    try:
+        result = session.run()
+    except JournalWriteFailed:
+        if session.result is not None:
+            try:
+                write_reports(session.journal, session.result, session.analyses, plots=plots)
+            except OSError:
+                pass
+        raise
+    try:
+        write_reports(session.journal, result, session.analyses, plots=plots)
+    except OSError as exc:
+        raise BadInput(str(session.journal.root),
+                       f"cannot write the reports: {exc.strerror}") from None
+    return result

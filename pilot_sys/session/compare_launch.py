@@ -1,20 +1,25 @@
 """`pilot-sys compare --run NAME='CMD' ...` (interleaved live runs) and `compare DIR_A DIR_B`
-(saved results): the logic behind the CLI's options."""
+(saved results): the logic behind the CLI's options. It returns a session to run or the
+comparison made; the CLI runs and prints (``pilot_sys.cli.launch``)."""
 
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import click
 from pydantic import BaseModel, ConfigDict, Field
 
 from pilot_sys.errors import BadInput
 from pilot_sys.session.interleave import compare_saved
 from pilot_sys.session.journal import WorkloadSpec
-from pilot_sys.session.launch import RunRequest, build_config, print_summary
-from pilot_sys.session.progress import human, make_progress
+from pilot_sys.session.launch import RunRequest, build_config
+from pilot_sys.session.progress import Progress
 from pilot_sys.session.result import Comparison, SessionResult, load_result
+
+if TYPE_CHECKING:
+    from pilot_sys.session.session import Session
 
 
 class CompareRequest(BaseModel):
@@ -47,8 +52,9 @@ def parse_runs(items: list[str]) -> list[tuple[str, list[str]]]:
     return out
 
 
-def launch_compare(req: CompareRequest) -> int:
-    """Interleave the workloads' rounds until every adjacent pair is separated; print the ranking."""
+def open_compare(req: CompareRequest, progress: Progress) -> Session:
+    """The interleaved session `compare --run` asked for, ready to ``run()``: it ranks and
+    separates the workloads itself (``mode="compare"``, also on --resume)."""
     from pilot_sys.session.session import Session, default_result_dir
     from pilot_sys.workload import macros
     from pilot_sys.workload.runner import CommandWorkload
@@ -81,46 +87,20 @@ def launch_compare(req: CompareRequest) -> int:
     cfg = build_config(r, r.work_amount or (1.0, 1.0), fixed, unit)
     cfg = cfg.model_copy(update={"compare_p_threshold": req.threshold, "compare_pi": req.pi})
     root = r.output_dir or default_result_dir("compare-" + "-".join(n for n, _ in runs))
-    progress = make_progress(r.quiet)
-
-    # mode="compare": the session ranks and separates the workloads itself (also on --resume)
-    try:
-        session = Session.create(root, cfg, specs, workloads, r.command_line, mode="compare", progress=progress,
-                                 plots=r.plots)
-        if not r.quiet and not r.as_json:
-            progress.note(f"result directory: {session.journal.root}")
-        result = session.run()  # an unknown --cut is refused here, before any round, leaving no directory
-    finally:
-        progress.close()
-    print_summary(result, as_json=r.as_json, quiet=r.quiet)
-    if not r.as_json:
-        print_comparison(result.comparison, result)
-    return result.exit_code
+    return Session.create(root, cfg, specs, workloads, r.command_line, mode="compare",
+                          progress=progress)
 
 
-def print_comparison(cmp_: Comparison | None, result: SessionResult | None = None, labels: dict[str, str] | None = None) -> None:
-    """The ranking, best first, with each adjacent difference, its CI and Welch's p."""
-    if cmp_ is None:
-        click.echo("comparison: not enough data for an interval on every side yet")
-        return
-    unit = ""
-    if result is not None:
-        first = next((w.pis.get(cmp_.pi) for w in result.workloads if cmp_.pi in w.pis), None)
-        unit = first.unit if first is not None else ""
-    click.echo(f"ranking by {cmp_.pi} (best first): {' > '.join(cmp_.ranking)}")
-    for pr in cmp_.pairs:
-        rel = f" ({100 * pr.difference_rel:+.2f}%)" if pr.difference_rel is not None else ""
-        ci = (f", CI of the difference [{human(pr.ci_low, unit)}, {human(pr.ci_high, unit)}]"
-              if pr.ci_low is not None and pr.ci_high is not None else "")
-        p = f", Welch p = {pr.p_value:.3g}" if pr.p_value is not None else ""
-        how = "CIs do not overlap" if not pr.cis_overlap else (f"p < {cmp_.p_threshold:g}" if pr.separated else "NOT separated")
-        click.echo(f"  {pr.better} vs {pr.worse}: {human(pr.difference, unit)}{rel}{ci}{p} -> {how}")
-    click.echo("all adjacent pairs separated" if cmp_.all_separated else "not every adjacent pair is separated yet")
-    for ph in cmp_.phase_behaviour:
-        click.echo(f"phase behaviour: {ph.note}")
+@dataclass
+class SavedComparison:
+    """Saved results compared on one PI: each directory's result, its label, the ranking."""
+
+    labels: list[str]
+    results: list[SessionResult]
+    comparison: Comparison
 
 
-def compare_directories(dirs: list[Path], pi: str | None, threshold: float, as_json: bool) -> None:
+def compare_directories(dirs: list[Path], pi: str | None, threshold: float) -> SavedComparison:
     """Saved results, read back from result.json (the first workload of each)."""
     results = [load_result(d) for d in dirs]
     labels = [str(d) for d in dirs]
@@ -132,11 +112,4 @@ def compare_directories(dirs: list[Path], pi: str | None, threshold: float, as_j
     from pilot_sys.session.phase_check import compare_saved_runs
 
     cmp_.phase_behaviour = compare_saved_runs([(label, d, res.primary().name) for label, d, res in zip(labels, dirs, results)])
-    if as_json:
-        click.echo(cmp_.model_dump_json(indent=2))
-        return
-    for label, res in zip(labels, results):
-        p = res.primary().pis[cmp_.pi]
-        click.echo(f"  {label}: {cmp_.pi} {human(p.mean, p.unit)} CI [{human(p.ci_low, p.unit)}, {human(p.ci_high, p.unit)}] "
-                   f"({res.status}, {res.primary().rounds.analysed} rounds)")
-    print_comparison(cmp_, results[0])
+    return SavedComparison(labels=labels, results=results, comparison=cmp_)

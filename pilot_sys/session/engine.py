@@ -36,7 +36,14 @@ from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import Journal, JournalWriteFailed, MonitorSummary, RoundRecord, SyncBatch, WorkloadSpec
 from pilot_sys.session.planner import Planner
-from pilot_sys.session.progress import Progress, QuietProgress
+from pilot_sys.session.progress import (
+    Countdown,
+    HiddenBottleneckSeen,
+    Note,
+    NoProgress,
+    Progress,
+    RoundDone,
+)
 from pilot_sys.workload.base import PISpec, RoundOutput, Workload
 
 
@@ -166,7 +173,8 @@ class Engine:
         self.journal = journal
         self.cfg = config
         self.tracks = tracks
-        self.progress: Progress = progress or QuietProgress()
+        self.progress: Progress = progress or NoProgress()
+        self._countdown = Countdown()  # the forecast between analyses
         self.monitor = monitor
         self.extra_stop = extra_stop  # interleaved comparison: are all pairs separated?
         self.on_round = on_round
@@ -216,7 +224,7 @@ class Engine:
                     self.sync_wait_seconds.append(time.perf_counter() - w0)
                 except JournalWriteFailed as exc:
                     self._drop_last_record()
-                    self.progress.note(str(exc), loud=True)
+                    self.progress.emit(Note(str(exc), loud=True))
                     return outcome(StopReason.DISK_FULL, str(exc))
                 if self._last_failure is not None:
                     return outcome(StopReason.WORKLOAD_FAILED, self._last_failure)
@@ -229,7 +237,7 @@ class Engine:
                 except KeyboardInterrupt:
                     self._interrupted = True
                 except JournalWriteFailed as exc:
-                    self.progress.note(str(exc), loud=True)
+                    self.progress.emit(Note(str(exc), loud=True))
                     return outcome(StopReason.DISK_FULL, str(exc))
         finally:
             signal.signal(signal.SIGINT, old_int)
@@ -371,10 +379,10 @@ class Engine:
             track.planner.observe(rec.work_amount, duration, short)
             if self.cfg.min_round_seconds and track.planner.all_short_warning and not track.warned_short:
                 track.warned_short = True
-                self.progress.note(
+                self.progress.emit(Note(
                     f"even the largest work amount ({track.planner.b:g}) runs shorter than "
                     f"{self.cfg.min_round_seconds:g} s: rounds are analysed anyway; raise -w MAX"
-                )
+                ))
             self._analyse(track, units={rec.index: (units, unit_times)})
         if self.on_round is not None:
             self.on_round(track, rec)
@@ -423,9 +431,9 @@ class Engine:
             track.planner.set_rate(analysis.wps.v)
         if analysis.alpha_work > 0 and track.planner.raise_lower_bound(analysis.alpha_work):
             unit = f" {analysis.work_unit}" if analysis.work_unit else ""
-            self.progress.note(
+            self.progress.emit(Note(
                 f"[{track.name}] WPS alpha raises the smallest work amount to {track.planner.a:.6g}{unit}"
-            )
+            ))
 
     def finalize(self) -> None:
         """Bring every analysis up to the last journaled round (for the result)."""
@@ -437,18 +445,16 @@ class Engine:
         needed = track.analysis.rounds_needed(analysed)
         if needed is None:
             needed = track.analysis.rounds_to_first_interval(analysed)
-        # the forecast as of the last analysis; the progress display counts it down (progress.Countdown)
+        # the forecast as of the last analysis, counted down between analyses (progress.Countdown)
         eta = None
         if needed is not None and track.last_duration:
             eta = needed * len(self.tracks) * track.last_duration
         pis = list(track.analysis.results.values())
         as_of = track.analysed_index if track.analysed_index < rec.index else None
-        self.progress.round_done(rec, pis, needed, eta, time.monotonic() - session_start, as_of)
+        forecast = self._countdown.update(rec, needed, eta, as_of)
+        self.progress.emit(RoundDone(rec, pis, forecast, time.monotonic() - session_start, as_of))
         if rec.monitor is not None and rec.monitor.valid is False and not rec.short:
-            new = [h for h in rec.monitor.hidden_bottlenecks if h not in self._announced] or (
-                [] if self._announced else ["a component"])
-            if new:  # loud once per component, not once per round
-                self._announced.update(new)
-                self.progress.note(
-                    f"round {rec.index}: hidden bottleneck at {', '.join(new)}: this result is INVALID", loud=True
-                )
+            new = [h for h in rec.monitor.hidden_bottlenecks if h not in self._announced]
+            if new or not self._announced:  # once per component (an unnamed one once)
+                self._announced.update(new or [""])
+                self.progress.emit(HiddenBottleneckSeen(rec.index, new))

@@ -1,6 +1,9 @@
-"""A whole session: create or resume the result directory, run the engine, write the reports.
+"""A whole session: create or resume the result directory, run the engine, save result.json.
 
-This is what ``pilot-sys run`` and ``pilot-sys compare --run`` call; the CLI only parses options.
+This is what ``pilot-sys run`` and ``pilot-sys compare --run`` call. It computes and returns;
+it never prints (progress goes out as events, ``session.progress``) and writes no report:
+``pilot_sys.report.writer.run_and_report`` (``pilot_sys.run_session``) runs a session and then
+writes report.md and the plots from what it returned.
 """
 
 from __future__ import annotations
@@ -12,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from pilot_sys.errors import BadInput
+from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.context import collect_context
 from pilot_sys.session.engine import Engine, StopReason, make_track
 from pilot_sys.session.journal import Invocation, Journal, JournalWriteFailed, SessionManifest, WorkloadSpec
-from pilot_sys.session.progress import Progress, QuietProgress
+from pilot_sys.session.progress import NoProgress, Note, Progress
 from pilot_sys.session.result import SessionResult, save_result
 from pilot_sys.session.summary import build_result
 from pilot_sys.workload.base import Workload
@@ -59,7 +63,8 @@ def build_workload(spec: WorkloadSpec) -> Workload:
 
 
 class Session:
-    """Owns the journal, the engine and the reports of one invocation."""
+    """Owns the journal and the engine of one invocation; after ``run()``, ``result`` and the
+    final ``analyses`` (what the reports are drawn from) stay on it."""
 
     def __init__(
         self,
@@ -68,8 +73,6 @@ class Session:
         progress: Progress | None = None,
         command_line: list[str] | None = None,
         resumed: bool = False,
-        make_reports: bool = True,
-        plots: bool = True,
         extra_stop: Callable[..., bool] | None = None,
         comparison: Callable[..., Any] | None = None,
     ) -> None:
@@ -77,13 +80,13 @@ class Session:
         self.journal = journal
         self.manifest = journal.manifest
         self.workloads = workloads
-        self.progress = progress or QuietProgress()
+        self.progress: Progress = progress or NoProgress()
         self.command_line = command_line or []
         self.resumed = resumed
-        self.make_reports = make_reports
-        self.plots = plots
         self.extra_stop = extra_stop
         self.comparison = comparison
+        self.result: SessionResult | None = None
+        self.analyses: dict[str, TrackAnalysis] = {}
         if self.manifest.mode == "compare" and comparison is None:  # e.g. a resumed comparison
             from pilot_sys.session.interleave import compare_analyses
 
@@ -122,7 +125,7 @@ class Session:
         m = self.manifest
         cfg = m.config
         for note in self.journal.repairs:
-            self.progress.note(note)
+            self.progress.emit(Note(note))
         inv = Invocation(started_at=time.time(), command_line=self.command_line,
                          first_round=len(self.journal.records) + 1)
         m.invocations.append(inv)
@@ -145,7 +148,7 @@ class Session:
                 m.data_path = monitor.data_path
             if monitor.error:
                 inv.monitor_error = monitor.error
-                self.progress.note(monitor.error, loud=True)
+                self.progress.emit(Note(monitor.error, loud=True))
             self.journal.save_manifest()
 
         tracks = [
@@ -163,7 +166,7 @@ class Session:
         if outcome.stop_reason is StopReason.DISK_FULL:
             disk_full = JournalWriteFailed(outcome.failure or "journal write failed")
         elapsed_before = sum(((i.ended_at or i.started_at) - i.started_at) for i in m.invocations[:-1])
-        analyses = {t.name: t.analysis for t in tracks}
+        analyses = self.analyses = {t.name: t.analysis for t in tracks}
         comparison = self.comparison(tracks) if self.comparison is not None else None
         notes = []
         if outcome.failure and outcome.stop_reason is StopReason.WORKLOAD_FAILED:
@@ -181,17 +184,13 @@ class Session:
         inv.exit_code = result.exit_code
         inv.failure = outcome.failure
         inv.engine_seconds_per_round = result.overhead.engine_seconds_per_round
+        self.result = result
         try:
             self.journal.save_manifest()
             save_result(result, self.journal.root)
-            if self.make_reports:
-                from pilot_sys.report.writer import write_reports
-
-                write_reports(self.journal, result, analyses, plots=self.plots)
         except OSError as exc:
             if disk_full is None:
                 raise BadInput(str(self.journal.root), f"cannot write the reports: {exc.strerror}") from None
-        self.progress.finish(result)
         if disk_full is not None:
             raise disk_full
         return result

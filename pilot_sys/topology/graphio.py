@@ -11,7 +11,8 @@ import networkx as nx
 
 from pilot_sys.topology.components import ComponentKind
 from pilot_sys.topology.graph import OUTWARD, ROOT_ID, ComponentGraph
-from pilot_sys.topology.humanize import format_value
+from pilot_sys.topology.humanize import network_link, short_limit
+from pilot_sys.units import network_component
 
 KIND_COLOURS: dict[str, str] = {
     ComponentKind.CPU: "#e45756", ComponentKind.CORE: "#e45756", ComponentKind.MEMORY: "#f58518",
@@ -67,7 +68,7 @@ def _pair_label(graph: ComponentGraph, source: str, target: str, sep: str = "  "
     parts = []
     for arrow, limit in (("→", out), ("←", back)):
         if limit is not None:
-            parts.append(f"{arrow} {format_value(limit.value, limit.unit) if limit.known and limit.value is not None else '?'}")
+            parts.append(f"{arrow} {short_limit(limit, network_link(source, target))}")
     return sep.join(parts)
 
 
@@ -108,8 +109,7 @@ def _caption(graph: ComponentGraph, node: str) -> str:
     limits = graph.component(node).limits
 
     def short(key: str) -> str:
-        limit = limits[key]
-        return format_value(limit.value, limit.unit) if limit.known and limit.value is not None else "?"
+        return short_limit(limits[key], network_component(node))
 
     if "compute" in limits:
         return short("compute")

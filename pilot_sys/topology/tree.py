@@ -54,7 +54,7 @@ def _label(graph: ComponentGraph, node: str, cut: str | None) -> Text:
     summary = _summary(c)
     if summary:
         text.append(f"  {summary}", style="dim")
-    for line in format_limits({k: v for k, v in c.limits.items() if k != "capacity"}):
+    for line in format_limits({k: v for k, v in c.limits.items() if k != "capacity"}, node):
         text.append(f"\n  {line}")
     for warning in c.warnings:
         text.append(f"\n  ⚠ {warning}", style="bold yellow")

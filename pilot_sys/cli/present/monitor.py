@@ -1,4 +1,5 @@
-"""The live terminal view of ``pilot-sys monitor``: the data path's utilization while CMD runs.
+"""``pilot-sys monitor`` on the terminal: the verdict in a few lines, and the live view of the
+data path's utilization while CMD runs.
 
 Display only (collection is the sampler's, judging the verdict's): a rich table refreshed from
 ``Sampler.recent()``; shown only when stdout is a terminal. The command's output is relayed
@@ -17,40 +18,77 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from pilot_sys import units
+from pilot_sys.monitor.bottleneck import Verdict
+
 BAR_WIDTH = 16
-THROUGHPUT = (("read_bytes_per_s", "read"), ("write_bytes_per_s", "write"),
-              ("rx_bytes_per_s", "receive"), ("tx_bytes_per_s", "send"))
+THROUGHPUT = (
+    ("read_bytes_per_s", "read"),
+    ("write_bytes_per_s", "write"),
+    ("rx_bytes_per_s", "receive"),
+    ("tx_bytes_per_s", "send"),
+)
 
 
-def human_rate(value: float) -> str:
-    for scale, unit in ((2**30, "GiB/s"), (2**20, "MiB/s"), (2**10, "KiB/s")):
-        if value >= scale:
-            return f"{value / scale:.1f} {unit}"
-    return f"{value:.0f} B/s"
+def verdict_lines(verdict: Verdict) -> list[str]:
+    """The verdict in a few lines for people."""
+    lines: list[str] = []
+    pct, hot = units.percent(verdict.threshold, 0), units.percent(verdict.max_hot_fraction, 0)
+    cut = verdict.cut or "none named"
+    if verdict.hidden_bottlenecks:
+        lines.append(
+            f"INVALID: {len(verdict.hidden_bottlenecks)} hidden bottleneck(s) besides the CUT "
+            f"({cut}), above {pct} for more than {hot} of the run:"
+        )
+        lines += [
+            f"  - {h.component} ({h.direction}): {h.evidence}" for h in verdict.hidden_bottlenecks
+        ]
+    else:
+        lines.append(
+            f"valid: no component besides the CUT ({cut}) was above {pct} "
+            f"for more than {hot} of the run"
+        )
+    if verdict.cut is not None:
+        lines.append(
+            f"CUT {verdict.cut}: {'saturated' if verdict.cut_saturated else 'not saturated'}"
+        )
+    lines += [f"note: {n}" for n in verdict.notes]
+    return lines
 
 
 def bar(fraction: float, threshold: float) -> Text:
     filled = int(round(min(max(fraction, 0.0), 1.0) * BAR_WIDTH))
-    colour = "red" if fraction > threshold else ("yellow" if fraction > threshold * 0.75 else "green")
+    colour = (
+        "red" if fraction > threshold else ("yellow" if fraction > threshold * 0.75 else "green")
+    )
     return Text("█" * filled + "·" * (BAR_WIDTH - filled), style=colour)
 
 
-def rows_for(component: str, latest: dict[str, float], threshold: float) -> list[tuple[str, str, Text, str]]:
+def rows_for(
+    component: str, latest: dict[str, float], threshold: float
+) -> list[tuple[str, str, Text, str]]:
     """(component, what, bar, value) rows: utilizations when a limit is known, else what was measured."""
     rows: list[tuple[str, str, Text, str]] = []
     prefix = f"{component}/"
     utils = sorted(k for k in latest if k.startswith(prefix + "util_"))
     for key in utils:
         value = latest[key]
-        rows.append((component, key[len(prefix) + 5:], bar(value, threshold), f"{value:.0%}"))
+        rows.append(
+            (component, key[len(prefix) + 5 :], bar(value, threshold), units.percent(value, 0))
+        )
     if component == "cpu:host" and prefix + "busiest_core" in latest:
         value = latest[prefix + "busiest_core"]
-        rows.append((component, "busiest core", bar(value, threshold), f"{value:.0%}"))
+        rows.append((component, "busiest core", bar(value, threshold), units.percent(value, 0)))
     if prefix + "busy" in latest and component.startswith("block:"):
         value = latest[prefix + "busy"]
-        rows.append((component, "busy (io_ticks)", bar(value, threshold), f"{value:.0%}"))
+        rows.append((component, "busy (io_ticks)", bar(value, threshold), units.percent(value, 0)))
     if not utils:
-        shown = [f"{label} {human_rate(latest[prefix + m])}" for m, label in THROUGHPUT if prefix + m in latest]
+        network = units.network_component(component)
+        shown = [
+            f"{label} {units.quantity(latest[prefix + m], 'B/s', network)}"
+            for m, label in THROUGHPUT
+            if prefix + m in latest
+        ]
         if shown:
             rows.append((component, "limit unknown", Text(""), ", ".join(shown)))
     return rows
@@ -60,24 +98,35 @@ class LiveView:
     """A rich Live table of the watched components, plus the workload's own CPU use."""
 
     def __init__(
-        self, components: Iterable[str], *, cut: str | None, threshold: float, console: Console | None = None
+        self,
+        components: Iterable[str],
+        *,
+        cut: str | None,
+        threshold: float,
+        console: Console | None = None,
     ) -> None:
         self.components = list(dict.fromkeys(["cpu:host", "memory:host", *components]))
         self.cut = cut
         self.threshold = threshold
         self.console = console or Console()
         self.started = time.monotonic()
-        self.live = Live(self._render({}), console=self.console, refresh_per_second=4, transient=False)
+        self.live = Live(
+            self._render({}), console=self.console, refresh_per_second=4, transient=False
+        )
 
     def _render(self, latest: dict[str, float]) -> Group:
-        table = Table(title=f"pilot-sys monitor  {time.monotonic() - self.started:5.1f} s", expand=False)
+        table = Table(
+            title=f"pilot-sys monitor  {time.monotonic() - self.started:5.1f} s", expand=False
+        )
         for name in ("component", "metric", "utilization", "value"):
             table.add_column(name)
         for component in self.components:
             for comp, what, graphic, value in rows_for(component, latest, self.threshold):
                 label = f"{comp} (CUT)" if comp == self.cut else comp
                 table.add_row(label, what, graphic, value)
-        own = [v for k, v in latest.items() if k.startswith("process:") and k.endswith("/cpu_cores")]
+        own = [
+            v for k, v in latest.items() if k.startswith("process:") and k.endswith("/cpu_cores")
+        ]
         footer = Text(f"workload CPU: {sum(own):.2f} cores" if own else "", style="dim")
         return Group(table, footer)
 
@@ -98,7 +147,9 @@ class LiveView:
 
         def pump() -> None:
             for line in iter(stream.readline, b""):
-                self.console.print(line.decode(errors="replace").rstrip("\n"), markup=False, highlight=False)
+                self.console.print(
+                    line.decode(errors="replace").rstrip("\n"), markup=False, highlight=False
+                )
 
         thread = threading.Thread(target=pump, name="pilot-sys-relay", daemon=True)
         thread.start()

@@ -1,0 +1,189 @@
+"""A session's progress as a person watches it: each PI's mean ± its CI against the target,
+the rounds still needed and an ETA.
+
+A live table in a terminal, one plain line per round when stderr is not a terminal (logs, CI),
+only the loud events with ``--quiet``. Everything goes to stderr so that ``--json`` output on
+stdout stays machine-readable. The renderers receive the session's events
+(``pilot_sys.session.progress``) and print them; they compute nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TextIO
+
+from pilot_sys import units
+from pilot_sys.session.journal import RoundRecord
+from pilot_sys.session.progress import (
+    Forecast,
+    HiddenBottleneckSeen,
+    Note,
+    ProgressEvent,
+    RoundDone,
+)
+from pilot_sys.session.result import PIResult
+
+# workload name -> whether its byte rates are network traffic (shown in bit/s)
+NetworkOf = Callable[[str], bool]
+
+
+def _storage(name: str) -> bool:
+    return False
+
+
+def precision(pi: PIResult) -> str:
+    """``± 3.2 %``: the interval's half width relative to the mean (``± ?`` without one)."""
+    return units.plus_minus(pi.ci_width_rel / 2 if pi.ci_width_rel is not None else None)
+
+
+def pi_line(pi: PIResult, network: bool = False) -> str:
+    """``write_bw 2.17 GiB/s ± 3.2 % (target ± 5 %, ok)``."""
+    if pi.mean is None or pi.ci_low is None or pi.ci_high is None:
+        return f"{pi.name} ? (n={pi.sample_size})"
+    mark = "ok" if pi.ci_reached else ("not yet" if pi.gates_stop else "reported only")
+    mean, _, _ = units.ci_parts(pi.mean, pi.ci_low, pi.ci_high, pi.unit, network)
+    return f"{pi.name} {mean} {precision(pi)} (target {units.target(pi.target)}, {mark})"
+
+
+def failure_text(record: RoundRecord) -> str:
+    """`` FAILED: <why>`` for a failed round (the WorkloadFailed message), else empty."""
+    if not record.failed:
+        return ""
+    return f" FAILED: {' '.join(record.failure.split())}" if record.failure else " FAILED"
+
+
+def eta_text(f: Forecast) -> str:
+    """``~3 more round(s), ETA 6 s``, or why there is no such number."""
+    since = f" (estimate as of round {f.as_of})" if f.as_of else ""
+    if f.used_up:
+        return f"checking at the next analysis (round {f.as_of}'s estimate is used up)"
+    if f.rounds_needed is None:
+        return "rounds needed: ?"
+    if f.rounds_needed == 0:
+        return f"targets met{f' (as of round {f.as_of})' if f.as_of else ''}"
+    eta = f", ETA {f.eta:.0f} s" if f.eta is not None else ""
+    return f"~{f.rounds_needed} more round(s){eta}{since}"
+
+
+def hidden_bottleneck_text(event: HiddenBottleneckSeen) -> str:
+    where = ", ".join(event.components) or "a component"
+    return f"round {event.round_index}: hidden bottleneck at {where}: this result is INVALID"
+
+
+def round_head(record: RoundRecord, work_unit: str = "") -> str:
+    """``round 37 [builtin-seqio] work=568 MiB 406 ms`` (the generic unit "work" is not
+    repeated)."""
+    work = units.work(record.work_amount, "" if work_unit == "work" else work_unit)
+    return f"round {record.index} [{record.workload}] work={work} {units.duration(record.duration)}"
+
+
+class QuietProgress:
+    """--quiet: only loud events (a hidden bottleneck, a full disk) reach stderr."""
+
+    def __init__(
+        self, stream: TextIO | None = None, network: NetworkOf = _storage, work_unit: str = ""
+    ) -> None:
+        self.stream = stream or sys.stderr
+        self.network = network
+        self.work_unit = work_unit
+
+    def emit(self, event: ProgressEvent) -> None:
+        if isinstance(event, RoundDone):
+            self.round_done(event)
+        elif isinstance(event, HiddenBottleneckSeen):
+            self.note(hidden_bottleneck_text(event), loud=True)
+        elif isinstance(event, Note):
+            self.note(event.text, event.loud)
+
+    def round_done(self, event: RoundDone) -> None:
+        return None
+
+    def note(self, text: str, loud: bool = False) -> None:
+        if loud:
+            print(f"pilot-sys: {text}", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        """Release the display (also after an error); safe to call twice."""
+        return None
+
+
+class PlainProgress(QuietProgress):
+    """One line per round, for logs and pipes."""
+
+    def round_done(self, event: RoundDone) -> None:
+        record = event.record
+        flags = " SHORT(not analysed)" if record.short else ""
+        flags += failure_text(record)
+        head = f"{round_head(record, self.work_unit)}{flags} | t={event.elapsed:.1f}s"
+        network = self.network(record.workload)
+        body = "; ".join(pi_line(p, network) for p in event.pis)
+        stale = f" (CIs as of round {event.cis_as_of})" if event.cis_as_of else ""
+        print(f"{head} | {body}{stale} | {eta_text(event.forecast)}", file=self.stream, flush=True)
+
+    def note(self, text: str, loud: bool = False) -> None:
+        print(f"pilot-sys: {'WARNING: ' if loud else ''}{text}", file=self.stream, flush=True)
+
+
+class RichProgress(QuietProgress):
+    """A live table in a terminal (started at the first round); notes above it, loud ones in red."""
+
+    def __init__(self, network: NetworkOf = _storage, work_unit: str = "") -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        super().__init__(sys.stderr, network, work_unit)
+        self.console = Console(stderr=True)
+        self.live = Live(console=self.console, refresh_per_second=4, transient=True)
+
+    def round_done(self, event: RoundDone) -> None:
+        from rich.markup import escape
+        from rich.table import Table
+
+        record = event.record
+        if record.failed:  # the reason stays on screen above the live table
+            self.note(f"round {record.index} [{record.workload}]{failure_text(record)}", loud=True)
+        as_of = f" | CIs as of round {event.cis_as_of}" if event.cis_as_of else ""
+        table = Table(
+            title=escape(
+                f"{round_head(record, self.work_unit)}{' (short)' if record.short else ''} | "
+                f"{event.elapsed:.0f}s | {eta_text(event.forecast)}{as_of}"
+            ),
+            title_justify="left",
+        )
+        for col in ("PI", "mean", "CI", "±", "target", "n", "needed"):
+            table.add_column(col)
+        network = self.network(record.workload)
+        for p in event.pis:
+            style = "green" if p.ci_reached else "yellow"
+            mean, low, high = units.ci_parts(p.mean, p.ci_low, p.ci_high, p.unit, network)
+            table.add_row(
+                escape(p.name),
+                mean,
+                escape(f"[{low}, {high}]"),
+                f"[{style}]{precision(p)}[/{style}]",
+                units.target(p.target),
+                str(p.sample_size),
+                "?" if p.required_sample_size is None else str(p.required_sample_size),
+            )
+        if not self.live.is_started:
+            self.live.start()
+        self.live.update(table)
+
+    def note(self, text: str, loud: bool = False) -> None:
+        from rich.markup import escape
+
+        self.console.print(f"[bold red]{escape(text)}[/bold red]" if loud else escape(text))
+
+    def close(self) -> None:
+        if self.live.is_started:
+            self.live.stop()
+
+
+def make_progress(quiet: bool, network: NetworkOf = _storage, work_unit: str = "") -> QuietProgress:
+    """The renderer for this terminal: quiet, live (stderr is a terminal) or plain lines."""
+    if quiet:
+        return QuietProgress(network=network, work_unit=work_unit)
+    if sys.stderr.isatty():
+        return RichProgress(network, work_unit)
+    return PlainProgress(network=network, work_unit=work_unit)
