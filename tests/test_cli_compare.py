@@ -11,6 +11,8 @@ from scipy import stats as sps
 
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
+
 
 def write(path: Path, x: np.ndarray, header: str = "lat (ms)") -> str:
     path.write_text(f"{header}\n" + "\n".join(f"{v:.6f}" for v in x) + "\n")

@@ -12,6 +12,8 @@ from conftest import FIXTURES, run_cli
 from pilot_sys.monitor.trace_io import load_traces, metric_matrix
 from pilot_sys.stats.phases import PhaseParams, match_runs
 
+pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
+
 TRACES = FIXTURES / "traces"
 DD = sorted((TRACES / "dd_write_read").glob("*.json"))
 PULSES = sorted((TRACES / "stress_pulses").glob("*.json"))

@@ -6,12 +6,15 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from conftest import run_cli
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import JOURNAL, WorkloadSpec
 from pilot_sys.session.session import Session
 from pilot_sys.workload.base import PISpec, PIType, RoundOutput
+
+pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
 
 
 class Steady:

@@ -14,6 +14,8 @@ import pytest
 
 from conftest import run_cli, sigint_as_in_a_terminal
 
+pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
+
 # coreutils, not a Python interpreter per round: the tests stay fast on a busy machine
 VALUE = ["shuf", "-i", "990-1010", "-n", "1"]
 SLOW_VALUE = ["sh", "-c", "sleep 0.05; shuf -i 990-1010 -n 1"]
@@ -141,7 +143,6 @@ def test_ctrl_c_keeps_everything_and_exits_130(tmp_path: Path) -> None:
     assert "Traceback" not in err
 
 
-@pytest.mark.live
 def test_the_readme_first_command_on_a_small_range(tmp_path: Path) -> None:
     """The built-in workload against a directory, monitored, short: a real result in seconds."""
     out = tmp_path / "res"

@@ -29,6 +29,7 @@ def test_budget_and_duration_parsing() -> None:
             parse_duration(bad, "--min-spike")
 
 
+@pytest.mark.live
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -52,6 +53,7 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None
     assert "Traceback" not in proc.stderr and proc.stdout == ""
 
 
+@pytest.mark.live
 def test_missing_command_and_unknown_program() -> None:
     proc = run_cli("tune", "--budget", "1%", timeout=60)
     assert proc.returncode == 2 and "Missing argument" in proc.stderr
@@ -60,6 +62,7 @@ def test_missing_command_and_unknown_program() -> None:
     assert proc.stderr.strip().splitlines()[-1].startswith("pilot-sys: error: /nonexistent/benchmark")
 
 
+@pytest.mark.live
 def test_help_has_an_example() -> None:
     proc = run_cli("tune", "--help", timeout=60)
     assert proc.returncode == 0

@@ -136,6 +136,7 @@ def test_one_writer_per_directory(tmp_path: Path) -> None:
     Journal.open(j.root).unlock()
 
 
+@pytest.mark.live
 def test_a_session_stops_cleanly_when_the_disk_fills(tmp_path: Path) -> None:
     """The journal starts refusing writes (ENOSPC) in the middle of a session."""
     if not os.path.exists("/dev/full"):

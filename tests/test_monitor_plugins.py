@@ -188,6 +188,7 @@ def test_a_vanished_device_reads_as_missing_not_as_a_rate(root: Path) -> None:
     assert m["block:vda/write_bytes_per_s"][1] == pytest.approx(351792 * 512 / DT)
 
 
+@pytest.mark.live
 def test_process_tree_cpu_and_io_of_a_real_child(tmp_path: Path) -> None:
     import os
     import subprocess

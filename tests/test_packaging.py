@@ -5,9 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO
 
 
+@pytest.mark.live
 def test_checkout_imports_top_level_plugins_as_pilot_sys_plugins() -> None:
     # -S: no site-packages, so neither an installed copy nor an editable finder can help.
     code = (

@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import run_cli
+
+pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
 
 SLOW = "shuf -i 1000-1020 -n 1"
 FAST = "shuf -i 1015-1035 -n 1"

@@ -183,6 +183,7 @@ class RoundEffectSim:
         return []
 
 
+@pytest.mark.live
 def test_a_session_with_differing_rounds_reports_an_interval_over_round_means(tmp_path: Path) -> None:
     wl = RoundEffectSim(seed=4, round_sd=0.005)
     cfg = SessionConfig.from_preset("normal", monitor=False, ci_perc=0.006, work_min=1.0, work_max=1.0,

@@ -100,6 +100,7 @@ def test_bad_directory_and_block_size(tmp_path: Path) -> None:
         SequentialIOWorkload(tmp_path, block_size=1000)
 
 
+@pytest.mark.live
 def test_work_amount_range_and_space_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     workload = SequentialIOWorkload(tmp_path)
     monkeypatch.setattr(workload, "free_bytes", lambda: 10 * 1024 * MiB)
@@ -145,6 +146,7 @@ def test_ctrl_c_mid_round_removes_the_file(tmp_path: Path) -> None:
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.live
 def test_stale_file_of_a_killed_run_is_removed(tmp_path: Path) -> None:
     stale = tmp_path / f"{FILE_PREFIX}999999999.tmp"  # above any pid_max: that process is gone
     stale.write_bytes(b"x")

@@ -48,6 +48,7 @@ def test_macros_are_substituted_inside_arguments(tmp_path: Path) -> None:
     assert argv == ["fio", "--size=64M", f"--output={tmp_path}/x.json", "64"]
 
 
+@pytest.mark.live
 def test_round_runs_substituted_command_and_keeps_its_output(tmp_path: Path) -> None:
     script = 'echo "amount=$1"; echo note >&2; echo $1 > "$2/written.txt"'
     workload = CommandWorkload(["sh", "-c", script, "sh", "%WORK_AMOUNT%", "%RESULT_DIR%"])
@@ -64,6 +65,7 @@ def test_round_runs_substituted_command_and_keeps_its_output(tmp_path: Path) -> 
     assert [s.name for s in workload.pi_specs()] == ["work_rate"]
 
 
+@pytest.mark.live
 def test_command_without_work_amount_is_nominal(tmp_path: Path) -> None:
     out = CommandWorkload(["true"]).run_round(10, tmp_path)
     assert out.work_done is None and any("nominal" in w for w in out.warnings)
@@ -99,6 +101,7 @@ def test_fio_and_iperf3_get_the_options_their_parsers_need(tmp_path: Path) -> No
     assert CommandWorkload(["iperf3", "-J", "-c", "h"]).command_for(1, tmp_path).count("-J") == 1
 
 
+@pytest.mark.live
 def test_return_codes(tmp_path: Path) -> None:
     argv = ["sh", "-c", "echo progress; echo 'disk on fire' >&2; exit 3"]
     with pytest.raises(WorkloadFailed, match=r"sh: exited with code 3 \(accepted: 0\): disk on fire \[output kept in "):
@@ -110,6 +113,7 @@ def test_return_codes(tmp_path: Path) -> None:
         CommandWorkload(["sh", "-c", "kill -9 $$"]).run_round(1, tmp_path / "c")
 
 
+@pytest.mark.live
 def test_bad_construction_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="unknown parser 'xml'"):
         CommandWorkload(["true"], parser="xml")
@@ -121,6 +125,7 @@ def test_bad_construction_is_bad_input(tmp_path: Path) -> None:
         CommandWorkload(["no-such-program-pilot"]).run_round(1, tmp_path)
 
 
+@pytest.mark.live
 def test_env_and_forced_parser(tmp_path: Path) -> None:
     workload = CommandWorkload(["sh", "-c", 'for i in 1 2 3; do echo "$SCALE"; done'], parser="lines", env={"SCALE": "2.5"})
     out = workload.run_round(1, tmp_path)
@@ -134,6 +139,7 @@ def test_env_and_forced_parser(tmp_path: Path) -> None:
         CommandWorkload(["printf", "hello\\nworld\\n"], parser="csv").run_round(1, tmp_path / "c")
 
 
+@pytest.mark.live
 def test_timeout_kills_the_whole_tree(tmp_path: Path) -> None:
     # Two children in the group and one that escaped to its own session with setsid.
     script = 'sleep 60 & echo $! > "$1/pids"; sleep 60 & echo $! >> "$1/pids"; setsid sleep 60 & echo $! >> "$1/pids"; wait'
@@ -146,12 +152,14 @@ def test_timeout_kills_the_whole_tree(tmp_path: Path) -> None:
     assert len(pids) == 3 and wait_gone(pids)
 
 
+@pytest.mark.live
 def test_leftover_background_processes_are_ended(tmp_path: Path) -> None:
     out = CommandWorkload(["sh", "-c", 'sleep 60 & echo $! > "$1/pid"', "sh", "%RESULT_DIR%"]).run_round(1, tmp_path)
     assert any("ended 1 process" in w for w in out.warnings)
     assert wait_gone([int((tmp_path / "pid").read_text())])
 
 
+@pytest.mark.live
 def test_ctrl_c_kills_the_round_tree(tmp_path: Path) -> None:
     code = textwrap.dedent(f"""
         from pathlib import Path
