@@ -19,7 +19,9 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
-def run_cli(*args: str, input: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, input: str | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     """Run the real console entry point in a subprocess, as a user would."""
     return subprocess.run(
         [sys.executable, "-m", "pilot_sys", *args],
@@ -76,7 +78,9 @@ def nfs():  # an NFS mount over a bonded, VLAN-tagged NIC
 # this host's /proc or /sys must say so with @pytest.mark.live. Instead of trusting the marker,
 # an audit hook (PEP 578) watches the events CPython raises for opening and listing files and for
 # starting processes, and a test not marked live fails when one of them happens while its setup
-# or call phase runs. Not flagged:
+# or call phase runs, or when it uses a shared fixture whose setup (for an earlier test) touched
+# the host. Live tests are watched too: those that touched nothing are listed at the end of the
+# run (not failed: a live test may touch the host on some paths only). Not flagged:
 #   - paths that are not absolute paths under /proc or /sys (captured trees in tests/fixtures are
 #     data, wherever they are read from);
 #   - anything done while a module is being imported: that is Python or a library (numpy,
@@ -89,8 +93,16 @@ def nfs():  # an NFS mount over a bonded, VLAN-tagged NIC
 _HOST_TREES = ("/proc", "/sys")
 _FILE_EVENTS = frozenset({"open", "os.listdir", "os.scandir"})
 _PROCESS_EVENTS = frozenset(
-    {"subprocess.Popen", "os.posix_spawn", "os.exec", "os.spawn", "os.fork", "os.forkpty",
-     "os.system", "pty.spawn"}
+    {
+        "subprocess.Popen",
+        "os.posix_spawn",
+        "os.exec",
+        "os.spawn",
+        "os.fork",
+        "os.forkpty",
+        "os.system",
+        "pty.spawn",
+    }
 )
 _WATCHED = _FILE_EVENTS | _PROCESS_EVENTS
 _TESTS_DIR = str(Path(__file__).resolve().parent)
@@ -189,7 +201,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # load a second copy of it, which must not add a second hook (a hook cannot be removed).
     sys.addaudithook(_GUARD.hook)
 
+
 _IDLE_LIVE: list[str] = []  # live tests that passed without touching the host
+_HOST_FIXTURES: set[str] = set()  # fixtures whose setup touched it (shared ones set up once)
 
 
 def _guarded(item: pytest.Item, *, fresh: bool) -> Iterator[None]:
@@ -200,6 +214,11 @@ def _guarded(item: pytest.Item, *, fresh: bool) -> Iterator[None]:
     live test may touch the host only on some paths)."""
     live = item.get_closest_marker("live") is not None
     _GUARD.start(fresh=fresh)
+    if fresh and not live:
+        # A shared fixture that touched the host when an earlier test set it up.
+        for name in sorted(_HOST_FIXTURES.intersection(getattr(item, "fixturenames", ()))):
+            _GUARD.count += 1
+            _GUARD.events.append(f"uses fixture {name!r}, whose setup did")
     try:
         result = yield
     except BaseException as error:
@@ -210,13 +229,24 @@ def _guarded(item: pytest.Item, *, fresh: bool) -> Iterator[None]:
         raise
     _GUARD.stop()
     if live:
-        if not fresh and not _GUARD.count:
+        uses_host = _HOST_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        if not fresh and not _GUARD.count and not uses_host:
             _IDLE_LIVE.append(item.nodeid)
         return result
     verdict = _GUARD.verdict(item)
     if verdict:
         pytest.fail(verdict, pytrace=False)
     return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any]) -> Iterator[Any]:
+    before = _GUARD.count
+    try:
+        return (yield)
+    finally:
+        if _GUARD.count > before:
+            _HOST_FIXTURES.add(fixturedef.argname)
 
 
 @pytest.hookimpl(wrapper=True)
