@@ -165,8 +165,13 @@ def cycles(edges: list[Edge]) -> list[list[Edge]]:
     graph = nx.DiGraph()
     graph.add_edges_from((e.source, e.target) for e in edges if ROOT not in (e.source, e.target))
     groups = [g for g in nx.strongly_connected_components(graph) if len(g) > 1]
-    return [sorted((e for e in edges if e.source in g and e.target in g),
-                   key=lambda e: (e.source, e.target, e.line)) for g in groups]
+    return [
+        sorted(
+            (e for e in edges if e.source in g and e.target in g),
+            key=lambda e: (e.source, e.target, e.line),
+        )
+        for g in groups
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -182,8 +187,11 @@ def test_every_module_has_a_layer() -> None:
         except KeyError:
             unplaced.append(name)
     if unplaced:
-        pytest.fail("modules outside every layer (place their package in LAYERS, "
-                    "tests/test_layers.py): " + ", ".join(unplaced), pytrace=False)
+        pytest.fail(
+            "modules outside every layer (place their package in LAYERS, "
+            "tests/test_layers.py): " + ", ".join(unplaced),
+            pytrace=False,
+        )
 
 
 def test_no_import_goes_up_a_layer(edges: list[Edge]) -> None:

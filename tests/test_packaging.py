@@ -53,9 +53,20 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             source.mkdir(exist_ok=True)
             shutil.copy2(origin, source / name)
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(work / "dist"),
-         str(source)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-q",
+            "-w",
+            str(work / "dist"),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert built.returncode == 0, built.stdout + built.stderr
     (found,) = (work / "dist").glob("pilot_sys-*.whl")
@@ -66,7 +77,9 @@ def _checkout_modules() -> set[str]:
     """Every module file of the checkout, named as it is installed."""
     files: set[str] = set()
     for folder, installed in (("pilot_sys", "pilot_sys"), ("plugins", "pilot_sys/plugins")):
-        files |= {f"{installed}/{p.relative_to(REPO / folder)}" for p in (REPO / folder).rglob("*.py")}
+        files |= {
+            f"{installed}/{p.relative_to(REPO / folder)}" for p in (REPO / folder).rglob("*.py")
+        }
     return files
 
 
@@ -106,8 +119,14 @@ print(json.dumps({{"package": pilot_sys.__file__, "plugins": pilot_sys.plugins._
     # The unpacked wheel first on the path and the checkout off it (no PYTHONPATH to it, and a
     # working directory outside it), so that only the installed layout can answer.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(site)}
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout)
     assert seen["package"] == str(site / "pilot_sys" / "__init__.py")
