@@ -186,7 +186,8 @@ def test_workload_probe_interleaves_and_compares_what_the_workload_saw(tmp_path:
     p, lo, hi = _statsmodels_welch(on, off)
     assert m.estimate.overhead == pytest.approx(on.mean() / off.mean() - 1, rel=1e-9)
     assert m.estimate.p_value == pytest.approx(p, rel=1e-9)
-    assert (m.estimate.ci_low, m.estimate.ci_high) == pytest.approx((lo / off.mean(), hi / off.mean()))
+    interval = (m.estimate.ci_low, m.estimate.ci_high)
+    assert interval == pytest.approx((lo / off.mean(), hi / off.mean()))
     # One sampler per monitored round, started before and stopped after it, its cost read last;
     # the measurement's cost is the mean over those rounds (memory: the largest).
     samplers = _StandInSampler.made
@@ -206,7 +207,8 @@ def test_workload_probe_interleaves_and_compares_what_the_workload_saw(tmp_path:
     before = len(workload.durations)
     rated = rate_probe.measure(50.0)
     on, off = _arms(workload, first=before + 1)  # after its own warm-up round
-    assert rated.estimate.overhead == pytest.approx(1 - (1000 / on).mean() / (1000 / off).mean(), rel=1e-9)
+    loss = 1 - (1000 / on).mean() / (1000 / off).mean()
+    assert rated.estimate.overhead == pytest.approx(loss, rel=1e-9)
     with pytest.raises(BadInput, match="no reading 'latency'"):
         WorkloadProbe(workload, pi="latency", pairs=2, sampler_factory=_factory, workdir=tmp_path).measure(20.0)
 
