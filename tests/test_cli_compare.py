@@ -67,6 +67,7 @@ def test_bad_input(tmp_path: Path, b_content: str | None, args: list[str], expec
 TINY = "shuf -i 1-10 -n 1"  # coreutils, no interpreter start-up per round
 
 
+@pytest.mark.slow
 def test_run_names_the_work_unit_in_the_result_and_report(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     res = run_cli("compare", "-o", str(out), "--no-monitor", "--max-rounds", "9", "--parser", "none",

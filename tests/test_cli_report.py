@@ -45,6 +45,7 @@ def _session_dir(tmp_path: Path) -> Path:
     return s.journal.root
 
 
+@pytest.mark.slow
 def test_report_rebuilds_result_report_and_plots(tmp_path: Path) -> None:
     root = _session_dir(tmp_path)
     live = json.loads((root / "result.json").read_text())

@@ -69,6 +69,7 @@ def test_help_has_an_example() -> None:
     assert "pilot-sys tune --budget 1% --" in proc.stdout and "--min-spike" in proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.live
 def test_generous_budget_is_met_at_the_counter_resolution_cap(tmp_path: Path) -> None:
     # 90% cannot be exceeded by a sampler that costs ~0.3 ms per sample at 100 Hz (3% of a core),

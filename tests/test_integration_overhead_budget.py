@@ -16,6 +16,7 @@ pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
 SLEEPY = ["sh", "-c", "sleep 0.04; shuf -i 990-1010 -n 1"]
 
 
+@pytest.mark.slow
 def test_tunes_then_runs_at_the_tuned_rate(tmp_path: Path) -> None:
     out = tmp_path / "res"
     r = run_cli("run", "-o", str(out), "--overhead-budget", "10%", "--preset", "quick", "--min-rounds", "3",

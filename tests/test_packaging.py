@@ -83,6 +83,7 @@ def _checkout_modules() -> set[str]:
     return files
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_every_module_under_pilot_sys_and_nothing_else(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/")[0] for name in names}
@@ -91,6 +92,7 @@ def test_the_wheel_holds_every_module_under_pilot_sys_and_nothing_else(wheel: Pa
     assert {n for n in names if n.endswith(".py")} == _checkout_modules()  # none left behind
 
 
+@pytest.mark.slow
 def test_the_installed_layout_imports_its_own_plugins_and_console_script(
     wheel: Path, tmp_path: Path
 ) -> None:

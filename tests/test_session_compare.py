@@ -30,6 +30,7 @@ def test_live_runs_are_interleaved_until_separated(tmp_path: Path) -> None:
     assert "## Comparison (value)" in (out / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_saved_result_directories(tmp_path: Path) -> None:
     dirs = []
     for name, cmd in (("a", SLOW), ("b", FAST)):

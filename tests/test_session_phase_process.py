@@ -187,6 +187,7 @@ def test_an_idle_tick_reads_one_file(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # -- a real session --------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.live
 def test_a_stress_ng_session_checks_phases_on_its_own_processes(tmp_path: Path) -> None:
     """`pilot-sys run` of stress-ng at 50 Hz, rounds of ~0.6-1.3 s on a quiet host (30+ samples each,

@@ -143,6 +143,7 @@ def test_fewer_rounds_than_subsessions_are_left_to_the_pooled_analysis() -> None
     assert out.summary == ci.summarize(np.concatenate(groups))
 
 
+@pytest.mark.slow
 def test_coverage_with_a_round_effect_is_restored() -> None:
     """Round effect 1.6x the within-round SE of a round mean: pooled intervals alone covered ~75%
     at nominal 95% in this setting (benchmarks/results/session.md); over round means they must
