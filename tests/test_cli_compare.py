@@ -81,6 +81,7 @@ def test_run_names_the_work_unit_in_the_result_and_report(tmp_path: Path) -> Non
     assert "| work_rate | " in (out / "report.md").read_text() and " requests/s |" in (out / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_run_refuses_an_unknown_cut_like_run_does(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     res = run_cli("compare", "-o", str(out), "--max-rounds", "2", "--parser", "none", "--cut", "block:nope",

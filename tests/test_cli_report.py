@@ -74,6 +74,7 @@ def test_report_schema() -> None:
     assert {"mean", "ci_low", "ci_high"} <= set(pi)
 
 
+@pytest.mark.slow
 def test_report_bad_inputs(tmp_path: Path) -> None:
     r = run_cli("report", str(tmp_path / "missing"))
     assert r.returncode == 2 and r.stderr.strip() == f"pilot-sys: error: {tmp_path / 'missing'}: no such directory"

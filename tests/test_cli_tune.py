@@ -93,6 +93,7 @@ def test_generous_budget_is_met_at_the_counter_resolution_cap(tmp_path: Path) ->
     assert plot.stat().st_size > 10_000 and plot.read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow
 @pytest.mark.live
 def test_unreachable_budget_prints_the_measurement_then_exits_2() -> None:
     # 0.001% cannot be *shown* with 3 pairs of ~30 ms rounds: the CI upper bound is far above it

@@ -56,6 +56,7 @@ def test_tunes_then_runs_at_the_tuned_rate(tmp_path: Path) -> None:
     assert json.loads((out / "result.json").read_text())["overhead"]["measured_overhead_ci"] == [low, high]
 
 
+@pytest.mark.slow
 def test_an_unreachable_budget_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
     out = tmp_path / "res"
     r = run_cli("run", "-o", str(out), "--quiet", "--overhead-budget", "0.001%", "--parser", "lines", "--", *SLEEPY)

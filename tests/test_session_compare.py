@@ -15,6 +15,7 @@ SLOW = "shuf -i 1000-1020 -n 1"
 FAST = "shuf -i 1015-1035 -n 1"
 
 
+@pytest.mark.slow
 def test_live_runs_are_interleaved_until_separated(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     r = run_cli("compare", "-o", str(out), "--no-monitor", "--parser", "lines", "--ci-perc", "5%",
@@ -47,6 +48,7 @@ def test_saved_result_directories(tmp_path: Path) -> None:
     assert r.returncode == 2 and "--pi: no shared PI with a CI to compare named 'nope'" in r.stderr
 
 
+@pytest.mark.slow
 def test_compare_bad_inputs(tmp_path: Path) -> None:
     r = run_cli("compare", "--run", "only='echo 1'")
     assert r.returncode == 2 and "--run: give at least two" in r.stderr
