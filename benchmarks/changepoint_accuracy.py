@@ -2,10 +2,11 @@
 
 Scenarios (each ``--reps`` series, different seeds): warm-up ramp, level shifts, variance change,
 cool-down tail, heavy-tailed noise (Student t with 2 d.o.f., Pareto, lognormal) with shifts, a
-burst inside the stable phase, a 5-round session whose rounds each start cold, isolated outliers without a change, no change at all (Gaussian,
-Cauchy, quantised) and autocorrelated noise without a change (AR(1), phi = 0.6); then a short
-warm-up and a short cool-down (2% of the series each: 40 readings at n = 2000, below 2 sqrt(n)),
-which "ALL but short edges" leaves out so that the total stays comparable with earlier runs.
+burst inside the stable phase, a 5-round session whose rounds each start cold, isolated
+outliers without a change, no change at all (Gaussian, Cauchy, quantised) and autocorrelated
+noise without a change (AR(1), phi = 0.6); then a short warm-up and a short cool-down (2% of
+the series each: 40 readings at n = 2000, below 2 sqrt(n)), which "ALL but short edges" leaves
+out so that the total stays comparable with earlier runs.
 
 Scoring, per method and scenario (summed over the reps):
 
@@ -154,7 +155,8 @@ def no_change_quantised(rng: np.random.Generator, n: int) -> Truth:
 
 
 def short_warm_up(rng: np.random.Generator, n: int) -> Truth:
-    """A warm-up of 2% (40 readings at n = 2000, below 2 sqrt(n)): 50% -> 100% of the level, CV 10%."""
+    """A warm-up of 2% (40 readings at n = 2000, below 2 sqrt(n)): 50% -> 100% of the level,
+    CV 10%."""
     w = n // 50
     level = np.ones(n)
     level[:w] = np.linspace(0.5, 1.0, w, endpoint=False)
@@ -224,11 +226,15 @@ def methods(n: int, edges: bool = True) -> dict[str, Method]:
     except ImportError:
         return out
     out["ruptures Pelt l2 BIC"] = lambda x: (
-        rpt.Pelt(model="l2", min_size=10).fit(x).predict(pen=2 * _sigma(x) ** 2 * math.log(x.size))[:-1],
+        rpt.Pelt(model="l2", min_size=10)
+        .fit(x)
+        .predict(pen=2 * _sigma(x) ** 2 * math.log(x.size))[:-1],
         None,
     )
     out["ruptures Binseg l1"] = lambda x: (
-        rpt.Binseg(model="l1", min_size=10).fit(x).predict(pen=2 * _sigma(x) * math.log(x.size))[:-1],
+        rpt.Binseg(model="l1", min_size=10)
+        .fit(x)
+        .predict(pen=2 * _sigma(x) * math.log(x.size))[:-1],
         None,
     )
     return out
@@ -278,15 +284,24 @@ def _noise(rng: np.random.Generator, m: int, kind: str) -> np.ndarray:
 
 
 def edge_grid(reps: int, seed: int, edges: bool) -> None:
-    """Detection of a short warm-up at the start of one round, and alarms on the same noise alone."""
-    print(f"\n# edge grid: one round of m readings, warm-up ramp 50% -> 100% over the first w, {reps} rounds per cell")
-    print(f"{'noise':<16} {'m':>5} {'w':>4} {'found':>6} {'missed':>6} {'bias %':>7} {'null alarms':>11}")
+    """Detection of a short warm-up at the start of one round, and alarms on the same noise
+    alone."""
+    print(
+        "\n# edge grid: one round of m readings, warm-up ramp 50% -> 100% over the first w, "
+        f"{reps} rounds per cell"
+    )
+    print(
+        f"{'noise':<16} {'m':>5} {'w':>4} {'found':>6} {'missed':>6} {'bias %':>7} "
+        f"{'null alarms':>11}"
+    )
     found_all = trials = 0
     for n_index, kind in enumerate(GRID_NOISE):
         for m in GRID_SIZES:
             alarms = 0
             for r in range(reps):
-                plain = 100.0 * (1.0 + _noise(np.random.default_rng([seed, 99, n_index, m, r]), m, kind))
+                plain = 100.0 * (
+                    1.0 + _noise(np.random.default_rng([seed, 99, n_index, m, r]), m, kind)
+                )
                 alarms += bool(detect(plain, edges=edges).changepoints)
             for w_index, frac in enumerate(GRID_WARM):
                 w = round(frac * m)
@@ -306,7 +321,8 @@ def edge_grid(reps: int, seed: int, edges: bool) -> None:
                 found_all += found
                 trials += reps
                 print(
-                    f"{kind:<16} {m:>5} {w:>4} {found / reps:>6.2f} {missed / reps:>6.2f} {bias / reps:>7.2f} "
+                    f"{kind:<16} {m:>5} {w:>4} {found / reps:>6.2f} {missed / reps:>6.2f} "
+                    f"{bias / reps:>7.2f} "
                     f"{alarms / reps if w_index == 0 else float('nan'):>11.2f}"
                 )
     print(f"{'ALL':<16} {'':>5} {'':>4} {found_all / trials:>6.2f}")
@@ -317,14 +333,24 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-edges", action="store_true", help="pilot-sys without the edge intervals")
-    parser.add_argument("--grid-reps", type=int, default=50, help="rounds per edge-grid cell (0: skip the grid)")
+    parser.add_argument(
+        "--no-edges", action="store_true", help="pilot-sys without the edge intervals"
+    )
+    parser.add_argument(
+        "--grid-reps", type=int, default=50, help="rounds per edge-grid cell (0: skip the grid)"
+    )
     args = parser.parse_args()
     n = args.n
     margin = max(10, n // 100)
     table = methods(n, edges=not args.no_edges)
-    print(f"# changepoint accuracy: n = {n}, {args.reps} series per scenario, margin = {margin} readings")
-    print(f"{'scenario':<22} {'method':<22} {'prec':>6} {'recall':>6} {'F1':>6} {'fp/series':>9} {'stable ok':>9}")
+    print(
+        f"# changepoint accuracy: n = {n}, {args.reps} series per scenario, margin = {margin} "
+        "readings"
+    )
+    print(
+        f"{'scenario':<22} {'method':<22} {'prec':>6} {'recall':>6} {'F1':>6} {'fp/series':>9} "
+        f"{'stable ok':>9}"
+    )
     totals = {name: [0, 0, 0] for name in table}
     without_edge = {name: [0, 0, 0] for name in table}
     for s_index, (label, make) in enumerate(SCENARIOS.items()):
@@ -348,7 +374,11 @@ def main() -> int:
                     without_edge[name][i] += v
             precision = tp / (tp + fp) if tp + fp else (1.0 if n_true == 0 else 0.0)
             recall = tp / n_true if n_true else float("nan")
-            f1 = 2 * precision * recall / (precision + recall) if n_true and precision + recall else float("nan")
+            f1 = (
+                2 * precision * recall / (precision + recall)
+                if n_true and precision + recall
+                else float("nan")
+            )
             stable_text = f"{stable_hits / stable_total:.2f}" if stable_total else "-"
             print(
                 f"{label:<22} {name:<22} {precision:>6.2f} {recall:>6.2f} {f1:>6.2f} "

@@ -33,6 +33,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from functools import partial  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -75,7 +76,9 @@ def ruptures_methods() -> dict[str, Callable[[np.ndarray], object]]:
     return {
         "ruptures Binseg l2": lambda x: rpt.Binseg(model="l2").fit(x).predict(pen=pen(x)),
         "ruptures Binseg l1 (median)": lambda x: rpt.Binseg(model="l1").fit(x).predict(pen=pen(x)),
-        "ruptures KernelCPD linear": lambda x: rpt.KernelCPD(kernel="linear").fit(x).predict(pen=pen(x)),
+        "ruptures KernelCPD linear": lambda x: (
+            rpt.KernelCPD(kernel="linear").fit(x).predict(pen=pen(x))
+        ),
     }
 
 
@@ -94,19 +97,21 @@ def main() -> int:
     }
     history: dict[str, list[tuple[int, float]]] = {name: [] for name in methods}
     failed = False
-    print(f"# changepoint speed, one core, best of {args.repeat}; anchor = np.sort on the same series")
+    print(
+        f"# changepoint speed, one core, best of {args.repeat}; anchor = np.sort on the same series"
+    )
     print(f"{'n':>9}  {'method':<27} {'seconds':>10}  {'x anchor':>9}  {'x pilot-sys':>11}  note")
     for n in sizes:
         x = series(n)
-        anchor = best_of(lambda: np.sort(x), args.repeat)
-        ours = best_of(lambda: detect(x), args.repeat)
+        anchor = best_of(partial(np.sort, x), args.repeat)
+        ours = best_of(partial(detect, x), args.repeat)
         for name, fn in methods.items():
             past = history[name]
             if not past:  # calibrate the growth exponent on two small sizes
                 for m in (n // 4, n // 2):
                     if m >= 200:
                         small = series(m)
-                        past.append((m, best_of(lambda: fn(small), 1)))
+                        past.append((m, best_of(partial(fn, small), 1)))
             predicted = None
             if len(past) >= 2:
                 (n0, t0), (n1, t1) = past[-2], past[-1]
@@ -117,7 +122,7 @@ def main() -> int:
             elif predicted is not None and predicted > BUDGET_S:
                 seconds, note = predicted, f"extrap. (> {BUDGET_S:.0f} s budget, not run)"
             else:
-                seconds, note = best_of(lambda: fn(x), 1 if n >= 100_000 else args.repeat), ""
+                seconds, note = best_of(partial(fn, x), 1 if n >= 100_000 else args.repeat), ""
             if not note:
                 past.append((n, seconds))
             target = TARGETS.get(n)
@@ -125,7 +130,10 @@ def main() -> int:
                 ok = seconds <= target
                 failed |= not ok
                 note = f"target <= {target:g} s: {'PASS' if ok else 'FAIL'}"
-            print(f"{n:>9}  {name:<27} {seconds:>10.4f}  {seconds / anchor:>9.1f}  {seconds / ours:>11.1f}  {note}")
+            print(
+                f"{n:>9}  {name:<27} {seconds:>10.4f}  {seconds / anchor:>9.1f}  "
+                f"{seconds / ours:>11.1f}  {note}"
+            )
 
     print(round_cost(args.repeat))
 
@@ -135,10 +143,16 @@ def main() -> int:
     detect(x)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    print(f"\npeak traced memory of detect at n = {n}: {peak / 2**20:.1f} MiB = {peak / n:.1f} bytes per reading (input: 8)")
+    print(
+        f"\npeak traced memory of detect at n = {n}: {peak / 2**20:.1f} MiB = {peak / n:.1f} bytes "
+        "per reading (input: 8)"
+    )
 
     # Incremental: rounds of 1% of n appended; cost of the last updates vs a full recompute.
-    for label, data in (("warm-up + stable + cool-down", x), ("50 rounds, each with its own warm-up ramp", rounds_series(n))):
+    for label, data in (
+        ("warm-up + stable + cool-down", x),
+        ("50 rounds, each with its own warm-up ramp", rounds_series(n)),
+    ):
         step = n // 100
         inc = IncrementalEDM()
         inc.update(data[: n - 5 * step])
@@ -158,8 +172,10 @@ def main() -> int:
         ratio = float(np.median(times)) / full
         ok = ratio <= 0.5
         print(
-            f"incremental ({label}, n = {n}, {len(want.changepoints)} change points, rounds of {step}): "
-            f"median update {np.median(times):.4f} s vs median full recompute {full:.4f} s = {ratio:.2f} x; "
+            f"incremental ({label}, n = {n}, {len(want.changepoints)} change points, rounds of "
+            f"{step}): "
+            f"median update {np.median(times):.4f} s vs median full recompute {full:.4f} s = "
+            f"{ratio:.2f} x; "
             f"identical to detect: {same}; target <= 0.5 x: {'PASS' if ok else 'FAIL'}"
         )
         failed |= not (ok and same)
@@ -174,7 +190,8 @@ def round_cost(repeat: int, n: int = 1000, rounds: int = 200) -> str:
         x[:50] *= 0.6  # a warm-up in a few rounds, as a session sees
     detect(xs[0])  # caches (critical values, edge layouts) as after a session's first round
     per_detect = best_of(lambda: [detect(x) for x in xs], repeat) / rounds
-    anchor = best_of(lambda: [np.sort(x) for x in xs], max(repeat, 20)) / rounds  # 2 ms a pass: noisy, so more
+    # 2 ms a pass: noisy, so more
+    anchor = best_of(lambda: [np.sort(x) for x in xs], max(repeat, 20)) / rounds
     return (
         f"\nper-round detect (sign), n = {n}, {rounds} rounds: {per_detect * 1e3:.3f} ms per detect"
         f" = {per_detect / anchor:.0f} x anchor (np.sort of a round: {anchor * 1e6:.1f} us)"

@@ -47,7 +47,9 @@ def ar1(reps: int, n: int, phi: float, rng: np.random.Generator) -> np.ndarray:
     return x + x0[:, None] * phi ** np.arange(1, n + 1)
 
 
-def plain_subsession(x: np.ndarray, limit: float = 0.1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def plain_subsession(
+    x: np.ndarray, limit: float = 0.1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Reference: Pilot's plain method, vectorised over rows. Returns (found, mean, half-width)."""
     rows, n = x.shape
     cs = np.concatenate([np.zeros((rows, 1)), np.cumsum(x, axis=1)], axis=1)
@@ -66,7 +68,9 @@ def plain_subsession(x: np.ndarray, limit: float = 0.1) -> tuple[np.ndarray, np.
     return found, mean, half
 
 
-def cell(phi: float, n: int, reps: int, rng: np.random.Generator, chunk: int = 500) -> dict[str, float]:
+def cell(
+    phi: float, n: int, reps: int, rng: np.random.Generator, chunk: int = 500
+) -> dict[str, float]:
     covered = reported = 0
     widths: list[np.ndarray] = []
     naive_cov = 0
@@ -102,11 +106,18 @@ def cell(phi: float, n: int, reps: int, rng: np.random.Generator, chunk: int = 5
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reps", type=int, default=2000, help="replications per cell (>= 1000 for the target)")
+    parser.add_argument(
+        "--reps", type=int, default=2000, help="replications per cell (>= 1000 for the target)"
+    )
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--sizes", help="comma-separated series lengths instead of the issue's grid, e.g. 100,300,400 "
-                        "(cells near the effective-sample rule's boundary)")
-    parser.add_argument("--phis", help="comma-separated AR(1) coefficients instead of the issue's grid")
+    parser.add_argument(
+        "--sizes",
+        help="comma-separated series lengths instead of the issue's grid, e.g. 100,300,400 "
+        "(cells near the effective-sample rule's boundary)",
+    )
+    parser.add_argument(
+        "--phis", help="comma-separated AR(1) coefficients instead of the issue's grid"
+    )
     args = parser.parse_args()
     sizes = tuple(int(v) for v in args.sizes.split(",")) if args.sizes else SIZES
     phis = tuple(float(v) for v in args.phis.split(",")) if args.phis else PHIS
@@ -114,7 +125,10 @@ def main() -> int:
     began = time.perf_counter()
     failures: list[str] = []
     print(f"AR(1), nominal {CONFIDENCE:.0%}, {args.reps} replications per cell, seed {args.seed}")
-    print(f"{'phi':>5} {'n':>5} | {'cover':>6} {'report':>6} {'(count)':>7} {'width':>6} | {'naive cover':>11} {'naive width':>11} | {'plain cover':>11} {'report':>6} | verdict")
+    print(
+        f"{'phi':>5} {'n':>5} | {'cover':>6} {'report':>6} {'(count)':>7} {'width':>6} | "
+        f"{'naive cover':>11} {'naive width':>11} | {'plain cover':>11} {'report':>6} | verdict"
+    )
     for phi in phis:
         for n in sizes:
             r = cell(phi, n, args.reps, rng)
@@ -127,8 +141,10 @@ def main() -> int:
                 missed.append(f"width ratio {r['width']:.2f} > {WIDTH_TARGET}")
             failures += [f"phi={phi} n={n}: {m}" for m in missed]
             print(
-                f"{phi:>5} {n:>5} | {r['cover']:>6.3f} {r['report']:>6.3f} {r['reported']:>7d} {r['width']:>6.2f} | "
-                f"{r['naive_cover']:>11.3f} {r['naive_width']:>11.2f} | {r['plain_cover']:>11.3f} {r['plain_report']:>6.3f} | "
+                f"{phi:>5} {n:>5} | {r['cover']:>6.3f} {r['report']:>6.3f} {r['reported']:>7d} "
+                f"{r['width']:>6.2f} | "
+                f"{r['naive_cover']:>11.3f} {r['naive_width']:>11.2f} | {r['plain_cover']:>11.3f} "
+                f"{r['plain_report']:>6.3f} | "
                 f"{'MISS' if missed else 'ok'}",
                 flush=True,
             )

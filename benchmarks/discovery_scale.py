@@ -22,6 +22,7 @@ import os
 import statistics
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 from pilot_sys.topology.discover import discover
@@ -81,29 +82,55 @@ def synthetic_tree(root: Path, n_block: int, n_nic: int) -> None:
         disk, part = f"sd{i}", f"sd{i}p1"
         major, minor = 8 + (i // 8), (i % 8) * 16
         dpath = f"{scsi}/block/{disk}"
-        for key, value in {"dev": f"{major}:{minor}", "size": "7814037168", "ro": "0", "removable": "0",
-                           "queue/rotational": "1", "queue/max_sectors_kb": "1280", "queue/nr_requests": "64",
-                           "queue/logical_block_size": "512"}.items():
+        for key, value in {
+            "dev": f"{major}:{minor}",
+            "size": "7814037168",
+            "ro": "0",
+            "removable": "0",
+            "queue/rotational": "1",
+            "queue/max_sectors_kb": "1280",
+            "queue/nr_requests": "64",
+            "queue/logical_block_size": "512",
+        }.items():
             _write(root / dpath.lstrip("/") / key, value)
         ppath = f"{dpath}/{part}"
-        for key, value in {"dev": f"{major}:{minor + 1}", "size": "7814035120", "partition": "1"}.items():
+        for key, value in {
+            "dev": f"{major}:{minor + 1}",
+            "size": "7814035120",
+            "partition": "1",
+        }.items():
             _write(root / ppath.lstrip("/") / key, value)
-        for name, path, devnum in ((disk, dpath, f"{major}:{minor}"), (part, ppath, f"{major}:{minor + 1}")):
+        for name, path, devnum in (
+            (disk, dpath, f"{major}:{minor}"),
+            (part, ppath, f"{major}:{minor + 1}"),
+        ):
             _link(root, f"/sys/class/block/{name}", path)
             _link(root, f"/sys/dev/block/{devnum}", path)
         if i % 10 == 0:
             mounts.append(f"{100 + i} 1 {major}:{minor + 1} / /data/{i} rw - ext4 /dev/{part} rw")
     for i in range(n_nic):
         bus, fn = divmod(i, 8)
-        pci = f"/sys/devices/pci0000:00/0000:00:11.0/0000:{(bus + 1) % 256:02x}:{bus // 256:02x}.{fn}"
+        pci = (
+            f"/sys/devices/pci0000:00/0000:00:11.0/0000:{(bus + 1) % 256:02x}:{bus // 256:02x}.{fn}"
+        )
         _write(root / pci.lstrip("/") / "class", "0x020000")
-        for key, value in {"current_link_speed": "8.0 GT/s PCIe", "current_link_width": "8",
-                           "max_link_speed": "8.0 GT/s PCIe", "max_link_width": "8"}.items():
+        for key, value in {
+            "current_link_speed": "8.0 GT/s PCIe",
+            "current_link_width": "8",
+            "max_link_speed": "8.0 GT/s PCIe",
+            "max_link_width": "8",
+        }.items():
             _write(root / pci.lstrip("/") / key, value)
         _link(root, f"/sys/bus/pci/devices/{os.path.basename(pci)}", pci)
         net = f"{pci}/net/eth{i}"
-        for key, value in {"speed": "10000", "duplex": "full", "mtu": "9000", "type": "1", "operstate": "up",
-                           "uevent": f"INTERFACE=eth{i}"}.items():
+        for key, value in {
+            "speed": "10000",
+            "duplex": "full",
+            "mtu": "9000",
+            "type": "1",
+            "operstate": "up",
+            "uevent": f"INTERFACE=eth{i}",
+        }.items():
             _write(root / net.lstrip("/") / key, value)
         _link(root, f"/sys/class/net/eth{i}", net)
     _write(root / "proc/self/mountinfo", "\n".join(mounts))
@@ -124,26 +151,37 @@ def main() -> None:
     anchor = timed(anchor_scan, args.runs)
     graph = discover("/")
     print(f"this host: {len(graph)} components, {len(graph.links())} directed links")
-    print(f"  discover('/') 1st call        {cold * 1e3:8.2f} ms  (imports the plug-ins; target < 500 ms)")
+    print(
+        f"  discover('/') 1st call        {cold * 1e3:8.2f} ms  (imports the plug-ins; target < "
+        "500 ms)"
+    )
     print(f"  discover('/')          median {host * 1e3:8.2f} ms  (later calls; target < 500 ms)")
     print(f"  anchor scandir block   median {anchor * 1e3:8.2f} ms  ({anchor_scan()} devices)")
     print(f"  ratio discover/anchor  {host / anchor:8.1f}x")
 
     print("\nsynthetic sysfs: N block devices (N/2 disks + N/2 partitions), N/10 NICs")
-    print(f"{'N block':>8} {'NICs':>6} {'wall s':>8} {'cpu s':>8} {'cpu us/device':>14} {'ratio to first':>15}")
+    print(
+        f"{'N block':>8} {'NICs':>6} {'wall s':>8} {'cpu s':>8} {'cpu us/device':>14} "
+        f"{'ratio to first':>15}"
+    )
     first = None
-    with tempfile.TemporaryDirectory(prefix="pilot-sysfs-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as tmp:
+    with tempfile.TemporaryDirectory(
+        prefix="pilot-sysfs-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None
+    ) as tmp:
         for n in (int(s) for s in args.sizes.split(",")):
             root = Path(tmp) / f"n{n}"
             synthetic_tree(root, n, n // 10)
             found = discover(root)  # also warms the page cache of the new tree
             blocks = len([c for c in found.components() if c.kind == "block"])
             assert blocks == n, (blocks, n)
-            elapsed = timed(lambda: discover(root), args.runs)
-            cpu = cpu_timed(lambda: discover(root), args.runs)
+            elapsed = timed(partial(discover, root), args.runs)
+            cpu = cpu_timed(partial(discover, root), args.runs)
             per_device = cpu / (n + n // 10)
             first = first or per_device
-            print(f"{n:>8} {n // 10:>6} {elapsed:>8.3f} {cpu:>8.3f} {per_device * 1e6:>14.1f} {per_device / first:>15.2f}")
+            print(
+                f"{n:>8} {n // 10:>6} {elapsed:>8.3f} {cpu:>8.3f} {per_device * 1e6:>14.1f} "
+                f"{per_device / first:>15.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -25,7 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
-from pilot_sys.stats.phases import PhaseParams, blur, match_runs, match_signatures, transition_signature
+from pilot_sys.stats.phases import (
+    PhaseParams,
+    blur,
+    match_runs,
+    match_signatures,
+    transition_signature,
+)
 
 
 def synthetic_run(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
@@ -46,12 +52,18 @@ def best_of(fn: Callable[[], object], repeat: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--samples", type=int, default=100_000)
     parser.add_argument("--metrics", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--full-anchor", action="store_true", help="also time direct np.correlate over every shift")
-    parser.add_argument("--append", type=Path, default=None, help="append a Markdown section to this file")
+    parser.add_argument(
+        "--full-anchor", action="store_true", help="also time direct np.correlate over every shift"
+    )
+    parser.add_argument(
+        "--append", type=Path, default=None, help="append a Markdown section to this file"
+    )
     args = parser.parse_args(argv)
 
     rng = np.random.default_rng(0)
@@ -70,23 +82,31 @@ def main(argv: list[str] | None = None) -> int:
     m = match_runs(base, run, params)
 
     lines = [
-        f"samples {args.samples} x {args.metrics} metrics (baseline and run), tolerance {params.tolerance}, "
-        f"{int(sig_b.sum())} baseline transitions; best shift found {m.best_shift} (true 37), score {m.matching_score:.2f}",
+        f"samples {args.samples} x {args.metrics} metrics (baseline and run), tolerance "
+        f"{params.tolerance}, "
+        f"{int(sig_b.sum())} baseline transitions; best shift found {m.best_shift} (true 37), "
+        f"score {m.matching_score:.2f}",
         f"full match (2 signatures + blur + FFT correlation + score): {full * 1e3:.1f} ms",
         f"  one signature (similarity, glitch/gradient filter): {signature * 1e3:.1f} ms",
         f"  matching given signatures (blur + FFT correlation + score): {matching * 1e3:.1f} ms",
         f"anchor: np.correlate of the same signatures at one shift: {anchor * 1e3:.3f} ms",
-        f"ratios: full match = {full / anchor:.0f} x anchor; matching over all {2 * args.samples - 1} shifts = "
+        f"ratios: full match = {full / anchor:.0f} x anchor; matching over all "
+        f"{2 * args.samples - 1} shifts = "
         f"{matching / anchor:.0f} x anchor; full match {full:.3f} s (target: well under 1 s)",
     ]
     if args.full_anchor:
         direct = best_of(lambda: np.correlate(run_f, blurred, mode="full"), 1)
-        lines.append(f"direct np.correlate over every shift: {direct:.1f} s = {direct / matching:.0f} x the FFT matching")
+        lines.append(
+            f"direct np.correlate over every shift: {direct:.1f} s = {direct / matching:.0f} x the "
+            "FFT matching"
+        )
     text = "\n".join(lines)
     print(text)
     if args.append is not None:
         stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-        cmd = "python benchmarks/phases_speed.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        cmd = "python benchmarks/phases_speed.py " + " ".join(
+            argv if argv is not None else sys.argv[1:]
+        )
         with args.append.open("a") as f:
             f.write(f"\n### Speed ({stamp})\n\n`{cmd}`\n\n```\n{text}\n```\n")
     return 0

@@ -34,9 +34,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -111,7 +111,9 @@ def _read_mem_used_fraction() -> float:
     return 1.0 - info["MemAvailable"] / info["MemTotal"]
 
 
-def _read_session_processes(sessions: set[int], strangers: set[int]) -> dict[int, tuple[int, int, int]]:
+def _read_session_processes(
+    sessions: set[int], strangers: set[int]
+) -> dict[int, tuple[int, int, int]]:
     """CPU jiffies (utime + stime), read bytes and write bytes of every process in ``sessions``.
 
     Processes already found to belong to other sessions are remembered in ``strangers`` and not
@@ -227,7 +229,9 @@ class ProcessAccountant:
         differenced, so nothing is lost or counted twice between the two grids.
         """
         self._ticker.join()
-        cumulative = np.vstack([np.zeros((1, 3)), np.cumsum(_sum_process_deltas(self._ticks), axis=0)])
+        cumulative = np.vstack(
+            [np.zeros((1, 3)), np.cumsum(_sum_process_deltas(self._ticks), axis=0)]
+        )
         t = trace.start_time + np.asarray(trace.timestamps, dtype=float)
         wall = np.asarray(self._wall)
         # the trace's first sample closes an interval that starts one period earlier
@@ -238,8 +242,12 @@ class ProcessAccountant:
         ncpu = os.cpu_count() or 1
         busy = np.clip(delta[:, 0] / _USER_HZ / dt / ncpu, 0.0, 1.0)
         trace.series["process:workload/busy"] = [round(float(v), 6) for v in busy]
-        trace.series["process:workload/read_bytes_per_s"] = [round(float(v), 1) for v in delta[:, 1] / dt]
-        trace.series["process:workload/write_bytes_per_s"] = [round(float(v), 1) for v in delta[:, 2] / dt]
+        trace.series["process:workload/read_bytes_per_s"] = [
+            round(float(v), 1) for v in delta[:, 1] / dt
+        ]
+        trace.series["process:workload/write_bytes_per_s"] = [
+            round(float(v), 1) for v in delta[:, 2] / dt
+        ]
 
 
 class ProcRecorder:
@@ -315,7 +323,8 @@ class ProcRecorder:
 
 
 def make_recorder(rate_hz: float, kind: str = "auto") -> tuple[_Recorder, str]:
-    """The real Sampler when it has landed (or ``kind="sampler"``), else the minimal /proc recorder."""
+    """The real Sampler when it has landed (or ``kind="sampler"``), else the minimal /proc
+    recorder."""
     if kind in ("auto", "sampler"):
         try:
             from pilot_sys.monitor.sampler import Sampler
@@ -360,17 +369,41 @@ def _stress(*args: str) -> list[str]:
 
 
 def _iperf(ctx: Context, seconds: float, *extra: str) -> list[str]:
-    return ["iperf3", "-c", "127.0.0.1", "-p", str(ctx.iperf_port), "-t", str(int(seconds) + 2), *extra]
+    return [
+        "iperf3",
+        "-c",
+        "127.0.0.1",
+        "-p",
+        str(ctx.iperf_port),
+        "-t",
+        str(int(seconds) + 2),
+        *extra,
+    ]
 
 
 def _dd_write(ctx: Context, name: str = "dd_w.dat", mib: int = 2048) -> list[str]:
     # Sized to outlast the phase (the step stops it), capped so a runaway cannot fill the disk.
-    return ["dd", "if=/dev/zero", f"of={ctx.workdir / name}", "bs=1M", f"count={mib}", "oflag=direct", "status=none"]
+    return [
+        "dd",
+        "if=/dev/zero",
+        f"of={ctx.workdir / name}",
+        "bs=1M",
+        f"count={mib}",
+        "oflag=direct",
+        "status=none",
+    ]
 
 
 def _dd_read(ctx: Context) -> list[str]:
     # Small direct reads of a 1 GiB file: slow enough to outlast the phase on a fast virtio disk.
-    return ["dd", f"if={ctx.workdir / 'dd.dat'}", "of=/dev/null", "bs=16k", "iflag=direct", "status=none"]
+    return [
+        "dd",
+        f"if={ctx.workdir / 'dd.dat'}",
+        "of=/dev/null",
+        "bs=16k",
+        "iflag=direct",
+        "status=none",
+    ]
 
 
 def scenarios(ctx: Context) -> dict[str, list[Step]]:
@@ -426,7 +459,11 @@ class Variability:
     max_delay: float = 1.5  # start delay drawn from [0.2, max_delay] s: a time shift
     dilation: float = 0.05  # every run stretched by a factor in [1 - d, 1 + d]: time dilation
     jitter: float = 0.03  # and every phase by its own factor in [1 - j, 1 + j]
-    pause: tuple[float, float] = (0.1, 0.2)  # a pause of this many seconds inserted in half the runs
+    # a pause of this many seconds inserted in half the runs
+    pause: tuple[float, float] = (
+        0.1,
+        0.2,
+    )
     pause_probability: float = 0.5
 
 
@@ -435,7 +472,10 @@ def perturb(steps: list[Step], rng: random.Random, v: Variability) -> tuple[floa
     delay = rng.uniform(0.2, v.max_delay)
     factor = rng.uniform(1 - v.dilation, 1 + v.dilation)
     stretched = [
-        Step(round(s.seconds * factor * rng.uniform(1 - v.jitter, 1 + v.jitter), 2), s.argv, s.label) for s in steps
+        Step(
+            round(s.seconds * factor * rng.uniform(1 - v.jitter, 1 + v.jitter), 2), s.argv, s.label
+        )
+        for s in steps
     ]
     if rng.random() < v.pause_probability:
         where = rng.randrange(1, len(stretched))
@@ -449,7 +489,9 @@ def _run_step(step: Step, accountant: ProcessAccountant, deadline_slack: float =
     if not step.argv:
         time.sleep(step.seconds)
         return time.monotonic() - start
-    proc = subprocess.Popen(step.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        step.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     accountant.watch(proc.pid)  # its own session: the pid is the session id
     try:
         proc.wait(timeout=step.seconds)
@@ -491,14 +533,24 @@ def record_one(
     time.sleep(tail)
     trace = recorder.stop()
     accountant.stop_into(trace)
-    schedule = [f"idle {delay:.2f}s", *(f"{s.label} {e:.2f}s" for s, e in zip(plan, elapsed)), f"idle {tail:.2f}s"]
+    schedule = [
+        f"idle {delay:.2f}s",
+        *(f"{s.label} {e:.2f}s" for s, e in zip(plan, elapsed, strict=True)),
+        f"idle {tail:.2f}s",
+    ]
     schedule.append(f"recorder={source}")
     trace.command = [f"scenario={name}", *schedule]
     return trace
 
 
 #: Series kept in test fixtures: what `pilot-sys phases` uses by default plus the workload's own.
-FIXTURE_SERIES = ("*/util*", "*/busy", "process:workload/*", "nic:lo/rx_bytes_per_s", "block:vda/*_bytes_per_s")
+FIXTURE_SERIES = (
+    "*/util*",
+    "*/busy",
+    "process:workload/*",
+    "nic:lo/rx_bytes_per_s",
+    "block:vda/*_bytes_per_s",
+)
 
 
 def export_fixtures(src: Path, dst: Path, decimals: int = 3) -> int:
@@ -512,14 +564,25 @@ def export_fixtures(src: Path, dst: Path, decimals: int = 3) -> int:
     total = 0
     for path in sorted(src.glob("*/*.json")):
         trace = MonitorTrace.model_validate_json(path.read_text())
-        keep = {k: v for k, v in trace.series.items() if any(fnmatch.fnmatchcase(k, g) for g in FIXTURE_SERIES)}
+        keep = {
+            k: v
+            for k, v in trace.series.items()
+            if any(fnmatch.fnmatchcase(k, g) for g in FIXTURE_SERIES)
+        }
         for key, values in keep.items():
             rate = key.endswith("_per_s")
             keep[key] = [
-                None if v is None else (float(f"{v:.3g}") if rate else round(v, decimals)) for v in values
+                None if v is None else (float(f"{v:.3g}") if rate else round(v, decimals))
+                for v in values
             ]
         small = trace.model_copy(
-            update={"series": keep, "timestamps": [round(t, 3) for t in trace.timestamps], "monitor_cost": None, "limits": {}, "attrs": {}}
+            update={
+                "series": keep,
+                "timestamps": [round(t, 3) for t in trace.timestamps],
+                "monitor_cost": None,
+                "limits": {},
+                "attrs": {},
+            }
         )
         out = dst / path.parent.name / path.name
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -530,22 +593,45 @@ def export_fixtures(src: Path, dst: Path, decimals: int = 3) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, default=Path("/tmp/pilot-sys-phase-traces"))
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--rate", type=float, default=10.0, help="sampling rate in Hz (default 10, the monitor's)")
-    parser.add_argument("--dilation", type=float, default=0.05, help="whole-run stretch, +- fraction (default 0.05)")
-    parser.add_argument("--jitter", type=float, default=0.03, help="per-phase stretch, +- fraction (default 0.03)")
-    parser.add_argument("--pause", default="0.1:0.2", help="inserted pause range in seconds (default 0.1:0.2)")
-    parser.add_argument("--cycles", type=int, default=1, help="run each scenario's phase list this many times per trace")
+    parser.add_argument(
+        "--rate", type=float, default=10.0, help="sampling rate in Hz (default 10, the monitor's)"
+    )
+    parser.add_argument(
+        "--dilation", type=float, default=0.05, help="whole-run stretch, +- fraction (default 0.05)"
+    )
+    parser.add_argument(
+        "--jitter", type=float, default=0.03, help="per-phase stretch, +- fraction (default 0.03)"
+    )
+    parser.add_argument(
+        "--pause", default="0.1:0.2", help="inserted pause range in seconds (default 0.1:0.2)"
+    )
+    parser.add_argument(
+        "--cycles",
+        type=int,
+        default=1,
+        help="run each scenario's phase list this many times per trace",
+    )
     parser.add_argument("--seed", type=int, default=8)
     parser.add_argument("--only", action="append", help="record only this scenario (repeatable)")
-    parser.add_argument("--workdir", type=Path, default=None, help="scratch directory on the disk under test")
+    parser.add_argument(
+        "--workdir", type=Path, default=None, help="scratch directory on the disk under test"
+    )
     parser.add_argument(
         "--recorder", choices=("auto", "sampler", "proc"), default="auto",
         help="auto: the real Sampler if it is installed, else this script's /proc recorder",
     )  # fmt: skip
-    parser.add_argument("--export-fixtures", nargs=2, type=Path, metavar=("SRC", "DST"), help="only shrink recorded traces into test fixtures")
+    parser.add_argument(
+        "--export-fixtures",
+        nargs=2,
+        type=Path,
+        metavar=("SRC", "DST"),
+        help="only shrink recorded traces into test fixtures",
+    )
     args = parser.parse_args(argv)
 
     if args.export_fixtures:
@@ -560,7 +646,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     rng = random.Random(args.seed)
     low, _, high = args.pause.partition(":")
-    variability = Variability(dilation=args.dilation, jitter=args.jitter, pause=(float(low), float(high or low)))
+    variability = Variability(
+        dilation=args.dilation, jitter=args.jitter, pause=(float(low), float(high or low))
+    )
     workdir = Path(tempfile.mkdtemp(prefix="pilot-phases-", dir=args.workdir or "/var/tmp"))
     ctx = Context(workdir=workdir, iperf_port=_free_port())
     server = subprocess.Popen(
@@ -571,20 +659,31 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(0.3)
         # Lay the data files out once so that no scenario pays for allocation in its first phase.
         subprocess.run(_dd_write(ctx, "dd.dat", 1024), check=True)
-        subprocess.run(_fio(ctx, "write", "1M", 0.5)[:-3] + ["--runtime=500ms", "--output=/dev/null"], check=True)
+        subprocess.run(
+            _fio(ctx, "write", "1M", 0.5)[:-3] + ["--runtime=500ms", "--output=/dev/null"],
+            check=True,
+        )
         table = {name: steps * args.cycles for name, steps in scenarios(ctx).items()}
         names = args.only or list(table)
         for name in names:
             if name not in table:
-                print(f"record_traces: unknown scenario {name!r}; known: {', '.join(table)}", file=sys.stderr)
+                print(
+                    f"record_traces: unknown scenario {name!r}; known: {', '.join(table)}",
+                    file=sys.stderr,
+                )
                 return 2
         for k in range(args.repeats):
             for name in names:  # interleave scenarios so slow drifts of the host hit all of them
-                trace = record_one(name, table[name], rng, variability, args.rate, 0.6, [server.pid], args.recorder)
+                trace = record_one(
+                    name, table[name], rng, variability, args.rate, 0.6, [server.pid], args.recorder
+                )
                 path = args.out / name / f"run{k}.json"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps(trace.model_dump(mode="json"), separators=(",", ":")))
-                print(f"{path}: {len(trace.timestamps)} samples; {' | '.join(trace.command[1:])}", flush=True)
+                print(
+                    f"{path}: {len(trace.timestamps)} samples; {' | '.join(trace.command[1:])}",
+                    flush=True,
+                )
     finally:
         server.terminate()
         server.wait(timeout=5)

@@ -1,6 +1,7 @@
 """Cost of the sampler against the raw-read floor, measured in the same run.
 
-    python benchmarks/sampler_cost.py [--samples 2000] [--repeats 7] [--seconds 3] [--rounds 3] [--rate 100]
+    python benchmarks/sampler_cost.py [--samples 2000] [--repeats 7] [--seconds 3] [--rounds 3]
+        [--rate 100]
 
 What a "full-system sample" is now: every CPU (per-core times, run queue, context switches,
 CPU pressure), memory (meminfo levels, vmstat reclaim/swap/fault events, memory pressure),
@@ -43,8 +44,14 @@ import psutil
 from pilot_sys.monitor.sampler import Sampler
 
 OLD_FLOOR_FILES = [
-    "/proc/stat", "/proc/meminfo", "/proc/vmstat", "/proc/diskstats", "/proc/net/dev",
-    "/proc/pressure/cpu", "/proc/pressure/memory", "/proc/pressure/io",
+    "/proc/stat",
+    "/proc/meminfo",
+    "/proc/vmstat",
+    "/proc/diskstats",
+    "/proc/net/dev",
+    "/proc/pressure/cpu",
+    "/proc/pressure/memory",
+    "/proc/pressure/io",
 ]
 
 
@@ -118,13 +125,20 @@ def main() -> None:
     args = ap.parse_args()
 
     sampler = Sampler(rate_hz=args.rate)
-    print(f"full-system sample at {args.rate:g} Hz = every CPU, memory, every disk, every NIC and the "
-          f"pressure files: {len(sampler.columns)} raw counters from {len(sampler.probes)} plug-ins, each probe "
-          "read at the rate its counters carry information (slower ones carried forward between reads):")
+    print(
+        f"full-system sample at {args.rate:g} Hz = every CPU, memory, every disk, every NIC and "
+        "the "
+        f"pressure files: {len(sampler.columns)} raw counters from {len(sampler.probes)} plug-ins, "
+        "each probe "
+        "read at the rate its counters carry information (slower ones carried forward between "
+        "reads):"
+    )
     for plan in sampler.schedule():
         files = ", ".join(plan.files) or "(derived from other probes' metrics)"
-        print(f"  {plan.probe:16s} {plan.rate_hz:6.1f} Hz (every {plan.every:>2d} ticks) "
-              f"{plan.columns:3d} counters  {files}")
+        print(
+            f"  {plan.probe:16s} {plan.rate_hz:6.1f} Hz (every {plan.every:>2d} ticks) "
+            f"{plan.columns:3d} counters  {files}"
+        )
         if plan.reason:
             print(f"  {'':16s} why: {plan.reason}")
 
@@ -159,8 +173,14 @@ def main() -> None:
         print(f"  {k:18s} {med[k] * 1e6:8.1f} us {spread(results[k])}")
     ratio = med["sampler"] / med["floor"]
     snap_ratio = med["snapshot_sampler"] / med["snapshot_floor"]
-    print(f"ratio sampler/floor (scheduled)  {ratio:.2f}  (target <= 1.50)  {'PASS' if ratio <= 1.5 else 'FAIL'}")
-    print(f"ratio snapshot sampler/floor     {snap_ratio:.2f}  (target <= 1.50)  {'PASS' if snap_ratio <= 1.5 else 'FAIL'}")
+    print(
+        f"ratio sampler/floor (scheduled)  {ratio:.2f}  (target <= 1.50)  "
+        f"{'PASS' if ratio <= 1.5 else 'FAIL'}"
+    )
+    print(
+        f"ratio snapshot sampler/floor     {snap_ratio:.2f}  (target <= 1.50)  "
+        f"{'PASS' if snap_ratio <= 1.5 else 'FAIL'}"
+    )
     print(f"ratio psutil/old 8-file floor    {med['psutil'] / med['old_8_file_floor']:.2f}")
     print(f"ratio sampler/psutil             {med['sampler'] / med['psutil']:.2f}")
     sampler.close()
@@ -187,22 +207,49 @@ def main() -> None:
     fractions = [c.cpu_seconds_per_second for c in costs]
     fraction = statistics.median(fractions)
     last = costs[-1]
-    print(f"threaded at {args.rate:g} Hz, {args.rounds} rounds of {args.seconds:g} s, CPU per tick incl. wake-up:")
-    print(f"  sampler            {statistics.median(threaded) * 1e6:8.1f} us {spread(threaded)}  "
-          f"= {fraction * 100:.3f} % of one core {spread(fractions, 100, '.3f')} %")
-    print(f"  floor thread       {statistics.median(floor_t) * 1e6:8.1f} us {spread(floor_t)}  "
-          f"= {statistics.median(floor_t) * args.rate * 100:.3f} % (same files, same schedule, nothing parsed)")
-    print(f"  bare wake-ups      {statistics.median(wake) * 1e6:8.1f} us {spread(wake)}  "
-          f"= {statistics.median(wake) * args.rate * 100:.3f} % (a thread that only sleeps)")
-    print(f"  threaded sampler/floor thread {statistics.median(threaded) / statistics.median(floor_t):.2f}; "
-          f"last round: {last.samples} samples, {last.wakeups_per_second:.1f} wake-ups/s, {last.late_ticks} late ticks, "
-          f"buffers {last.memory_bytes / 1024:.0f} KiB")
+    print(
+        f"threaded at {args.rate:g} Hz, {args.rounds} rounds of {args.seconds:g} s, CPU per tick "
+        "incl. wake-up:"
+    )
+    print(
+        f"  sampler            {statistics.median(threaded) * 1e6:8.1f} us {spread(threaded)}  "
+        f"= {fraction * 100:.3f} % of one core {spread(fractions, 100, '.3f')} %"
+    )
+    print(
+        f"  floor thread       {statistics.median(floor_t) * 1e6:8.1f} us {spread(floor_t)}  "
+        f"= {statistics.median(floor_t) * args.rate * 100:.3f} % (same files, same schedule, "
+        "nothing parsed)"
+    )
+    print(
+        f"  bare wake-ups      {statistics.median(wake) * 1e6:8.1f} us {spread(wake)}  "
+        f"= {statistics.median(wake) * args.rate * 100:.3f} % (a thread that only sleeps)"
+    )
+    print(
+        "  threaded sampler/floor thread "
+        f"{statistics.median(threaded) / statistics.median(floor_t):.2f}; "
+        f"last round: {last.samples} samples, {last.wakeups_per_second:.1f} wake-ups/s, "
+        f"{last.late_ticks} late ticks, "
+        f"buffers {last.memory_bytes / 1024:.0f} KiB"
+    )
     under = "under 1 %" if fraction < 0.01 else "over 1 %"
-    verdict = ("PASS" if fraction < 0.01 else "FAIL") if args.rate == 100 else f"(target is for 100 Hz; {under})"
-    print(f"CPU fraction at {args.rate:g} Hz: {fraction * 100:.3f} % (target < 1 % at 100 Hz)  {verdict}")
-    print(f"  of which the floor thread (reads + wake-ups, no sampler code) is "
-          f"{statistics.median(floor_t) * args.rate * 100:.3f} % and bare wake-ups {statistics.median(wake) * args.rate * 100:.3f} %")
-    print(f"load average after the run: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
+    verdict = (
+        ("PASS" if fraction < 0.01 else "FAIL")
+        if args.rate == 100
+        else f"(target is for 100 Hz; {under})"
+    )
+    print(
+        f"CPU fraction at {args.rate:g} Hz: {fraction * 100:.3f} % (target < 1 % at 100 Hz)  "
+        f"{verdict}"
+    )
+    print(
+        f"  of which the floor thread (reads + wake-ups, no sampler code) is "
+        f"{statistics.median(floor_t) * args.rate * 100:.3f} % and bare wake-ups "
+        f"{statistics.median(wake) * args.rate * 100:.3f} %"
+    )
+    print(
+        f"load average after the run: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on "
+        f"{os.cpu_count()} CPUs"
+    )
 
 
 if __name__ == "__main__":

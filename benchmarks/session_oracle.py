@@ -29,7 +29,8 @@ Printed for each scenario, beside two references measured in the same run:
 
 Coverage is the share of replications whose final 95% CI holds ``mu`` (target >= 93%).
 
-    python benchmarks/session_oracle.py [--reps 200] [--scenario units|units-rounds|readings|readings-1pct|all]
+    python benchmarks/session_oracle.py [--reps 200]
+        [--scenario units|units-rounds|readings|readings-1pct|all]
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ CONFIDENCE = 0.95
 FIXED_COUNT = 10  # hyperfine's default number of runs
 
 
-def ar1(rng: np.random.Generator, n: int, phi: float, sigma_e: float, x0: float | None = None) -> np.ndarray:
+def ar1(
+    rng: np.random.Generator, n: int, phi: float, sigma_e: float, x0: float | None = None
+) -> np.ndarray:
     """A stationary AR(1) path of length n (innovations sd sigma_e), vectorised via lfilter."""
     from scipy.signal import lfilter
 
@@ -69,8 +72,16 @@ class UnitsWorkload:
 
     name = "sim-units"
 
-    def __init__(self, seed: int, mu: float, phi: float, sigma_e: float, units: int, warmup: int,
-                 round_sd: float = 0.0) -> None:
+    def __init__(
+        self,
+        seed: int,
+        mu: float,
+        phi: float,
+        sigma_e: float,
+        units: int,
+        warmup: int,
+        round_sd: float = 0.0,
+    ) -> None:
         self.rng = np.random.default_rng(seed)
         self.mu, self.phi, self.sigma_e, self.units, self.warmup = mu, phi, sigma_e, units, warmup
         self.round_sd = round_sd
@@ -84,8 +95,12 @@ class UnitsWorkload:
         x = level + ar1(self.rng, self.units, self.phi, self.sigma_e)
         x[: self.warmup] *= np.linspace(0.5, 1.0, self.warmup, endpoint=False)
         self.round_means.append(float(x.mean()))
-        return RoundOutput(work_amount=work_amount, duration=1.0, readings={"latency": float(x.mean())},
-                           unit_readings={"latency": x})
+        return RoundOutput(
+            work_amount=work_amount,
+            duration=1.0,
+            readings={"latency": float(x.mean())},
+            unit_readings={"latency": x},
+        )
 
     def data_path_args(self) -> list[str]:
         return []
@@ -133,7 +148,12 @@ def first_reached(values: np.ndarray, target: float) -> int:
     round) would have met the target: separates the engine's scheduling from the stats' rules."""
     for n in range(8, values.size + 1):
         s = statsapi.summarize(values[:n], PIType.ARITHMETIC, CONFIDENCE, target, 0.1)
-        if s.ci_low is not None and s.ci_high is not None and s.mean and (s.ci_high - s.ci_low) <= target * abs(s.mean):
+        if (
+            s.ci_low is not None
+            and s.ci_high is not None
+            and s.mean
+            and (s.ci_high - s.ci_low) <= target * abs(s.mean)
+        ):
             return n
     return values.size
 
@@ -149,7 +169,9 @@ def run_scenario(kind: str, reps: int, work: Path) -> dict[str, float]:
             round_sd = 0.005 * mu
             lrv = sigma_e**2 / (1 - phi) ** 2
             z = sps.norm.ppf(0.5 + CONFIDENCE / 2)
-            oracle_rounds = math.ceil((2 * z) ** 2 * (round_sd**2 + lrv / (units - warmup)) / (target * mu) ** 2)
+            oracle_rounds = math.ceil(
+                (2 * z) ** 2 * (round_sd**2 + lrv / (units - warmup)) / (target * mu) ** 2
+            )
             n_oracle = oracle_rounds * (units - warmup)
     else:  # "readings" (the issue's case) or "readings-1pct" (a tighter target, see the module doc)
         phi, sigma_e, target = 0.3, 0.03, (0.01 if kind == "readings-1pct" else 0.02)
@@ -158,10 +180,21 @@ def run_scenario(kind: str, reps: int, work: Path) -> dict[str, float]:
     rounds, covered, fixed_cov, widths = [], 0, 0, []
     eager: list[int] = []
     for rep in range(reps):
-        wl = (UnitsWorkload(rep, mu, phi, sigma_e, units, warmup, round_sd) if kind.startswith("units")
-              else ReadingsWorkload(rep, mu, phi, sigma_e))
-        cfg = SessionConfig.from_preset("normal", monitor=False, ci_perc=target, work_min=1.0, work_max=1.0,
-                                        session_limit=None, max_rounds=5000)  # the preset's min_rounds (8)
+        wl = (
+            UnitsWorkload(rep, mu, phi, sigma_e, units, warmup, round_sd)
+            if kind.startswith("units")
+            else ReadingsWorkload(rep, mu, phi, sigma_e)
+        )
+        # the preset's min_rounds (8)
+        cfg = SessionConfig.from_preset(
+            "normal",
+            monitor=False,
+            ci_perc=target,
+            work_min=1.0,
+            work_max=1.0,
+            session_limit=None,
+            max_rounds=5000,
+        )
         spec = WorkloadSpec(name=wl.name, kind="function", pis=wl.pi_specs())
         s = Session.create(work / f"{kind}-{rep}", cfg, [spec], [wl], ["session_oracle"])
         result = s.run()
@@ -182,42 +215,74 @@ def run_scenario(kind: str, reps: int, work: Path) -> dict[str, float]:
     return {
         "eager_median": float(np.median(e)) if e.size else float("nan"),
         "engine_ratio": float(np.median(r[: e.size] / e)) if e.size else float("nan"),
-        "oracle_samples": n_oracle, "oracle_rounds": oracle_rounds,
-        "session_rounds_median": float(np.median(r)), "session_rounds_mean": float(r.mean()),
-        "ratio_median": float(np.median(r) / oracle_rounds), "ratio_mean": float(r.mean() / oracle_rounds),
-        "coverage": covered / reps, "fixed_rounds": FIXED_COUNT, "fixed_ratio": FIXED_COUNT / oracle_rounds,
-        "fixed_coverage": fixed_cov / reps, "median_width": float(np.nanmedian(widths)), "target": target,
+        "oracle_samples": n_oracle,
+        "oracle_rounds": oracle_rounds,
+        "session_rounds_median": float(np.median(r)),
+        "session_rounds_mean": float(r.mean()),
+        "ratio_median": float(np.median(r) / oracle_rounds),
+        "ratio_mean": float(r.mean() / oracle_rounds),
+        "coverage": covered / reps,
+        "fixed_rounds": FIXED_COUNT,
+        "fixed_ratio": FIXED_COUNT / oracle_rounds,
+        "fixed_coverage": fixed_cov / reps,
+        "median_width": float(np.nanmedian(widths)),
+        "target": target,
     }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=200)
-    ap.add_argument("--scenario", choices=["units", "units-rounds", "readings", "readings-1pct", "all"], default="all")
+    ap.add_argument(
+        "--scenario",
+        choices=["units", "units-rounds", "readings", "readings-1pct", "all"],
+        default="all",
+    )
     args = ap.parse_args()
     statsapi.preload()
     base = Path("/dev/shm") if Path("/dev/shm").is_dir() else None  # statistics, not disk speed
     work = Path(tempfile.mkdtemp(prefix="pilot-oracle-", dir=base))
-    kinds = ["units", "units-rounds", "readings", "readings-1pct"] if args.scenario == "all" else [args.scenario]
+    kinds = (
+        ["units", "units-rounds", "readings", "readings-1pct"]
+        if args.scenario == "all"
+        else [args.scenario]
+    )
     try:
         for kind in kinds:
             t0 = time.monotonic()
             m = run_scenario(kind, args.reps, work)
             se = math.sqrt(max(m["coverage"] * (1 - m["coverage"]), 1e-9) / args.reps)
-            print(f"scenario {kind}: {args.reps} replications, target CI width {100 * m['target']:g}% of the mean, "
-                  f"{time.monotonic() - t0:.0f} s")
-            print(f"  oracle (knows the long-run variance): {m['oracle_samples']} stable samples = "
-                  f"{m['oracle_rounds']} rounds  [anchor]")
-            print(f"  pilot-sys session: median {m['session_rounds_median']:.0f} rounds (mean {m['session_rounds_mean']:.1f}), "
-                  f"ratio to oracle {m['ratio_median']:.2f} (mean {m['ratio_mean']:.2f}; target <= 1.3) "
-                  f"{'PASS' if m['ratio_median'] <= 1.3 else 'FAIL'}; coverage {100 * m['coverage']:.1f}% "
-                  f"+- {100 * se:.1f} (target >= 93%) {'PASS' if m['coverage'] >= 0.93 else 'FAIL'}; "
-                  f"median final width {100 * m['median_width']:.2f}%")
+            print(
+                f"scenario {kind}: {args.reps} replications, target CI width "
+                f"{100 * m['target']:g}% of the mean, "
+                f"{time.monotonic() - t0:.0f} s"
+            )
+            print(
+                f"  oracle (knows the long-run variance): {m['oracle_samples']} stable samples = "
+                f"{m['oracle_rounds']} rounds  [anchor]"
+            )
+            print(
+                f"  pilot-sys session: median {m['session_rounds_median']:.0f} rounds (mean "
+                f"{m['session_rounds_mean']:.1f}), "
+                f"ratio to oracle {m['ratio_median']:.2f} (mean {m['ratio_mean']:.2f}; target <= "
+                "1.3) "
+                f"{'PASS' if m['ratio_median'] <= 1.3 else 'FAIL'}; coverage "
+                f"{100 * m['coverage']:.1f}% "
+                f"+- {100 * se:.1f} (target >= 93%) {'PASS' if m['coverage'] >= 0.93 else 'FAIL'}; "
+                f"median final width {100 * m['median_width']:.2f}%"
+            )
             if kind.startswith("readings"):
-                print(f"  the statistics alone, analysing after every round: median {m['eager_median']:.0f} rounds "
-                      f"(session / that = {m['engine_ratio']:.2f}: the engine's own share of the time)")
-            print(f"  fixed count (hyperfine, 10 runs): {FIXED_COUNT} rounds, ratio to oracle {m['fixed_ratio']:.2f}, "
-                  f"coverage {100 * m['fixed_coverage']:.1f}%")
+                print(
+                    "  the statistics alone, analysing after every round: median "
+                    f"{m['eager_median']:.0f} rounds "
+                    f"(session / that = {m['engine_ratio']:.2f}: the engine's own share of the "
+                    "time)"
+                )
+            print(
+                f"  fixed count (hyperfine, 10 runs): {FIXED_COUNT} rounds, ratio to oracle "
+                f"{m['fixed_ratio']:.2f}, "
+                f"coverage {100 * m['fixed_coverage']:.1f}%"
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

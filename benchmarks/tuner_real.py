@@ -13,10 +13,11 @@ alone spreads its speed by ~7% CV on this VM; measured 2026-11-21, load 0.8). Th
   compared on fio's write bandwidth (higher is better).
 
 The sampler measured is the one ``pilot-sys run -- CMD`` runs (every dynamic plug-in over the
-component graph, plus the round's own processes). For each scenario: tune (``--target upper``: the CI upper bound must stay within the budget),
-then measure again at the chosen rate with ``--verify-pairs`` fresh pairs of rounds and print
-the overhead with its CI, whether the CI upper bound is within the budget, the noise of the
-unmonitored rounds (the precision this machine allows) and the monitor's own cost.
+component graph, plus the round's own processes). For each scenario: tune (``--target upper``:
+the CI upper bound must stay within the budget), then measure again at the chosen rate with
+``--verify-pairs`` fresh pairs of rounds and print the overhead with its CI, whether the CI
+upper bound is within the budget, the noise of the unmonitored rounds (the precision this
+machine allows) and the monitor's own cost.
 
     python benchmarks/tuner_real.py [--budget 1%] [--pairs 10] [--verify-pairs 20] [--trim 0.2]
                                     [--scenario shared|free|fio|all] [--workload stress-ng|loop]
@@ -48,12 +49,30 @@ def make_workload(name: str, args: argparse.Namespace) -> tuple[CommandWorkload,
     """The scenario's workload and the PI it is compared on."""
     if name == "fio":
         target = Path(args.dir) / "pilot-sys-tuner-real.fio"
-        argv = ["fio", "--name=tuner", f"--filename={target}", f"--size={args.fio_size}M", "--rw=write",
-                "--bs=1M", "--direct=1", "--ioengine=psync"]
+        argv = [
+            "fio",
+            "--name=tuner",
+            f"--filename={target}",
+            f"--size={args.fio_size}M",
+            "--rw=write",
+            "--bs=1M",
+            "--direct=1",
+            "--ioengine=psync",
+        ]
         return CommandWorkload(argv), "write_bw"
     if args.workload == "stress-ng":
-        return CommandWorkload(["stress-ng", "--cpu", "1", "--cpu-method", "int64", "--cpu-ops",
-                                str(args.stress_ops), "--quiet"]), "duration"
+        return CommandWorkload(
+            [
+                "stress-ng",
+                "--cpu",
+                "1",
+                "--cpu-method",
+                "int64",
+                "--cpu-ops",
+                str(args.stress_ops),
+                "--quiet",
+            ]
+        ), "duration"
     loop = f"n = 0\nfor i in range({args.loop}):\n    n += i"
     return CommandWorkload([sys.executable, "-S", "-c", loop]), "duration"
 
@@ -64,16 +83,32 @@ def run_scenario(name: str, args: argparse.Namespace, budget: float) -> dict[str
         os.sched_setaffinity(0, {min(before)})  # the sampler thread and the workload inherit it
     try:
         workload, pi = make_workload(name, args)
-        factory = session_sampler_factory(workload.data_path_args())  # what `pilot-sys run -- CMD` samples with
+        # what `pilot-sys run -- CMD` samples with
+        factory = session_sampler_factory(workload.data_path_args())
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="tuner-real-") as tmp:
             result = tune_for_workload(
-                workload, budget, pi=pi, pairs=args.pairs, trim=args.trim, target=TuneTarget.UPPER,
-                max_measurements=args.max_measurements, workdir=Path(tmp) / "tune", seed=args.seed,
-                allow_unreachable=True, sampler_factory=factory,
+                workload,
+                budget,
+                pi=pi,
+                pairs=args.pairs,
+                trim=args.trim,
+                target=TuneTarget.UPPER,
+                max_measurements=args.max_measurements,
+                workdir=Path(tmp) / "tune",
+                seed=args.seed,
+                allow_unreachable=True,
+                sampler_factory=factory,
             )
-            verify = WorkloadProbe(workload, pi=pi, pairs=args.verify_pairs, trim=args.trim, workdir=Path(tmp) / "verify",
-                                   seed=args.seed + 1, sampler_factory=factory).measure(result.rate_hz)
+            verify = WorkloadProbe(
+                workload,
+                pi=pi,
+                pairs=args.verify_pairs,
+                trim=args.trim,
+                workdir=Path(tmp) / "verify",
+                seed=args.seed + 1,
+                sampler_factory=factory,
+            ).measure(result.rate_hz)
         off = np.array(verify.readings_off)
         est = verify.estimate
         cost = verify.monitor_cost
@@ -84,8 +119,10 @@ def run_scenario(name: str, args: argparse.Namespace, budget: float) -> dict[str
             "status": result.status.value,
             "rate_hz": result.rate_hz,
             "measurements": len(result.iterations),
-            "iterations": [(round(i.rate_hz, 1), i.step.value, round(i.overhead, 4), round(i.ci_high, 4))
-                           for i in result.iterations],
+            "iterations": [
+                (round(i.rate_hz, 1), i.step.value, round(i.overhead, 4), round(i.ci_high, 4))
+                for i in result.iterations
+            ],
             "tuning_overhead": result.overhead.model_dump() if result.overhead else None,
             "verify_overhead": est.overhead,
             "verify_ci": [est.ci_low, est.ci_high],
@@ -105,17 +142,26 @@ def run_scenario(name: str, args: argparse.Namespace, budget: float) -> dict[str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--budget", default="1%")
     parser.add_argument("--pairs", type=int, default=10)
     parser.add_argument("--verify-pairs", type=int, default=20)
     parser.add_argument("--max-measurements", type=int, default=6)
     parser.add_argument("--trim", type=float, default=0.2)
-    parser.add_argument("--loop", type=int, default=1_000_000, help="loop iterations per round (~0.1 s per 1e6)")
-    parser.add_argument("--workload", choices=["stress-ng", "loop"],
-                        default="stress-ng" if shutil.which("stress-ng") else "loop",
-                        help="the CPU-bound command of the shared and free scenarios")
-    parser.add_argument("--stress-ops", type=int, default=3000, help="stress-ng bogo ops per round (~1.3 s here)")
+    parser.add_argument(
+        "--loop", type=int, default=1_000_000, help="loop iterations per round (~0.1 s per 1e6)"
+    )
+    parser.add_argument(
+        "--workload",
+        choices=["stress-ng", "loop"],
+        default="stress-ng" if shutil.which("stress-ng") else "loop",
+        help="the CPU-bound command of the shared and free scenarios",
+    )
+    parser.add_argument(
+        "--stress-ops", type=int, default=3000, help="stress-ng bogo ops per round (~1.3 s here)"
+    )
     parser.add_argument("--scenario", choices=["shared", "free", "fio", "all"], default="all")
     parser.add_argument("--fio-size", type=int, default=256, help="MiB written per fio round")
     parser.add_argument("--dir", default=tempfile.gettempdir(), help="directory of the fio file")
@@ -127,22 +173,47 @@ def main() -> None:
     load = os.getloadavg()
     rows = [run_scenario(n, args, budget) for n in names]
     if args.json:
-        print(json.dumps({"date": datetime.now(UTC).isoformat(timespec="seconds"), "loadavg": load, "rows": rows}))
+        print(
+            json.dumps(
+                {
+                    "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "loadavg": load,
+                    "rows": rows,
+                }
+            )
+        )
         return
-    print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, "
-          f"budget {budget:.2%}, workload {args.workload}, {args.pairs} pairs per tuning measurement, {args.verify_pairs} to verify, "
-          f"trim {args.trim:g}")
+    print(
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average {load[0]:.1f} {load[1]:.1f} "
+        f"{load[2]:.1f}, "
+        f"budget {budget:.2%}, workload {args.workload}, {args.pairs} pairs per tuning "
+        f"measurement, {args.verify_pairs} to verify, "
+        f"trim {args.trim:g}"
+    )
     for r in rows:
         lo, hi = r["verify_ci"]
-        print(f"[{r['scenario']}] tuner: {r['status']} at {r['rate_hz']:.1f} Hz after {r['measurements']} "
-              f"measurement(s) {r['iterations']}")
-        print(f"[{r['scenario']}] verify at {r['rate_hz']:.1f} Hz: overhead {r['verify_overhead']:+.2%} "
-              f"[{lo:+.2%}, {hi:+.2%}] p={r['verify_p']:.3g}; CI upper bound within {budget:.2%}: "
-              f"{'yes' if r['verify_within_budget'] else 'NO'}")
+        print(
+            f"[{r['scenario']}] tuner: {r['status']} at {r['rate_hz']:.1f} Hz after "
+            f"{r['measurements']} "
+            f"measurement(s) {r['iterations']}"
+        )
+        print(
+            f"[{r['scenario']}] verify at {r['rate_hz']:.1f} Hz: overhead "
+            f"{r['verify_overhead']:+.2%} "
+            f"[{lo:+.2%}, {hi:+.2%}] p={r['verify_p']:.3g}; CI upper bound within {budget:.2%}: "
+            f"{'yes' if r['verify_within_budget'] else 'NO'}"
+        )
         share = r["monitor_cpu_share"]
-        anchor = f"{share:.2%} of a core ({r['monitor_us_per_sample']:.0f} us/sample)" if share is not None else "n/a"
-        print(f"[{r['scenario']}] anchor: sampler's own CPU share {anchor}; unmonitored {r['pi']} mean "
-              f"{r['round_s_mean']:.4g}, CV {r['round_cv']:.1%}; {r['elapsed_s']:.0f} s")
+        anchor = (
+            f"{share:.2%} of a core ({r['monitor_us_per_sample']:.0f} us/sample)"
+            if share is not None
+            else "n/a"
+        )
+        print(
+            f"[{r['scenario']}] anchor: sampler's own CPU share {anchor}; unmonitored {r['pi']} "
+            "mean "
+            f"{r['round_s_mean']:.4g}, CV {r['round_cv']:.1%}; {r['elapsed_s']:.0f} s"
+        )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ from scipy.signal import lfilter
 
 from tests.conftest import REPO, run_cli
 
+pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
+
 JSON_FIELDS = {
     "sample_size", "mean", "ci_low", "ci_high", "ci_width", "subsession_size", "subsession_variance",
     "autocorrelation", "required_sample_size", "ci_reached", "warnings",

@@ -15,6 +15,8 @@ import pytest
 
 from conftest import FIXTURES, REPO, run_cli
 
+pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
+
 TRACES = FIXTURES / "traces" / "fio_mix"
 RATED = str(REPO / "graphs" / "rated-virtual-disk.json")
 

@@ -11,6 +11,8 @@ import pytest
 from pilot_sys.stats.changepoint import detect
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
+
 
 @pytest.fixture(scope="module")
 def series() -> np.ndarray:

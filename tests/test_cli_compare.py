@@ -11,6 +11,8 @@ from scipy import stats as sps
 
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
+
 
 def write(path: Path, x: np.ndarray, header: str = "lat (ms)") -> str:
     path.write_text(f"{header}\n" + "\n".join(f"{v:.6f}" for v in x) + "\n")
@@ -65,6 +67,7 @@ def test_bad_input(tmp_path: Path, b_content: str | None, args: list[str], expec
 TINY = "shuf -i 1-10 -n 1"  # coreutils, no interpreter start-up per round
 
 
+@pytest.mark.slow
 def test_run_names_the_work_unit_in_the_result_and_report(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     res = run_cli("compare", "-o", str(out), "--no-monitor", "--max-rounds", "9", "--parser", "none",
@@ -78,6 +81,7 @@ def test_run_names_the_work_unit_in_the_result_and_report(tmp_path: Path) -> Non
     assert "| work_rate | " in (out / "report.md").read_text() and " requests/s |" in (out / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_run_refuses_an_unknown_cut_like_run_does(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     res = run_cli("compare", "-o", str(out), "--max-rounds", "2", "--parser", "none", "--cut", "block:nope",

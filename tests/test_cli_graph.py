@@ -10,6 +10,8 @@ import pytest
 from conftest import FIXTURES, REPO, run_cli
 from pilot_sys.topology.userspec import load_user_graph
 
+pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
+
 NFS = str(FIXTURES / "sys" / "nfs-bond")
 
 
@@ -48,7 +50,6 @@ def test_json_is_node_link_with_the_data_path() -> None:
     assert all({"source", "target", "direction", "capacity"} <= set(link) for link in payload["links"])
 
 
-@pytest.mark.live
 def test_whole_host_json() -> None:
     result = run_cli("graph", "--json")
     assert result.returncode == 0, result.stderr

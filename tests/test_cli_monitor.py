@@ -13,6 +13,8 @@ import pytest
 
 from conftest import require_tool, run_cli, sigint_as_in_a_terminal
 
+pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
+
 
 @pytest.mark.parametrize(
     ("args", "where"),
@@ -42,7 +44,6 @@ def test_help_has_an_example() -> None:
     assert "pilot-sys monitor --" in result.stdout and "--json" in result.stdout
 
 
-@pytest.mark.live
 def test_runs_the_command_keeps_its_output_and_exit_code_and_writes_json_and_plot(tmp_path: Path) -> None:
     out_json, out_png = tmp_path / "run.json", tmp_path / "run.png"
     target = tmp_path / "data"
@@ -63,7 +64,6 @@ def test_runs_the_command_keeps_its_output_and_exit_code_and_writes_json_and_plo
     assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.live
 def test_strict_exits_3_when_a_hidden_bottleneck_invalidates_a_successful_run(tmp_path: Path) -> None:
     stress = require_tool("stress-ng")
     result = run_cli("monitor", "--rate", "20", "--strict", "--cut", "block:vda", "--json", str(tmp_path / "r.json"),
@@ -73,7 +73,6 @@ def test_strict_exits_3_when_a_hidden_bottleneck_invalidates_a_successful_run(tm
     assert "cpu:host" in {h["component"] for h in data["verdict"]["hidden_bottlenecks"]}
 
 
-@pytest.mark.live
 def test_ctrl_c_stops_the_command_and_still_writes_what_was_measured(tmp_path: Path) -> None:
     out_json = tmp_path / "partial.json"
     proc = subprocess.Popen(
@@ -107,7 +106,6 @@ def _children_named(pid: int, name: str) -> bool:
     return False
 
 
-@pytest.mark.live
 def test_a_user_rated_disk_is_judged_by_its_stated_limit(tmp_path: Path) -> None:
     fio = require_tool("fio")
     rated = tmp_path / "rated.json"

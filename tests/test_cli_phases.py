@@ -12,6 +12,8 @@ from conftest import FIXTURES, run_cli
 from pilot_sys.monitor.trace_io import load_traces, metric_matrix
 from pilot_sys.stats.phases import PhaseParams, match_runs
 
+pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
+
 TRACES = FIXTURES / "traces"
 DD = sorted((TRACES / "dd_write_read").glob("*.json"))
 PULSES = sorted((TRACES / "stress_pulses").glob("*.json"))
@@ -68,6 +70,7 @@ def test_result_directory_rounds_and_default_baseline(tmp_path: Path) -> None:
     assert [r["signature"]["source"].split(" ")[0].rsplit("/", 1)[1] for r in report["runs"]] == ["round-001.json", "round-002.json"]
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     line = _one_error_line(run_cli("phases", str(tmp_path / "missing.json"), "--baseline", str(DD[0])))
     assert "missing.json: no such file or directory" in line

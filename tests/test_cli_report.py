@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import pilot_sys
 from conftest import run_cli
@@ -13,6 +14,8 @@ from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import JOURNAL, WorkloadSpec
 from pilot_sys.session.session import Session
 from pilot_sys.workload.base import PISpec, PIType, RoundOutput
+
+pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
 
 
 class Steady:
@@ -43,6 +46,7 @@ def _session_dir(tmp_path: Path) -> Path:
     return s.journal.root
 
 
+@pytest.mark.slow
 def test_report_rebuilds_result_report_and_plots(tmp_path: Path) -> None:
     root = _session_dir(tmp_path)
     live = json.loads((root / "result.json").read_text())
@@ -71,6 +75,7 @@ def test_report_schema() -> None:
     assert {"mean", "ci_low", "ci_high"} <= set(pi)
 
 
+@pytest.mark.slow
 def test_report_bad_inputs(tmp_path: Path) -> None:
     r = run_cli("report", str(tmp_path / "missing"))
     assert r.returncode == 2 and r.stderr.strip() == f"pilot-sys: error: {tmp_path / 'missing'}: no such directory"

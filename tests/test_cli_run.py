@@ -14,6 +14,8 @@ import pytest
 
 from conftest import run_cli, sigint_as_in_a_terminal
 
+pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
+
 # coreutils, not a Python interpreter per round: the tests stay fast on a busy machine
 VALUE = ["shuf", "-i", "990-1010", "-n", "1"]
 SLOW_VALUE = ["sh", "-c", "sleep 0.05; shuf -i 990-1010 -n 1"]
@@ -26,6 +28,7 @@ def _lines(directory: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
 
 
+@pytest.mark.slow
 def test_a_command_until_the_target(tmp_path: Path) -> None:
     out = tmp_path / "res"
     r = run_cli("run", "-o", str(out), "--no-monitor", "--parser", "lines", "--ci-perc", "5%", "--json",
@@ -106,6 +109,7 @@ def _wait_rounds(out: Path, n: int, proc: subprocess.Popen[str], timeout: float 
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_kill_9_then_report_then_resume(tmp_path: Path) -> None:
     out = tmp_path / "res"
     proc = _start(out)
@@ -145,7 +149,7 @@ def test_ctrl_c_keeps_everything_and_exits_130(tmp_path: Path) -> None:
     assert "Traceback" not in err
 
 
-@pytest.mark.live
+@pytest.mark.slow
 def test_the_readme_first_command_on_a_small_range(tmp_path: Path) -> None:
     """The built-in workload against a directory, monitored, short: a real result in seconds."""
     out = tmp_path / "res"

@@ -10,6 +10,8 @@ import pytest
 
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
+
 
 @pytest.fixture(scope="module")
 def run_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray, np.ndarray]:

@@ -29,6 +29,7 @@ def test_budget_and_duration_parsing() -> None:
             parse_duration(bad, "--min-spike")
 
 
+@pytest.mark.live
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -52,6 +53,7 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None
     assert "Traceback" not in proc.stderr and proc.stdout == ""
 
 
+@pytest.mark.live
 def test_missing_command_and_unknown_program() -> None:
     proc = run_cli("tune", "--budget", "1%", timeout=60)
     assert proc.returncode == 2 and "Missing argument" in proc.stderr
@@ -60,12 +62,14 @@ def test_missing_command_and_unknown_program() -> None:
     assert proc.stderr.strip().splitlines()[-1].startswith("pilot-sys: error: /nonexistent/benchmark")
 
 
+@pytest.mark.live
 def test_help_has_an_example() -> None:
     proc = run_cli("tune", "--help", timeout=60)
     assert proc.returncode == 0
     assert "pilot-sys tune --budget 1% --" in proc.stdout and "--min-spike" in proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.live
 def test_generous_budget_is_met_at_the_counter_resolution_cap(tmp_path: Path) -> None:
     # 90% cannot be exceeded by a sampler that costs ~0.3 ms per sample at 100 Hz (3% of a core),
@@ -89,6 +93,7 @@ def test_generous_budget_is_met_at_the_counter_resolution_cap(tmp_path: Path) ->
     assert plot.stat().st_size > 10_000 and plot.read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow
 @pytest.mark.live
 def test_unreachable_budget_prints_the_measurement_then_exits_2() -> None:
     # 0.001% cannot be *shown* with 3 pairs of ~30 ms rounds: the CI upper bound is far above it

@@ -18,18 +18,26 @@ def write(tmp_path: Path, text: str, name: str = "d.csv") -> str:
 
 
 def test_csv_with_header_comments_and_blank_lines(tmp_path: Path) -> None:
-    src = write(tmp_path, "# made by hand\niter, latency (ms)\n\n0, 1.5\n1, 2.5  # slow one\n# gap\n2, 3e-1\n")
+    src = write(
+        tmp_path,
+        "# made by hand\niter, latency (ms)\n\n0, 1.5\n1, 2.5  # slow one\n# gap\n2, 3e-1\n",
+    )
     col = read_table_column(src, "latency (ms)")
     np.testing.assert_array_equal(col.values, [1.5, 2.5, 0.3])
     assert col.name == "latency (ms)" and col.index == 1 and col.unit == "ms"
     np.testing.assert_array_equal(read_column(src, 0), [0, 1, 2])
     np.testing.assert_array_equal(read_column(src, "1"), [1.5, 2.5, 0.3])  # index given as text
-    np.testing.assert_array_equal(read_column(src, "LATENCY (MS)"), [1.5, 2.5, 0.3])  # case-insensitive
+    # case-insensitive
+    np.testing.assert_array_equal(read_column(src, "LATENCY (MS)"), [1.5, 2.5, 0.3])
 
 
 def test_whitespace_text_without_header_and_single_column(tmp_path: Path) -> None:
-    np.testing.assert_array_equal(read_column(write(tmp_path, "1 10\n2\t20\n  3   30\n"), 1), [10, 20, 30])
-    np.testing.assert_array_equal(read_column(write(tmp_path, "5\n-6.5\n+7\n", "one.txt")), [5, -6.5, 7])
+    np.testing.assert_array_equal(
+        read_column(write(tmp_path, "1 10\n2\t20\n  3   30\n"), 1), [10, 20, 30]
+    )
+    np.testing.assert_array_equal(
+        read_column(write(tmp_path, "5\n-6.5\n+7\n", "one.txt")), [5, -6.5, 7]
+    )
 
 
 def test_quoted_csv_cells(tmp_path: Path) -> None:
@@ -56,7 +64,9 @@ def test_quoted_csv_cells(tmp_path: Path) -> None:
         ("x,y\n", None, "", "only a header"),
     ],
 )
-def test_errors_name_the_cell(tmp_path: Path, text: str, column: object, where: str, problem: str) -> None:
+def test_errors_name_the_cell(
+    tmp_path: Path, text: str, column: object, where: str, problem: str
+) -> None:
     src = write(tmp_path, text)
     with pytest.raises(BadInput) as err:
         read_column(src, column)  # type: ignore[arg-type]

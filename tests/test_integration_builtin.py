@@ -5,7 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from conftest import run_cli
+
+pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
 
 
 def test_a_range_too_big_for_the_free_space_is_refused_at_once(tmp_path: Path) -> None:

@@ -9,12 +9,14 @@ import pytest
 
 from conftest import run_cli
 
+pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
+
 # sleep-dominated rounds: the monitor barely slows them, so a generous budget is met at once and
 # the test stays fast; shuf gives the reading the `lines` parser needs
 SLEEPY = ["sh", "-c", "sleep 0.04; shuf -i 990-1010 -n 1"]
 
 
-@pytest.mark.live
+@pytest.mark.slow
 def test_tunes_then_runs_at_the_tuned_rate(tmp_path: Path) -> None:
     out = tmp_path / "res"
     r = run_cli("run", "-o", str(out), "--overhead-budget", "10%", "--preset", "quick", "--min-rounds", "3",
@@ -54,7 +56,7 @@ def test_tunes_then_runs_at_the_tuned_rate(tmp_path: Path) -> None:
     assert json.loads((out / "result.json").read_text())["overhead"]["measured_overhead_ci"] == [low, high]
 
 
-@pytest.mark.live
+@pytest.mark.slow
 def test_an_unreachable_budget_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
     out = tmp_path / "res"
     r = run_cli("run", "-o", str(out), "--quiet", "--overhead-budget", "0.001%", "--parser", "lines", "--", *SLEEPY)

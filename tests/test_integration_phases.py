@@ -87,6 +87,7 @@ def _rebuilt(directory: Path) -> dict[str, object]:
     return json.loads(rebuild(directory, plots=False).model_dump_json())
 
 
+@pytest.mark.live
 def test_a_round_of_another_workload_is_named(tmp_path: Path) -> None:
     """Five fio rounds and one dd round in between: the dd round, and only it, is named."""
     own = _runs("fio_mix")
@@ -149,6 +150,7 @@ def test_sampling_keeps_the_ends_and_the_limit() -> None:
     assert evenly_spaced([1, 2, 3], 40) == [1, 2, 3]
 
 
+@pytest.mark.live
 def test_compare_notes_different_phase_behaviour(tmp_path: Path) -> None:
     fio = _result_dir(tmp_path / "fio", _runs("fio_mix") * 2, seed=1)
     pulses = _result_dir(tmp_path / "pulses", _runs("stress_pulses") * 2, seed=2)
@@ -165,6 +167,7 @@ def test_compare_notes_different_phase_behaviour(tmp_path: Path) -> None:
     assert "phase behaviour: " in text.stdout and "phase behaviour differs" in text.stdout
 
 
+@pytest.mark.live
 def test_compare_of_two_recordings_of_one_workload_has_no_note(tmp_path: Path) -> None:
     runs = _runs("fio_mix")
     a = _result_dir(tmp_path / "a", runs[:3] * 3, seed=3)
@@ -177,6 +180,7 @@ def test_compare_of_two_recordings_of_one_workload_has_no_note(tmp_path: Path) -
     assert len(entries) == 1 and entries[0]["differs"] is False
 
 
+@pytest.mark.live
 def test_an_interleaved_comparison_notes_different_phase_behaviour(tmp_path: Path) -> None:
     """`compare --run` journals both workloads in one session; its result carries the note."""
     fio, pulses = _runs("fio_mix") * 2, _runs("stress_pulses") * 2

@@ -22,13 +22,24 @@ from pilot_sys.session.journal import (
 
 
 def _journal(tmp_path: Path) -> Journal:
-    manifest = SessionManifest(config=SessionConfig(monitor=False), workloads=[WorkloadSpec(name="w", kind="function")])
+    manifest = SessionManifest(
+        config=SessionConfig(monitor=False), workloads=[WorkloadSpec(name="w", kind="function")]
+    )
     return Journal.create(tmp_path / "res", manifest)
 
 
 def _record(i: int) -> RoundRecord:
-    return RoundRecord(index=i, workload="w", workload_round=i, dir=f"rounds/{i:04d}", started_at=1000.0 + i,
-                       work_amount=float(i), duration=0.5, phase="fixed", readings={"x": 10.0 + i})
+    return RoundRecord(
+        index=i,
+        workload="w",
+        workload_round=i,
+        dir=f"rounds/{i:04d}",
+        started_at=1000.0 + i,
+        work_amount=float(i),
+        duration=0.5,
+        phase="fixed",
+        readings={"x": 10.0 + i},
+    )
 
 
 def test_rounds_and_unit_readings_round_trip(tmp_path: Path) -> None:
@@ -61,7 +72,8 @@ def test_a_torn_last_line_is_cut_and_kept_aside(tmp_path: Path) -> None:
     with open(j.root / JOURNAL, "ab") as fh:  # what a kill -9 in the middle of a write leaves
         fh.write(b'{"index":3,"workload":"w","workl')
     j.unlock()
-    reread = Journal.open(j.root, repair=False)  # `pilot-sys report` reads without changing anything
+    # `pilot-sys report` reads without changing anything
+    reread = Journal.open(j.root, repair=False)
     assert [r.index for r in reread.records] == [1, 2]
     assert (j.root / JOURNAL).read_bytes().endswith(b'"workl')
     repaired = Journal.open(j.root)  # resume repairs
@@ -78,7 +90,8 @@ def test_a_round_folder_without_a_journal_line_is_set_aside(tmp_path: Path) -> N
     j = _journal(tmp_path)
     j.append(_record(1))
     (j.root / "rounds" / "0001").mkdir(parents=True)
-    (j.root / "rounds" / "0002").mkdir(parents=True)  # the round in flight when pilot-sys was killed
+    # the round in flight when pilot-sys was killed
+    (j.root / "rounds" / "0002").mkdir(parents=True)
     (j.root / "rounds" / "0002" / "stdout.txt").write_text("partial")
     j.unlock()
     reopened = Journal.open(j.root)
@@ -136,6 +149,7 @@ def test_one_writer_per_directory(tmp_path: Path) -> None:
     Journal.open(j.root).unlock()
 
 
+@pytest.mark.live
 def test_a_session_stops_cleanly_when_the_disk_fills(tmp_path: Path) -> None:
     """The journal starts refusing writes (ENOSPC) in the middle of a session."""
     if not os.path.exists("/dev/full"):
@@ -157,7 +171,9 @@ def test_a_session_stops_cleanly_when_the_disk_fills(tmp_path: Path) -> None:
             if self.calls == 3:  # from round 3 on, every write to the journal fails
                 (root / JOURNAL).rename(root / "kept.jsonl")
                 (root / JOURNAL).symlink_to("/dev/full")
-            return RoundOutput(work_amount=1.0, duration=0.01, readings={"x": 1.0 + 0.01 * self.calls})
+            return RoundOutput(
+                work_amount=1.0, duration=0.01, readings={"x": 1.0 + 0.01 * self.calls}
+            )
 
         def data_path_args(self) -> list[str]:
             return []

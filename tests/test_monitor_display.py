@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pilot_sys.cli.present.monitor import rows_for, verdict_lines
 from pilot_sys.monitor.bottleneck import assess
 from pilot_sys.monitor.plot import draw, peak_by_component, plotted_signals
@@ -51,6 +53,7 @@ def test_plot_picks_the_cut_and_judged_signals_and_draws(tmp_path: Path) -> None
     assert out.read_bytes()[:4] == b"\x89PNG" and out.stat().st_size > 10_000
 
 
+@pytest.mark.live
 def test_forced_live_view_relays_the_command_output(tmp_path: Path) -> None:
     result = run_cli("monitor", "--live", "--rate", "10", "--", "sh", "-c", "echo relayed-line; sleep 1", timeout=60)
     assert result.returncode == 0, result.stderr

@@ -11,9 +11,8 @@ import pytest
 from pilot_sys.errors import BadInput
 from pilot_sys.monitor.sampler import Sampler, read_spill
 
-pytestmark = pytest.mark.live
 
-
+@pytest.mark.live
 def test_ticks_follow_absolute_deadlines() -> None:
     rate = 50.0
     sampler = Sampler(rate_hz=rate)
@@ -33,6 +32,7 @@ def test_ticks_follow_absolute_deadlines() -> None:
     assert cost.samples == len(t) + 1
 
 
+@pytest.mark.live
 def test_a_short_command_still_gets_a_closing_sample() -> None:
     sampler = Sampler(rate_hz=2.0)  # first tick at start, the next not due for 0.5 s
     sampler.start()
@@ -42,6 +42,7 @@ def test_a_short_command_still_gets_a_closing_sample() -> None:
     assert trace.series["cpu:host/busy"][1] is not None
 
 
+@pytest.mark.live
 def test_spills_full_buffers_and_keeps_every_sample(tmp_path: Path) -> None:
     sampler = Sampler(rate_hz=100.0, spill_dir=tmp_path, chunk_rows=64)
     sampler.start()
@@ -63,6 +64,7 @@ def test_spills_full_buffers_and_keeps_every_sample(tmp_path: Path) -> None:
     assert np.array_equal(times, all_times[: len(times)])
 
 
+@pytest.mark.live
 def test_accounts_for_its_own_cost() -> None:
     sampler = Sampler(rate_hz=40.0)
     per_sample = sampler.per_sample_cost(50)
@@ -81,6 +83,7 @@ def test_accounts_for_its_own_cost() -> None:
     assert trace.monitor_cost["cpu_seconds"] == pytest.approx(cost.cpu_seconds)
 
 
+@pytest.mark.live
 def test_trace_has_utilization_levels_and_limits() -> None:
     with Sampler(rate_hz=20.0) as sampler:
         time.sleep(0.4)
@@ -95,6 +98,7 @@ def test_trace_has_utilization_levels_and_limits() -> None:
     assert any(key.startswith("memory:host/") for key in trace.series)
 
 
+@pytest.mark.live
 def test_components_restrict_what_is_read() -> None:
     sampler = Sampler(rate_hz=10.0, components=["memory:host"])
     # memory pressure (PSI) is a plug-in of its own, read at the full rate
@@ -118,6 +122,7 @@ class _BrokenOnOpen:
         raise RuntimeError("no such hardware")
 
 
+@pytest.mark.live
 def test_a_failing_plug_in_is_a_note_and_a_failing_reader_leaves_gaps_not_an_end() -> None:
     from pilot_sys.plugins.dynamic import memory
 

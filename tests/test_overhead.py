@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,6 @@ from statsmodels.stats.weightstats import CompareMeans, DescrStatsW
 
 from pilot_sys.errors import BadInput, InsufficientData
 from pilot_sys.monitor.overhead import (
-    MonitorCost,
     SimulatedProbe,
     WorkloadProbe,
     estimate_overhead,
@@ -113,22 +113,31 @@ def test_schedule_is_balanced_random_blocks_and_reproducible() -> None:
 
 
 class _StandInSampler:
-    """Marks itself running; the fake workload slows down by 5% while one runs."""
+    """Marks itself running (the fake workload slows down by 5% while one runs) and logs its
+    life; each one reports a different cost, as real samplers of different rounds do."""
 
     running = 0
+    made: list[_StandInSampler] = []
 
     def __init__(self, rate_hz: float) -> None:
         self.rate_hz = rate_hz
+        self.index = len(_StandInSampler.made)
+        self.log: list[tuple[str, float]] = []
+        _StandInSampler.made.append(self)
 
     def start(self) -> None:
         _StandInSampler.running += 1
+        self.log.append(("start", time.monotonic()))
 
     def stop(self) -> None:
         _StandInSampler.running -= 1
+        self.log.append(("stop", time.monotonic()))
 
     def cost(self) -> dict[str, float]:
-        return {"cpu_seconds_per_second": 2e-4 * self.rate_hz, "wakeups_per_second": self.rate_hz,
-                "memory_bytes": 3e6}
+        # No per-sample figure and no wake-up count: the probe derives them.
+        self.log.append(("cost", time.monotonic()))
+        return {"cpu_seconds_per_second": 1e-3 * (1 + self.index % 4),
+                "memory_bytes": 1e6 * (1 + self.index % 3)}
 
 
 class _FakeWorkload:
@@ -136,6 +145,7 @@ class _FakeWorkload:
 
     def __init__(self) -> None:
         self.calls: list[bool] = []
+        self.durations: list[float] = []
         self.rng = np.random.default_rng(0)
 
     def pi_specs(self) -> list[PISpec]:
@@ -145,6 +155,7 @@ class _FakeWorkload:
         monitored = _StandInSampler.running > 0
         self.calls.append(monitored)
         duration = work_amount * (1.05 if monitored else 1.0) * (1 + self.rng.normal(0, 0.002))
+        self.durations.append(duration)
         return RoundOutput(work_amount=work_amount, duration=duration, readings={"ops": 1000 / duration})
 
     def data_path_args(self) -> list[str]:
@@ -155,35 +166,75 @@ def _factory(rate: float) -> _StandInSampler:
     return _StandInSampler(rate)
 
 
-def test_workload_probe_interleaves_and_measures_the_slowdown(tmp_path: Path) -> None:
+def _arms(workload: _FakeWorkload, first: int) -> tuple[np.ndarray, np.ndarray]:
+    """The durations the workload itself saw from round ``first`` on: monitored, unmonitored."""
+    seen = np.array(workload.durations[first:])
+    monitored = np.array(workload.calls[first:])
+    return seen[monitored], seen[~monitored]
+
+
+def test_workload_probe_interleaves_and_compares_what_the_workload_saw(tmp_path: Path) -> None:
     workload = _FakeWorkload()
+    _StandInSampler.made.clear()
     probe = WorkloadProbe(workload, work_amount=2.0, pairs=6, sampler_factory=_factory, workdir=tmp_path, seed=1)
     m = probe.measure(50.0)
     assert workload.calls[0] is False  # the uncounted warm-up round runs unmonitored
     assert workload.calls[1:] == m.schedule
-    assert len(m.readings_on) == len(m.readings_off) == 6
-    assert m.estimate.overhead == pytest.approx(0.05, abs=0.005)
-    assert m.estimate.detectable
+    # The comparison is of the arms as the workload lived them, by statsmodels' Welch test.
+    on, off = _arms(workload, first=1)
+    assert sorted(m.readings_on) == sorted(on) and sorted(m.readings_off) == sorted(off)
+    p, lo, hi = _statsmodels_welch(on, off)
+    assert m.estimate.overhead == pytest.approx(on.mean() / off.mean() - 1, rel=1e-9)
+    assert m.estimate.p_value == pytest.approx(p, rel=1e-9)
+    interval = (m.estimate.ci_low, m.estimate.ci_high)
+    assert interval == pytest.approx((lo / off.mean(), hi / off.mean()))
+    # One sampler per monitored round, started before and stopped after it, its cost read last;
+    # the measurement's cost is the mean over those rounds (memory: the largest).
+    samplers = _StandInSampler.made
+    assert len(samplers) == sum(m.schedule) == 6
+    assert all([event for event, _ in s.log] == ["start", "stop", "cost"] for s in samplers)
+    costs = [s.cost() for s in samplers]
+    per_second = np.mean([c["cpu_seconds_per_second"] for c in costs])
     assert m.monitor_cost is not None
-    assert m.monitor_cost.cpu_seconds_per_second == pytest.approx(0.01)
-    assert m.monitor_cost.cpu_seconds_per_sample == pytest.approx(2e-4)
-    assert m.monitor_cost.memory_bytes == 3e6
-    # A higher-is-better reading sees the same slowdown as a loss of throughput.
+    assert m.monitor_cost.cpu_seconds_per_second == pytest.approx(per_second)
+    assert m.monitor_cost.cpu_seconds_per_sample == pytest.approx(per_second / 50.0)
+    assert m.monitor_cost.wakeups_per_second == 50.0
+    assert m.monitor_cost.memory_bytes == max(c["memory_bytes"] for c in costs)
+    # A higher-is-better reading: the overhead is the loss of throughput.
     rate_probe = WorkloadProbe(workload, work_amount=2.0, pi="ops", pairs=6, sampler_factory=_factory,
                                workdir=tmp_path, seed=2)
     assert rate_probe.higher_is_better
-    assert rate_probe.measure(50.0).estimate.overhead == pytest.approx(1 - 1 / 1.05, abs=0.005)
+    before = len(workload.durations)
+    rated = rate_probe.measure(50.0)
+    on, off = _arms(workload, first=before + 1)  # after its own warm-up round
+    loss = 1 - (1000 / on).mean() / (1000 / off).mean()
+    assert rated.estimate.overhead == pytest.approx(loss, rel=1e-9)
     with pytest.raises(BadInput, match="no reading 'latency'"):
         WorkloadProbe(workload, pi="latency", pairs=2, sampler_factory=_factory, workdir=tmp_path).measure(20.0)
 
 
-def test_monitor_cost_alone_and_simulated_probe() -> None:
-    cost = measure_monitor_cost(40.0, seconds=0.01, sampler_factory=_factory)
-    assert cost.rate_hz == 40.0 and cost.wakeups_per_second == 40.0
-    assert MonitorCost.mean([cost, cost.model_copy(update={"memory_bytes": 5e6})]).memory_bytes == 5e6
-    probe = SimulatedProbe(lambda r: 1e-4 * r, noise=0.001, pairs=30, seed=4)
-    m = probe.measure(50.0)
-    assert m.estimate.ci_low < 0.005 < m.estimate.ci_high
+def test_monitor_cost_alone_samples_for_the_time_asked() -> None:
+    _StandInSampler.made.clear()
+    cost = measure_monitor_cost(40.0, seconds=0.05, sampler_factory=_factory)
+    (sampler,) = _StandInSampler.made
+    (start, started), (stop, stopped), (read, _) = sampler.log
+    assert (start, stop, read) == ("start", "stop", "cost")
+    assert stopped - started >= 0.05
+    assert cost.cpu_seconds_per_sample == pytest.approx(1e-3 / 40.0)
+    assert cost.wakeups_per_second == 40.0  # a sampler that counts no wake-ups: one a tick
+
+
+def test_a_simulated_overhead_is_covered_by_its_interval_at_the_stated_rate() -> None:
+    """Over many seeds, the 95% interval holds the simulated probe's true overhead about 95% of
+    the time: the probe and the comparison together are calibrated."""
+    truth = 1e-4 * 50.0
+    covered = [
+        (m := SimulatedProbe(lambda r: 1e-4 * r, noise=0.003, pairs=10, seed=seed).measure(50.0))
+        .estimate.ci_low <= truth <= m.estimate.ci_high
+        for seed in range(400)
+    ]
+    # Binomial(400, 0.95): three standard deviations are 0.033.
+    assert 0.917 <= np.mean(covered) <= 0.983
 
 
 def test_trimmed_comparison_matches_statsmodels_yuen_and_resists_an_outlier() -> None:

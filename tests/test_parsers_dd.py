@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import FIXTURES
 
+from conftest import FIXTURES
 from pilot_sys.workload.parsers.dd import parse
 from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput
 
@@ -73,12 +73,25 @@ def test_other_forms(line: str, expected: float) -> None:
 
 
 def test_many_partial_records_warn_about_fullblock() -> None:
-    out = parse(CapturedOutput(stderr="0+40 records in\n0+40 records out\n2621440 bytes (2.6 MB, 2.5 MiB) copied, 0.01 s, 262 MB/s\n"))
+    out = parse(
+        CapturedOutput(
+            stderr="0+40 records in\n0+40 records out\n"
+            "2621440 bytes (2.6 MB, 2.5 MiB) copied, 0.01 s, 262 MB/s\n"
+        )
+    )
     assert any("iflag=fullblock" in w for w in out.warnings)
 
 
 def test_missing_summary_names_stderr() -> None:
     with pytest.raises(MalformedOutput, match=r"^r4/stderr.txt: expected dd's summary line"):
-        parse(CapturedOutput(stderr="dd: failed to open 'x': Permission denied\n", stderr_name="r4/stderr.txt"))
+        parse(
+            CapturedOutput(
+                stderr="dd: failed to open 'x': Permission denied\n", stderr_name="r4/stderr.txt"
+            )
+        )
     with pytest.raises(MalformedOutput, match="Infinity"):
-        parse(CapturedOutput(stderr="0 bytes copied, 0 s, Infinity B/s\n".replace("0 bytes", "5 bytes")))
+        parse(
+            CapturedOutput(
+                stderr="0 bytes copied, 0 s, Infinity B/s\n".replace("0 bytes", "5 bytes")
+            )
+        )

@@ -1,4 +1,4 @@
-"""fio parser against JSON and logs captured on this machine (tests/fixtures/workload/capture.sh)."""
+"""The fio parser on JSON and logs captured here (tests/fixtures/workload/capture.sh)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FIXTURES
 
+from conftest import FIXTURES
 from pilot_sys.workload.parsers.fio import parse
 from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput
 
@@ -18,8 +18,11 @@ HERE = FIXTURES / "workload"
 
 def captured(name: str, *, with_logs: bool = True) -> CapturedOutput:
     folder = HERE / name
-    return CapturedOutput(stdout=(folder / "stdout.txt").read_text(), stdout_name=f"{name}/stdout.txt",
-                          round_dir=folder if with_logs else None)
+    return CapturedOutput(
+        stdout=(folder / "stdout.txt").read_text(),
+        stdout_name=f"{name}/stdout.txt",
+        round_dir=folder if with_logs else None,
+    )
 
 
 def log_column(path: Path, direction: int) -> list[float]:
@@ -41,7 +44,11 @@ def test_single_job_readings_match_fios_own_numbers() -> None:
     assert specs["write_bw"].pi_type == "harmonic" and specs["write_bw"].unit == "B/s"
     assert specs["write_lat_mean"].higher_is_better is False
     # Tail percentiles are reported, but too noisy to keep a session running for.
-    assert [s.name for s in out.specs if not s.gates_stop] == ["write_lat_p50", "write_lat_p99", "write_lat_p99_9"]
+    assert [s.name for s in out.specs if not s.gates_stop] == [
+        "write_lat_p50",
+        "write_lat_p99",
+        "write_lat_p99_9",
+    ]
 
 
 def test_single_job_unit_readings_are_the_bw_log_in_bytes_per_second() -> None:
@@ -52,7 +59,9 @@ def test_single_job_unit_readings_are_the_bw_log_in_bytes_per_second() -> None:
     assert out.unit_readings["write_bw"][0] == 3297134 * 1024  # first row: "141, 3297134, 1, 0, 0"
     assert out.unit_timestamps["write_bw"][0] == pytest.approx(0.141)
     # The windowed log agrees with the round's bandwidth within the noise of this shared VM.
-    assert np.mean(out.unit_readings["write_bw"]) == pytest.approx(out.readings["write_bw"], rel=0.15)
+    assert np.mean(out.unit_readings["write_bw"]) == pytest.approx(
+        out.readings["write_bw"], rel=0.15
+    )
     lat_ns = log_column(HERE / "fio_seqwrite" / "fio_lat.1.log", 1)
     np.testing.assert_allclose(out.unit_readings["write_lat_mean"], np.array(lat_ns) / 1e9)
 
@@ -77,12 +86,17 @@ def test_group_reporting_entry_gives_percentiles() -> None:
     assert out.readings["read_bw"] == pytest.approx(33554432 / 0.013)
     assert out.readings["read_lat_p99"] == pytest.approx(224256e-9)
     doc = json.loads((HERE / "fio_group" / "stdout.txt").read_text())
-    assert out.readings["read_lat_p50"] == pytest.approx(doc["jobs"][0]["read"]["clat_ns"]["percentile"]["50.000000"] / 1e9)
+    assert out.readings["read_lat_p50"] == pytest.approx(
+        doc["jobs"][0]["read"]["clat_ns"]["percentile"]["50.000000"] / 1e9
+    )
     assert not out.unit_readings and any("no bw/lat logs" in w for w in out.warnings)
 
 
 def test_json_after_warning_lines_is_found() -> None:
-    text = "fio: this platform does not support something\n" + (HERE / "fio_group" / "stdout.txt").read_text()
+    text = (
+        "fio: this platform does not support something\n"
+        + (HERE / "fio_group" / "stdout.txt").read_text()
+    )
     assert parse(CapturedOutput(stdout=text)).readings["read_bw"] == pytest.approx(33554432 / 0.013)
 
 
@@ -96,7 +110,9 @@ def test_truncated_json_names_file_line_and_column() -> None:
 
 
 def test_output_without_json_is_a_clear_failure() -> None:
-    with pytest.raises(MalformedOutput, match=r"stdout.txt: expected fio JSON output \(--output-format=json\)"):
+    with pytest.raises(
+        MalformedOutput, match=r"stdout.txt: expected fio JSON output \(--output-format=json\)"
+    ):
         parse(CapturedOutput(stdout="seqwrite: (g=0): rw=write, bs=(R) 1024KiB\n"))
 
 
@@ -110,4 +126,8 @@ def test_job_error_is_reported() -> None:
 def test_bad_log_row_names_the_log(tmp_path: Path) -> None:
     (tmp_path / "fio_bw.1.log").write_text("100, 5, 1, 0, 0\nnot a row\n")
     with pytest.raises(MalformedOutput, match="fio_bw.1.log"):
-        parse(CapturedOutput(stdout=(HERE / "fio_group" / "stdout.txt").read_text(), round_dir=tmp_path))
+        parse(
+            CapturedOutput(
+                stdout=(HERE / "fio_group" / "stdout.txt").read_text(), round_dir=tmp_path
+            )
+        )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import FIXTURES
 
+from conftest import FIXTURES
 from pilot_sys.workload.parsers.iperf3 import error_message, parse
 from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput
 
@@ -51,7 +51,14 @@ def test_udp_jitter_and_loss() -> None:
 
 
 def test_error_document() -> None:
-    text = json.dumps({"start": {}, "intervals": [], "end": {}, "error": "unable to connect to server: Connection refused"})
+    text = json.dumps(
+        {
+            "start": {},
+            "intervals": [],
+            "end": {},
+            "error": "unable to connect to server: Connection refused",
+        }
+    )
     captured = CapturedOutput(stdout=text)
     assert error_message(captured) == "unable to connect to server: Connection refused"
     with pytest.raises(MalformedOutput, match="Connection refused"):
@@ -60,7 +67,11 @@ def test_error_document() -> None:
 
 def test_plain_text_output_is_refused_with_position() -> None:
     with pytest.raises(MalformedOutput) as err:
-        parse(CapturedOutput(stdout="Connecting to host 127.0.0.1, port 5201\n", stdout_name="r1/stdout.txt"))
+        parse(
+            CapturedOutput(
+                stdout="Connecting to host 127.0.0.1, port 5201\n", stdout_name="r1/stdout.txt"
+            )
+        )
     assert err.value.where == "r1/stdout.txt:1:1" and "-J" in err.value.problem
     with pytest.raises(MalformedOutput, match="printed nothing"):
         parse(CapturedOutput(stdout="  \n"))
@@ -71,4 +82,6 @@ def test_bidirectional_test_reports_both_directions() -> None:
     assert out.readings["bw"] == pytest.approx(2726395956.020149 / 8)
     assert out.readings["bw_reverse"] == pytest.approx(2367334752.755609 / 8)
     assert out.work_done == 347340800 + 301596672
-    assert list(out.unit_readings["bw_reverse"]) == pytest.approx([2873270426.64249 / 8, 1944641880.5635548 / 8])
+    assert list(out.unit_readings["bw_reverse"]) == pytest.approx(
+        [2873270426.64249 / 8, 1944641880.5635548 / 8]
+    )

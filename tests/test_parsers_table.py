@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import FIXTURES
 from scipy import stats
 
+from conftest import FIXTURES
 from pilot_sys.workload.base import PISpec, PIType
 from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput
 from pilot_sys.workload.parsers.table import parse
@@ -18,8 +18,18 @@ def test_csv_with_header_time_column_and_harmonic_spec() -> None:
     text = (HERE / "table_sha256.csv").read_text()
     spec = PISpec(name="sha256_bw", unit="B/s", pi_type=PIType.HARMONIC)
     out = parse(CapturedOutput(stdout=text), specs={"sha256_bw": spec})
-    rates = np.array([528391421.7, 728035457.0, 1418852044.5, 593867691.5, 599151363.7, 596342753.1,
-                      567580331.7, 1419126160.5])
+    rates = np.array(
+        [
+            528391421.7,
+            728035457.0,
+            1418852044.5,
+            593867691.5,
+            599151363.7,
+            596342753.1,
+            567580331.7,
+            1419126160.5,
+        ]
+    )
     np.testing.assert_allclose(out.unit_readings["sha256_bw"], rates)
     assert out.readings["sha256_bw"] == pytest.approx(stats.hmean(rates))
     assert out.unit_timestamps["sha256_bw"][0] == pytest.approx(0.007991)
@@ -29,7 +39,9 @@ def test_csv_with_header_time_column_and_harmonic_spec() -> None:
 
 
 def test_one_value_per_line() -> None:
-    out = parse(CapturedOutput(stdout=(HERE / "lines_sort_seconds.txt").read_text()), one_column=True)
+    out = parse(
+        CapturedOutput(stdout=(HERE / "lines_sort_seconds.txt").read_text()), one_column=True
+    )
     values = np.loadtxt(HERE / "lines_sort_seconds.txt")
     assert values.size == 10
     assert out.readings["value"] == pytest.approx(values.mean())

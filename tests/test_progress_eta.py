@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import RoundRecord, WorkloadSpec
@@ -117,6 +118,7 @@ LINE = re.compile(r"^round (\d+) \[noisy\].*\| (?:~(\d+) more round\(s\)[^|]*?"
                   r"|(rounds needed: \?))$")
 
 
+@pytest.mark.live
 def test_a_real_session_counts_down_between_analyses(tmp_path: Path) -> None:
     cfg = SessionConfig.from_preset("normal", monitor=False, min_rounds=3, session_limit=60.0, work_min=1.0,
                                     work_max=1.0, min_round_seconds=0.0, ci_perc=0.02, max_rounds=150)

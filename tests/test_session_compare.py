@@ -5,12 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import run_cli
+
+pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
 
 SLOW = "shuf -i 1000-1020 -n 1"
 FAST = "shuf -i 1015-1035 -n 1"
 
 
+@pytest.mark.slow
 def test_live_runs_are_interleaved_until_separated(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     r = run_cli("compare", "-o", str(out), "--no-monitor", "--parser", "lines", "--ci-perc", "5%",
@@ -26,6 +31,7 @@ def test_live_runs_are_interleaved_until_separated(tmp_path: Path) -> None:
     assert "## Comparison (value)" in (out / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_saved_result_directories(tmp_path: Path) -> None:
     dirs = []
     for name, cmd in (("a", SLOW), ("b", FAST)):
@@ -42,6 +48,7 @@ def test_saved_result_directories(tmp_path: Path) -> None:
     assert r.returncode == 2 and "--pi: no shared PI with a CI to compare named 'nope'" in r.stderr
 
 
+@pytest.mark.slow
 def test_compare_bad_inputs(tmp_path: Path) -> None:
     r = run_cli("compare", "--run", "only='echo 1'")
     assert r.returncode == 2 and "--run: give at least two" in r.stderr

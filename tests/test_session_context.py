@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pilot_sys.session.context import _cpu_model, _governors, _os_name, collect_context
 
 
@@ -26,6 +28,7 @@ def test_os_and_governors(tmp_path: Path) -> None:
     assert _governors(str(tmp_path / "none")) == []
 
 
+@pytest.mark.live
 def test_unknown_is_none_never_invented() -> None:
     ctx = collect_context(["pilot-sys", "run"])
     assert ctx["command_line"] == ["pilot-sys", "run"]

@@ -65,6 +65,7 @@ def _session(tmp_path: Path, workloads: list[Sim], **cfg: object) -> Session:
     return Session.create(tmp_path / "res", config, specs, workloads, ["test"])  # type: ignore[arg-type]
 
 
+@pytest.mark.live
 def test_stops_when_the_target_is_met(tmp_path: Path) -> None:
     s = _session(tmp_path, [Sim(sd=1.0)], ci_perc=0.05)
     result = s.run()
@@ -78,6 +79,7 @@ def test_stops_when_the_target_is_met(tmp_path: Path) -> None:
     assert load_result(s.journal.root).workloads[0].pis["value"].mean == pytest.approx(pi.mean)
 
 
+@pytest.mark.live
 def test_session_limit(tmp_path: Path) -> None:
     s = _session(tmp_path, [Sim(sd=80.0, sleep=0.02)], ci_perc=0.001, session_limit=0.6)
     t0 = time.monotonic()
@@ -88,6 +90,7 @@ def test_session_limit(tmp_path: Path) -> None:
     assert 3 <= len(s.journal.records) <= 40
 
 
+@pytest.mark.live
 def test_max_rounds(tmp_path: Path) -> None:
     s = _session(tmp_path, [Sim(sd=80.0)], ci_perc=0.001, max_rounds=10)
     result = s.run()
@@ -98,6 +101,7 @@ def test_max_rounds(tmp_path: Path) -> None:
     assert few.status is Status.INCOMPLETE and few.exit_code == ExitCode.LIMIT_REACHED
 
 
+@pytest.mark.live
 def test_a_workload_failing_at_round_3_keeps_rounds_1_and_2(tmp_path: Path) -> None:
     s = _session(tmp_path, [Sim(fail_at=3)], ci_perc=0.001)
     result = s.run()
@@ -110,6 +114,7 @@ def test_a_workload_failing_at_round_3_keeps_rounds_1_and_2(tmp_path: Path) -> N
     assert any("boom" in n for n in result.notes)
 
 
+@pytest.mark.live
 def test_resume_continues_the_numbering_and_the_plan(tmp_path: Path) -> None:
     s = _session(tmp_path, [Sim(sd=80.0)], ci_perc=0.001, max_rounds=4, work_min=0.0, work_max=64.0)
     s.run()
@@ -130,6 +135,7 @@ def test_resume_continues_the_numbering_and_the_plan(tmp_path: Path) -> None:
     assert [r.work_amount for r in again.records[:4]] == first
 
 
+@pytest.mark.live
 def test_edm_removes_the_warm_up_of_every_round(tmp_path: Path) -> None:
     s = _session(tmp_path, [Sim(units=400, warmup=80, sd=2.0)], ci_perc=0.02)
     result = s.run()
@@ -143,6 +149,7 @@ def test_edm_removes_the_warm_up_of_every_round(tmp_path: Path) -> None:
     assert pi.ci_low is not None and pi.ci_high is not None and pi.ci_low <= 100.5 and pi.ci_high >= 99.5
 
 
+@pytest.mark.live
 def test_wps_fit_recovers_alpha_and_v(tmp_path: Path) -> None:
     """Durations t = 0.2 s + w / 1000: v's CI holds 1000 and the alpha bound is in work units."""
     s = _session(tmp_path, [Sim(alpha=0.2, v=1000.0, sd=0.5)], work_min=10.0, work_max=5000.0,
@@ -160,6 +167,7 @@ def test_wps_fit_recovers_alpha_and_v(tmp_path: Path) -> None:
     assert w.pis["wps"].gates_stop is True  # readings-only workload: WPS is its non-stable removal
 
 
+@pytest.mark.live
 def test_interleaved_rounds_rank_and_separate(tmp_path: Path) -> None:
     a, b = Sim(name="a", mean=100.0, sd=2.0, seed=3), Sim(name="b", mean=104.0, sd=2.0, seed=4)
     from pilot_sys.session.interleave import compare_analyses
@@ -210,6 +218,7 @@ class FewWindows(Sim):
                            unit_readings={"value": units})
 
 
+@pytest.mark.live
 def test_unit_readings_only_when_every_round_has_enough(tmp_path: Path) -> None:
     """Taking units only from the rounds that logged many would keep only the slow ones."""
     s = _session(tmp_path, [FewWindows()], ci_perc=0.5, max_rounds=12)
@@ -229,6 +238,7 @@ class Crashes(Sim):
         return super().run_round(work_amount, round_dir)
 
 
+@pytest.mark.live
 def test_an_in_process_workload_that_crashes_is_a_failed_round(tmp_path: Path) -> None:
     s = _session(tmp_path, [Crashes()], ci_perc=0.001)
     result = s.run()
@@ -251,6 +261,7 @@ class Windows(Sim):
                            unit_readings={"bw": rates}, unit_timestamps={"bw": times})
 
 
+@pytest.mark.live
 def test_equal_time_windows_average_to_total_work_over_time(tmp_path: Path) -> None:
     from pilot_sys.session.analysis import equal_time_windows
 
@@ -263,6 +274,7 @@ def test_equal_time_windows_average_to_total_work_over_time(tmp_path: Path) -> N
     assert pi.readings_in_ci is True
 
 
+@pytest.mark.live
 def test_targets_met_only_at_the_final_analysis_is_a_valid_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The limit stops the rounds before a paced analysis sees the last ones; the final analysis
     meets every target: the result is valid (exit 0), and the stop reason says how it ended."""
@@ -283,6 +295,7 @@ def test_targets_met_only_at_the_final_analysis_is_a_valid_result(tmp_path: Path
     assert result.status is Status.LIMIT_REACHED and result.exit_code == ExitCode.LIMIT_REACHED
 
 
+@pytest.mark.live
 def test_a_stop_on_met_targets_is_confirmed_on_the_latest_rounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An analysis paced some rounds back may still say "met" after the rounds since have undone
     it (an interleaved comparison once stopped as valid and then reported a PI without a CI):

@@ -122,6 +122,7 @@ def _total(trace: MonitorTrace, metric: str) -> float:
     return float(np.sum(rate[ok] * dt[ok]))
 
 
+@pytest.mark.live
 def test_a_command_round_records_its_own_process_tree(monitoring: RoundMonitoring, tmp_path: Path) -> None:
     """A child that writes 4 MiB in 64 KiB write() calls, then forks a grandchild that burns
     CPU for 0.4 s: the bytes written add up exactly (wchar counts write() calls), and the CPU of
@@ -147,6 +148,7 @@ def test_a_command_round_records_its_own_process_tree(monitoring: RoundMonitorin
     assert 0.4 <= cpu <= 0.4 + 0.5  # the busy loop, plus two interpreters' startup
 
 
+@pytest.mark.live
 def test_children_from_before_the_round_are_not_its_processes(monitoring: RoundMonitoring, tmp_path: Path) -> None:
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
@@ -158,6 +160,7 @@ def test_children_from_before_the_round_are_not_its_processes(monitoring: RoundM
     assert max(procs) == 1  # sleep only, not the python started before the round
 
 
+@pytest.mark.live
 def test_an_in_process_round_has_no_process_series(monitoring: RoundMonitoring, tmp_path: Path) -> None:
     trace = _round(monitoring, tmp_path / "r1", None)
     assert not any(k.startswith("process:") for k in trace.series)
@@ -165,6 +168,7 @@ def test_an_in_process_round_has_no_process_series(monitoring: RoundMonitoring, 
     assert "cpu:host/util_compute" in trace.series  # the host-wide series are all still there
 
 
+@pytest.mark.live
 def test_an_idle_tick_reads_one_file(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without a child (an in-process round) the probe costs one pread per tick, no open."""
     from pilot_sys.monitor.probe import ProbeContext
@@ -183,6 +187,8 @@ def test_an_idle_tick_reads_one_file(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # -- a real session --------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.live
 def test_a_stress_ng_session_checks_phases_on_its_own_processes(tmp_path: Path) -> None:
     """`pilot-sys run` of stress-ng at 50 Hz, rounds of ~0.6-1.3 s on a quiet host (30+ samples each,
     more when the host is busy: 2000 bogo ops took 0.9 s idle here): every round

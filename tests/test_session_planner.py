@@ -7,12 +7,28 @@ import pytest
 
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.engine import analysis_step, cost_floor
-from pilot_sys.session.planner import Phase, Planner, k_increment, midpoint_fractions, midpoint_sequence
+from pilot_sys.session.planner import (
+    Phase,
+    Planner,
+    k_increment,
+    midpoint_fractions,
+    midpoint_sequence,
+)
 
 
 def test_midpoint_sequence_follows_fig3() -> None:
-    # Rd.1 = mid(a, b); Rd.2 = mid(a, Rd.1); Rd.3 = mid(Rd.1, b); Rd.4..7 the eighths; Rd.8 = mid(a, Rd.4)
-    assert midpoint_fractions(8).tolist() == [1 / 2, 1 / 4, 3 / 4, 1 / 8, 3 / 8, 5 / 8, 7 / 8, 1 / 16]
+    # Rd.1 = mid(a, b); Rd.2 = mid(a, Rd.1); Rd.3 = mid(Rd.1, b); Rd.4..7 the eighths;
+    # Rd.8 = mid(a, Rd.4)
+    assert midpoint_fractions(8).tolist() == [
+        1 / 2,
+        1 / 4,
+        3 / 4,
+        1 / 8,
+        3 / 8,
+        5 / 8,
+        7 / 8,
+        1 / 16,
+    ]
     assert midpoint_sequence(0, 16, 7).tolist() == [8, 4, 12, 2, 6, 10, 14]
     assert midpoint_sequence(100, 200, 3, start=2).tolist() == [125, 175, 112.5]
 
@@ -38,14 +54,22 @@ def test_k_heuristic_matches_the_seed_formula() -> None:
 
 
 def _cfg(**kw: object) -> SessionConfig:
-    base = dict(work_min=0.0, work_max=1024.0, min_round_seconds=0.5, max_round_seconds=20.0,
-                first_result_seconds=60.0, k_rounds=50, monitor=False)
+    base = dict(
+        work_min=0.0,
+        work_max=1024.0,
+        min_round_seconds=0.5,
+        max_round_seconds=20.0,
+        first_result_seconds=60.0,
+        k_rounds=50,
+        monitor=False,
+    )
     base.update(kw)
     return SessionConfig(**base)  # type: ignore[arg-type]
 
 
 def test_short_rounds_double_the_work_and_raise_a() -> None:
-    """A workload doing 100 units/s with a 0.5 s minimum round: 1, 2, 4, ..., 32 are short, 64 is not."""
+    """A workload doing 100 units/s with a 0.5 s minimum round: 1, 2, 4, ..., 32 are short, 64
+    is not."""
     p = Planner(_cfg())
     plans = []
     while p.phase is Phase.CALIBRATE:
@@ -74,7 +98,9 @@ def test_ramp_rounds_grow_by_k_seconds() -> None:
 
 
 def test_refine_uses_the_midpoint_sequence_after_t_seconds() -> None:
-    p = Planner(_cfg(work_min=100.0, work_max=900.0, first_result_seconds=2.0, max_round_seconds=100.0))
+    p = Planner(
+        _cfg(work_min=100.0, work_max=900.0, first_result_seconds=2.0, max_round_seconds=100.0)
+    )
     p.observe(100, 1.0, False)  # calibration round: 1 s
     p.observe(p.next_round().work_amount, 1.5, False)  # ramp round: total 2.5 s >= t
     assert p.phase is Phase.REFINE

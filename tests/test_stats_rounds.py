@@ -143,6 +143,7 @@ def test_fewer_rounds_than_subsessions_are_left_to_the_pooled_analysis() -> None
     assert out.summary == ci.summarize(np.concatenate(groups))
 
 
+@pytest.mark.slow
 def test_coverage_with_a_round_effect_is_restored() -> None:
     """Round effect 1.6x the within-round SE of a round mean: pooled intervals alone covered ~75%
     at nominal 95% in this setting (benchmarks/results/session.md); over round means they must
@@ -183,6 +184,7 @@ class RoundEffectSim:
         return []
 
 
+@pytest.mark.live
 def test_a_session_with_differing_rounds_reports_an_interval_over_round_means(tmp_path: Path) -> None:
     wl = RoundEffectSim(seed=4, round_sd=0.005)
     cfg = SessionConfig.from_preset("normal", monitor=False, ci_perc=0.006, work_min=1.0, work_max=1.0,

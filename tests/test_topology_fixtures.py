@@ -19,20 +19,24 @@ GEN2_X1 = 5e9 * 8 / 10 * 1 / 8  # 500 MB/s
 GEN3_X1 = 8e9 * 128 / 130 / 8
 
 
-
-
 def outward_children(graph: ComponentGraph, node: str) -> set[str]:
     return {n for n in graph.g.successors(node) if graph.link(node, n).direction in OUTWARD}
 
 
-def test_every_link_is_two_directed_edges(nvme: ComponentGraph, md: ComponentGraph, nfs: ComponentGraph) -> None:
+def test_every_link_is_two_directed_edges(
+    nvme: ComponentGraph, md: ComponentGraph, nfs: ComponentGraph
+) -> None:
     for graph in (nvme, md, nfs):
         for link in graph.links():
             if link.direction in ("contains", "limits"):  # one-way: containment, a limiter's link
                 continue
             assert graph.g.has_edge(link.target, link.source), link
             back = graph.link(link.target, link.source)
-            assert {link.direction, back.direction} in ({"write", "read"}, {"send", "receive"}, {"down", "up"})
+            assert {link.direction, back.direction} in (
+                {"write", "read"},
+                {"send", "receive"},
+                {"down", "up"},
+            )
 
 
 def test_nvme_pcie_limits_and_chain(nvme: ComponentGraph) -> None:
@@ -43,7 +47,9 @@ def test_nvme_pcie_limits_and_chain(nvme: ComponentGraph) -> None:
     assert "128b/130b" in ssd.limits["send"].detail
     assert not ssd.warnings
     # the root port -> SSD edge carries the SSD's link bandwidth, each direction separately
-    assert nvme.link("pci:0000:00:01.1", "pci:0000:01:00.0").capacity.value == pytest.approx(GEN3_X4)
+    assert nvme.link("pci:0000:00:01.1", "pci:0000:01:00.0").capacity.value == pytest.approx(
+        GEN3_X4
+    )
     assert nvme.link("pci:0000:01:00.0", "pci:0000:00:01.1").direction == "up"
     assert nvme.component("controller:nvme0").attrs["transport"] == "pcie"
     assert outward_children(nvme, "pci:0000:01:00.0") == {"controller:nvme0"}
@@ -67,7 +73,14 @@ def test_link_trained_below_maximum_is_a_warning(nvme: ComponentGraph) -> None:
 def test_native_multipath_namespace_hangs_off_its_controller(nvme: ComponentGraph) -> None:
     assert outward_children(nvme, "controller:nvme1") == {"block:nvme1n1"}
     assert nvme.paths_to("block:nvme1n1") == [
-        ["cpu:host", "memory:host", "pci:0000:00:01.2", "pci:0000:02:00.0", "controller:nvme1", "block:nvme1n1"]
+        [
+            "cpu:host",
+            "memory:host",
+            "pci:0000:00:01.2",
+            "pci:0000:02:00.0",
+            "controller:nvme1",
+            "block:nvme1n1",
+        ]
     ]
 
 
@@ -81,8 +94,17 @@ def test_lvm_slaves(nvme: ComponentGraph) -> None:
 
 def test_mounts_bind_overlay_tmpfs(nvme: ComponentGraph) -> None:
     mounts = {c.name: c for c in nvme.components(ComponentKind.MOUNT)}
-    assert set(mounts) == {"/", "/dev", "/boot/efi", "/home", "/tmp", "/srv/data", "/scratch",
-                           "/var/lib/docker/overlay2/abc/merged", "/mnt/My Photos"}  # proc, sysfs, cgroup2 left out
+    assert set(mounts) == {
+        "/",
+        "/dev",
+        "/boot/efi",
+        "/home",
+        "/tmp",
+        "/srv/data",
+        "/scratch",
+        "/var/lib/docker/overlay2/abc/merged",
+        "/mnt/My Photos",
+    }  # proc, sysfs, cgroup2 left out
     assert mounts["/srv/data"].attrs["bind_of"] == "/home"
     assert mounts["/srv/data"].attrs["root"] == "/alice/data"
     assert mounts["/mnt/My Photos"].attrs["bind_of"] == "/scratch"  # \040 unescaped
@@ -116,8 +138,12 @@ def test_memory_bandwidth_from_dmi(nvme: ComponentGraph) -> None:
 
 def test_nic_speed_duplex(nvme: ComponentGraph, md: ComponentGraph, nfs: ComponentGraph) -> None:
     assert nvme.component("nic:enp3s0").limits["send"].value == 1000e6 / 8
-    assert nvme.paths_to("network:enp3s0")[0][-4:] == ["pci:0000:00:1c.0", "pci:0000:03:00.0", "nic:enp3s0",
-                                                        "network:enp3s0"]
+    assert nvme.paths_to("network:enp3s0")[0][-4:] == [
+        "pci:0000:00:1c.0",
+        "pci:0000:03:00.0",
+        "nic:enp3s0",
+        "network:enp3s0",
+    ]
     half = md.component("nic:eno1")
     assert half.limits["send"].value == 100e6 / 8 and half.attrs["duplex"] == "half"
     assert any("half duplex" in w for w in half.warnings)
@@ -133,7 +159,11 @@ def test_sata_links_and_md_raid(md: ComponentGraph) -> None:
     assert md.link("controller:ata2", "block:sdb").capacity.value == pytest.approx(300e6)
     md0, md1 = md.component("block:md0"), md.component("block:md1")
     assert (md0.attrs["level"], md0.attrs["members"]) == ("raid1", ["sda1", "sdb1"])
-    assert (md1.attrs["level"], md1.attrs["members"], md1.attrs["chunk_size"]) == ("raid0", ["sdc", "sdd"], 524288)
+    assert (md1.attrs["level"], md1.attrs["members"], md1.attrs["chunk_size"]) == (
+        "raid0",
+        ["sdc", "sdd"],
+        524288,
+    )
     assert outward_children(md, "block:sdc") == {"block:md1"}
     assert {p[-3] for p in md.paths_to("mount:/")} == {"block:sda1", "block:sdb1"}
     assert md.component("block:sda").attrs["rotational"] is True
@@ -143,8 +173,16 @@ def test_sas_port_rate(md: ComponentGraph) -> None:
     port = md.component("controller:sas-port-6:0")
     assert port.limits["read"].value == pytest.approx(12e9 * 8 / 10 / 8)  # SAS-3: 8b/10b
     assert port.attrs["phys"] == ["phy-6:0"]
-    assert md.paths_to("block:sde") == [["cpu:host", "memory:host", "pci:0000:00:03.0", "pci:0000:04:00.0",
-                                         "controller:sas-port-6:0", "block:sde"]]
+    assert md.paths_to("block:sde") == [
+        [
+            "cpu:host",
+            "memory:host",
+            "pci:0000:00:03.0",
+            "pci:0000:04:00.0",
+            "controller:sas-port-6:0",
+            "block:sde",
+        ]
+    ]
     assert md.component("block:sde").attrs["model"] == "PX05SMB080"
 
 
@@ -152,8 +190,16 @@ def test_loop_backing_chain_is_followed_recursively(md: ComponentGraph) -> None:
     assert "block:loop2" not in md  # size 0: an unused loop device
     paths = md.paths_to("mount:/mnt/inner")
     assert len(paths) == 2  # through each RAID0 member
-    assert paths[0][3:] == ["controller:ata3", "block:sdc", "block:md1", "mount:/data", "block:loop0", "mount:/mnt/vm",
-                            "block:loop1", "mount:/mnt/inner"]
+    assert paths[0][3:] == [
+        "controller:ata3",
+        "block:sdc",
+        "block:md1",
+        "mount:/data",
+        "block:loop0",
+        "mount:/mnt/vm",
+        "block:loop1",
+        "mount:/mnt/inner",
+    ]
     assert md.component("block:loop1").attrs["backing_file"] == "/mnt/vm/inner.img"
 
 
@@ -162,7 +208,10 @@ def test_zram_numa_and_cgroup_v1(md: ComponentGraph) -> None:
     assert zram.attrs["role"] == "zram" and zram.attrs["memory_backed"] is True
     assert md.paths_to("block:zram0") == [["cpu:host", "memory:host", "block:zram0"]]
     cpu = md.component("cpu:host")
-    assert cpu.attrs["sockets"] == 2 and cpu.attrs["numa_nodes"] == {"node0": [0, 1, 2, 3], "node1": [4, 5, 6, 7]}
+    assert cpu.attrs["sockets"] == 2 and cpu.attrs["numa_nodes"] == {
+        "node0": [0, 1, 2, 3],
+        "node1": [4, 5, 6, 7],
+    }
     assert cpu.limits["compute"].value == pytest.approx(2.0)  # 200000 / 100000
     assert md.component("memory:node1").limits["capacity"].value == 16 * 1024**3
     assert not md.component("memory:host").limits["read"].known  # no DMI, no probe asked: unknown
@@ -182,9 +231,14 @@ def test_bond_vlan_bridge(nfs: ComponentGraph) -> None:
 
 
 def test_nfs_cifs_and_fabrics_remotes(nfs: ComponentGraph) -> None:
-    assert outward_children(nfs, "network:bond0.100") == {"remote:10.0.100.5", "remote:2001:db8:100::5",
-                                                          "remote:10.0.100.7"}
-    assert outward_children(nfs, "network:eth2") == {"remote:192.168.50.20"}  # cifs via the default route
+    assert outward_children(nfs, "network:bond0.100") == {
+        "remote:10.0.100.5",
+        "remote:2001:db8:100::5",
+        "remote:10.0.100.7",
+    }
+    assert outward_children(nfs, "network:eth2") == {
+        "remote:192.168.50.20"
+    }  # cifs via the default route
     assert nfs.component("mount:/mnt/share").attrs["remote_host"] == "192.168.50.20"
     assert outward_children(nfs, "remote:10.0.100.5") == {"mount:/mnt/nfs"}
     assert nfs.component("controller:nvme0").attrs["transport"] == "tcp"
@@ -205,8 +259,9 @@ def test_node_link_round_trip(nfs: ComponentGraph) -> None:
     again = ComponentGraph.from_node_link(data)
     assert sorted(c.id for c in again.components()) == sorted(c.id for c in nfs.components())
     assert again.limit("nic:bond0", "send") == nfs.limit("nic:bond0", "send")
-    assert {(l.source, l.target, l.direction) for l in again.links()} == {
-        (l.source, l.target, l.direction) for l in nfs.links()}
+    assert {(k.source, k.target, k.direction) for k in again.links()} == {
+        (k.source, k.target, k.direction) for k in nfs.links()
+    }
 
 
 def test_unreadable_files_are_reported_not_fatal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -227,23 +282,34 @@ def test_unreadable_files_are_reported_not_fatal(monkeypatch: pytest.MonkeyPatch
     memory = graph.component("memory:host")
     assert not memory.limits["read"].known
     assert memory.limits["read"].detail.startswith("DMI memory entries unreadable (needs root)")
-    assert graph.unreadable["memory"] == [f"/sys/firmware/dmi/entries/17-{i}/raw: permission denied" for i in range(3)]
-    assert graph.component("pci:0000:01:00.0").limits["send"].known  # everything else still discovered
+    assert graph.unreadable["memory"] == [
+        f"/sys/firmware/dmi/entries/17-{i}/raw: permission denied" for i in range(3)
+    ]
+    # everything else still discovered
+    assert graph.component("pci:0000:01:00.0").limits["send"].known
 
 
-def test_device_level_graph_folds_layers_into_devices(nvme: ComponentGraph, md: ComponentGraph,
-                                                      nfs: ComponentGraph) -> None:
+def test_device_level_graph_folds_layers_into_devices(
+    nvme: ComponentGraph, md: ComponentGraph, nfs: ComponentGraph
+) -> None:
     from pilot_sys.topology.devices import device_graph, device_map
 
     ssd = device_map(nvme)
     # the SSD's root port, PCIe function, controller, partitions, LVM volumes and mounts are the SSD
-    for member in ("pci:0000:00:01.1", "pci:0000:01:00.0", "controller:nvme0", "block:nvme0n1p2", "block:dm-1",
-                   "mount:/srv/data"):
+    for member in (
+        "pci:0000:00:01.1",
+        "pci:0000:01:00.0",
+        "controller:nvme0",
+        "block:nvme0n1p2",
+        "block:dm-1",
+        "mount:/srv/data",
+    ):
         assert ssd[member] == "block:nvme0n1"
     assert ssd["mount:/tmp"] == "memory:host" and ssd["nic:enp3s0"] == "nic:enp3s0"
     raid = device_graph(md)
     assert set(raid.predecessors("block:md0")) == {"block:sda", "block:sdb"}
-    assert "mount:/mnt/inner" in raid.nodes["block:md1"]["members"]  # loop chain folds into the RAID
+    # loop chain folds into the RAID
+    assert "mount:/mnt/inner" in raid.nodes["block:md1"]["members"]
     assert raid.has_edge("pci:0000:00:17.0", "block:sdc")  # the AHCI controller fans out: a device
     client = device_graph(nfs)
     assert client.has_edge("network:bond0.100", "remote:10.0.100.5")
@@ -259,9 +325,21 @@ def test_limits_derived_from_rated_members() -> None:
 
     graph = discover(SYS / "md-raid-loop")
     assert not graph.limit("block:md0", "read").known  # nothing rated yet: nothing derived
-    rated = {"sda": (200e6, 180e6), "sdb": (150e6, 140e6), "sdc": (250e6, 240e6), "sdd": (230e6, 220e6)}
-    user = parse_user_graph({"nodes": [{"id": f"block:{d}", "limits": {"read": r, "write": w}}
-                                       for d, (r, w) in rated.items()]}, "rated.json")
+    rated = {
+        "sda": (200e6, 180e6),
+        "sdb": (150e6, 140e6),
+        "sdc": (250e6, 240e6),
+        "sdd": (230e6, 220e6),
+    }
+    user = parse_user_graph(
+        {
+            "nodes": [
+                {"id": f"block:{d}", "limits": {"read": r, "write": w}}
+                for d, (r, w) in rated.items()
+            ]
+        },
+        "rated.json",
+    )
     apply_user_graph(graph, user, "rated.json")
     derive_limits(graph)
     assert graph.limit("block:sda1", "write").value == 180e6  # a partition: its disk
@@ -271,4 +349,6 @@ def test_limits_derived_from_rated_members() -> None:
     md1 = graph.component("block:md1")  # raid0 over sdc, sdd
     assert md1.limits["read"].value == 250e6 + 230e6 and md1.limits["write"].value == 240e6 + 220e6
     assert md1.limits["write"].detail == "raid0: sum of 2 members"
-    assert not graph.limit("block:loop0", "write").known  # a loop's limit is its file system's: not derived
+    assert not graph.limit(
+        "block:loop0", "write"
+    ).known  # a loop's limit is its file system's: not derived

@@ -30,8 +30,11 @@ def physical_disk_of(path: str) -> str:
 
 
 def test_every_block_device_with_a_size_is_found(host: ComponentGraph) -> None:
-    expected = {name for name in os.listdir("/sys/class/block")
-                if int(Path(f"/sys/class/block/{name}/size").read_text()) > 0}
+    expected = {
+        name
+        for name in os.listdir("/sys/class/block")
+        if int(Path(f"/sys/class/block/{name}/size").read_text()) > 0
+    }
     assert {c.name for c in host.components(ComponentKind.BLOCK)} == expected
     for c in host.components(ComponentKind.BLOCK):
         assert c.attrs["devnum"] == Path(f"/sys/class/block/{c.name}/dev").read_text().strip()
@@ -49,7 +52,11 @@ def test_nic_limits_follow_the_speed_file(host: ComponentGraph) -> None:
             assert not limit.known and "loopback" in limit.detail
         elif speed is None:
             assert limit.value is None and limit.source == LimitSource.UNKNOWN
-            assert limit.detail.startswith("speed unreadable") if speed_file.exists() else limit.detail == "no speed file"
+            assert (
+                limit.detail.startswith("speed unreadable")
+                if speed_file.exists()
+                else limit.detail == "no speed file"
+            )
         elif speed <= 0:
             assert limit.value is None and limit.detail == f"speed reads {speed}"
         else:
@@ -97,6 +104,8 @@ def test_pyudev_and_sysfs_enumerate_the_same_devices(monkeypatch: pytest.MonkeyP
 
     by_scandir = {s: SysRoot("/").class_devices(s) for s in ("block", "net", "pci")}
     real_isdir = os.path.isdir
-    monkeypatch.setattr(os.path, "isdir", lambda p: True if p == "/run/udev/data" else real_isdir(p))
+    monkeypatch.setattr(
+        os.path, "isdir", lambda p: True if p == "/run/udev/data" else real_isdir(p)
+    )
     for subsystem, expected in by_scandir.items():
         assert SysRoot("/").class_devices(subsystem) == expected

@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 
 from pilot_sys.topology.cpulist import parse_cpulist
 from pilot_sys.topology.dmi import parse_type17
-from pilot_sys.topology.linkspeed import nic_limit, parse_gts, pcie_bandwidth, pcie_limit, sas_limit, sata_limit
+from pilot_sys.topology.linkspeed import (
+    nic_limit,
+    parse_gts,
+    pcie_bandwidth,
+    pcie_limit,
+    sas_limit,
+    sata_limit,
+)
 from pilot_sys.topology.mountinfo import mount_for, parse_mountinfo, remote_host, visible_mounts
 from pilot_sys.topology.routes import lookup, parse_ipv6_route, parse_local_ipv4, parse_route
 
@@ -70,10 +77,21 @@ def test_mountinfo_as_proc5_describes_it() -> None:
     entries = parse_mountinfo(MOUNTINFO)
     assert len(entries) == 6  # the malformed line is skipped
     first = entries[0]
-    assert (first.mount_id, first.parent_id, first.devnum, first.root, first.mountpoint) == (36, 35, "98:0", "/mnt1", "/mnt2")
-    assert (first.fstype, first.source, first.super_options) == ("ext3", "/dev/root", "rw,errors=continue")
+    assert (first.mount_id, first.parent_id, first.devnum, first.root, first.mountpoint) == (
+        36,
+        35,
+        "98:0",
+        "/mnt1",
+        "/mnt2",
+    )
+    assert (first.fstype, first.source, first.super_options) == (
+        "ext3",
+        "/dev/root",
+        "rw,errors=continue",
+    )
     nfs = entries[2]
-    assert nfs.mountpoint == "/mnt/with space\ttab"  # optional fields skipped, octal escapes decoded
+    # optional fields skipped, octal escapes decoded
+    assert nfs.mountpoint == "/mnt/with space\ttab"
     assert nfs.is_network and remote_host(nfs) == "192.0.2.9"
     assert remote_host(entries[3]) == "fs.example"
     assert entries[4].is_network and remote_host(entries[4]) == "host.example"
@@ -81,7 +99,8 @@ def test_mountinfo_as_proc5_describes_it() -> None:
     mounts = visible_mounts(entries)
     assert mount_for("/mnt/with space\ttab/a/b", mounts).fstype == "nfs4"
     assert mount_for("/etc/passwd", mounts).mountpoint == "/"
-    assert mount_for("/mnt2x", mounts).mountpoint == "/"  # a prefix of the name is not a parent directory
+    # a prefix of the name is not a parent directory
+    assert mount_for("/mnt2x", mounts).mountpoint == "/"
 
 
 @given(st.text(alphabet=st.sampled_from("ab \t\n\\/é"), min_size=1, max_size=20))
@@ -103,13 +122,18 @@ IPV6_ROUTE = """20010db8000000000000000000000000 20 0000000000000000000000000000
 20010db8000100000000000000000000 40 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000001 00000000 00000001     eth2
 00000000000000000000000000000000 00 00000000000000000000000000000000 00 fe800000000000000000000000000001 00000400 00000002 00000000 00450003     eth0
 00000000000000000000000000000000 00 00000000000000000000000000000000 00 00000000000000000000000000000000 ffffffff 00000001 00000000 00200200       lo
-"""
+"""  # noqa: E501 (the kernel's /proc/net/ipv6_route lines, as it prints them)
 
 
 def test_ipv4_routes_little_endian_hex() -> None:
     routes = parse_route(ROUTE)
-    assert [str(r.network) for r in routes] == ["0.0.0.0/0", "192.168.0.0/24", "10.0.0.0/8", "10.0.0.0/8",
-                                                "10.0.100.0/24"]  # the route without RTF_UP is dropped
+    assert [str(r.network) for r in routes] == [
+        "0.0.0.0/0",
+        "192.168.0.0/24",
+        "10.0.0.0/8",
+        "10.0.0.0/8",
+        "10.0.100.0/24",
+    ]  # the route without RTF_UP is dropped
     assert routes[0].gateway == "192.168.0.1" and routes[0].metric == 100
     assert lookup(routes, "192.168.0.77").interface == "eth0"
     assert lookup(routes, "8.8.8.8").interface == "eth0"  # default
@@ -120,7 +144,11 @@ def test_ipv4_routes_little_endian_hex() -> None:
 
 def test_ipv6_routes() -> None:
     routes = parse_ipv6_route(IPV6_ROUTE)
-    assert [str(r.network) for r in routes] == ["2001:db8::/32", "2001:db8:1::/64", "::/0"]  # reject route dropped
+    assert [str(r.network) for r in routes] == [
+        "2001:db8::/32",
+        "2001:db8:1::/64",
+        "::/0",
+    ]  # reject route dropped
     assert routes[2].gateway == "fe80::1" and routes[2].metric == 0x400
     assert lookup(routes, "2001:db8:1::20").interface == "eth2"
     assert lookup(routes, "2001:db8:2::20").interface == "eth1"
@@ -132,8 +160,14 @@ def test_route_lookup_matches_ipaddress_membership(address: int, prefix: int) ->
     """Against an independent reference: the route picked is the longest prefix containing it."""
     network = ipaddress.IPv4Network((address, prefix), strict=False)
     le = lambda a: f"{struct.unpack('<I', a.packed)[0]:08X}"  # noqa: E731
-    text = ROUTE.splitlines()[0] + "\n" + f"x0\t00000000\t01010101\t0003\t0\t0\t0\t00000000\t0\t0\t0\n" + (
-        f"x1\t{le(network.network_address)}\t00000000\t0001\t0\t0\t0\t{le(network.netmask)}\t0\t0\t0\n")
+    text = (
+        ROUTE.splitlines()[0]
+        + "\n"
+        + "x0\t00000000\t01010101\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
+        + (
+            f"x1\t{le(network.network_address)}\t00000000\t0001\t0\t0\t0\t{le(network.netmask)}\t0\t0\t0\n"
+        )
+    )
     routes = parse_route(text)
     probe = ipaddress.IPv4Address(address ^ 1)
     expected = "x1" if probe in network else "x0"
@@ -141,7 +175,11 @@ def test_route_lookup_matches_ipaddress_membership(address: int, prefix: int) ->
 
 
 def test_local_addresses_route_through_lo() -> None:
-    trie = "Local:\n  +-- 0.0.0.0/0 3 0 5\n     |-- 10.0.0.2\n        /32 host LOCAL\n     |-- 127.0.0.0\n        /8 host LOCAL\n"
+    trie = (
+        "Local:\n  +-- 0.0.0.0/0 3 0 5\n"
+        "     |-- 10.0.0.2\n        /32 host LOCAL\n"
+        "     |-- 127.0.0.0\n        /8 host LOCAL\n"
+    )
     routes = parse_route(ROUTE) + parse_local_ipv4(trie)
     assert lookup(routes, "10.0.0.2").interface == "lo"
     assert lookup(routes, "127.3.4.5").interface == "lo"
@@ -185,7 +223,9 @@ def test_smbios_type17() -> None:
         ("multipath", "read", [100.0], None),
     ],
 )
-def test_md_layouts(level: str, direction: str, members: list[float], expected: float | None) -> None:
+def test_md_layouts(
+    level: str, direction: str, members: list[float], expected: float | None
+) -> None:
     from pilot_sys.topology.derive import md_limit
 
     result = md_limit(level, members, direction)

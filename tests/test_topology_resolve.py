@@ -9,16 +9,39 @@ from pilot_sys.topology.graph import ComponentGraph
 from pilot_sys.topology.resolve import candidates, resolve
 
 
-
-
-
 def test_candidates_from_fio_dd_iperf3_arguments() -> None:
-    found = candidates(["fio", "--name=w", "--filename=/dev/sda:/mnt/a\\:b", "--rw=write", "--bs=4k",
-                        "--output=/tmp/out.json", "--directory=/scratch", "of=/x/y", "if=/dev/zero",
-                        "-c", "10.0.0.5", "--client=h.example", "plain", "-t", "./rel"])
+    found = candidates(
+        [
+            "fio",
+            "--name=w",
+            "--filename=/dev/sda:/mnt/a\\:b",
+            "--rw=write",
+            "--bs=4k",
+            "--output=/tmp/out.json",
+            "--directory=/scratch",
+            "of=/x/y",
+            "if=/dev/zero",
+            "-c",
+            "10.0.0.5",
+            "--client=h.example",
+            "plain",
+            "-t",
+            "./rel",
+        ]
+    )
     values = [value for _, value, _ in found]
-    assert values == ["fio", "/dev/sda", "/mnt/a:b", "/scratch", "/x/y", "/dev/zero", "host:10.0.0.5",
-                      "host:h.example", "plain", "./rel"]
+    assert values == [
+        "fio",
+        "/dev/sda",
+        "/mnt/a:b",
+        "/scratch",
+        "/x/y",
+        "/dev/zero",
+        "host:10.0.0.5",
+        "host:h.example",
+        "plain",
+        "./rel",
+    ]
     assert "/tmp/out.json" not in values  # result files are not the data path
 
 
@@ -58,23 +81,37 @@ def test_tmpfs_is_memory(nvme: ComponentGraph) -> None:
 def test_md_raid_cut_is_the_array(md: ComponentGraph) -> None:
     data = resolve(md, ["/var/lib/x"])
     assert data.cut == "block:md0"
-    assert [p[-4:] for p in data.paths] == [["block:sda", "block:sda1", "block:md0", "mount:/"],
-                                            ["block:sdb", "block:sdb1", "block:md0", "mount:/"]]
+    assert [p[-4:] for p in data.paths] == [
+        ["block:sda", "block:sda1", "block:md0", "mount:/"],
+        ["block:sdb", "block:sdb1", "block:md0", "mount:/"],
+    ]
     assert {"controller:ata1", "controller:ata2"} <= set(data.components)
 
 
 def test_loop_chain_cut_is_the_raid_underneath(md: ComponentGraph) -> None:
     data = resolve(md, ["/mnt/inner/file"])
     assert data.cut == "block:md1"
-    assert all(p[-5:] == ["mount:/data", "block:loop0", "mount:/mnt/vm", "block:loop1", "mount:/mnt/inner"]
-               for p in data.paths)
+    assert all(
+        p[-5:] == ["mount:/data", "block:loop0", "mount:/mnt/vm", "block:loop1", "mount:/mnt/inner"]
+        for p in data.paths
+    )
 
 
 def test_nfs_path_ends_at_the_remote_host(nfs: ComponentGraph) -> None:
     data = resolve(nfs, ["/mnt/nfs/run1/out.dat"])
     assert data.cut == "remote:10.0.100.5"
-    assert data.paths[0] == ["cpu:host", "memory:host", "pci:0000:00:02.0", "pci:0000:05:00.0", "nic:eth0",
-                             "nic:bond0", "nic:bond0.100", "network:bond0.100", "remote:10.0.100.5", "mount:/mnt/nfs"]
+    assert data.paths[0] == [
+        "cpu:host",
+        "memory:host",
+        "pci:0000:00:02.0",
+        "pci:0000:05:00.0",
+        "nic:eth0",
+        "nic:bond0",
+        "nic:bond0.100",
+        "network:bond0.100",
+        "remote:10.0.100.5",
+        "mount:/mnt/nfs",
+    ]
     assert len(data.paths) == 2  # one per bond slave
     v6 = resolve(nfs, ["/mnt/nfs6/f"])
     assert v6.cut == "remote:2001:db8:100::5" and "nic:bond0.100" in v6.components
@@ -82,7 +119,10 @@ def test_nfs_path_ends_at_the_remote_host(nfs: ComponentGraph) -> None:
 
 def test_host_arguments_resolve_to_the_routing_nic(nfs: ComponentGraph) -> None:
     assert resolve(nfs, ["iperf3", "-c", "10.0.100.9"]).cut == "nic:bond0.100"
-    assert resolve(nfs, ["iperf3", "-c", "10.0.100.9"]).paths[0][-2:] == ["nic:bond0.100", "network:bond0.100"]
+    assert resolve(nfs, ["iperf3", "-c", "10.0.100.9"]).paths[0][-2:] == [
+        "nic:bond0.100",
+        "network:bond0.100",
+    ]
     assert resolve(nfs, ["iperf3", "-c", "10.20.30.40"]).cut == "nic:bond0"  # 10/8 via bond0
     assert resolve(nfs, ["iperf3", "-c", "93.184.216.34"]).cut == "nic:eth2"  # default route
     assert resolve(nfs, ["iperf3", "-6", "-c", "2001:db8:100::77"]).cut == "nic:bond0.100"

@@ -23,11 +23,22 @@ def test_shipped_examples_load() -> None:
     assert len(fig4.components()) == 16
     assert fig4.limit("network:switch", "send").value == 6.0e10
     assert fig4.link("network:switch", "nic:nas1/eth0").capacity.value == 3.125e9
-    assert fig4.link("nic:nas1/eth0", "network:switch").direction == "receive"  # the reverse is added
+    # the reverse is added
+    assert fig4.link("nic:nas1/eth0", "network:switch").direction == "receive"
     nvme = load_user_graph(GRAPHS / "local-nvme.json")
-    assert nvme.paths_to("mount:/data") == [["cpu:host", "memory:host", "pci:0000:00:01.1", "pci:0000:01:00.0",
-                                             "controller:nvme0", "block:nvme0n1", "mount:/data"]]
-    assert nvme.link("block:nvme0n1", "controller:nvme0").capacity.value == 3.5e9  # reverse_capacity
+    assert nvme.paths_to("mount:/data") == [
+        [
+            "cpu:host",
+            "memory:host",
+            "pci:0000:00:01.1",
+            "pci:0000:01:00.0",
+            "controller:nvme0",
+            "block:nvme0n1",
+            "mount:/data",
+        ]
+    ]
+    # reverse_capacity
+    assert nvme.link("block:nvme0n1", "controller:nvme0").capacity.value == 3.5e9
     assert nvme.limit("block:nvme0n1", "iops_read").unit == "IO/s"
     nfs = load_user_graph(GRAPHS / "nfs-client-server.json")
     assert nfs.paths_to("block:nfs-server/md0", source="nic:eth0")[0][-1] == "block:nfs-server/md0"
@@ -35,16 +46,32 @@ def test_shipped_examples_load() -> None:
 
 def test_user_limits_fill_unknown_ones_only() -> None:
     graph = discover(FIXTURES / "sys" / "nfs-bond")
-    user = parse_user_graph({"nodes": [
-        {"id": "nic:eth2", "limits": {"send": 1.25e9}},  # unknown (speed -1): filled
-        {"id": "nic:eth0", "limits": {"send": 5e8}},  # known from sysfs: kept, with a note
-        {"id": "remote:nas", "kind": "remote"},
-    ], "links": [{"source": "network:eth2", "target": "remote:nas", "direction": "send", "capacity": 1e9}]}, "u.json")
+    user = parse_user_graph(
+        {
+            "nodes": [
+                {"id": "nic:eth2", "limits": {"send": 1.25e9}},  # unknown (speed -1): filled
+                {"id": "nic:eth0", "limits": {"send": 5e8}},  # known from sysfs: kept, with a note
+                {"id": "remote:nas", "kind": "remote"},
+            ],
+            "links": [
+                {
+                    "source": "network:eth2",
+                    "target": "remote:nas",
+                    "direction": "send",
+                    "capacity": 1e9,
+                }
+            ],
+        },
+        "u.json",
+    )
     notes = apply_user_graph(graph, user, "u.json")
     assert graph.limit("nic:eth2", "send").value == 1.25e9
     assert graph.limit("nic:eth2", "send").source == LimitSource.USER
     assert not graph.limit("nic:eth2", "receive").known  # only what the user gave
-    assert graph.limit("nic:eth0", "send").value == 1.25e9 and graph.limit("nic:eth0", "send").source == "sysfs"
+    assert (
+        graph.limit("nic:eth0", "send").value == 1.25e9
+        and graph.limit("nic:eth0", "send").source == "sysfs"
+    )
     assert len(notes) == 1 and "nic:eth0" in notes[0]
     assert graph.link("network:eth2", "remote:nas").capacity.value == 1e9
     assert graph.link("remote:nas", "network:eth2").direction == "receive"
@@ -58,25 +85,45 @@ def test_limits_on_a_discovered_virtual_disk_through_the_shipped_example() -> No
     before = graph.limit("nic:eth2", "send")
     assert not before.known
     user = load_user_graph(GRAPHS / "rated-virtual-disk.json")
-    apply_user_graph(graph, user, "rated-virtual-disk.json")  # names nic:eth2's twin on the VM: nic:eth0
-    assert graph.limit("block:vda", "write").value == 2.5e8  # not discovered here: added as a new node
+    # names nic:eth2's twin on the VM: nic:eth0
+    apply_user_graph(graph, user, "rated-virtual-disk.json")
+    # not discovered here: added as a new node
+    assert graph.limit("block:vda", "write").value == 2.5e8
     assert graph.limit("block:vda", "write").source == LimitSource.USER
     assert graph.limit("block:vda", "iops_write").unit == "IO/s"
-    assert graph.limit("nic:eth0", "send").source == LimitSource.SYSFS  # 10 GbE from sysfs wins over the file
+    # 10 GbE from sysfs wins over the file
+    assert graph.limit("nic:eth0", "send").source == LimitSource.SYSFS
 
 
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"nodes": [{"id": "a:b"}], "links": [{"source": "a:b", "target": "c:d", "capacity": "fast"}]},
-         "g.json: link 1 (a:b -> c:d): capacity must be a number in B/s"),
-        ({"nodes": [{"id": "block:x", "limits": {"write": -5}}]}, "g.json: node 1 (block:x): limit 'write' must be"),
-        ({"nodes": [{"id": "cpu:y", "limits": {"compute": "many"}}]}, "limit 'compute' must be a number in cores"),
+        (
+            {
+                "nodes": [{"id": "a:b"}],
+                "links": [{"source": "a:b", "target": "c:d", "capacity": "fast"}],
+            },
+            "g.json: link 1 (a:b -> c:d): capacity must be a number in B/s",
+        ),
+        (
+            {"nodes": [{"id": "block:x", "limits": {"write": -5}}]},
+            "g.json: node 1 (block:x): limit 'write' must be",
+        ),
+        (
+            {"nodes": [{"id": "cpu:y", "limits": {"compute": "many"}}]},
+            "limit 'compute' must be a number in cores",
+        ),
         ({"nodes": [{"name": "no id"}]}, "g.json: node 1: id is required"),
         ({"nodes": [{"id": "a:b"}, {"id": "a:b"}]}, "g.json: node 2 (a:b): duplicate id"),
-        ({"nodes": [{"id": "a:b", "kind": "toaster"}]}, "g.json: node 1 (a:b): kind must be one of"),
+        (
+            {"nodes": [{"id": "a:b", "kind": "toaster"}]},
+            "g.json: node 1 (a:b): kind must be one of",
+        ),
         ({"links": [{"source": "a:b"}]}, "g.json: link 1 (a:b -> ?): target is required"),
-        ({"links": [{"source": "a:b", "target": "c:d", "direction": "sideways"}]}, "direction must be one of"),
+        (
+            {"links": [{"source": "a:b", "target": "c:d", "direction": "sideways"}]},
+            "direction must be one of",
+        ),
         ([1, 2], "g.json: expected an object"),
     ],
 )
@@ -88,11 +135,20 @@ def test_validation_errors_name_the_entry(data: object, message: str) -> None:
 
 def test_link_to_an_unknown_node_is_named_at_merge() -> None:
     graph = discover(FIXTURES / "sys" / "md-raid-loop")
-    user = parse_user_graph({"links": [{"source": "nic:eno1", "target": "network:lan"},
-                                       {"source": "nic:eno1", "target": "remote:ghost"}]}, "g.json")
+    user = parse_user_graph(
+        {
+            "links": [
+                {"source": "nic:eno1", "target": "network:lan"},
+                {"source": "nic:eno1", "target": "remote:ghost"},
+            ]
+        },
+        "g.json",
+    )
     with pytest.raises(BadInput) as info:
         apply_user_graph(graph, user, "g.json")
-    assert str(info.value).startswith("g.json: link 1 (nic:eno1 -> network:lan): unknown node network:lan")
+    assert str(info.value).startswith(
+        "g.json: link 1 (nic:eno1 -> network:lan): unknown node network:lan"
+    )
 
 
 def test_json_syntax_error_has_line_and_column(tmp_path: Path) -> None:
@@ -108,8 +164,12 @@ def test_graphml_export_loads_back_as_a_user_graph(tmp_path: Path) -> None:
     write_graphml(graph, tmp_path / "g.graphml")
     again = load_user_graph(tmp_path / "g.graphml")
     assert sorted(c.id for c in again.components()) == sorted(c.id for c in graph.components())
-    assert again.limit("pci:0000:01:00.0", "send").value == pytest.approx(graph.limit("pci:0000:01:00.0", "send").value)
-    assert again.link("pci:0000:00:01.1", "pci:0000:01:00.0").capacity.value == pytest.approx(8e9 * 128 / 130 * 4 / 8)
+    assert again.limit("pci:0000:01:00.0", "send").value == pytest.approx(
+        graph.limit("pci:0000:01:00.0", "send").value
+    )
+    assert again.link("pci:0000:00:01.1", "pci:0000:01:00.0").capacity.value == pytest.approx(
+        8e9 * 128 / 130 * 4 / 8
+    )
     dot = to_dot(graph)
     assert dot.startswith("digraph") and '"controller:nvme0" -> "block:nvme0n1"' in dot
     again = json.loads(json.dumps(graph.to_node_link()))

@@ -110,6 +110,7 @@ def test_iperf3_declares_its_intervals_time_windows() -> None:
     assert {"bw", "bw_reverse"} <= set(bidir.unit_readings)
 
 
+@pytest.mark.live
 def test_builtin_and_timed_function_units_are_equal_work(tmp_path: Path) -> None:
     specs = SequentialIOWorkload(tmp_path).pi_specs()
     assert [(s.name, s.unit_weighting) for s in specs] == [("write_bw", "work"), ("read_bw", "work")]

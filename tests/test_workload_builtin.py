@@ -13,12 +13,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import sigint_as_in_a_terminal
 
+from conftest import sigint_as_in_a_terminal
 from pilot_sys.errors import BadInput, WorkloadFailed
-from pilot_sys.workload import Workload
-from pilot_sys.workload import builtin
-from pilot_sys.workload.builtin import FILE_PREFIX, MiB, SequentialIOWorkload, file_system_of, unit_rates
+from pilot_sys.workload import Workload, builtin
+from pilot_sys.workload.builtin import (
+    FILE_PREFIX,
+    MiB,
+    SequentialIOWorkload,
+    file_system_of,
+    unit_rates,
+)
 
 SHM = Path("/dev/shm")
 
@@ -45,7 +50,9 @@ def test_direct_io_round_on_the_disk(tmp_path: Path) -> None:
     assert workload.direct  # ext4 on virtio accepts O_DIRECT
     out = workload.run_round(4, tmp_path / "round")
     assert out.work_amount == 4 and out.work_done == 4 * MiB
-    assert set(out.readings) == {"write_bw", "read_bw"} and all(v > 0 for v in out.readings.values())
+    assert set(out.readings) == {"write_bw", "read_bw"} and all(
+        v > 0 for v in out.readings.values()
+    )
     for name in ("write_bw", "read_bw"):
         units = out.unit_readings[name]
         assert units.size == 4 and np.all(units > 0)
@@ -76,7 +83,9 @@ def test_tmpfs_falls_back_to_buffered_io(tmp_path: Path) -> None:
 
 
 @pytest.mark.live
-def test_auto_falls_back_when_o_direct_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_falls_back_when_o_direct_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real_open = os.open
 
     def refusing_open(path, flags, *args):  # a file system without O_DIRECT (e.g. FUSE) says EINVAL
@@ -100,7 +109,10 @@ def test_bad_directory_and_block_size(tmp_path: Path) -> None:
         SequentialIOWorkload(tmp_path, block_size=1000)
 
 
-def test_work_amount_range_and_space_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.live
+def test_work_amount_range_and_space_checks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     workload = SequentialIOWorkload(tmp_path)
     monkeypatch.setattr(workload, "free_bytes", lambda: 10 * 1024 * MiB)
     assert workload.default_work_amount_range() == (16.0, 1024.0)
@@ -132,8 +144,12 @@ def test_ctrl_c_mid_round_removes_the_file(tmp_path: Path) -> None:
         except KeyboardInterrupt:
             print("interrupted", flush=True)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                            preexec_fn=sigint_as_in_a_terminal)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_as_in_a_terminal,
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     deadline = time.monotonic() + 10
     while not leftovers(tmp_path) and time.monotonic() < deadline:
@@ -145,6 +161,7 @@ def test_ctrl_c_mid_round_removes_the_file(tmp_path: Path) -> None:
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.live
 def test_stale_file_of_a_killed_run_is_removed(tmp_path: Path) -> None:
     stale = tmp_path / f"{FILE_PREFIX}999999999.tmp"  # above any pid_max: that process is gone
     stale.write_bytes(b"x")

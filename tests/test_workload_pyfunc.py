@@ -28,7 +28,9 @@ def test_timed_function_gives_work_per_second(tmp_path: Path) -> None:
     assert out.duration >= 0.030
     assert out.readings["work_rate"] == pytest.approx(30 / out.duration)
     assert out.readings["work_rate"] <= 1000  # sleeping 1 ms per unit cannot beat 1000 units/s
-    assert workload.pi_specs()[0].unit == "ms/s" and workload.pi_specs()[0].pi_type == PIType.HARMONIC
+    assert (
+        workload.pi_specs()[0].unit == "ms/s" and workload.pi_specs()[0].pi_type == PIType.HARMONIC
+    )
 
 
 def test_returned_readings_and_unit_readings(tmp_path: Path) -> None:
@@ -63,8 +65,9 @@ def test_per_unit_calls_are_each_timed(tmp_path: Path) -> None:
 
 def test_per_unit_values_are_unit_readings(tmp_path: Path) -> None:
     values = iter([3.0, 5.0, 7.0])
-    out = FunctionWorkload(lambda n: next(values), unit_readings=True,
-                           pi_specs=[PISpec(name="x", unit="")]).run_round(3, tmp_path)
+    out = FunctionWorkload(
+        lambda n: next(values), unit_readings=True, pi_specs=[PISpec(name="x", unit="")]
+    ).run_round(3, tmp_path)
     np.testing.assert_array_equal(out.unit_readings["x"], [3.0, 5.0, 7.0])
     assert out.readings["x"] == 5.0
 

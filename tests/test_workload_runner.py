@@ -1,4 +1,5 @@
-"""CommandWorkload: macros, parser choice, return codes, timeouts that kill the whole tree, real tools."""
+"""CommandWorkload: macros, parser choice, return codes, timeouts that kill the whole tree, real
+tools."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import require_tool, sigint_as_in_a_terminal
 
+from conftest import require_tool, sigint_as_in_a_terminal
 from pilot_sys.errors import BadInput, WorkloadFailed
 from pilot_sys.workload import Workload
 from pilot_sys.workload.macros import format_work_amount, substitute
@@ -44,10 +45,15 @@ def test_macros_are_substituted_inside_arguments(tmp_path: Path) -> None:
     assert format_work_amount(12.6) == "13"
     assert format_work_amount(2.5, integer=False) == "2.5"
     assert format_work_amount(7.0, integer=False) == "7"
-    argv = substitute(["fio", "--size=%WORK_AMOUNT%M", "--output=%RESULT_DIR%/x.json", "%WORK_AMOUNT%"], "64", tmp_path)
+    argv = substitute(
+        ["fio", "--size=%WORK_AMOUNT%M", "--output=%RESULT_DIR%/x.json", "%WORK_AMOUNT%"],
+        "64",
+        tmp_path,
+    )
     assert argv == ["fio", "--size=64M", f"--output={tmp_path}/x.json", "64"]
 
 
+@pytest.mark.live
 def test_round_runs_substituted_command_and_keeps_its_output(tmp_path: Path) -> None:
     script = 'echo "amount=$1"; echo note >&2; echo $1 > "$2/written.txt"'
     workload = CommandWorkload(["sh", "-c", script, "sh", "%WORK_AMOUNT%", "%RESULT_DIR%"])
@@ -64,6 +70,7 @@ def test_round_runs_substituted_command_and_keeps_its_output(tmp_path: Path) -> 
     assert [s.name for s in workload.pi_specs()] == ["work_rate"]
 
 
+@pytest.mark.live
 def test_command_without_work_amount_is_nominal(tmp_path: Path) -> None:
     out = CommandWorkload(["true"]).run_round(10, tmp_path)
     assert out.work_done is None and any("nominal" in w for w in out.warnings)
@@ -91,17 +98,30 @@ def test_fio_and_iperf3_get_the_options_their_parsers_need(tmp_path: Path) -> No
     assert argv[:4] == ["taskset", "-c", "0", "fio"]
     assert "--output-format=json" in argv and "--size=16M" in argv
     assert f"--write_bw_log={tmp_path.resolve()}/fio" in argv and "--log_avg_msec=100" in argv
-    mine = CommandWorkload(["fio", "--output-format=normal", "--write_bw_log=mine", "--log_avg_msec=20"])
+    mine = CommandWorkload(
+        ["fio", "--output-format=normal", "--write_bw_log=mine", "--log_avg_msec=20"]
+    )
     argv = mine.command_for(1, tmp_path)
     assert "--output-format=normal,json" in argv and "mine" in " ".join(argv)
-    assert sum(a.startswith("--write_bw_log") for a in argv) == 1 and "--log_avg_msec=100" not in argv
-    assert CommandWorkload(["iperf3", "-c", "h"]).command_for(1, tmp_path) == ["iperf3", "-J", "-c", "h"]
+    assert (
+        sum(a.startswith("--write_bw_log") for a in argv) == 1 and "--log_avg_msec=100" not in argv
+    )
+    assert CommandWorkload(["iperf3", "-c", "h"]).command_for(1, tmp_path) == [
+        "iperf3",
+        "-J",
+        "-c",
+        "h",
+    ]
     assert CommandWorkload(["iperf3", "-J", "-c", "h"]).command_for(1, tmp_path).count("-J") == 1
 
 
+@pytest.mark.live
 def test_return_codes(tmp_path: Path) -> None:
     argv = ["sh", "-c", "echo progress; echo 'disk on fire' >&2; exit 3"]
-    with pytest.raises(WorkloadFailed, match=r"sh: exited with code 3 \(accepted: 0\): disk on fire \[output kept in "):
+    with pytest.raises(
+        WorkloadFailed,
+        match=r"sh: exited with code 3 \(accepted: 0\): disk on fire \[output kept in ",
+    ):
         CommandWorkload(argv).run_round(1, tmp_path / "a")
     assert (tmp_path / "a" / "stdout.txt").read_text() == "progress\n"  # kept for the post-mortem
     out = CommandWorkload(argv, accepted_returncodes={0, 3}).run_round(1, tmp_path / "b")
@@ -110,6 +130,7 @@ def test_return_codes(tmp_path: Path) -> None:
         CommandWorkload(["sh", "-c", "kill -9 $$"]).run_round(1, tmp_path / "c")
 
 
+@pytest.mark.live
 def test_bad_construction_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="unknown parser 'xml'"):
         CommandWorkload(["true"], parser="xml")
@@ -121,12 +142,18 @@ def test_bad_construction_is_bad_input(tmp_path: Path) -> None:
         CommandWorkload(["no-such-program-pilot"]).run_round(1, tmp_path)
 
 
+@pytest.mark.live
 def test_env_and_forced_parser(tmp_path: Path) -> None:
-    workload = CommandWorkload(["sh", "-c", 'for i in 1 2 3; do echo "$SCALE"; done'], parser="lines", env={"SCALE": "2.5"})
+    workload = CommandWorkload(
+        ["sh", "-c", 'for i in 1 2 3; do echo "$SCALE"; done'], parser="lines", env={"SCALE": "2.5"}
+    )
     out = workload.run_round(1, tmp_path)
     assert out.readings == {"value": 2.5} and list(out.unit_readings["value"]) == [2.5, 2.5, 2.5]
-    macro_env = CommandWorkload(["sh", "-c", 'echo "$N"; echo "$N" > "$OUT"'], parser="lines",
-                                env={"N": "%WORK_AMOUNT%", "OUT": "%RESULT_DIR%/n.txt"})
+    macro_env = CommandWorkload(
+        ["sh", "-c", 'echo "$N"; echo "$N" > "$OUT"'],
+        parser="lines",
+        env={"N": "%WORK_AMOUNT%", "OUT": "%RESULT_DIR%/n.txt"},
+    )
     out = macro_env.run_round(7, tmp_path / "m")
     assert out.readings == {"value": 7.0} and (tmp_path / "m" / "n.txt").read_text() == "7\n"
     assert out.work_done == 7  # the work amount reaches the command through the environment
@@ -134,9 +161,13 @@ def test_env_and_forced_parser(tmp_path: Path) -> None:
         CommandWorkload(["printf", "hello\\nworld\\n"], parser="csv").run_round(1, tmp_path / "c")
 
 
+@pytest.mark.live
 def test_timeout_kills_the_whole_tree(tmp_path: Path) -> None:
     # Two children in the group and one that escaped to its own session with setsid.
-    script = 'sleep 60 & echo $! > "$1/pids"; sleep 60 & echo $! >> "$1/pids"; setsid sleep 60 & echo $! >> "$1/pids"; wait'
+    script = (
+        'sleep 60 & echo $! > "$1/pids"; sleep 60 & echo $! >> "$1/pids"; '
+        'setsid sleep 60 & echo $! >> "$1/pids"; wait'
+    )
     workload = CommandWorkload(["sh", "-c", script, "sh", "%RESULT_DIR%"], timeout=0.5)
     started = time.monotonic()
     with pytest.raises(WorkloadTimeout, match=r"timed out after 0.5 s"):
@@ -146,24 +177,33 @@ def test_timeout_kills_the_whole_tree(tmp_path: Path) -> None:
     assert len(pids) == 3 and wait_gone(pids)
 
 
+@pytest.mark.live
 def test_leftover_background_processes_are_ended(tmp_path: Path) -> None:
-    out = CommandWorkload(["sh", "-c", 'sleep 60 & echo $! > "$1/pid"', "sh", "%RESULT_DIR%"]).run_round(1, tmp_path)
+    out = CommandWorkload(
+        ["sh", "-c", 'sleep 60 & echo $! > "$1/pid"', "sh", "%RESULT_DIR%"]
+    ).run_round(1, tmp_path)
     assert any("ended 1 process" in w for w in out.warnings)
     assert wait_gone([int((tmp_path / "pid").read_text())])
 
 
+@pytest.mark.live
 def test_ctrl_c_kills_the_round_tree(tmp_path: Path) -> None:
     code = textwrap.dedent(f"""
         from pathlib import Path
         from pilot_sys.workload.runner import CommandWorkload
-        w = CommandWorkload(["sh", "-c", 'sleep 60 & echo $! > "$1/pid"; wait', "sh", "%RESULT_DIR%"])
+        script = 'sleep 60 & echo $! > "$1/pid"; wait'
+        w = CommandWorkload(["sh", "-c", script, "sh", "%RESULT_DIR%"])
         try:
             w.run_round(1, Path({str(tmp_path)!r}))
         except KeyboardInterrupt:
             print("interrupted", flush=True)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                            preexec_fn=sigint_as_in_a_terminal)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_as_in_a_terminal,
+    )
     pid_file = tmp_path / "pid"
     deadline = time.monotonic() + 10
     while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
@@ -175,24 +215,46 @@ def test_ctrl_c_kills_the_round_tree(tmp_path: Path) -> None:
 
 
 def test_data_path_args(tmp_path: Path) -> None:
-    fio = CommandWorkload(["fio", "--name=x", r"--filename=/dev/vda:/tmp/a\:b", f"--directory={tmp_path}"])
+    fio = CommandWorkload(
+        ["fio", "--name=x", r"--filename=/dev/vda:/tmp/a\:b", f"--directory={tmp_path}"]
+    )
     assert fio.data_path_args() == ["/dev/vda", "/tmp/a:b", str(tmp_path)]
     job = tmp_path / "seq.fio"
     job.write_text("[global]\ndirectory=/srv/data\n[w]\nrw=write\nfilename = /dev/nvme0n1\n")
-    assert CommandWorkload(["fio", "seq.fio"], cwd=tmp_path).data_path_args() == ["/srv/data", "/dev/nvme0n1"]
+    assert CommandWorkload(["fio", "seq.fio"], cwd=tmp_path).data_path_args() == [
+        "/srv/data",
+        "/dev/nvme0n1",
+    ]
     assert CommandWorkload(["fio", "--name=x"], cwd=tmp_path).data_path_args() == [str(tmp_path)]
-    dd = CommandWorkload(["sudo", "dd", "if=/dev/zero", "of=%RESULT_DIR%/../f%WORK_AMOUNT%", "bs=1M"])
+    dd = CommandWorkload(
+        ["sudo", "dd", "if=/dev/zero", "of=%RESULT_DIR%/../f%WORK_AMOUNT%", "bs=1M"]
+    )
     assert dd.data_path_args() == ["./../f1"]
-    other = CommandWorkload(["stress-ng", "--hdd", "1", "--temp-path", str(tmp_path), "--x=/dev/null"])
+    other = CommandWorkload(
+        ["stress-ng", "--hdd", "1", "--temp-path", str(tmp_path), "--x=/dev/null"]
+    )
     assert other.data_path_args() == [str(tmp_path)]
 
 
 @pytest.mark.live
 def test_real_fio_round(tmp_path: Path) -> None:
     require_tool("fio")
-    workload = CommandWorkload(["fio", "--name=seq", f"--directory={tmp_path}", "--rw=write", "--bs=1M",
-                                "--size=%WORK_AMOUNT%M", "--direct=1", "--ioengine=psync", "--time_based",
-                                "--runtime=1", "--unlink=1"], fio_log_avg_msec=50)
+    workload = CommandWorkload(
+        [
+            "fio",
+            "--name=seq",
+            f"--directory={tmp_path}",
+            "--rw=write",
+            "--bs=1M",
+            "--size=%WORK_AMOUNT%M",
+            "--direct=1",
+            "--ioengine=psync",
+            "--time_based",
+            "--runtime=1",
+            "--unlink=1",
+        ],
+        fio_log_avg_msec=50,
+    )
     out = workload.run_round(8, tmp_path / "r1")
     assert out.readings["write_bw"] > 0 and out.work_done and out.work_done >= 8 * 2**20
     assert out.unit_readings["write_bw"].size >= 10  # 1 s in 50 ms windows
@@ -203,8 +265,10 @@ def test_real_fio_round(tmp_path: Path) -> None:
 @pytest.mark.live
 def test_real_dd_round(tmp_path: Path) -> None:
     require_tool("dd")
-    workload = CommandWorkload(["dd", "if=/dev/zero", f"of={tmp_path}/f", "bs=1M", "count=%WORK_AMOUNT%", "oflag=direct"],
-                               env={"LC_ALL": "de_DE.UTF-8"})
+    workload = CommandWorkload(
+        ["dd", "if=/dev/zero", f"of={tmp_path}/f", "bs=1M", "count=%WORK_AMOUNT%", "oflag=direct"],
+        env={"LC_ALL": "de_DE.UTF-8"},
+    )
     out = workload.run_round(4, tmp_path / "r1")
     assert out.work_done == 4 * 2**20 and out.readings["bw"] > 0
     assert "copied" in (tmp_path / "r1" / "stderr.txt").read_text()
@@ -220,11 +284,15 @@ def free_port() -> int:
 def test_real_iperf3_round_and_its_error(tmp_path: Path) -> None:
     require_tool("iperf3")
     port = str(free_port())
-    server = subprocess.Popen(["iperf3", "-s", "-1", "-p", port], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        ["iperf3", "-s", "-1", "-p", port], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         time.sleep(0.3)
-        workload = CommandWorkload(["iperf3", "-c", "127.0.0.1", "-p", port, "-t", "%WORK_AMOUNT%", "-i", "0.2"],
-                                   timeout=20)
+        workload = CommandWorkload(
+            ["iperf3", "-c", "127.0.0.1", "-p", port, "-t", "%WORK_AMOUNT%", "-i", "0.2"],
+            timeout=20,
+        )
         out = workload.run_round(1, tmp_path / "r1")
         assert out.readings["bw"] > 0 and out.unit_readings["bw"].size >= 4
         assert out.work_done and out.work_done > 0
