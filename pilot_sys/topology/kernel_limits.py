@@ -131,7 +131,13 @@ def qdisc_discovery(sysroot: SysRoot, *, plugin: str = "qdisc") -> Discovery:
                 kind=ComponentKind.QDISC,
                 name=f"{interface} {shaping.kind}",
                 limits={"send": rate},
-                attrs={"qdisc": shaping.kind, "handle": shaping.handle, **shaping.attrs},
+                attrs={
+                    "qdisc": shaping.kind,
+                    "handle": shaping.handle,
+                    "interface": interface,
+                    "limits": f"nic:{interface}",
+                    **shaping.attrs,
+                },
             )
         )
         links.append(limits_link(cid, f"nic:{interface}"))
@@ -186,7 +192,7 @@ def cpufreq_discovery(sysroot: SysRoot, *, plugin: str = "cpufreq") -> Discovery
                         f"hardware {hardware / 1e6:g} MHz",
                     )
                 },
-                attrs={"governors": governors},
+                attrs={"governors": governors, "limits": "cpu:host"},
             )
         )
         links.append(limits_link("cpufreq:host", "cpu:host"))
