@@ -124,6 +124,9 @@ class CgroupProbe(Probe):
                 _open(context, FieldFile, counters["usage"], [0]), [f"{cid}/usage_ns"]
             ) else None
         plan["cpus"] = list(component.attrs.get("cpus", []))
+        if quota and not plan["stat"] and "cpu.stat" not in counters:
+            context.notes.append(f"{cid}: no cpu.stat beside the quota in {component.attrs.get('directory')}; "
+                                 "whether the quota throttled the workload is unknown")
         self.plans[cid] = plan
         what = "CPU quota" if quota else "cpuset"
         judged = "throttled_periods" if quota and plan["stat"] else "util_compute"
@@ -156,6 +159,9 @@ class CgroupProbe(Probe):
                 for reader in (sizes, ios):
                     if reader is not None:
                         reader.close()
+        if not opened and not ({"io.stat"} <= set(counters) or {"bytes", "ios"} <= set(counters)):
+            context.notes.append(f"{cid}: no I/O counters beside the throttle in "
+                                 f"{component.attrs.get('directory')}; its use is unknown")
         self.plans[cid] = {"kind": "io", "opened": opened}
         self._attrs[cid] = limiter_attrs(
             component, "I/O throttle", cgroup=component.attrs.get("cgroup"), version=version,
@@ -205,8 +211,10 @@ class CgroupProbe(Probe):
         elif plan["cpus"]:
             per_core = [metrics[k] for n in plan["cpus"] if (k := f"core:{n}/util_compute") in metrics]
             if per_core:
-                with np.errstate(all="ignore"):
-                    out[f"{cid}/util_compute"] = np.nanmean(np.vstack(per_core), axis=0)
+                stacked = np.vstack(per_core)
+                known = np.isfinite(stacked).sum(axis=0)
+                total = np.where(np.isfinite(stacked), stacked, 0.0).sum(axis=0)
+                out[f"{cid}/util_compute"] = ratio(total, known.astype(np.float64))
         return out
 
     def _derive_io(self, cid: str, raw: np.ndarray, t: np.ndarray) -> dict[str, np.ndarray]:

@@ -121,6 +121,9 @@ class MemoryLimitProbe(Probe):
             wanted = [Wanted("some", 8), Wanted("full", 8)]
             add("pressure", _reader(context, LineTable, counters["pressure"], wanted,
                                     separators=b"="), ["psi_some_us", "psi_full_us"])
+        if "usage" not in counters:
+            context.notes.append(f"{cid}: no usage counter beside the limit in "
+                                 f"{component.attrs.get('directory')}; its fill is unknown")
         if plan["have"]:
             self.plans[cid] = plan
             self._attrs[cid] = limiter_attrs(
