@@ -241,3 +241,15 @@ def test_no_frequency_warning_when_not_cpu_bound_at_nominal_or_without_a_nominal
     for tr in (idle_disk_run, frequency_trace(cpu_bound=True, below=0.0),
                frequency_trace(cpu_bound=True, nominal=None)):
         assert not any(n.startswith("warning: a CPU-bound") for n in assess(tr).notes)
+
+
+def test_held_at_is_the_rate_while_writing() -> None:
+    """A throttle releases I/O in slices (a 10 Hz sample reads 0 or twice the limit) and a round
+    starts and ends idle: "held at" is the mean over the stretches of I/O, the idle start and
+    end left out."""
+    burst = [None, 0.0, 0.0, 40 * MIB, 0.0, 40 * MIB, 0.0, 40 * MIB, 0.0, 40 * MIB, 0.0]
+    tr = io_trace(20 * MIB, 20 * MIB)
+    tr.series[f"{THROTTLE}/write_bytes_per_s"] = burst
+    tr.series[f"{THROTTLE}/util_write"] = [None if b is None else b / (20 * MIB) for b in burst]
+    v = assess(tr, data_path=DISK_PATH)
+    assert "writes held at 22.9 MiB/s" in v.hidden_bottlenecks[0].evidence  # 4 x 40 / 7 intervals

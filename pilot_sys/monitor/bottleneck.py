@@ -537,6 +537,30 @@ def _time_mean(trace: MonitorTrace, key: str) -> float | None:
     return float(np.average(values[ok], weights=w[ok])) if ok.any() else None
 
 
+ACTIVE_GAP = 2  # idle intervals inside a stretch of I/O: a throttle dispatches in slices
+
+
+def _active_mean(trace: MonitorTrace, key: str) -> float | None:
+    """The time-weighted mean of a rate over the stretches in which it was active: intervals
+    with a rate above 0, and runs of at most ``ACTIVE_GAP`` idle intervals between two of them
+    (a throttle releases I/O in slices, so a sampled rate alternates between 0 and twice the
+    limit). What a workload was held at while it did I/O, not diluted by its start-up or by
+    the gaps between rounds."""
+    values, w = _series(trace, key), _weights(trace)
+    if values.size != w.size or not values.size:
+        return None
+    known = np.isfinite(values)
+    busy = known & (values > 0)
+    at = np.flatnonzero(busy)
+    short = (np.diff(at) - 1 > 0) & (np.diff(at) - 1 <= ACTIVE_GAP)  # gaps to bridge
+    edges = np.zeros(values.size + 1, dtype=np.int64)
+    np.add.at(edges, at[:-1][short] + 1, 1)
+    np.add.at(edges, at[1:][short], -1)
+    active = busy | ((np.cumsum(edges)[:-1] > 0) & known)
+    ok = active & (w > 0)
+    return float(np.average(values[ok], weights=w[ok])) if ok.any() else None
+
+
 def _total(trace: MonitorTrace, key: str) -> float | None:
     """Events over the run from a per-second series: the sum of rate x interval."""
     values, w = _series(trace, key), _weights(trace)
@@ -575,7 +599,7 @@ def _limiter_evidence(s: ComponentStats, trace: MonitorTrace, numbers: str) -> s
         unit = (s.limit or {}).get("unit", "B/s")
         text = (f"cgroup {cgroup} io throttle on {disk} {s.direction.replace('_', ' ')} "
                 f"{units.quantity(limit, unit)}")
-        held = _time_mean(trace, f"{c}/{rate_key}") if rate_key else None
+        held = _active_mean(trace, f"{c}/{rate_key}") if rate_key else None
         if held is None:
             return f"{text}: {numbers}"
         text += f": {what.get(s.direction, 'I/O')} held at {units.quantity(held, unit)}"
