@@ -105,15 +105,16 @@ def limited_setup() -> Iterator[tuple[int, str]]:
         node = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve()
         disk = (node.parent if (node / "partition").exists() else node) / "dev"
         (dirs[0] / "cpu.cfs_quota_us").write_text("20000")
-        (dirs[2] / "blkio.throttle.write_bps_device").write_text(f"{disk.read_text().strip()} 20971520")
+        throttle = f"{disk.read_text().strip()} 20971520"
+        (dirs[2] / "blkio.throttle.write_bps_device").write_text(throttle)
         (dirs[3] / "memory.limit_in_bytes").write_text(str(256 << 20))
         procs = " ".join(str(d / "cgroup.procs") for d in dirs)
         join = f"for f in {procs}; do echo $$ > $f; done"
         subprocess.run(["sh", "-c", f"{join}; exec dd if=/dev/zero of={target} bs=1M count=1 "
                         "oflag=direct status=none"], check=True, timeout=60)
         sleeper = subprocess.Popen(["sh", "-c", f"{join}; exec sleep 600"])
-        subprocess.run(["ip", "link", "add", f"{veth}a", "type", "veth", "peer", "name", f"{veth}b"],
-                       check=True, capture_output=True)
+        pair = ["ip", "link", "add", f"{veth}a", "type", "veth", "peer", "name", f"{veth}b"]
+        subprocess.run(pair, check=True, capture_output=True)
         for end in "ab":
             subprocess.run(["ip", "link", "set", f"{veth}{end}", "up"], check=True)
         subprocess.run(["tc", "qdisc", "add", "dev", f"{veth}a", "root", "tbf", "rate", "100mbit",

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cgroups import disk_of, scratch_cgroup
-from conftest import REPO
 from netns import netns_host
+
+from conftest import REPO
 
 MIB = 2**20
 SESSION = ["-s", "20", "--min-round-seconds", "0.1", "-q", "--no-plots"]
@@ -69,38 +70,63 @@ class CaseResult:
         return self.named if self.limited else not self.flagged_for_limit
 
 
-def run_session(args: list[str], out: Path, case: str, limited: bool, limiter: str
-                ) -> CaseResult:
+def run_session(args: list[str], out: Path, case: str, limited: bool, limiter: str) -> CaseResult:
     """``pilot-sys run -o OUT ARGS`` in a subprocess; the verdict from its result.json."""
     load = os.getloadavg()[0]
     began = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "pilot_sys", "run", "-o", str(out), *SESSION, *args],
-        capture_output=True, text=True, timeout=TIMEOUT_S, cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     seconds = time.monotonic() - began
     try:
         result = json.loads((out / "result.json").read_text())
     except (OSError, ValueError):
-        raise AssertionError(f"{case}: no result.json (exit {done.returncode}): "
-                             f"{done.stderr[-2000:]}") from None
+        raise AssertionError(
+            f"{case}: no result.json (exit {done.returncode}): {done.stderr[-2000:]}"
+        ) from None
     bottleneck = result.get("bottleneck") or {}
     detail = bottleneck.get("detail") or {}
     return CaseResult(
-        case=case, limited=limited, limiter=limiter, exit_code=done.returncode,
-        status=str(result.get("status")), hidden=list(bottleneck.get("hidden_bottlenecks") or []),
-        evidence=dict(detail.get("evidence") or {}), notes=list(detail.get("notes") or []),
-        load=load, seconds=seconds, result_dir=str(out),
+        case=case,
+        limited=limited,
+        limiter=limiter,
+        exit_code=done.returncode,
+        status=str(result.get("status")),
+        hidden=list(bottleneck.get("hidden_bottlenecks") or []),
+        evidence=dict(detail.get("evidence") or {}),
+        notes=list(detail.get("notes") or []),
+        load=load,
+        seconds=seconds,
+        result_dir=str(out),
     )
 
 
 def cpu_quota(limited: bool, work: Path) -> CaseResult:
     with scratch_cgroup(cpu_quota_cores=0.2 if limited else 1.5, cpu_shares=10240) as cg:
         return run_session(
-            ["--cgroup", cg.name, "--max-rounds", "6", "-w", "16,128", "--",
-             "dd", "if=/dev/urandom", f"of={work / 'quota.bin'}", "bs=1M", "count=%WORK_AMOUNT%"],
-            work / "session", "cpu-quota", limited, f"cgroup:{cg.name}/cpu",
+            [
+                "--cgroup",
+                cg.name,
+                "--max-rounds",
+                "6",
+                "-w",
+                "16,128",
+                "--",
+                "dd",
+                "if=/dev/urandom",
+                f"of={work / 'quota.bin'}",
+                "bs=1M",
+                "count=%WORK_AMOUNT%",
+            ],
+            work / "session",
+            "cpu-quota",
+            limited,
+            f"cgroup:{cg.name}/cpu",
         )
 
 
@@ -109,10 +135,27 @@ def io_throttle(limited: bool, work: Path) -> CaseResult:
     rate = 20 * MIB if limited else 20 * 2**30
     with scratch_cgroup(write_bps=(devnum, rate)) as cg:
         return run_session(
-            ["--cgroup", cg.name, "--max-rounds", "5", "-w", "8,64" if limited else "64,512", "--",
-             "fio", "--name=w", "--rw=write", "--bs=1M", "--direct=1", "--ioengine=psync",
-             f"--filename={work / 'fio.dat'}", "--size=%WORK_AMOUNT%M"],
-            work / "session", "io-throttle", limited, f"cgroup:{cg.name}/io:{disk}",
+            [
+                "--cgroup",
+                cg.name,
+                "--max-rounds",
+                "5",
+                "-w",
+                "8,64" if limited else "64,512",
+                "--",
+                "fio",
+                "--name=w",
+                "--rw=write",
+                "--bs=1M",
+                "--direct=1",
+                "--ioengine=psync",
+                f"--filename={work / 'fio.dat'}",
+                "--size=%WORK_AMOUNT%M",
+            ],
+            work / "session",
+            "io-throttle",
+            limited,
+            f"cgroup:{cg.name}/io:{disk}",
         )
 
 
@@ -122,9 +165,22 @@ def qdisc(limited: bool, work: Path) -> CaseResult:
             host.shape("100mbit")
         host.iperf3_server()
         return run_session(
-            ["--max-rounds", "5", "-w", "1,3", "--", "iperf3", "-c", host.address,
-             "-t", "%WORK_AMOUNT%"],
-            work / "session", "qdisc", limited, f"qdisc:{host.root_if}",
+            [
+                "--max-rounds",
+                "5",
+                "-w",
+                "1,3",
+                "--",
+                "iperf3",
+                "-c",
+                host.address,
+                "-t",
+                "%WORK_AMOUNT%",
+            ],
+            work / "session",
+            "qdisc",
+            limited,
+            f"qdisc:{host.root_if}",
         )
 
 
@@ -148,12 +204,30 @@ def memory(limited: bool, work: Path) -> CaseResult:
     data = _uncached(work / "memory.bin", 512 * MIB)
     with scratch_cgroup(memory_bytes=64 * MIB if limited else 4 * 2**30) as cg:
         return run_session(
-            ["--cgroup", cg.name, "--max-rounds", "6", "-w", "128,512", "--",
-             "dd", f"if={data}", "of=/dev/null", "bs=1M", "count=%WORK_AMOUNT%"],
-            work / "session", "memory", limited, f"cgroup:{cg.name}/memory",
+            [
+                "--cgroup",
+                cg.name,
+                "--max-rounds",
+                "6",
+                "-w",
+                "128,512",
+                "--",
+                "dd",
+                f"if={data}",
+                "of=/dev/null",
+                "bs=1M",
+                "count=%WORK_AMOUNT%",
+            ],
+            work / "session",
+            "memory",
+            limited,
+            f"cgroup:{cg.name}/memory",
         )
 
 
 CASES: dict[str, Callable[[bool, Path], CaseResult]] = {
-    "cpu-quota": cpu_quota, "io-throttle": io_throttle, "qdisc": qdisc, "memory": memory,
+    "cpu-quota": cpu_quota,
+    "io-throttle": io_throttle,
+    "qdisc": qdisc,
+    "memory": memory,
 }

@@ -56,7 +56,9 @@ def _with_cpuacct(tmp_path: Path) -> Path:
     every hierarchy at once)."""
     tree = tmp_path / "v1"
     shutil.copytree(LIMITS / "v1-bench", tree, symlinks=True)
-    membership = (tree / "proc/self/cgroup").read_text().replace("cpuacct:/\n", "cpuacct:/kl-bench/job\n")
+    membership = (
+        (tree / "proc/self/cgroup").read_text().replace("cpuacct:/\n", "cpuacct:/kl-bench/job\n")
+    )
     (tree / "proc/self/cgroup").write_text(membership)
     for level, usage in (("kl-bench", 401_000_000), ("kl-bench/job", 400_000_000)):
         (tree / "sys/fs/cgroup/cpuacct" / level).mkdir(parents=True)
@@ -81,12 +83,17 @@ def test_v2_counters() -> None:
     found = {c.id: c for c in cgroup_discovery(SysRoot(LIMITS / "v2-bench")).components}
     base = "/sys/fs/cgroup/bench.slice"
     assert found["cgroup:/bench.slice/cpu"].attrs["counters"] == {
-        "cpu.stat": f"{base}/cpu.stat", "usage_usec": f"{base}/cpu.stat",
+        "cpu.stat": f"{base}/cpu.stat",
+        "usage_usec": f"{base}/cpu.stat",
     }
-    assert found["cgroup:/bench.slice/io:nvme0n1"].attrs["counters"] == {"io.stat": f"{base}/io.stat"}
+    assert found["cgroup:/bench.slice/io:nvme0n1"].attrs["counters"] == {
+        "io.stat": f"{base}/io.stat"
+    }
     assert found["cgroup:/bench.slice/job.scope/memory"].attrs["counters"] == {
-        "usage": f"{base}/job.scope/memory.current", "events": f"{base}/job.scope/memory.events",
-        "stat": f"{base}/job.scope/memory.stat", "pressure": f"{base}/job.scope/memory.pressure",
+        "usage": f"{base}/job.scope/memory.current",
+        "events": f"{base}/job.scope/memory.events",
+        "stat": f"{base}/job.scope/memory.stat",
+        "pressure": f"{base}/job.scope/memory.pressure",
     }
 
 
@@ -120,8 +127,10 @@ def test_cgroup_probe_reads_v2_files() -> None:
     assert values["cgroup:/bench.slice/cpu/nr_throttled"] == b"93"
     assert values["cgroup:/bench.slice/cpu/throttled_usec"] == b"7918022"
     assert values["cgroup:/bench.slice/cpu/usage_usec"] == b"2004151"
-    assert [values[f"cgroup:/bench.slice/io:nvme0n1/{c}"] for c in
-            ("read_bytes", "write_bytes", "reads", "writes")] == [b"1048576", b"209715200", b"16", b"200"]
+    assert [
+        values[f"cgroup:/bench.slice/io:nvme0n1/{c}"]
+        for c in ("read_bytes", "write_bytes", "reads", "writes")
+    ] == [b"1048576", b"209715200", b"16", b"200"]
     assert values["cgroup:/bench.slice/io:sda/reads"] == b"1"
     probe.close()
 
@@ -130,15 +139,21 @@ def test_memory_probe_reads_v1_and_v2_files() -> None:
     v1 = memory_plugin.open_probe(_context(LIMITS / "v1-bench"))
     assert v1 is not None
     assert dict(zip(v1.columns, v1.read(), strict=True)) == {
-        "cgroup:/kl-bench/memory/usage": b"774144", "cgroup:/kl-bench/memory/failcnt": b"0",
+        "cgroup:/kl-bench/memory/usage": b"774144",
+        "cgroup:/kl-bench/memory/failcnt": b"0",
     }
     v2 = memory_plugin.open_probe(_context(LIMITS / "v2-bench"))
     assert v2 is not None
     cid = "cgroup:/bench.slice/job.scope/memory"
     assert dict(zip(v2.columns, v2.read(), strict=True)) == {
-        f"{cid}/usage": b"536408064", f"{cid}/events_max": b"1873", f"{cid}/events_high": b"0",
-        f"{cid}/oom_kill": b"0", f"{cid}/refaults": b"51200", f"{cid}/major_faults": b"12",
-        f"{cid}/psi_some_us": b"1534000", f"{cid}/psi_full_us": b"1200000",
+        f"{cid}/usage": b"536408064",
+        f"{cid}/events_max": b"1873",
+        f"{cid}/events_high": b"0",
+        f"{cid}/oom_kill": b"0",
+        f"{cid}/refaults": b"51200",
+        f"{cid}/major_faults": b"12",
+        f"{cid}/psi_some_us": b"1534000",
+        f"{cid}/psi_full_us": b"1200000",
     }
     for probe in (v1, v2):
         probe.close()
@@ -150,7 +165,9 @@ def test_a_missing_counter_file_is_a_note(tmp_path: Path) -> None:
     (tree / "sys/fs/cgroup/cpu/kl-bench/cpu.stat").unlink()
     context = _context(tree)
     probe = cgroup_plugin.open_probe(context)
-    assert probe is not None and not any(c.startswith("cgroup:/kl-bench/cpu/") for c in probe.columns)
+    assert probe is not None and not any(
+        c.startswith("cgroup:/kl-bench/cpu/") for c in probe.columns
+    )
     # discovery found no cpu.stat beside the quota: nothing to open, nothing invented, a note
     assert probe.attrs()["cgroup:/kl-bench/cpu"]["judged_by"] == "util_compute"
     assert context.notes == [
@@ -165,16 +182,19 @@ def test_a_missing_counter_file_is_a_note(tmp_path: Path) -> None:
     unreadable = _context(tree)
     probe = cgroup_plugin.open_probe(unreadable)
     assert probe is not None and not any("io:vda" in c for c in probe.columns)
-    assert any(n.startswith("/sys/fs/cgroup/blkio/kl-bench/job/blkio.throttle.io_serviced: "
-                            "not sampled") for n in unreadable.notes), unreadable.notes
+    assert any(
+        n.startswith("/sys/fs/cgroup/blkio/kl-bench/job/blkio.throttle.io_serviced: not sampled")
+        for n in unreadable.notes
+    ), unreadable.notes
 
 
 # -- the blkio format ---------------------------------------------------------------------------
 def test_blkio_lines_find_the_device_by_key_and_operation(tmp_path: Path) -> None:
     path = tmp_path / "blkio.throttle.io_service_bytes"
     # the kernel lists a cgroup's devices newest first: positions move when a device appears
-    path.write_text("1254:0 Read 7\n1254:0 Write 9\n254:0 Read 1\n254:0 Write 2\n254:0 Sync 2\n"
-                    "Total 19\n")
+    path.write_text(
+        "1254:0 Read 7\n1254:0 Write 9\n254:0 Read 1\n254:0 Write 2\n254:0 Sync 2\nTotal 19\n"
+    )
     reader = BlkioDeviceLines(path, "254:0", ("Read", "Write"))
     assert reader() == [b"1", b"2"] and reader.read_text() == b"1 2"
     assert BlkioDeviceLines(path, "8:0", ("Read", "Write"))() == [b"0", b"0"]  # no I/O yet
@@ -217,8 +237,10 @@ def test_cpuset_without_usage_reads_its_cores() -> None:
     assert probe is not None
     t = np.array([0.0, 1.0])
     raw = np.zeros((2, len(probe.columns)))
-    metrics = {"core:0/util_compute": np.array([np.nan, 0.1]),
-               "core:1/util_compute": np.array([np.nan, 0.95])}
+    metrics = {
+        "core:0/util_compute": np.array([np.nan, 0.1]),
+        "core:1/util_compute": np.array([np.nan, 0.95]),
+    }
     out = probe.derive(raw, t, metrics)
     assert out["cgroup:/kl-bench/job/cpu/util_compute"][1] == pytest.approx(0.95)  # cpuset "1"
     probe.close()
@@ -291,6 +313,11 @@ def test_stats_offsets_agree_with_the_full_parse() -> None:
         stats = parsed[0].stats
         assert stats is not None
         assert (sent, drops, overlimits, backlog, qlen) == (
-            stats.bytes, stats.drops, stats.overlimits, stats.backlog, stats.qlen)
+            stats.bytes,
+            stats.drops,
+            stats.overlimits,
+            stats.backlog,
+            stats.qlen,
+        )
         checked += 1
     assert checked == 10

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from limit_cases import CASES
 
 from conftest import require_tool
-from limit_cases import CASES
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 TOOLS = {"cpu-quota": "dd", "io-throttle": "fio", "qdisc": "iperf3", "memory": "dd"}
@@ -26,9 +26,11 @@ def test_a_limit_that_binds_is_named_and_one_that_does_not_is_not(
     require_tool(TOOLS[case])
     work = Path(tmp_path_factory.mktemp(f"{case}-{run}"))
     result = CASES[case](limited, work)
-    context = (f"{case} {'limited' if limited else 'unlimited'} run {run}: exit {result.exit_code}, "
-               f"status {result.status}, hidden {result.hidden}, load {result.load:.1f}, "
-               f"evidence {result.evidence}, notes {result.notes[:4]}")
+    context = (
+        f"{case} {'limited' if limited else 'unlimited'} run {run}: exit {result.exit_code}, "
+        f"status {result.status}, hidden {result.hidden}, load {result.load:.1f}, "
+        f"evidence {result.evidence}, notes {result.notes[:4]}"
+    )
     if limited:
         assert result.named, context
         assert result.status == "invalid" and result.exit_code == 3, context

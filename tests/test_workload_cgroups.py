@@ -25,11 +25,20 @@ OWN = (V1 / "proc/self/cgroup").read_text()
 
 
 def test_joined_membership_changes_only_the_hierarchies_joined() -> None:
-    joined = joined_membership(SysRoot(V1), OWN, ["/sys/fs/cgroup/cpu/kl-bench",
-                                                  "/sys/fs/cgroup/memory/kl-bench"])
+    joined = joined_membership(
+        SysRoot(V1), OWN, ["/sys/fs/cgroup/cpu/kl-bench", "/sys/fs/cgroup/memory/kl-bench"]
+    )
     assert joined.splitlines() == [
-        "9:name=systemd:/", "8:pids:/", "7:blkio:/kl-bench/job", "6:freezer:/", "5:devices:/",
-        "4:memory:/kl-bench", "3:cpuset:/kl-bench/job", "2:cpuacct:/", "1:cpu:/kl-bench", "0::/",
+        "9:name=systemd:/",
+        "8:pids:/",
+        "7:blkio:/kl-bench/job",
+        "6:freezer:/",
+        "5:devices:/",
+        "4:memory:/kl-bench",
+        "3:cpuset:/kl-bench/job",
+        "2:cpuacct:/",
+        "1:cpu:/kl-bench",
+        "0::/",
     ]
 
 
@@ -41,8 +50,10 @@ def test_cgroup_option_replaces_the_graphs_limiters() -> None:
     cgroups = WorkloadCgroups("/kl-bench", root=V1)
     graph = cgroups.graph(root=V1)
     assert graph is not None
-    found = {c.id: {k: v.value for k, v in c.limits.items()}
-             for c in graph.components(ComponentKind.CGROUP)}
+    found = {
+        c.id: {k: v.value for k, v in c.limits.items()}
+        for c in graph.components(ComponentKind.CGROUP)
+    }
     assert found == {
         "cgroup:/kl-bench/cpu": {"compute": 0.2},
         "cgroup:/kl-bench/memory": {"capacity": 256 * MIB},
@@ -75,7 +86,9 @@ def test_a_workload_found_elsewhere_brings_its_limits_for_the_next_round() -> No
     assert "cgroup:/kl-bench/job/io:vda" in before
     cgroups.watch = _Watch({OWN})  # where it was started: nothing changes
     assert cgroups.after_round(graph) == (False, [])
-    moved = OWN.replace("1:cpu:/kl-bench/job", "1:cpu:/").replace("7:blkio:/kl-bench/job", "7:blkio:/")
+    moved = OWN.replace("1:cpu:/kl-bench/job", "1:cpu:/").replace(
+        "7:blkio:/kl-bench/job", "7:blkio:/"
+    )
     cgroups.watch = _Watch({moved})
     changed, notes = cgroups.after_round(graph)
     assert changed and len(notes) == 1
@@ -94,12 +107,15 @@ def test_the_launchers_first_moment_does_not_count_with_a_target() -> None:
     assert cgroups.after_round(graph) == (False, [])
 
 
-@pytest.mark.parametrize(("stat", "exiting"), [
-    (b"42 (dd) R 1 42 42 0 -1 4194304 0 0", False),
-    (b"42 (a b) c) Z 1 42 42 0 -1 4194304 0 0", True),  # a zombie; ")" inside the name
-    (b"42 (dd) R 1 42 42 0 -1 4194308 0 0", True),  # PF_EXITING (0x4) in the flags
-    (b"garbage", True),
-])
+@pytest.mark.parametrize(
+    ("stat", "exiting"),
+    [
+        (b"42 (dd) R 1 42 42 0 -1 4194304 0 0", False),
+        (b"42 (a b) c) Z 1 42 42 0 -1 4194304 0 0", True),  # a zombie; ")" inside the name
+        (b"42 (dd) R 1 42 42 0 -1 4194308 0 0", True),  # PF_EXITING (0x4) in the flags
+        (b"garbage", True),
+    ],
+)
 def test_exiting_tasks_are_left_out(stat: bytes, exiting: bool) -> None:
     assert _exiting(stat) is exiting
 
@@ -120,8 +136,20 @@ def test_cgroup_option_is_for_commands(tmp_path: Path) -> None:
 
 @pytest.mark.live
 def test_an_unknown_cgroup_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    done = run_cli("run", "--cgroup", "/pilot-no-such-cgroup", "-w", "1,2", "-o", str(tmp_path / "s"),
-                   "--", "dd", "if=/dev/zero", "of=/dev/null", "count=%WORK_AMOUNT%")
+    done = run_cli(
+        "run",
+        "--cgroup",
+        "/pilot-no-such-cgroup",
+        "-w",
+        "1,2",
+        "-o",
+        str(tmp_path / "s"),
+        "--",
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "count=%WORK_AMOUNT%",
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines() == [
         "pilot-sys: error: /pilot-no-such-cgroup: no such cgroup in any mounted hierarchy (create "

@@ -242,8 +242,8 @@ def _signals(trace: MonitorTrace) -> list[ComponentStats]:
             found.append(
                 ComponentStats(
                     component=component, direction=direction, metric=key, kind="utilization", limit=limit,
-                    # per-core series are reported; the verdict uses the host total and the busiest core;
-                    # a CPU quota is judged by the periods it throttled
+                    # per-core series are reported; the verdict uses the host total and the
+                    # busiest core; a CPU quota is judged by the periods it throttled
                     judged=not component.startswith("core:") and not quota,
                     note=QUOTA_NOTE if quota else "",
                 )
@@ -626,7 +626,8 @@ def _limiter_evidence(s: ComponentStats, trace: MonitorTrace, numbers: str) -> s
         hits = _total(trace, f"{c}/limit_hits_per_s")
         if hits:
             source = "memory.failcnt" if attrs.get("version") == 1 else "memory.events max/high"
-            text += f"; the kernel reclaimed to stay under it {units.count(round(hits))} times ({source})"
+            text += (f"; the kernel reclaimed to stay under it {units.count(round(hits))} times "
+                     f"({source})")
         refaults = _total(trace, f"{c}/refaults_per_s")
         if refaults:
             text += (f"; {units.count(round(refaults))} evicted file pages were read again "

@@ -32,8 +32,7 @@ def cgroup_limiters(context: ProbeContext, resources: set[str]) -> list[Componen
         pid: str | int = context.pid if context.pid is not None else "self"
         found = cgroup_discovery(SysRoot(context.root), [pid]).components
     return [
-        c for c in found
-        if set(c.attrs.get("resources", [])) & resources and _wanted(context, c)
+        c for c in found if set(c.attrs.get("resources", [])) & resources and _wanted(context, c)
     ]
 
 
@@ -46,5 +45,9 @@ def qdisc_limiters(context: ProbeContext) -> list[Component]:
 
 def limiter_attrs(component: Component, limiter: str, **facts: Any) -> dict[str, Any]:
     """The trace's record of a limiter: what it limits and what it is, in words."""
-    return {"limiter": limiter, "limits": component.attrs.get("limits"), "name": component.name,
-            **facts}
+    return {
+        "limiter": limiter,
+        "limits": component.attrs.get("limits"),
+        "name": component.name,
+        **facts,
+    }

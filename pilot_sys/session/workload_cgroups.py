@@ -91,8 +91,9 @@ class MembershipSource(Source):
     def __init__(self, proc: Path, tid: int) -> None:
         super().__init__()
         self.proc = proc
-        self._fd = os.open(proc / str(os.getpid()) / "task" / str(tid) / "children",
-                           os.O_RDONLY | os.O_CLOEXEC)
+        self._fd = os.open(
+            proc / str(os.getpid()) / "task" / str(tid) / "children", os.O_RDONLY | os.O_CLOEXEC
+        )
         self._before = frozenset(read_pids(self._fd))
         self._lock = threading.Lock()
         self.latest: dict[int, str] = {}
@@ -130,8 +131,9 @@ class MembershipSource(Source):
         with self._lock:
             return set(self.latest.values())
 
-    def derive(self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]
-               ) -> dict[str, np.ndarray]:
+    def derive(
+        self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
         return {}
 
     def close(self) -> None:
@@ -157,7 +159,8 @@ class MembershipWatch:
         except OSError as exc:  # no CONFIG_PROC_CHILDREN: the assumed cgroups stay
             context.notes.append(
                 f"the workload's cgroups are not followed ({exc.strerror or exc}); its limits "
-                "are those of the cgroups it was started in")
+                "are those of the cgroups it was started in"
+            )
             self.source = None
         return self.source
 
@@ -217,8 +220,14 @@ class WorkloadCgroups:
         found = cgroup_discovery(self.sysroot, (), memberships=sorted(seen))
         replace_cgroup_limiters(graph, found)
         self.assumed = seen
-        paths = sorted({line.split(":", 2)[2] for text in seen for line in text.splitlines()
-                        if line.count(":") >= 2})
+        paths = sorted(
+            {
+                line.split(":", 2)[2]
+                for text in seen
+                for line in text.splitlines()
+                if line.count(":") >= 2
+            }
+        )
         return True, [
             f"the workload ran in cgroups other than the ones it was started in "
             f"({', '.join(paths)}); their limits, {_describe(found)}, are sampled and judged "

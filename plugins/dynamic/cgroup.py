@@ -115,24 +115,37 @@ class CgroupProbe(Probe):
                 [f"{cid}/{f}" for f in fields],
             )
         if version == 2 and "usage_usec" in counters:
-            plan["usage"] = "us" if self._add(
-                _open(context, LineTable, counters["usage_usec"], [Wanted("usage_usec", 1)]),
-                [f"{cid}/usage_usec"],
-            ) else None
+            plan["usage"] = (
+                "us"
+                if self._add(
+                    _open(context, LineTable, counters["usage_usec"], [Wanted("usage_usec", 1)]),
+                    [f"{cid}/usage_usec"],
+                )
+                else None
+            )
         elif "usage" in counters:
-            plan["usage"] = "ns" if self._add(
-                _open(context, FieldFile, counters["usage"], [0]), [f"{cid}/usage_ns"]
-            ) else None
+            plan["usage"] = (
+                "ns"
+                if self._add(_open(context, FieldFile, counters["usage"], [0]), [f"{cid}/usage_ns"])
+                else None
+            )
         plan["cpus"] = list(component.attrs.get("cpus", []))
         if quota and not plan["stat"] and "cpu.stat" not in counters:
-            context.notes.append(f"{cid}: no cpu.stat beside the quota in {component.attrs.get('directory')}; "
-                                 "whether the quota throttled the workload is unknown")
+            context.notes.append(
+                f"{cid}: no cpu.stat beside the quota in {component.attrs.get('directory')}; "
+                "whether the quota throttled the workload is unknown"
+            )
         self.plans[cid] = plan
         what = "CPU quota" if quota else "cpuset"
         judged = "throttled_periods" if quota and plan["stat"] else "util_compute"
         self._attrs[cid] = limiter_attrs(
-            component, what, cgroup=component.attrs.get("cgroup"), version=version,
-            judged_by=judged, usage_counter=plan["usage"] is not None, cpus=plan["cpus"],
+            component,
+            what,
+            cgroup=component.attrs.get("cgroup"),
+            version=version,
+            judged_by=judged,
+            usage_counter=plan["usage"] is not None,
+            cpus=plan["cpus"],
         )
 
     def _open_io(self, context: ProbeContext, component: Component) -> None:
@@ -160,12 +173,18 @@ class CgroupProbe(Probe):
                     if reader is not None:
                         reader.close()
         if not opened and not ({"io.stat"} <= set(counters) or {"bytes", "ios"} <= set(counters)):
-            context.notes.append(f"{cid}: no I/O counters beside the throttle in "
-                                 f"{component.attrs.get('directory')}; its use is unknown")
+            context.notes.append(
+                f"{cid}: no I/O counters beside the throttle in "
+                f"{component.attrs.get('directory')}; its use is unknown"
+            )
         self.plans[cid] = {"kind": "io", "opened": opened}
         self._attrs[cid] = limiter_attrs(
-            component, "I/O throttle", cgroup=component.attrs.get("cgroup"), version=version,
-            device=device, disk=str(component.attrs.get("limits", "")).removeprefix("block:"),
+            component,
+            "I/O throttle",
+            cgroup=component.attrs.get("cgroup"),
+            version=version,
+            device=device,
+            disk=str(component.attrs.get("limits", "")).removeprefix("block:"),
             judged_by="util",
         )
 
@@ -181,8 +200,14 @@ class CgroupProbe(Probe):
                 out.update(self._derive_io(cid, raw, t))
         return out
 
-    def _derive_cpu(self, cid: str, plan: dict[str, Any], raw: np.ndarray, t: np.ndarray,
-                    metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def _derive_cpu(
+        self,
+        cid: str,
+        plan: dict[str, Any],
+        raw: np.ndarray,
+        t: np.ndarray,
+        metrics: dict[str, np.ndarray],
+    ) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         if plan["stat"]:
             periods = self.col(raw, f"{cid}/nr_periods")
@@ -209,7 +234,9 @@ class CgroupProbe(Probe):
             if fraction is not None:
                 out[f"{cid}/util_compute"] = fraction
         elif plan["cpus"]:
-            per_core = [metrics[k] for n in plan["cpus"] if (k := f"core:{n}/util_compute") in metrics]
+            per_core = [
+                metrics[k] for n in plan["cpus"] if (k := f"core:{n}/util_compute") in metrics
+            ]
             if per_core:
                 stacked = np.vstack(per_core)
                 known = np.isfinite(stacked).sum(axis=0)
@@ -230,8 +257,16 @@ class CgroupProbe(Probe):
     def interval_metric(self, key: str) -> bool:
         name = key.rsplit("/", 1)[-1]
         return super().interval_metric(key) or name in (
-            "throttled_periods", "throttled_share", "cores_used", "util_compute", "read_iops",
-            "write_iops", "util_read", "util_write", "util_iops_read", "util_iops_write",
+            "throttled_periods",
+            "throttled_share",
+            "cores_used",
+            "util_compute",
+            "read_iops",
+            "write_iops",
+            "util_read",
+            "util_write",
+            "util_iops_read",
+            "util_iops_write",
         )
 
     def attrs(self) -> dict[str, dict[str, Any]]:
@@ -252,4 +287,3 @@ def open_probe(context: ProbeContext) -> CgroupProbe | None:
     if not probe.plans:
         return None
     return probe
-

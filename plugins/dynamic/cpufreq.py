@@ -48,7 +48,9 @@ class CpuFreqProbe(Probe):
                 reader = FieldFile(path, [0])
             except (OSError, ValueError) as exc:
                 why = getattr(exc, "strerror", None) or str(exc)
-                context.notes.append(f"cpufreq {policy.policy}: scaling_cur_freq unreadable ({why})")
+                context.notes.append(
+                    f"cpufreq {policy.policy}: scaling_cur_freq unreadable ({why})"
+                )
                 continue
             self.readers.append(reader)
             self.policies.append(policy)
@@ -73,8 +75,12 @@ class CpuFreqProbe(Probe):
     def attrs(self) -> dict[str, dict[str, Any]]:
         return {
             f"cpufreq:{p.policy}": {
-                "cpus": p.cpus, "nominal_hz": p.nominal_hz, "hardware_max_hz": p.hardware_max_hz,
-                "scaling_max_hz": p.scaling_max_hz, "governor": p.governor, "driver": p.driver,
+                "cpus": p.cpus,
+                "nominal_hz": p.nominal_hz,
+                "hardware_max_hz": p.hardware_max_hz,
+                "scaling_max_hz": p.scaling_max_hz,
+                "governor": p.governor,
+                "driver": p.driver,
             }
             for p in self.policies
         }

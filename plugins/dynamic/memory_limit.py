@@ -49,8 +49,10 @@ KIND = "dynamic"
 NAME = "memory_limit"
 
 # memory.stat keys, newest name first (before Linux 5.9 there was one workingset_refault)
-REFAULT_KEYS = {1: ("total_workingset_refault_file", "total_workingset_refault"),
-                2: ("workingset_refault_file", "workingset_refault")}
+REFAULT_KEYS = {
+    1: ("total_workingset_refault_file", "total_workingset_refault"),
+    2: ("workingset_refault_file", "workingset_refault"),
+}
 MAJOR_FAULT_KEYS = {1: ("total_pgmajfault",), 2: ("pgmajfault",)}
 
 
@@ -59,7 +61,9 @@ def _reader(context: ProbeContext, make: Any, path: str, *args: Any, **kw: Any) 
         return make(context.path(path.lstrip("/")), *args, **kw)
     except (OSError, ValueError) as exc:
         why = getattr(exc, "strerror", None) or str(exc)
-        context.notes.append(f"{path}: not sampled ({why}); that memory limit's counters are unknown")
+        context.notes.append(
+            f"{path}: not sampled ({why}); that memory limit's counters are unknown"
+        )
         return None
 
 
@@ -106,29 +110,43 @@ class MemoryLimitProbe(Probe):
             add("failcnt", _reader(context, FieldFile, counters["failcnt"], [0]), ["failcnt"])
         if version == 2 and "events" in counters:
             wanted = [Wanted("max", 1), Wanted("high", 1), Wanted("oom_kill", 1)]
-            add("events", _reader(context, LineTable, counters["events"], wanted),
-                ["events_max", "events_high", "oom_kill"])
+            add(
+                "events",
+                _reader(context, LineTable, counters["events"], wanted),
+                ["events_max", "events_high", "oom_kill"],
+            )
         if "stat" in counters:
             refault = _present(context, counters["stat"], REFAULT_KEYS[version])
             major = _present(context, counters["stat"], MAJOR_FAULT_KEYS[version])
             keys = [(k, n) for k, n in ((refault, "refaults"), (major, "major_faults")) if k]
             if keys:
                 wanted = [Wanted(k, 1) for k, _ in keys]
-                add("stat", _reader(context, LineTable, counters["stat"], wanted),
-                    [n for _, n in keys])
+                add(
+                    "stat",
+                    _reader(context, LineTable, counters["stat"], wanted),
+                    [n for _, n in keys],
+                )
                 plan["stat"] = [n for _, n in keys]
         if version == 2 and "pressure" in counters:
             wanted = [Wanted("some", 8), Wanted("full", 8)]
-            add("pressure", _reader(context, LineTable, counters["pressure"], wanted,
-                                    separators=b"="), ["psi_some_us", "psi_full_us"])
+            add(
+                "pressure",
+                _reader(context, LineTable, counters["pressure"], wanted, separators=b"="),
+                ["psi_some_us", "psi_full_us"],
+            )
         if "usage" not in counters:
-            context.notes.append(f"{cid}: no usage counter beside the limit in "
-                                 f"{component.attrs.get('directory')}; its fill is unknown")
+            context.notes.append(
+                f"{cid}: no usage counter beside the limit in "
+                f"{component.attrs.get('directory')}; its fill is unknown"
+            )
         if plan["have"]:
             self.plans[cid] = plan
             self._attrs[cid] = limiter_attrs(
-                component, "memory limit", cgroup=component.attrs.get("cgroup"),
-                version=version, judged_by="util_capacity with reclaim evidence",
+                component,
+                "memory limit",
+                cgroup=component.attrs.get("cgroup"),
+                version=version,
+                judged_by="util_capacity with reclaim evidence",
             )
 
     def derive(
@@ -146,7 +164,8 @@ class MemoryLimitProbe(Probe):
                     out[f"{cid}/util_capacity"] = fill
             if "failcnt" in have:
                 out[f"{cid}/limit_hits_per_s"] = throttling.events_per_second(
-                    self.col(raw, f"{cid}/failcnt"), t)
+                    self.col(raw, f"{cid}/failcnt"), t
+                )
             if "events" in have:
                 hits = self.col(raw, f"{cid}/events_max") + self.col(raw, f"{cid}/events_high")
                 out[f"{cid}/limit_hits_per_s"] = throttling.events_per_second(hits, t)
@@ -156,7 +175,8 @@ class MemoryLimitProbe(Probe):
             if "pressure" in have:
                 for kind in ("some", "full"):
                     out[f"{cid}/psi_{kind}"] = throttling.time_share(
-                        self.col(raw, f"{cid}/psi_{kind}_us"), t, throttling.US)
+                        self.col(raw, f"{cid}/psi_{kind}_us"), t, throttling.US
+                    )
         return out
 
     def attrs(self) -> dict[str, dict[str, Any]]:

@@ -77,8 +77,7 @@ class RootQdiscCounters(TextReader):
         self._length = len(data)
         self._basic, self._queue = offsets
         s = found[0].stats
-        return b"%d %d %d %d %d %d" % (s.bytes, s.packets, s.drops, s.overlimits, s.backlog,
-                                       s.qlen)
+        return b"%d %d %d %d %d %d" % (s.bytes, s.packets, s.drops, s.overlimits, s.backlog, s.qlen)
 
     def read_text(self) -> bytes:
         data = self._getter.query()
@@ -126,8 +125,11 @@ class QdiscProbe(Probe):
             if "send" in component.limits:
                 self.limits[f"{component.id}/send"] = component.limits["send"]
             self._attrs[component.id] = limiter_attrs(
-                component, "traffic shaping", qdisc=component.attrs.get("qdisc"),
-                interface=interface, judged_by="util_send",
+                component,
+                "traffic shaping",
+                qdisc=component.attrs.get("qdisc"),
+                interface=interface,
+                judged_by="util_send",
             )
         self.columns = tuple(columns)
 
