@@ -4,6 +4,7 @@ and the options that place it (captured v1 tree, tests/fixtures/limits/v1-bench)
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,32 @@ def test_an_unknown_cgroup_is_one_line_and_exit_2(tmp_path: Path) -> None:
         "it first, e.g. mkdir /sys/fs/cgroup/cpu/bench on cgroup v1)"
     ]
     assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.live
+def test_the_watch_finds_a_workload_that_moved_into_a_cgroup() -> None:
+    """A round's process joins a cgroup with a quota (as ``cgexec`` would): the watch reads
+    its membership while it runs, the exited process adds nothing, and after the round the
+    graph's cgroup limiters are the quota's."""
+    from cgroups import scratch_cgroup
+    from pilot_sys.monitor.probe import ProbeContext
+    from pilot_sys.topology.discover import discover
+
+    with scratch_cgroup(cpu_quota_cores=0.5) as cg:
+        cgroups = WorkloadCgroups()
+        source = cgroups.watcher().open_probe(ProbeContext())
+        assert source is not None
+        graph = discover()
+        proc = cg.popen(["sleep", "5"])
+        try:
+            time.sleep(0.5)
+            source.sample()
+        finally:
+            proc.kill()
+            proc.wait()
+        source.sample()
+        assert [t for t in source.memberships() if f":cpu:{cg.name}\n" in t]
+        changed, notes = cgroups.after_round(graph)
+        source.close()
+    assert changed and cg.name in notes[0]
+    assert graph.component(f"cgroup:{cg.name}/cpu").limits["compute"].value == 0.5
