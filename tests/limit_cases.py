@@ -108,55 +108,25 @@ def run_session(args: list[str], out: Path, case: str, limited: bool, limiter: s
 
 def cpu_quota(limited: bool, work: Path) -> CaseResult:
     with scratch_cgroup(cpu_quota_cores=0.2 if limited else 1.5, cpu_shares=10240) as cg:
-        return run_session(
-            [
-                "--cgroup",
-                cg.name,
-                "--max-rounds",
-                "6",
-                "-w",
-                "16,128",
-                "--",
-                "dd",
-                "if=/dev/urandom",
-                f"of={work / 'quota.bin'}",
-                "bs=1M",
-                "count=%WORK_AMOUNT%",
-            ],
-            work / "session",
-            "cpu-quota",
-            limited,
-            f"cgroup:{cg.name}/cpu",
-        )
+        dd = f"dd if=/dev/urandom of={work / 'quota.bin'} bs=1M count=%WORK_AMOUNT%"
+        args = ["--cgroup", cg.name, *"--max-rounds 6 -w 16,128 --".split(), *dd.split()]
+        return run_session(args, work / "session", "cpu-quota", limited, f"cgroup:{cg.name}/cpu")
 
 
 def io_throttle(limited: bool, work: Path) -> CaseResult:
+    """Rounds of 16-128 MiB: at 20 MiB/s fio's start-up (alpha) stays well below a round, so
+    that the session analyses its rounds."""
     devnum, disk = disk_of(work)
     rate = 20 * MIB if limited else 20 * 2**30
     with scratch_cgroup(write_bps=(devnum, rate)) as cg:
-        return run_session(
-            [
-                "--cgroup",
-                cg.name,
-                "--max-rounds",
-                "5",
-                "-w",
-                "8,64" if limited else "64,512",
-                "--",
-                "fio",
-                "--name=w",
-                "--rw=write",
-                "--bs=1M",
-                "--direct=1",
-                "--ioengine=psync",
-                f"--filename={work / 'fio.dat'}",
-                "--size=%WORK_AMOUNT%M",
-            ],
-            work / "session",
-            "io-throttle",
-            limited,
-            f"cgroup:{cg.name}/io:{disk}",
+        session = f"--max-rounds 6 -w {'16,128' if limited else '64,512'} --"
+        fio = (
+            "fio --name=w --rw=write --bs=1M --direct=1 --ioengine=psync "
+            f"--filename={work / 'fio.dat'} --size=%WORK_AMOUNT%M"
         )
+        args = ["--cgroup", cg.name, *session.split(), *fio.split()]
+        limiter = f"cgroup:{cg.name}/io:{disk}"
+        return run_session(args, work / "session", "io-throttle", limited, limiter)
 
 
 def qdisc(limited: bool, work: Path) -> CaseResult:
@@ -164,24 +134,8 @@ def qdisc(limited: bool, work: Path) -> CaseResult:
         if limited:
             host.shape("100mbit")
         host.iperf3_server()
-        return run_session(
-            [
-                "--max-rounds",
-                "5",
-                "-w",
-                "1,3",
-                "--",
-                "iperf3",
-                "-c",
-                host.address,
-                "-t",
-                "%WORK_AMOUNT%",
-            ],
-            work / "session",
-            "qdisc",
-            limited,
-            f"qdisc:{host.root_if}",
-        )
+        args = f"--max-rounds 5 -w 1,3 -- iperf3 -c {host.address} -t %WORK_AMOUNT%".split()
+        return run_session(args, work / "session", "qdisc", limited, f"qdisc:{host.root_if}")
 
 
 def _uncached(path: Path, size: int) -> Path:
@@ -203,26 +157,9 @@ def _uncached(path: Path, size: int) -> Path:
 def memory(limited: bool, work: Path) -> CaseResult:
     data = _uncached(work / "memory.bin", 512 * MIB)
     with scratch_cgroup(memory_bytes=64 * MIB if limited else 4 * 2**30) as cg:
-        return run_session(
-            [
-                "--cgroup",
-                cg.name,
-                "--max-rounds",
-                "6",
-                "-w",
-                "128,512",
-                "--",
-                "dd",
-                f"if={data}",
-                "of=/dev/null",
-                "bs=1M",
-                "count=%WORK_AMOUNT%",
-            ],
-            work / "session",
-            "memory",
-            limited,
-            f"cgroup:{cg.name}/memory",
-        )
+        dd = f"dd if={data} of=/dev/null bs=1M count=%WORK_AMOUNT%"
+        args = ["--cgroup", cg.name, *"--max-rounds 6 -w 128,512 --".split(), *dd.split()]
+        return run_session(args, work / "session", "memory", limited, f"cgroup:{cg.name}/memory")
 
 
 CASES: dict[str, Callable[[bool, Path], CaseResult]] = {
