@@ -4,6 +4,7 @@ and the options that place it (captured v1 tree, tests/fixtures/limits/v1-bench)
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -86,7 +87,13 @@ def test_a_workload_found_elsewhere_brings_its_limits_for_the_next_round() -> No
     before = {c.id for c in graph.components(ComponentKind.CGROUP)}
     assert "cgroup:/kl-bench/job/io:vda" in before
     cgroups.watch = _Watch({OWN})  # where it was started: nothing changes
-    assert cgroups.after_round(graph) == (False, [])
+    # (the captured tree has no block devices: discovery's note on the throttle's link, once)
+    assert cgroups.after_round(graph) == (
+        False,
+        [
+            "cgroup discovery: link cgroup:/kl-bench/job/io:vda -> block:vda: endpoint not discovered"
+        ],
+    )
     moved = OWN.replace("1:cpu:/kl-bench/job", "1:cpu:/").replace(
         "7:blkio:/kl-bench/job", "7:blkio:/"
     )
@@ -106,6 +113,31 @@ def test_the_launchers_first_moment_does_not_count_with_a_target() -> None:
     graph = cgroups.graph(root=V1)
     cgroups.watch = _Watch({OWN})  # the wrapper seen before it joined /kl-bench
     assert cgroups.after_round(graph) == (False, [])
+
+
+def test_what_could_not_be_read_about_the_cgroups_reaches_the_first_rounds_trace(
+    tmp_path: Path,
+) -> None:
+    from pilot_sys.topology.discover import discover
+
+    tree = tmp_path / "v1"
+    shutil.copytree(V1, tree, symlinks=True)
+    mountinfo = tree / "proc/self/mountinfo"
+    kept = [
+        line for line in mountinfo.read_text().splitlines(keepends=True) if "rw,memory" not in line
+    ]
+    mountinfo.write_text("".join(kept))
+    cgroups = WorkloadCgroups(None, root=tree)
+    changed, notes = cgroups.after_round(discover(tree))
+    assert (
+        not changed
+        and (
+            "cgroup discovery: cgroup v1 memory /kl-bench/job: hierarchy not mounted here; its "
+            "limits unknown"
+        )
+        in notes
+    )
+    assert cgroups.after_round(discover(tree)) == (False, [])  # said once
 
 
 @pytest.mark.parametrize(
@@ -165,6 +197,7 @@ def test_the_watch_finds_a_workload_that_moved_into_a_cgroup() -> None:
     its membership while it runs, the exited process adds nothing, and after the round the
     graph's cgroup limiters are the quota's."""
     from cgroups import scratch_cgroup
+
     from pilot_sys.monitor.probe import ProbeContext
     from pilot_sys.topology.discover import discover
 

@@ -177,6 +177,7 @@ class WorkloadCgroups:
         self.own = self._normal(own) if own else ""
         self.assumed: set[str] = {self.own} if own else set()
         self.watch: MembershipWatch | None = None
+        self._told = False  # discovery's notes on the cgroups go into the first round's trace
 
     @staticmethod
     def _normal(text: str) -> str:
@@ -210,13 +211,18 @@ class WorkloadCgroups:
         Returns whether the graph changed, and notes for the round's trace."""
         source = self.watch.source if self.watch is not None else None
         self.watch = None
+        told: list[str] = []
+        if not self._told and graph is not None:  # what could not be read about the cgroups
+            self._told = True
+            unreadable = graph.unreadable.get("cgroup", [])
+            told = [f"cgroup discovery: {u}" for u in unreadable]
         if source is None or graph is None:
-            return False, []
+            return False, told
         seen = {self._normal(text) for text in source.memberships()}
         if self.target is not None:  # the launcher's moment before it joined the target
             seen.discard(self.own)
         if not seen or seen <= self.assumed:
-            return False, []
+            return False, told
         found = cgroup_discovery(self.sysroot, (), memberships=sorted(seen))
         replace_cgroup_limiters(graph, found)
         self.assumed = seen
@@ -228,7 +234,7 @@ class WorkloadCgroups:
                 if line.count(":") >= 2
             }
         )
-        return True, [
+        return True, told + [
             f"the workload ran in cgroups other than the ones it was started in "
             f"({', '.join(paths)}); their limits, {_describe(found)}, are sampled and judged "
             "from the next round on"
