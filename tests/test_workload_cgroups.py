@@ -91,7 +91,8 @@ def test_a_workload_found_elsewhere_brings_its_limits_for_the_next_round() -> No
     assert cgroups.after_round(graph) == (
         False,
         [
-            "cgroup discovery: link cgroup:/kl-bench/job/io:vda -> block:vda: endpoint not discovered"
+            "cgroup discovery: link cgroup:/kl-bench/job/io:vda -> block:vda: endpoint not "
+            "discovered"
         ],
     )
     moved = OWN.replace("1:cpu:/kl-bench/job", "1:cpu:/").replace(
