@@ -5,6 +5,8 @@ limiter is not flagged, and a CPU-bound run below the nominal frequency is warne
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from pilot_sys.monitor.bottleneck import THROTTLED, assess
@@ -361,3 +363,26 @@ def test_held_at_is_the_rate_while_writing() -> None:
     tr.series[f"{THROTTLE}/util_write"] = [None if b is None else b / (20 * MIB) for b in burst]
     v = assess(tr, data_path=DISK_PATH)
     assert "writes held at 22.9 MiB/s" in v.hidden_bottlenecks[0].evidence  # 4 x 40 / 7 intervals
+
+
+def test_frequency_warning_from_the_probe_on_a_captured_tree() -> None:
+    """The cpufreq probe on the captured intel_pstate tree (policy0 at 1995312 kHz under a
+    2.0 GHz cap, policy1 at 4388221 kHz; nominal 2.9 GHz) and a CPU that was busy all along:
+    the warning names policy0 and the frequency seen, not policy1."""
+    from conftest import FIXTURES
+    from pilot_sys.monitor.sampler import Sampler
+    from pilot_sys.plugins.dynamic import cpufreq
+
+    tree = FIXTURES / "limits" / "cpufreq-mixed"
+    sampler = Sampler(rate_hz=20, plugins=[cpufreq], root=tree).start()
+    time.sleep(0.3)
+    tr = sampler.stop(cut="cpu:host")
+    n = len(tr.timestamps)
+    tr.series["cpu:host/util_compute"] = [None] + [1.0] * (n - 1)
+    tr.limits["cpu:host/compute"] = {"value": 2.0, "unit": "cores", "source": "sysfs"}
+    warning = next(n for n in assess(tr).notes if n.startswith("warning: a CPU-bound result"))
+    assert "policy0 (CPUs 0) at 2.00 GHz-2.00 GHz (mean 2.00 GHz) below its nominal 2.90 GHz" in (
+        warning
+    )
+    assert "capped at 2.00 GHz (scaling_max_freq), governor powersave" in warning
+    assert "policy1" not in warning
