@@ -673,9 +673,10 @@ def _frequency_warning(trace: MonitorTrace, weights: np.ndarray, cut: str | None
             continue
         low = hz[np.isfinite(hz) & (below > 0)]
         cpus = ",".join(map(str, attrs.get("cpus") or [])) or "?"
-        text = (f"{policy.split(':', 1)[1]} (CPUs {cpus}) at {_ghz(low.min())}-{_ghz(low.max())} "
-                f"(mean {_ghz(low.mean())}) below its nominal {_ghz(nominal)} for {_pct(share)} "
-                "of the run")
+        seen_at = (_ghz(low.min()) if _ghz(low.min()) == _ghz(low.max())
+                   else f"{_ghz(low.min())}-{_ghz(low.max())} (mean {_ghz(low.mean())})")
+        text = (f"{policy.split(':', 1)[1]} (CPUs {cpus}) at {seen_at} below its nominal "
+                f"{_ghz(nominal)} for {_pct(share)} of the run")
         cap, hardware = attrs.get("scaling_max_hz"), attrs.get("hardware_max_hz")
         if cap and hardware and cap < hardware:
             text += f", capped at {_ghz(cap)} (scaling_max_freq)"
