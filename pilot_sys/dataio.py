@@ -17,11 +17,12 @@ holds a NaN, is re-read exactly to find the cell to name.
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import re
 import sys
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -41,8 +42,7 @@ _UNIT_IN_HEADER = re.compile(r"[\(\[]\s*([^\)\]]+?)\s*[\)\]]\s*$")
 _COMMA_DECIMAL = re.compile(r"^[-+]?[0-9]+,[0-9]+$")
 _INTEGER = re.compile(r"^[-+]?[0-9]+$")
 _SNIFF_ROWS = 1000  # data rows read exactly before the fast reader starts (decimal-comma check)
-_CHUNK_BYTES = 1 << 22  # the byte scan's window
-_CHUNK_ROWS = 1 << 18  # rows per pandas chunk: a refused chunk is re-read exactly, so keep it small
+_CHUNK_BYTES = 1 << 22  # bytes pandas reads at a time: a chunk it refuses is re-read exactly
 
 
 class LineMap:
@@ -96,7 +96,7 @@ class Column:
     @property
     def label(self) -> str:
         """How messages name the column: its header name, or its index."""
-        return repr(self.name) if self.name is not None else f"column {self.index}"
+        return repr(self.name) if self.name is not None else str(self.index)
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ class _Layout:
     @property
     def ragged_check(self) -> bool:
         # In CSV a row with a cell too many or too few may have its cells shifted: reading the
-        # wrong column silently is worse than stopping. Whitespace text is commonly ragged on purpose.
+        # wrong column silently is worse than stopping. Whitespace text is often ragged on purpose.
         return self.width > 1 and self.delimiter in (",", ";")
 
 
@@ -175,11 +175,15 @@ def _decode(name: str, data: bytes, offset: int) -> str:
     """Strict UTF-8 of bytes starting at byte ``offset`` of the input; binary data named as such."""
     nul = data.find(b"\x00")
     if nul >= 0:
-        raise BadInput(name, f"binary data (a NUL byte at byte {offset + nul}), expected text with numbers")
+        raise BadInput(
+            name, f"binary data (a NUL byte at byte {offset + nul}), expected text with numbers"
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BadInput(name, f"not UTF-8 text ({exc.reason} at byte {offset + exc.start})") from None
+        raise BadInput(
+            name, f"not UTF-8 text ({exc.reason} at byte {offset + exc.start})"
+        ) from None
 
 
 def _lines(src: _Source, start: int = 1, stop: int | None = None) -> Iterator[tuple[int, str]]:
@@ -309,12 +313,15 @@ def _value(row: _Row, lay: _Layout) -> float:
             f"{lay.name}:{row.line}:{row.starts[-1] if row.starts else 1}",
             f"only {len(row.cells)} cell(s) on this line, column {lay.label} is missing",
         )
-    if lay.ragged_check and (len(row.cells) < named or any(row.cells[width:])):  # a trailing "," is harmless
+    if lay.ragged_check and (
+        len(row.cells) < named or any(row.cells[width:])
+    ):  # a trailing "," is harmless
         extra = len(row.cells) > width
+        first = "header" if lay.header is not None else "first line"
         raise BadInput(
             f"{lay.name}:{row.line}:{row.starts[width if extra else -1]}",
-            f"{len(row.cells)} cell(s) on this line, but the {'header' if lay.header is not None else 'first line'} "
-            f"has {named}: a cell is {'extra' if extra else 'missing'}, so column {lay.label} may be shifted",
+            f"{len(row.cells)} cell(s) on this line, but the {first} has {named}: a cell is "
+            f"{'extra' if extra else 'missing'}, so column {lay.label} may be shifted",
         )
     cell = row.cells[index]
     value = _parse_number(cell, lay.decimal)
@@ -327,8 +334,11 @@ def _value(row: _Row, lay: _Layout) -> float:
             hint = " (the file is read with decimal commas)"
         raise BadInput(where, f"{cell!r} in column {lay.label} is not a number{hint}")
     if not math.isfinite(value):
-        raise BadInput(where, f"{cell!r} in column {lay.label} is not a finite number (NaN and infinities "
-                              "cannot be averaged; remove the line or fix the program that wrote it)")
+        raise BadInput(
+            where,
+            f"{cell!r} in column {lay.label} is not a finite number (NaN and infinities "
+            "cannot be averaged; remove the line or fix the program that wrote it)",
+        )
     return value
 
 
@@ -346,17 +356,25 @@ def _exact(src: _Source, lay: _Layout, start: int, stop: int | None = None) -> t
 # --- layout: delimiter, header, column ------------------------------------------------------
 
 
-def _resolve_column(name: str, header: list[str] | None, column: str | int | None, n_cells: int) -> int:
+def _resolve_column(
+    name: str, header: list[str] | None, column: str | int | None, n_cells: int
+) -> int:
     if column is None:
         if n_cells == 1:
             return 0
-        names = ", ".join(f"{i}={h!r}" for i, h in enumerate(header)) if header else f"0..{n_cells - 1}"
-        raise BadInput(name, f"has {n_cells} columns ({names}); choose one with --column NAME or INDEX")
+        names = (
+            ", ".join(f"{i}={h!r}" for i, h in enumerate(header)) if header else f"0..{n_cells - 1}"
+        )
+        raise BadInput(
+            name, f"has {n_cells} columns ({names}); choose one with --column NAME or INDEX"
+        )
     if isinstance(column, str) and column.strip().lstrip("-").isdigit():
         column = int(column.strip())
     if isinstance(column, int):
         if column < 0 or column >= n_cells:
-            raise BadInput(name, f"no column {column}: the first line has {n_cells} column(s), indexed from 0")
+            raise BadInput(
+                name, f"no column {column}: the first line has {n_cells} column(s), indexed from 0"
+            )
         return column
     if header is None:
         raise BadInput(name, f"no column named {column!r}: the file has no header line")
@@ -364,30 +382,41 @@ def _resolve_column(name: str, header: list[str] | None, column: str | int | Non
     if not matches:
         matches = [i for i, h in enumerate(header) if h.casefold() == column.casefold()]
     if len(matches) > 1:  # taking the first silently could analyse the wrong numbers
-        raise BadInput(name, f"column name {column!r} appears {len(matches)} times in the header "
-                             f"(columns {', '.join(map(str, matches))}); choose one by its index")
+        raise BadInput(
+            name,
+            f"column name {column!r} appears {len(matches)} times in the header "
+            f"(columns {', '.join(map(str, matches))}); choose one by its index",
+        )
     if matches:
         return matches[0]
-    raise BadInput(name, f"no column named {column!r}; the header has {', '.join(repr(h) for h in header)}")
+    raise BadInput(
+        name, f"no column named {column!r}; the header has {', '.join(repr(h) for h in header)}"
+    )
 
 
 def _refuse_comma_decimals(name: str, rows: list[_Row]) -> None:
     """Stop on ``1,65``-style rows without a header: decimal commas read as two columns would
     silently average integer parts. Two integer columns counting up by one (``0,17``, ``1,20``)
     are an index and a value, not decimals, and pass."""
-    if not rows or any(len(r.cells) != 2 or not _INTEGER.match(r.cells[0]) or not r.cells[1].isdigit()
-                       for r in rows):
+    if not rows or any(
+        len(r.cells) != 2 or not _INTEGER.match(r.cells[0]) or not r.cells[1].isdigit()
+        for r in rows
+    ):
         return
     firsts = [int(r.cells[0]) for r in rows]
-    if len(firsts) >= 3 and all(b - a == 1 for a, b in zip(firsts, firsts[1:], strict=False)):
+    if len(firsts) >= 3 and all(b - a == 1 for a, b in itertools.pairwise(firsts)):
         return
     row = rows[0]
-    raise BadInput(f"{name}:{row.line}:1",
-                   f"{','.join(row.cells)!r} is one number with a decimal comma or two integer columns; "
-                   "say which with --decimal , (decimal commas) or --decimal . (comma-separated columns)")
+    raise BadInput(
+        f"{name}:{row.line}:1",
+        f"{','.join(row.cells)!r} is one number with a decimal comma or two integer columns; "
+        "say which with --decimal , (decimal commas) or --decimal . (comma-separated columns)",
+    )
 
 
-def _layout(src: _Source, column: str | int | None, decimal: str | None) -> tuple[_Layout, list[_Row]]:
+def _layout(
+    src: _Source, column: str | int | None, decimal: str | None
+) -> tuple[_Layout, list[_Row]]:
     """Delimiter, header and column from the first lines, and the first data rows (read exactly)."""
     delimiter: str | None = None
     rows: list[_Row] = []
@@ -423,8 +452,16 @@ def _layout(src: _Source, column: str | int | None, decimal: str | None) -> tupl
     named = width
     while header is not None and named > index + 1 and not header[named - 1].strip():
         named -= 1
-    lay = _Layout(name=name, delimiter=delimiter, decimal=decimal or ".", header=header,
-                  data_line=rows[0].line, width=width, index=index, named=named)
+    lay = _Layout(
+        name=name,
+        delimiter=delimiter,
+        decimal=decimal or ".",
+        header=header,
+        data_line=rows[0].line,
+        width=width,
+        index=index,
+        named=named,
+    )
     return lay, rows
 
 
@@ -475,12 +512,16 @@ def _irregular_lines(chunk: bytes, lay: _Layout) -> np.ndarray:
     if not (counted or maybe_blank or marks):
         return np.zeros(0, dtype=np.int64)
     ends = np.append(starts[1:], a.size)  # exclusive, newline included
-    found = [np.searchsorted(starts, np.flatnonzero(a == mark[0]), side="right") - 1 for mark in marks]
+    found = [
+        np.searchsorted(starts, np.flatnonzero(a == mark[0]), side="right") - 1 for mark in marks
+    ]
     if maybe_blank:  # blank only if the first and the last byte are whitespace
         last = ends - 1
         last -= a[last] == 10
         last -= (last >= starts) & (a[np.maximum(last, 0)] == 13)
-        found.append(np.flatnonzero((last < starts) | (_SPACE[a[starts]] & _SPACE[a[np.maximum(last, 0)]])))
+        found.append(
+            np.flatnonzero((last < starts) | (_SPACE[a[starts]] & _SPACE[a[np.maximum(last, 0)]]))
+        )
     if counted:
         counts = np.add.reduceat(a == ord(lay.delimiter), starts, dtype=np.int64)
         found.append(np.flatnonzero(counts != lay.width - 1))
@@ -501,71 +542,102 @@ def _exact_chunk(text: str, line: int, lay: _Layout) -> tuple[np.ndarray, list[i
     return np.frombuffer(values, dtype=np.float64), skipped
 
 
-def _read_chunk(pd: Any, chunk: bytes, line: int, offset: int, lay: _Layout) -> tuple[np.ndarray, list[int]]:
-    """One chunk's values (pandas, checked) and skipped lines; raises BadInput on a bad cell."""
-    if not chunk.isascii() or b"\x00" in chunk:
-        _decode(lay.name, chunk, offset)  # raises on binary data and bad UTF-8
-    if line == 1 and chunk.startswith(_BOM.encode()):
-        chunk = chunk[len(_BOM.encode()):]
-    lines = chunk.count(b"\n") + (not chunk.endswith(b"\n"))
-    skipped: list[int] = []
-    pandas_skips: list[int] = []
-    fix_rows, fix_values = [], []
-    error: BadInput | None = None
-    irregular = _irregular_lines(chunk, lay).tolist()
-    starts = _line_starts(chunk) if irregular else None
-    for i in irregular:
-        assert starts is not None
-        raw = chunk[starts[i]:starts[i + 1] if i + 1 < starts.size else len(chunk)].decode("utf-8")
+@dataclass
+class _Irregular:
+    """A chunk's irregular lines, read exactly."""
+
+    lines: int  # lines of the chunk to read: all, or those before ``error``
+    skipped: list[int] = field(default_factory=list)  # blank and comment-only lines
+    pandas_skips: list[int] = field(default_factory=list)  # 0-based: skipped lines pandas reads
+    fix_rows: list[int] = field(default_factory=list)  # data rows whose exact value wins...
+    fix_values: list[float] = field(default_factory=list)  # ...and those values
+    error: BadInput | None = None  # a bad cell: raised once the rows before it are checked
+
+
+def _irregular(chunk: bytes, line: int, lay: _Layout) -> _Irregular:
+    out = _Irregular(lines=chunk.count(b"\n") + (not chunk.endswith(b"\n")))
+    found = _irregular_lines(chunk, lay).tolist()
+    starts = _line_starts(chunk) if found else np.zeros(0, dtype=np.int64)
+    for i in found:
+        end = starts[i + 1] if i + 1 < starts.size else len(chunk)
+        raw = chunk[starts[i] : end].decode("utf-8")
         row = _row(line + i, raw.rstrip("\r\n"), lay.delimiter)
         if row is None:
-            skipped.append(line + i)
+            out.skipped.append(line + i)
             if raw[:1] not in ("", "\n", "#"):  # pandas skips only empty and "#..." lines itself
-                pandas_skips.append(i)
+                out.pandas_skips.append(i)
             continue
         try:
             value = _value(row, lay)
-        except BadInput as exc:  # the rows before it still need checking: pandas reads them
-            error, lines = exc, i
-            break
-        fix_rows.append(i - len(skipped))
-        fix_values.append(value)
-    rows = lines - len(skipped)
-    values: np.ndarray | None = None
-    if rows:
-        try:
-            frame = pd.read_csv(
-                io.BytesIO(chunk), sep=r"\s+" if lay.delimiter == " " else lay.delimiter, header=None,
-                usecols=[lay.index], dtype=np.float64, skiprows=pandas_skips or None,
-                comment="#" if b"#" in chunk else None, quoting=3,  # quotes: the exact reader's lines
-                decimal=lay.decimal, na_filter=False, skip_blank_lines=True, engine="c", nrows=rows)
-            values = frame.iloc[:, 0].to_numpy()
-        except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):  # a cell pandas refuses
-            values = None
-    if values is None or values.size != rows:  # the exact reader finds the cell to name
-        text = chunk.decode("utf-8")
-        if error is not None:
-            text = "\n".join(text.split("\n")[:lines])
-        exact, skipped = _exact_chunk(text, line, lay)
-        if error is not None:
-            raise error
-        return exact, skipped
-    if fix_rows:
-        values = values.copy() if not values.flags.writeable else values
-        values[fix_rows] = fix_values
-    bad = np.flatnonzero(~np.isfinite(values))
-    if bad.size:  # "nan", "inf", a missing cell: the exact reader names it
-        _exact_chunk(chunk.decode("utf-8"), line, lay)
-        raise AssertionError("pandas and the exact reader disagree on a non-finite cell")
-    if error is not None:
-        raise error
-    return values, skipped
+        except BadInput as exc:
+            out.error, out.lines = exc, i
+            return out
+        out.fix_rows.append(i - len(out.skipped))
+        out.fix_values.append(value)
+    return out
+
+
+def _pandas(pd: Any, chunk: bytes, lay: _Layout, odd: _Irregular, rows: int) -> np.ndarray | None:
+    """The chosen column of ``rows`` data rows by pandas' C parser; None when it refuses a cell."""
+    try:
+        frame = pd.read_csv(
+            io.BytesIO(chunk),
+            sep=r"\s+" if lay.delimiter == " " else lay.delimiter,
+            header=None,
+            usecols=[lay.index],
+            dtype=np.float64,
+            skiprows=odd.pandas_skips or None,
+            comment="#" if b"#" in chunk else None,
+            quoting=3,  # QUOTE_NONE: lines with quotes are the exact reader's
+            decimal=lay.decimal,
+            na_filter=False,
+            skip_blank_lines=True,
+            engine="c",
+            nrows=rows,
+        )
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return None
+    values = frame.iloc[:, 0].to_numpy()
+    return values if values.flags.writeable else values.copy()
+
+
+def _read_chunk(
+    pd: Any, chunk: bytes, line: int, offset: int, lay: _Layout
+) -> tuple[np.ndarray, list[int]]:
+    """One chunk's values and skipped lines; raises BadInput naming the first bad cell."""
+    if not chunk.isascii() or b"\x00" in chunk:
+        _decode(lay.name, chunk, offset)  # raises on binary data and bad UTF-8
+    if line == 1 and chunk.startswith(_BOM.encode()):
+        chunk = chunk[len(_BOM.encode()) :]
+    odd = _irregular(chunk, line, lay)
+    rows = odd.lines - len(odd.skipped)
+    values = _pandas(pd, chunk, lay, odd, rows) if rows else np.zeros(0)
+    if values is not None and values.size == rows:
+        values[odd.fix_rows] = odd.fix_values
+        bad = np.flatnonzero(~np.isfinite(values))
+        if not bad.size:
+            if odd.error is not None:
+                raise odd.error
+            return values, odd.skipped
+        # "nan", "inf", a missing cell: the exact reader names it
+        number = LineMap(line, np.array(odd.skipped), rows).line(int(bad[0])) or line
+        raw = chunk.split(b"\n", number - line + 1)[number - line].decode("utf-8")
+        if (row := _row(number, raw.rstrip("\r"), lay.delimiter)) is not None:
+            _value(row, lay)
+    # pandas refused a cell, or read the chunk otherwise: the exact reader decides
+    text = chunk.decode("utf-8")
+    if odd.error is not None:
+        text = "\n".join(text.split("\n")[: odd.lines])
+    exact, skipped = _exact_chunk(text, line, lay)
+    if odd.error is not None:
+        raise odd.error
+    return exact, skipped
 
 
 def _fast(src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | None:
     """The column read by pandas' C parser, chunk by chunk, checked by the byte scan; None when
     the input has lone carriage returns (old Mac line ends), which only the exact reader splits."""
-    import pandas as pd  # noqa: PLC0415 - a large import, needed only here
+    import pandas as pd
 
     parts: list[np.ndarray] = []
     skipped: list[int] = []
@@ -583,10 +655,14 @@ def _all_exact(src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap]:
     values, numbers = _exact(src, lay, lay.data_line)
     read = np.frombuffer(numbers, dtype=np.int64)
     span = np.arange(lay.data_line, int(read[-1]) + 1 if read.size else lay.data_line)
-    return np.frombuffer(values, dtype=np.float64).copy(), LineMap(lay.data_line, np.setdiff1d(span, read), read.size)
+    return np.frombuffer(values, dtype=np.float64).copy(), LineMap(
+        lay.data_line, np.setdiff1d(span, read), read.size
+    )
 
 
-def read_table_column(source: str, column: str | int | None = None, *, decimal: str | None = None) -> Column:
+def read_table_column(
+    source: str, column: str | int | None = None, *, decimal: str | None = None
+) -> Column:
     """Read one column of finite numbers from ``source`` (a path or ``-`` for stdin).
 
     ``column`` is a 0-based index or a header name (case-insensitive when unambiguous); it may
@@ -600,12 +676,21 @@ def read_table_column(source: str, column: str | int | None = None, *, decimal: 
     lay, _ = _layout(src, column, decimal)
     fast = _fast(src, lay)
     values, lines = fast if fast is not None else _all_exact(src, lay)
-    return Column(values=values, source=src.name, name=lay.header[lay.index] if lay.header is not None else None,
-                  index=lay.index, line_map=lines)
+    return Column(
+        values=values,
+        source=src.name,
+        name=lay.header[lay.index] if lay.header is not None else None,
+        index=lay.index,
+        line_map=lines,
+    )
 
 
-def read_column(source: str, column: str | int | None = None, *, decimal: str | None = None) -> np.ndarray:
-    """The numbers of one column of ``source`` (path or ``-``) as a float64 array; see read_table_column."""
+def read_column(
+    source: str, column: str | int | None = None, *, decimal: str | None = None
+) -> np.ndarray:
+    """The numbers of one column of ``source`` (path or ``-``) as a float64 array.
+
+    See ``read_table_column``."""
     return read_table_column(source, column, decimal=decimal).values
 
 
@@ -642,13 +727,23 @@ def reconcile_units(a: Column, b: Column) -> Reconciled:
         if unit_a == unit_b:
             return Reconciled(a.values, b.values, unit_a)
         unknown = unit_a if qa is None else unit_b
-        raise BadInput(b.source, f"cannot tell whether {unit_b!r} and A's {unit_a!r} are the same unit "
-                                 f"({unknown!r} is not a unit pilot-sys knows); write both headers alike")
+        raise BadInput(
+            b.source,
+            f"cannot tell whether {unit_b!r} and A's {unit_a!r} are the same unit "
+            f"({unknown!r} is not a unit pilot-sys knows); write both headers alike",
+        )
     factor = conversion_factor(qb, qa)
     if factor is None:
-        raise BadInput(b.source, f"column {b.label} is in {qb.describe()} but A's column {a.label} is in "
-                                 f"{qa.describe()}: they measure different things and cannot be compared")
+        raise BadInput(
+            b.source,
+            f"column {b.label} is in {qb.describe()} but A's column {a.label} is in "
+            f"{qa.describe()}: they measure different things and cannot be compared",
+        )
     if factor == 1.0:
         return Reconciled(a.values, b.values, unit_a)
-    return Reconciled(a.values, b.values * factor, unit_a,
-                      f"{b.source}: converted from {unit_b} to {unit_a} (x {factor:g})")
+    return Reconciled(
+        a.values,
+        b.values * factor,
+        unit_a,
+        f"{b.source}: converted from {unit_b} to {unit_a} (x {factor:g})",
+    )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Quantity", "parse_unit", "conversion_factor"]
+__all__ = ["Quantity", "conversion_factor", "parse_unit"]
 
 _DECIMAL = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
 _BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60}
@@ -108,7 +108,7 @@ def parse_unit(text: str | None) -> Quantity | None:
 
 
 def conversion_factor(source: Quantity, target: Quantity) -> float | None:
-    """The factor taking values in ``source`` to ``target``, or None when they measure different things."""
+    """The factor taking values in ``source`` to ``target``; None if they measure different things."""
     if source.dimension != target.dimension:
         return None
     return source.scale / target.scale
