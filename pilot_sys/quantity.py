@@ -108,7 +108,7 @@ def parse_unit(text: str | None) -> Quantity | None:
 
 
 def conversion_factor(source: Quantity, target: Quantity) -> float | None:
-    """The factor taking values in ``source`` to ``target``; None if they measure different things."""
+    """The factor taking values in ``source`` to ``target``; None if they measure other things."""
     if source.dimension != target.dimension:
         return None
     return source.scale / target.scale
