@@ -634,11 +634,9 @@ def _read_chunk(
     return exact, skipped
 
 
-def _fast(src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | None:
-    """The column read by pandas' C parser, chunk by chunk, checked by the byte scan; None when
-    the input has lone carriage returns (old Mac line ends), which only the exact reader splits."""
-    import pandas as pd
-
+def _chunked(pd: Any, src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | None:
+    """The column read chunk by chunk, each checked by the byte scan; None when the input has
+    lone carriage returns (old Mac line ends), which only the exact reader splits."""
     parts: list[np.ndarray] = []
     skipped: list[int] = []
     for line, offset, chunk in _chunks(src, lay):
@@ -649,6 +647,80 @@ def _fast(src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | None:
         skipped.extend(gaps)
     values = np.concatenate(parts) if parts else np.zeros(0)
     return values, LineMap(lay.data_line, np.array(skipped, dtype=np.int64), values.size)
+
+
+@dataclass
+class _Plain:
+    """What whole-buffer searches found in the bytes from the first data row on."""
+
+    lines: int = 0
+    comments: bool = False  # a "#" somewhere
+    quotes: bool = False  # a '"' somewhere
+
+
+def _plain(src: _Source, lay: _Layout) -> _Plain | None:
+    """Line count and marks, if every byte is plain text: valid UTF-8 without NUL bytes or lone
+    carriage returns; else None. Whole-buffer searches (memchr), no per-line work."""
+    out = _Plain()
+    for _, offset, chunk in _chunks(src, lay):
+        if not chunk.isascii() or b"\x00" in chunk:
+            try:
+                _decode(lay.name, chunk, offset)
+            except BadInput:
+                return None
+        if b"\r" in chunk and chunk.count(b"\r") != chunk.count(b"\r\n"):
+            return None
+        out.lines += chunk.count(b"\n") + (not chunk.endswith(b"\n"))
+        out.comments = out.comments or b"#" in chunk
+        out.quotes = out.quotes or b'"' in chunk
+    return out
+
+
+def _whole(pd: Any, src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | None:
+    """The column in one call of pandas' C parser, when that is provably what the exact reader
+    would read: every line after the header gave one finite value (so no line was blank, a
+    comment, ragged or refused). None otherwise, and the chunked reader decides."""
+    if lay.ragged_check or lay.delimiter == "\t":  # rows' cells must be counted: chunked
+        return None
+    plain = _plain(src, lay)
+    if plain is None or plain.lines == 0:
+        return None
+    # Options only where the bytes need them: each costs pandas time on every cell.
+    options: dict[str, Any] = {"comment": "#"} if plain.comments else {}
+    if plain.quotes:
+        options["quoting"] = 3  # QUOTE_NONE, as the exact reader outside CSV
+    if lay.header is not None and lay.data_line == 2:  # pandas takes the header as its own: fastest
+        options.update(header=0, names=None)
+    else:
+        options.update(header=None, skiprows=lay.data_line - 1)
+    with src.open() as handle:
+        try:
+            frame = pd.read_csv(
+                handle,
+                sep=r"\s+" if lay.delimiter == " " else lay.delimiter,
+                usecols=[lay.index],
+                dtype=np.float64,
+                decimal=lay.decimal,
+                na_filter=False,
+                encoding="utf-8-sig",
+                engine="c",
+                **options,
+            )
+        except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
+            return None
+    values = frame.iloc[:, 0].to_numpy()
+    if values.size != plain.lines or not np.isfinite(values).all():
+        return None
+    return values, LineMap(lay.data_line, np.zeros(0, dtype=np.int64), values.size)
+
+
+def _fast(src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | None:
+    """The column read by pandas' C parser: in one call when the bytes allow, else chunk by
+    chunk with the irregular lines read exactly; None when only the exact reader can split
+    the lines."""
+    import pandas as pd
+
+    return _whole(pd, src, lay) or _chunked(pd, src, lay)
 
 
 def _all_exact(src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap]:
