@@ -72,3 +72,13 @@ def test_bidirectional_test_reports_both_directions() -> None:
     assert out.readings["bw_reverse"] == pytest.approx(2367334752.755609 / 8)
     assert out.work_done == 347340800 + 301596672
     assert list(out.unit_readings["bw_reverse"]) == pytest.approx([2873270426.64249 / 8, 1944641880.5635548 / 8])
+
+
+def test_non_finite_numbers_in_the_json_are_reported() -> None:
+    """Python's json reads NaN and Infinity; a rate of NaN is a failed measurement, not a reading."""
+    doc = json.loads((HERE / "iperf3_client_tcp.json").read_text())
+    doc["end"]["sum_received"]["bits_per_second"] = float("nan")
+    doc["intervals"][1]["sum"]["bits_per_second"] = float("inf")
+    out = parse(CapturedOutput(stdout=json.dumps(doc), stdout_name="r1/stdout.txt"))
+    assert "bw" not in out.readings and "bw" not in out.unit_readings
+    assert [(n.pi, n.count, n.first) for n in out.non_finite] == [("bw", 1, "nan"), ("bw", 1, "inf")]
