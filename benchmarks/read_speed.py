@@ -103,8 +103,9 @@ def write_data(path: Path, shape: str, n: int) -> np.ndarray:
 def measure(reader: str, path: Path, column: int, old: str = "") -> dict[str, float]:
     code = CHILD.replace("NAME", repr("latency (ms)"))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # cwd: with -c, the current directory comes first on sys.path and could shadow ROOT
     out = subprocess.run([sys.executable, "-c", code, reader, str(path), str(column), old],
-                         capture_output=True, text=True, env=env, check=False)
+                         capture_output=True, text=True, env=env, cwd=path.parent, check=False)
     if out.returncode != 0:
         raise SystemExit(f"{reader} failed: {out.stderr[-800:]}")
     return json.loads(out.stdout)

@@ -16,6 +16,8 @@ holds a NaN, is re-read exactly to find the cell to name.
 
 from __future__ import annotations
 
+import codecs
+import functools
 import io
 import itertools
 import math
@@ -41,6 +43,7 @@ DECIMALS = (".", ",")
 _UNIT_IN_HEADER = re.compile(r"[\(\[]\s*([^\)\]]+?)\s*[\)\]]\s*$")
 _COMMA_DECIMAL = re.compile(r"^[-+]?[0-9]+,[0-9]+$")
 _INTEGER = re.compile(r"^[-+]?[0-9]+$")
+_UNIT_SEPARATOR = "\x1f"  # ASCII US: a separator no number file holds
 _SNIFF_ROWS = 1000  # data rows read exactly before the fast reader starts (decimal-comma check)
 _CHUNK_BYTES = 1 << 22  # bytes pandas reads at a time: a chunk it refuses is re-read exactly
 
@@ -500,11 +503,27 @@ def _line_starts(chunk: bytes) -> np.ndarray:
     return starts[:-1] if starts[-1] == a.size else starts  # a final newline starts no line
 
 
+@functools.cache
+def _not_events(delimiter: str) -> bytes:
+    """Every byte but the delimiter and the newline, for ``bytes.translate`` to delete."""
+    return bytes(b for b in range(256) if b not in (ord(delimiter), 10))
+
+
+def _regular_rows(chunk: bytes, lay: _Layout) -> bool:
+    """Whether every line of ``chunk`` has exactly ``width - 1`` separators: with all other
+    bytes deleted, the chunk must be that many separators and a newline, repeated."""
+    events = chunk.translate(None, _not_events(lay.delimiter))
+    if not chunk.endswith(b"\n"):
+        events += b"\n"
+    row = lay.delimiter.encode() * (lay.width - 1) + b"\n"
+    return events.count(row) * len(row) == len(events)
+
+
 def _irregular_lines(chunk: bytes, lay: _Layout) -> np.ndarray:
     """Indices of the lines of ``chunk`` that pandas might read otherwise than the exact reader:
     possibly blank, with a ``#`` or a quote, or (CSV, TSV) another number of separators than the
     header. Found with memchr-fast searches first, so a clean chunk costs next to nothing."""
-    counted = lay.ragged_check or lay.delimiter == "\t"
+    counted = (lay.ragged_check or lay.delimiter == "\t") and not _regular_rows(chunk, lay)
     marks = [mark for mark in (b"#", b'"') if mark in chunk]
     a = np.frombuffer(chunk, dtype=np.uint8)
     starts = _line_starts(chunk)
@@ -656,31 +675,63 @@ class _Plain:
     lines: int = 0
     comments: bool = False  # a "#" somewhere
     quotes: bool = False  # a '"' somewhere
+    unit_separator: bool = False  # an ASCII unit separator (0x1f) somewhere
 
 
 def _plain(src: _Source, lay: _Layout) -> _Plain | None:
     """Line count and marks, if every byte is plain text: valid UTF-8 without NUL bytes or lone
-    carriage returns; else None. Whole-buffer searches (memchr), no per-line work."""
+    carriage returns, and in CSV every row with the header's cells; else None.
+    Whole-buffer searches and ``bytes.translate`` over raw blocks: no per-line work, no copies."""
     out = _Plain()
-    for _, offset, chunk in _chunks(src, lay):
-        if not chunk.isascii() or b"\x00" in chunk:
-            try:
-                _decode(lay.name, chunk, offset)
-            except BadInput:
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    row = lay.delimiter.encode() * (lay.width - 1) + b"\n"
+    events = b""  # separators and newlines of the CSV row under way
+    cr = crlf = 0
+    last = b""
+    with src.open() as handle:
+        for _ in range(lay.data_line - 1):
+            handle.readline()
+        while block := handle.read(_CHUNK_BYTES):
+            if b"\x00" in block:
                 return None
-        if b"\r" in chunk and chunk.count(b"\r") != chunk.count(b"\r\n"):
+            if not block.isascii():
+                try:
+                    decoder.decode(block)
+                except UnicodeDecodeError:
+                    return None
+            if b"\r" in block or last == b"\r":
+                cr += block.count(b"\r")
+                crlf += block.count(b"\r\n") + (last == b"\r" and block[:1] == b"\n")
+            out.lines += block.count(b"\n")
+            out.comments = out.comments or b"#" in block
+            out.quotes = out.quotes or b'"' in block
+            out.unit_separator = out.unit_separator or _UNIT_SEPARATOR.encode() in block
+            if lay.ragged_check:
+                events += block.translate(None, _not_events(lay.delimiter))
+                cut = events.rfind(b"\n") + 1
+                if events.count(row, 0, cut) * len(row) != cut:
+                    return None
+                events = events[cut:]
+            last = block[-1:]
+    try:
+        decoder.decode(b"", final=True)  # a character cut off at the end
+    except UnicodeDecodeError:
+        return None
+    if cr != crlf:  # lone carriage returns end lines for the exact reader
+        return None
+    if last not in (b"", b"\n"):  # a last line without a newline
+        out.lines += 1
+        if lay.ragged_check and events + b"\n" != row:
             return None
-        out.lines += chunk.count(b"\n") + (not chunk.endswith(b"\n"))
-        out.comments = out.comments or b"#" in chunk
-        out.quotes = out.quotes or b'"' in chunk
     return out
 
 
 def _whole(pd: Any, src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | None:
     """The column in one call of pandas' C parser, when that is provably what the exact reader
     would read: every line after the header gave one finite value (so no line was blank, a
-    comment, ragged or refused). None otherwise, and the chunked reader decides."""
-    if lay.ragged_check or lay.delimiter == "\t":  # rows' cells must be counted: chunked
+    comment or refused) and, in CSV, had the header's cells. None otherwise, and the chunked
+    reader decides."""
+    if lay.delimiter == "\t":  # a run of tabs is one separator: pandas would see empty cells
         return None
     plain = _plain(src, lay)
     if plain is None or plain.lines == 0:
@@ -693,11 +744,17 @@ def _whole(pd: Any, src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | 
         options.update(header=0, names=None)
     else:
         options.update(header=None, skiprows=lay.data_line - 1)
+    sep = r"\s+" if lay.delimiter == " " else lay.delimiter
+    if sep == r"\s+" and lay.width == 1 and not plain.unit_separator:
+        # one number a line: a separator that never occurs spares pandas' slower whitespace
+        # splitting; a line with a second cell then fails to convert, and the chunked reader
+        # (whitespace splitting, like the exact reader) takes over
+        sep = _UNIT_SEPARATOR
     with src.open() as handle:
         try:
             frame = pd.read_csv(
                 handle,
-                sep=r"\s+" if lay.delimiter == " " else lay.delimiter,
+                sep=sep,
                 usecols=[lay.index],
                 dtype=np.float64,
                 decimal=lay.decimal,
