@@ -104,8 +104,14 @@ def measure(reader: str, path: Path, column: int, old: str = "") -> dict[str, fl
     code = CHILD.replace("NAME", repr("latency (ms)"))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     # cwd: with -c, the current directory comes first on sys.path and could shadow ROOT
-    out = subprocess.run([sys.executable, "-c", code, reader, str(path), str(column), old],
-                         capture_output=True, text=True, env=env, cwd=path.parent, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", code, reader, str(path), str(column), old],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=path.parent,
+        check=False,
+    )
     if out.returncode != 0:
         raise SystemExit(f"{reader} failed: {out.stderr[-800:]}")
     return json.loads(out.stdout)
@@ -115,13 +121,19 @@ def analyze(path: Path) -> tuple[float, int]:
     """Wall seconds and peak RSS (bytes) of ``python3 -m pilot_sys analyze FILE``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "pilot_sys", "analyze", str(path)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pilot_sys", "analyze", str(path)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise SystemExit(f"analyze failed ({proc.returncode}): {proc.stderr.read().decode()[-500:]}")
+        raise SystemExit(
+            f"analyze failed ({proc.returncode}): {proc.stderr.read().decode()[-500:]}"
+        )
     return seconds, usage.ru_maxrss * 1024
 
 
@@ -145,8 +157,9 @@ def available(reader: str) -> bool:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--numbers", type=int, default=10_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--shapes", default="column,csv3")
@@ -155,8 +168,10 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=None, help="where to write the data files")
     args = parser.parse_args()
     readers = [r for r in READERS if available(r)]
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f}; readers: {', '.join(readers)}")
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f}; readers: {', '.join(readers)}"
+    )
     for dist in ("pandas", "pyarrow", "polars", "polars-runtime-32"):
         size = installed_mb(dist)
         if size is not None:
@@ -168,48 +183,68 @@ def main() -> int:
             expected = write_data(path, shape, args.numbers)
             column = 0 if shape == "column" else 1
             array_bytes = expected.nbytes
-            print(f"\n{shape}: {args.numbers:,} numbers, {path.stat().st_size / 1e6:.0f} MB of text, "
-                  f"array {array_bytes / 1e6:.0f} MB, best of {args.repeat}")
+            print(
+                f"\n{shape}: {args.numbers:,} numbers, {path.stat().st_size / 1e6:.0f} MB of text, "
+                f"array {array_bytes / 1e6:.0f} MB, best of {args.repeat}"
+            )
             runs: dict[str, list[dict[str, float]]] = {r: [] for r in readers}
             for _ in range(args.repeat):
                 for reader in readers:
                     result = measure(reader, path, column)
-                    if result["n"] != args.numbers or abs(result["checksum"] - expected.sum()) > 1e-6 * args.numbers:
+                    if (
+                        result["n"] != args.numbers
+                        or abs(result["checksum"] - expected.sum()) > 1e-6 * args.numbers
+                    ):
                         raise SystemExit(f"{reader} read other numbers: {result}")
                     runs[reader].append(result)
             anchor = min(r["seconds"] for r in runs["pandas"])
-            print(f"{'reader':8} {'read s':>7} {'median':>7} {'x pandas':>8} {'import s':>8} "
-                  f"{'peak MB':>8} {'x array':>7}")
+            print(
+                f"{'reader':8} {'read s':>7} {'median':>7} {'x pandas':>8} {'import s':>8} "
+                f"{'peak MB':>8} {'x array':>7}"
+            )
             for reader, results in runs.items():
                 best = min(r["seconds"] for r in results)
                 median = statistics.median(r["seconds"] for r in results)
                 peak = max(r["peak_bytes"] for r in results)
                 imported = min(r["import_seconds"] for r in results)
-                print(f"{reader:8} {best:7.2f} {median:7.2f} {best / anchor:8.2f} {imported:8.2f} "
-                      f"{peak / 1e6:8.0f} {peak / array_bytes:7.2f}")
+                print(
+                    f"{reader:8} {best:7.2f} {median:7.2f} {best / anchor:8.2f} {imported:8.2f} "
+                    f"{peak / 1e6:8.0f} {peak / array_bytes:7.2f}"
+                )
             mine = runs["dataio"]
             ratio = min(r["seconds"] for r in mine) / anchor
             memory = max(r["peak_bytes"] for r in mine) / array_bytes
-            for label, value, limit in (("time x pandas", ratio, TARGET_TIME_RATIO),
-                                        ("peak x array", memory, TARGET_MEMORY_RATIO)):
+            for label, value, limit in (
+                ("time x pandas", ratio, TARGET_TIME_RATIO),
+                ("peak x array", memory, TARGET_MEMORY_RATIO),
+            ):
                 verdict = "met" if value <= limit else "MISSED"
                 ok &= value <= limit
                 print(f"  target dataio {label} <= {limit:g}: {value:.2f} {verdict}")
             if args.old and shape == "column":
                 old_file = Path(scratch) / "old_dataio.py"
-                source = subprocess.run(["git", "-C", str(ROOT), "show", f"{args.old}:pilot_sys/dataio.py"],
-                                        check=True, capture_output=True, text=True).stdout
+                source = subprocess.run(
+                    ["git", "-C", str(ROOT), "show", f"{args.old}:pilot_sys/dataio.py"],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
                 old_file.write_text(source)
                 old = measure("old", path, column, str(old_file))
-                print(f"  dataio at {args.old}: {old['seconds']:.1f} s, peak {old['peak_bytes'] / 1e6:.0f} MB "
-                      f"({old['peak_bytes'] / array_bytes:.1f} x array)")
+                print(
+                    f"  dataio at {args.old}: {old['seconds']:.1f} s, "
+                    f"peak {old['peak_bytes'] / 1e6:.0f} MB "
+                    f"({old['peak_bytes'] / array_bytes:.1f} x array)"
+                )
             if args.analyze and shape == "column":
                 seconds, peak = analyze(path)
                 read = min(r["seconds"] + r["import_seconds"] for r in mine)
                 verdict = "met" if seconds <= TARGET_ANALYZE_SECONDS else "MISSED"
-                print(f"  analyze end to end: {seconds:.1f} s, peak RSS {peak / 1e6:.0f} MB; of it "
-                      f"reading (dataio with pandas' import) {read:.1f} s; "
-                      f"target <= {TARGET_ANALYZE_SECONDS:g} s {verdict}")
+                print(
+                    f"  analyze end to end: {seconds:.1f} s, peak RSS {peak / 1e6:.0f} MB; of it "
+                    f"reading (dataio with pandas' import) {read:.1f} s; "
+                    f"target <= {TARGET_ANALYZE_SECONDS:g} s {verdict}"
+                )
     return 0 if ok else 1
 
 

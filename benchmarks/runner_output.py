@@ -52,21 +52,28 @@ with open("/proc/self/clear_refs", "w") as f:
     f.write("5")  # the high-water mark starts from here
 try:
     out = workload.run_round(1, folder)
-    result = f"{len(out.readings)} reading(s), {sum(v.size for v in out.unit_readings.values())} units"
+    units = sum(v.size for v in out.unit_readings.values())
+    result = f"{len(out.readings)} reading(s), {units} units"
 except WorkloadFailed as exc:
     result = f"failed: {str(exc)[:60]}"
 fields = dict(line.split(":", 1) for line in open("/proc/self/status"))
 peak = int(fields["VmHWM"].split()[0])
-print(json.dumps({"peak_mib": (peak - before) / 1024, "output_mb": (folder / "stdout.txt").stat().st_size / 1e6,
-                  "result": result}))
+output_mb = (folder / "stdout.txt").stat().st_size / 1e6
+print(json.dumps({"peak_mib": (peak - before) / 1024, "output_mb": output_mb, "result": result}))
 """
 
 
 def measure(tree: Path, case: str, size: int, scratch: Path) -> dict[str, object]:
     folder = Path(tempfile.mkdtemp(dir=scratch))
     # cwd: with -c, the current directory comes first on sys.path and would shadow ``tree``
-    out = subprocess.run([sys.executable, "-c", CHILD, case, str(size), str(folder)], capture_output=True,
-                         text=True, env={**os.environ, "PYTHONPATH": str(tree)}, cwd=scratch, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, case, str(size), str(folder)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        cwd=scratch,
+        check=False,
+    )
     if out.returncode != 0:
         raise SystemExit(f"{case} failed: {out.stderr[-800:]}")
     for path in folder.iterdir():
@@ -76,11 +83,15 @@ def measure(tree: Path, case: str, size: int, scratch: Path) -> dict[str, object
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--mb", type=int, default=300, help="output size in MB (10^6 bytes)")
     parser.add_argument("--cases", default="none,failed,lines")
     parser.add_argument("--old", metavar="REV", help="also measure the workload package of REV")
-    parser.add_argument("--dir", type=Path, default=None, help="where the rounds write their output")
+    parser.add_argument(
+        "--dir", type=Path, default=None, help="where the rounds write their output"
+    )
     args = parser.parse_args()
     size = args.mb * 1_000_000
     with tempfile.TemporaryDirectory(prefix="pilot-runner-", dir=args.dir) as scratch:
@@ -88,15 +99,21 @@ def main() -> int:
         if args.old:
             old = Path(scratch) / "old"
             old.mkdir()
-            archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.old, "pilot_sys", "plugins"],
-                                     check=True, capture_output=True).stdout
+            archive = subprocess.run(
+                ["git", "-C", str(ROOT), "archive", args.old, "pilot_sys", "plugins"],
+                check=True,
+                capture_output=True,
+            ).stdout
             subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
             trees[args.old] = old
         print(f"{'case':8} {'tree':10} {'output MB':>9} {'peak MiB':>9}  result")
         for case in args.cases.split(","):
             for label, tree in trees.items():
                 got = measure(tree, case, size, Path(scratch))
-                print(f"{case:8} {label:10} {got['output_mb']:9.0f} {got['peak_mib']:9.0f}  {got['result']}")
+                print(
+                    f"{case:8} {label:10} {got['output_mb']:9.0f} {got['peak_mib']:9.0f}  "
+                    f"{got['result']}"
+                )
     return 0
 
 

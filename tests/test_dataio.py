@@ -21,18 +21,27 @@ def write(tmp_path: Path, text: str, name: str = "d.csv") -> str:
 
 
 def test_csv_with_header_comments_and_blank_lines(tmp_path: Path) -> None:
-    src = write(tmp_path, "# made by hand\niter, latency (ms)\n\n0, 1.5\n1, 2.5  # slow one\n# gap\n2, 3e-1\n")
+    src = write(
+        tmp_path,
+        "# made by hand\niter, latency (ms)\n\n0, 1.5\n1, 2.5  # slow one\n# gap\n2, 3e-1\n",
+    )
     col = read_table_column(src, "latency (ms)")
     np.testing.assert_array_equal(col.values, [1.5, 2.5, 0.3])
     assert col.name == "latency (ms)" and col.index == 1 and col.unit == "ms"
     np.testing.assert_array_equal(read_column(src, 0), [0, 1, 2])
     np.testing.assert_array_equal(read_column(src, "1"), [1.5, 2.5, 0.3])  # index given as text
-    np.testing.assert_array_equal(read_column(src, "LATENCY (MS)"), [1.5, 2.5, 0.3])  # case-insensitive
+    np.testing.assert_array_equal(
+        read_column(src, "LATENCY (MS)"), [1.5, 2.5, 0.3]
+    )  # case-insensitive
 
 
 def test_whitespace_text_without_header_and_single_column(tmp_path: Path) -> None:
-    np.testing.assert_array_equal(read_column(write(tmp_path, "1 10\n2\t20\n  3   30\n"), 1), [10, 20, 30])
-    np.testing.assert_array_equal(read_column(write(tmp_path, "5\n-6.5\n+7\n", "one.txt")), [5, -6.5, 7])
+    np.testing.assert_array_equal(
+        read_column(write(tmp_path, "1 10\n2\t20\n  3   30\n"), 1), [10, 20, 30]
+    )
+    np.testing.assert_array_equal(
+        read_column(write(tmp_path, "5\n-6.5\n+7\n", "one.txt")), [5, -6.5, 7]
+    )
 
 
 def test_quoted_csv_cells(tmp_path: Path) -> None:
@@ -59,7 +68,9 @@ def test_quoted_csv_cells(tmp_path: Path) -> None:
         ("x,y\n", None, "", "only a header"),
     ],
 )
-def test_errors_name_the_cell(tmp_path: Path, text: str, column: object, where: str, problem: str) -> None:
+def test_errors_name_the_cell(
+    tmp_path: Path, text: str, column: object, where: str, problem: str
+) -> None:
     src = write(tmp_path, text)
     with pytest.raises(BadInput) as err:
         read_column(src, column)  # type: ignore[arg-type]
@@ -89,9 +100,38 @@ def test_one_column_text_with_a_spaced_header(tmp_path: Path) -> None:
 
 # --- the fast reader (pandas, checked by a byte scan) against the exact reader ------------------
 
-CELLS = ["1", "-2.5", "3e-1", "+7", "0", "1_000", "nan", "inf", "-Infinity", "x", "", '"4"', "1,5", " 8 ", "NA"]
-LINE_KINDS = ["row", "row", "row", "row", "blank", "spaces", "comment", "indented comment", "row # note",
-              "extra cell", "missing cell", "quoted comma", "crlf"]
+CELLS = [
+    "1",
+    "-2.5",
+    "3e-1",
+    "+7",
+    "0",
+    "1_000",
+    "nan",
+    "inf",
+    "-Infinity",
+    "x",
+    "",
+    '"4"',
+    "1,5",
+    " 8 ",
+    "NA",
+]
+LINE_KINDS = [
+    "row",
+    "row",
+    "row",
+    "row",
+    "blank",
+    "spaces",
+    "comment",
+    "indented comment",
+    "row # note",
+    "extra cell",
+    "missing cell",
+    "quoted comma",
+    "crlf",
+]
 
 
 def _fast_or_error(src: str, column: object, how: str) -> tuple[object, ...]:
@@ -127,14 +167,24 @@ def _exact_or_error(src: str, column: object) -> tuple[object, ...]:
 
 def _line(kind: str, cells: list[str], sep: str) -> str:
     body = sep.join(cells)
-    return {"row": body, "blank": "", "spaces": "   ", "comment": "# a comment, with a comma",
-            "indented comment": "  # aside", "row # note": body + "  # note",
-            "extra cell": body + sep + "9", "missing cell": cells[0], "quoted comma": '"5, 6"' + sep + body,
-            "crlf": body + "\r"}[kind]
+    return {
+        "row": body,
+        "blank": "",
+        "spaces": "   ",
+        "comment": "# a comment, with a comma",
+        "indented comment": "  # aside",
+        "row # note": body + "  # note",
+        "extra cell": body + sep + "9",
+        "missing cell": cells[0],
+        "quoted comma": '"5, 6"' + sep + body,
+        "crlf": body + "\r",
+    }[kind]
 
 
 @pytest.mark.parametrize("sep", [",", " ", "\t"])
-def test_fast_reader_agrees_with_the_exact_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sep: str) -> None:
+def test_fast_reader_agrees_with_the_exact_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sep: str
+) -> None:
     """Random files with every irregularity: the same values, lines and errors either way,
     with chunks small enough that lines of every kind fall on chunk boundaries."""
     from pilot_sys import dataio
@@ -148,7 +198,10 @@ def test_fast_reader_agrees_with_the_exact_reader(tmp_path: Path, monkeypatch: p
         lines = [header] if trial % 2 else []
         for _ in range(int(rng.integers(1, 25))):
             kind = str(rng.choice(LINE_KINDS)) if rng.random() < 0.3 else "row"
-            cells = [str(rng.integers(0, 100)), str(rng.choice(CELLS)) if rng.random() < 0.2 else f"{rng.random():.4f}"]
+            cells = [
+                str(rng.integers(0, 100)),
+                str(rng.choice(CELLS)) if rng.random() < 0.2 else f"{rng.random():.4f}",
+            ]
             lines.append(_line(kind, cells, sep))
         text = "\n".join(lines) + ("\n" if trial % 3 else "")
         src = write(tmp_path, text, f"t{trial}.txt")
@@ -172,7 +225,9 @@ def test_where_names_the_line_of_each_value_past_comments_and_blanks(tmp_path: P
 
 
 def test_stdin_bom_and_old_mac_line_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("\ufefflatency (ms)\n4\n# x\n5\n".encode())))
+    monkeypatch.setattr(
+        sys, "stdin", io.TextIOWrapper(io.BytesIO("\ufefflatency (ms)\n4\n# x\n5\n".encode()))
+    )
     col = read_table_column("-")
     assert col.source == "<stdin>" and col.name == "latency (ms)" and col.where(1) == "<stdin>:4"
     np.testing.assert_array_equal(col.values, [4, 5])
@@ -203,10 +258,14 @@ def test_headerless_decimal_commas_are_refused_not_split(tmp_path: Path, text: s
 
 
 def test_decimal_comma_reads_what_was_meant(tmp_path: Path) -> None:
-    np.testing.assert_allclose(read_column(write(tmp_path, "1,65\n2,3\n0,5\n"), decimal=","), [1.65, 2.3, 0.5])
+    np.testing.assert_allclose(
+        read_column(write(tmp_path, "1,65\n2,3\n0,5\n"), decimal=","), [1.65, 2.3, 0.5]
+    )
     semicolons = write(tmp_path, "a;latency (ms)\n1;1,5\n2;4,25\n", "eu.csv")  # a spreadsheet's CSV
     np.testing.assert_allclose(read_column(semicolons, "latency (ms)", decimal=","), [1.5, 4.25])
-    np.testing.assert_array_equal(read_column(write(tmp_path, "1,65\n2,3\n"), 0, decimal="."), [1, 2])
+    np.testing.assert_array_equal(
+        read_column(write(tmp_path, "1,65\n2,3\n"), 0, decimal="."), [1, 2]
+    )
     with pytest.raises(BadInput, match="read with decimal commas"):
         read_column(write(tmp_path, "1,5\n2.5\n"), decimal=",")
     with pytest.raises(BadInput, match="--decimal"):
@@ -215,9 +274,13 @@ def test_decimal_comma_reads_what_was_meant(tmp_path: Path) -> None:
 
 def test_integer_columns_and_headed_files_are_not_mistaken_for_decimals(tmp_path: Path) -> None:
     # an index counting up by one next to a value is two columns
-    np.testing.assert_array_equal(read_column(write(tmp_path, "0,17\n1,20\n2,25\n"), 1), [17, 20, 25])
+    np.testing.assert_array_equal(
+        read_column(write(tmp_path, "0,17\n1,20\n2,25\n"), 1), [17, 20, 25]
+    )
     # decimal commas under a header without commas: one cell that is not a number, with a hint
-    with pytest.raises(BadInput, match=r"'1,65' in column 'latency \(ms\)' is not a number \(a decimal comma"):
+    with pytest.raises(
+        BadInput, match=r"'1,65' in column 'latency \(ms\)' is not a number \(a decimal comma"
+    ):
         read_column(write(tmp_path, "latency (ms)\n1,65\n"))
 
 
@@ -235,8 +298,9 @@ def test_reconcile_converts_compatible_units(tmp_path: Path) -> None:
     rate = read_table_column(write(tmp_path, "bw (MiB/s)\n100\n", "r.txt"))
     link = read_table_column(write(tmp_path, "bw (Gbit/s)\n1\n2\n", "l.txt"))
     # 1 Gbit/s = 125e6 B/s = 125e6 / 2**20 MiB/s
-    np.testing.assert_allclose(reconcile_units(rate, link).values_b, [119.20928955078125, 238.4185791015625],
-                               rtol=1e-15)
+    np.testing.assert_allclose(
+        reconcile_units(rate, link).values_b, [119.20928955078125, 238.4185791015625], rtol=1e-15
+    )
 
 
 def test_reconcile_refuses_different_things(tmp_path: Path) -> None:
@@ -274,4 +338,6 @@ def test_a_million_numbers_cost_a_few_times_their_array(tmp_path: Path) -> None:
         tracemalloc.stop()
     np.testing.assert_array_equal(col.values, values)
     assert col.where(999_999) == f"{path}:1000002"
-    assert peak < 4 * values.nbytes, f"peak {peak / 1e6:.1f} MB for an {values.nbytes / 1e6:.0f} MB array"
+    assert peak < 4 * values.nbytes, (
+        f"peak {peak / 1e6:.1f} MB for an {values.nbytes / 1e6:.0f} MB array"
+    )

@@ -246,7 +246,8 @@ def test_a_workload_printing_nan_fails_its_round_naming_the_line(tmp_path: Path)
     with pytest.raises(MalformedOutput) as err:
         workload.run_round(1, tmp_path / "r")
     assert err.value.where == f"{tmp_path / 'r' / 'stdout.txt'}:2:1"
-    assert "1 non-finite value(s) ('nan') of 3 in column 'value', first at line 2" in err.value.problem
+    problem = "1 non-finite value(s) ('nan') of 3 in column 'value', first at line 2"
+    assert problem in err.value.problem
     with pytest.raises(MalformedOutput, match="'inf'.* in column 'rate'"):
         CommandWorkload(["printf", "rate\\ninf\\n"], parser="csv").run_round(1, tmp_path / "s")
 
@@ -259,7 +260,8 @@ def test_output_streams_to_disk_and_is_never_held_whole(tmp_path: Path) -> None:
     tracemalloc.start()
     try:
         out = CommandWorkload(["sh", "-c", chatty]).run_round(1, tmp_path / "a")
-        with pytest.raises(WorkloadFailed, match=r"exited with code 3 .*: last words \[output kept"):
+        last_words = r"exited with code 3 .*: last words \[output kept"
+        with pytest.raises(WorkloadFailed, match=last_words):
             failing = ["sh", "-c", f"{chatty}; echo; echo 'last words'; exit 3"]
             CommandWorkload(failing).run_round(1, tmp_path / "b")
         _, peak = tracemalloc.get_traced_memory()
