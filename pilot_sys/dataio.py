@@ -6,12 +6,16 @@ one ``BadInput("FILE:LINE:COL", ...)`` naming the exact cell, so a bad cell in a
 file can be found without guessing. Line and column numbers are 1-based character positions,
 as compilers and editors print them.
 
-Two readers share one definition of what a file means. The exact reader splits each line in
-Python and knows where every cell starts; it defines the behaviour and names bad cells. The fast
-reader hands the numbers to pandas' C parser, after a vectorised pass over the bytes has found
-the lines pandas would read differently (comments, blank lines, quotes, a cell too many or too
-few); those lines go through the exact reader, whose values win. A chunk pandas refuses, or that
-holds a NaN, is re-read exactly to find the cell to name.
+The exact reader splits each line in Python and knows where every cell starts: it defines
+what a file means and names bad cells, but costs a microsecond or more a line. Large files go
+to pandas' C parser instead, in one of two ways that give the exact reader's answer:
+
+- in one call, when whole-buffer searches show plain text (UTF-8, no NUL, no lone CR; in CSV
+  every row with the header's cell count) and pandas returns one finite value per line;
+- else chunk by chunk, after a vectorised pass over each chunk's bytes has found the lines
+  pandas might read otherwise (blank, ``#``, quotes, a cell too many or too few): those lines
+  go through the exact reader, whose values win. A chunk pandas refuses, or that holds a NaN,
+  is re-read exactly to name the cell.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ import functools
 import io
 import itertools
 import math
+import os
 import re
+import stat
 import sys
 from array import array
 from collections.abc import Iterator
@@ -161,8 +167,10 @@ def _open_source(source: str) -> _Source:
         return _Source(STDIN_NAME, data=stream.read())
     path = Path(source)
     try:
-        with path.open("rb"):
-            pass
+        with path.open("rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                # a pipe such as bash's <(command) can be read only once: hold it like stdin
+                return _Source(source, data=handle.read())
     except FileNotFoundError:
         raise BadInput(source, "no such file") from None
     except IsADirectoryError:

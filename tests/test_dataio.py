@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import io
+import os
 import sys
+import threading
 import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pilot_sys.dataio import read_column, read_table_column, reconcile_units
+from pilot_sys.dataio import Column, read_column, read_table_column, reconcile_units
 from pilot_sys.errors import BadInput
 
 
@@ -235,6 +237,22 @@ def test_stdin_bom_and_old_mac_line_ends(tmp_path: Path, monkeypatch: pytest.Mon
     np.testing.assert_array_equal(read_column(write(tmp_path, "1\r\n2\r\n")), [1, 2])
     mixed = read_table_column(write(tmp_path, "1\r# x\n2\n"))
     assert mixed.values.tolist() == [1, 2] and mixed.where(1).endswith(":3")
+
+
+def test_a_named_pipe_is_read_once(tmp_path: Path) -> None:
+    """bash's <(command) hands over a pipe: it cannot be opened a second time."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    text = "latency (ms)\n1.5\n2.5\n"
+    threading.Thread(target=fifo.write_text, args=(text,), daemon=True).start()
+    read: list[Column] = []
+    reader = threading.Thread(target=lambda: read.append(read_table_column(str(fifo))), daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert read, "the reader blocked: it opened the pipe a second time"
+    col = read[0]
+    np.testing.assert_array_equal(col.values, [1.5, 2.5])
+    assert col.unit == "ms" and col.where(1) == f"{fifo}:3"
 
 
 def test_binary_data_is_named(tmp_path: Path) -> None:
