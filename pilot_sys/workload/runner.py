@@ -1,7 +1,9 @@
-"""A workload that is a command line, run once per round (the third kind of benchmark, seeds/002 §IV).
+"""A workload that is a command line, run once per round (the Pilot paper's third kind, §IV).
 
-Each round: substitute the macros, run the command in its own process group with its output in
-``round_dir/stdout.txt`` and ``stderr.txt``, time it, check the return code, parse the output.
+Each round: substitute the macros, run the command in its own process group with its output
+streamed to ``round_dir/stdout.txt`` and ``stderr.txt``, time it, check the return code, and
+parse the output from those files (line-oriented output as it is read, never held whole: a
+workload may print GBs).
 Options are added so that the parsers get what they need: fio gets JSON output and windowed
 bandwidth/latency logs in the round directory (unit readings), iperf3 gets ``-J``, dd runs with
 ``LC_ALL=C`` so its summary line has one known form.

@@ -67,9 +67,9 @@ class CapturedOutput(BaseModel):
         path = self._path(stream)
         if path is None:
             return
-        with path.open(errors="replace", newline="") as handle:
+        with path.open(errors="replace") as handle:  # universal newlines, as str.splitlines
             for line in handle:
-                yield line.rstrip("\r\n")
+                yield line.rstrip("\n")
 
     def last_line(self, stream: Stream = "stdout", limit: int = 200) -> str:
         """The last non-blank line (at most ``limit`` characters), reading only the file's tail."""
