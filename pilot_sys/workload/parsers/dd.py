@@ -34,15 +34,15 @@ def _number(text: str) -> float:
 
 def parse(captured: CapturedOutput) -> ParsedOutput:
     """The round's bandwidth from dd's last summary line (on stderr)."""
-    lines = re.split(r"[\r\n]+", captured.stderr)
     summary = None
     partial_in = 0
-    for line in lines:
-        if match := SUMMARY.match(line.strip()):
-            summary = match
-        elif match := RECORDS.match(line.strip()):
-            if match["way"] == "in":
-                partial_in = int(match["partial"])
+    for physical in captured.lines("stderr"):
+        for line in physical.split("\r"):  # status=progress rewrites its line with carriage returns
+            if match := SUMMARY.match(line.strip()):
+                summary = match
+            elif match := RECORDS.match(line.strip()):
+                if match["way"] == "in":
+                    partial_in = int(match["partial"])
     if summary is None:
         raise MalformedOutput(captured.stderr_name,
                               "expected dd's summary line 'N bytes (...) copied, T s, R MB/s' (GNU dd, LC_ALL=C); none found")

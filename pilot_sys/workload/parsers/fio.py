@@ -172,7 +172,7 @@ def _unit_readings(out: ParsedOutput, round_dir: Path) -> None:
 
 def parse(captured: CapturedOutput) -> ParsedOutput:
     """Readings and unit readings of one fio round."""
-    doc = find_json(captured.stdout, captured.stdout_name)
+    doc = find_json(captured.text("stdout"), captured.stdout_name)
     out = ParsedOutput()
     jobs = doc.get("jobs") or []
     if not jobs:
