@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 from pilot_sys.errors import BadInput, InsufficientData
 from pilot_sys.stats import pi as pi_types
 from pilot_sys.stats import subsession
-from pilot_sys.workload.base import PIType
+from pilot_sys.stats.pi import PIType
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_TARGET_PERCENT = 10.0  # seeds/002 §IV: desired CI width defaults to 10% of the mean

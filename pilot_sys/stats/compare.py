@@ -21,8 +21,8 @@ from scipy.special import stdtr
 
 from pilot_sys.errors import BadInput, InsufficientData
 from pilot_sys.stats.ci import DEFAULT_CONFIDENCE, CITarget, ConfidenceInterval, Summary, summarize, t_quantile
+from pilot_sys.stats.pi import PIType
 from pilot_sys.stats.subsession import DEFAULT_AUTOCORR_LIMIT
-from pilot_sys.workload.base import PIType
 
 DEFAULT_THRESHOLD = 0.01  # seeds/002 §III-F: "usually 0.01"
 MAX_GROWTH = 1e6  # beyond a million-fold more data a difference is, for practical purposes, zero

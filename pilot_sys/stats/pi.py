@@ -1,4 +1,4 @@
-"""Performance-index types: which average a PI's samples call for (seeds/002 §III-D).
+"""Performance-index types: which average a PI's samples call for (the Pilot paper, §III-D).
 
 * arithmetic: plain mean, e.g. latencies in seconds.
 * harmonic: for rates (bytes/s, ops/s) of equal work units. The average rate is total work over
@@ -10,10 +10,23 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 import numpy as np
 
 from pilot_sys.errors import BadInput
-from pilot_sys.workload.base import PIType
+
+
+class PIType(StrEnum):
+    """How a performance index's samples are averaged (the Pilot paper, §III-D).
+
+    Defined here, with the statistics that depend on it, so that ``pilot_sys.stats`` needs no
+    workload code; ``pilot_sys.workload.base`` re-exports it for workload authors.
+    """
+
+    ARITHMETIC = "arithmetic"  # e.g. latency in seconds
+    HARMONIC = "harmonic"  # rates such as throughput: the mean of work over time
+    PROPORTION = "proportion"  # binomial, samples are 0/1
 
 
 def validate(samples: np.ndarray, pi_type: PIType, where: str = "samples") -> None:

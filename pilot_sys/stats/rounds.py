@@ -56,7 +56,7 @@ import numpy as np
 
 from pilot_sys.stats import ci, subsession
 from pilot_sys.stats import pi as pi_types
-from pilot_sys.workload.base import PIType
+from pilot_sys.stats.pi import PIType
 
 HETEROGENEITY_LEVEL = 0.25  # F-test p below this: the rounds differ more than their readings say
 TREND_LEVEL = 0.01  # slope of the round means over the round index significant at this: drift

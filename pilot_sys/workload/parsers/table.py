@@ -14,7 +14,8 @@ import io
 
 import numpy as np
 
-from pilot_sys.workload.base import PISpec, PIType
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec
 from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput, ParsedOutput
 
 TIME_COLUMNS = {"time", "timestamp", "t", "elapsed"}
