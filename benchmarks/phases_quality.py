@@ -153,7 +153,7 @@ def rounds_check(root: Path, metrics: list[str] | None) -> str:
     should be flagged), and `compare_phase_behaviour` on runs of two different or the same scenario."""
     import itertools
 
-    from pilot_sys.stats.phases import compare_phase_behaviour, consistent_rounds
+    from pilot_sys.monitor.phase_traces import compare_phase_behaviour, consistent_rounds
 
     runs = {d.name: [load_traces(f)[0].trace for f in sorted(d.glob("*.json"))] for d in sorted(root.iterdir()) if d.is_dir()}
     names = sorted(runs)

@@ -23,18 +23,14 @@ the run's transition at sample ``t + k`` lines up with the baseline's at ``t`` (
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, Field
 from scipy import fft, ndimage
-
-if TYPE_CHECKING:
-    from pilot_sys.monitor.trace import MonitorTrace
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -476,30 +472,6 @@ def match_value_phases(baseline: ArrayLike, run: ArrayLike, params: PhaseParams 
 # ---------------------------------------------------------------------------------------------
 
 
-#: Series the session helpers use by default when a trace has them: the workload's own processes.
-#: On a shared host other tenants move every host-wide series; on the recorded traces of this
-#: machine host-wide series flagged 76 % of genuine rounds as inconsistent, the workload's own 7 %
-#: (benchmarks/results/phases.md).
-WORKLOAD_SERIES = (
-    "process:*/busy", "process:*/util*", "process:*/cpu_cores", "process:*/read_bytes_per_s",
-    "process:*/write_bytes_per_s",
-)  # fmt: skip
-
-
-def _as_matrix(run: MonitorTrace | ArrayLike, metrics: Sequence[str] | None = None) -> FloatArray:
-    """Metric matrix of a trace or an array as is. Series: the ``metrics`` globs; by default the
-    workload's own (CPU and I/O of ``process:*``) when the trace has them, else the utilization series."""
-    if hasattr(run, "series") and hasattr(run, "timestamps"):
-        from pilot_sys.monitor.trace_io import metric_matrix  # the trace -> matrix rules live there
-
-        if metrics is None:
-            keys = list(run.series)
-            if any(fnmatch.fnmatchcase(k, g) for k in keys for g in WORKLOAD_SERIES):
-                metrics = WORKLOAD_SERIES
-        return metric_matrix(run, metrics).values  # type: ignore[arg-type]
-    return np.asarray(run, dtype=float)
-
-
 def score_matrix(runs: Sequence[FloatArray], params: PhaseParams | None = None) -> FloatArray:
     """Matching score of run i (rows) against baseline j (columns); the diagonal is NaN."""
     p = params or PhaseParams()
@@ -522,20 +494,17 @@ class RoundPhaseCheck(BaseModel):
     consistent: bool
 
 
-def consistent_rounds(
-    rounds: Sequence[MonitorTrace | ArrayLike],
-    params: PhaseParams | None = None,
-    metrics: Sequence[str] | None = None,
-) -> list[RoundPhaseCheck]:
+def consistent_rounds(rounds: Sequence[ArrayLike], params: PhaseParams | None = None) -> list[RoundPhaseCheck]:
     """One check per round: does its signature match its siblings' (median score >= threshold)?
 
-    A round that does not ran a different workload or hit a different system state. With fewer
-    than two rounds there is nothing to compare: every round is reported consistent with no score.
-    ``metrics`` (globs) picks the series of traces; by default the workload's own (``process:*``)
-    when present, since other tenants of a shared host move the host-wide ones.
+    ``rounds`` are metric matrices, one per round, whose columns are the same series (which
+    series is the caller's choice: the monitor's ``phase_traces`` picks them from traces).
+    A round that does not match ran a different workload or hit a different system state. With
+    fewer than two rounds there is nothing to compare: every round is reported consistent with
+    no score.
     """
     p = params or PhaseParams()
-    runs = [_as_matrix(r, metrics) for r in rounds]
+    runs = [np.asarray(r, dtype=float) for r in rounds]
     counts = [int(transition_signature(x, p).refined.sum()) for x in runs]
     if len(runs) < 2:
         return [RoundPhaseCheck(round_index=i, transitions=c, median_score=None, consistent=True) for i, c in enumerate(counts)]
@@ -548,20 +517,17 @@ def consistent_rounds(
 
 
 def compare_phase_behaviour(
-    runs_a: Sequence[MonitorTrace | ArrayLike],
-    runs_b: Sequence[MonitorTrace | ArrayLike],
-    params: PhaseParams | None = None,
-    metrics: Sequence[str] | None = None,
+    runs_a: Sequence[ArrayLike], runs_b: Sequence[ArrayLike], params: PhaseParams | None = None
 ) -> str | None:
     """A one-line note when the phase behaviour of two workloads differs, else None.
 
-    Every run of A is matched against every run of B as baseline and vice versa; the note is
-    given when the median cross score is below the match threshold. ``metrics`` as in
-    :func:`consistent_rounds`.
+    ``runs_a`` and ``runs_b`` are metric matrices over the same series. Every run of A is matched
+    against every run of B as baseline and vice versa; the note is given when the median cross
+    score is below the match threshold.
     """
     p = params or PhaseParams()
-    a = [_as_matrix(r, metrics) for r in runs_a]
-    b = [_as_matrix(r, metrics) for r in runs_b]
+    a = [np.asarray(r, dtype=float) for r in runs_a]
+    b = [np.asarray(r, dtype=float) for r in runs_b]
     if not a or not b:
         return None
     scores = score_matrix([*a, *b], p)
