@@ -877,6 +877,359 @@ def _place_edge(values: np.ndarray, candidate: _EdgeCandidate, segment: tuple[in
     return candidate.index
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """The parameters of one detection, resolved from the caller's options and the series length.
+
+    One Bonferroni ``family`` covers the seeded intervals and the edge intervals of both ends, so
+    the two searches after binary segmentation together add at most ``significance`` to its
+    false-alarm rate.
+    """
+
+    n: int
+    min_size: int
+    scale: bool
+    dependence: bool
+    significance: float
+    statistic: Statistic
+    median_scan: _MedianScan | None  # None: the sign form
+    scans: int  # indicators per segment (location, and scale when asked)
+    threshold: float  # critical value of binary segmentation's tests
+    intervals: np.ndarray  # seeded intervals, (k, 2)
+    edge_lengths: tuple[int, ...]  # edge interval lengths at each end; () without edge tests
+    family: int
+    edge_level: float  # p-value an edge test must reach
+
+
+def _plan(
+    n: int,
+    *,
+    min_size: int | None,
+    penalty: float | None,
+    significance: float,
+    scale: bool,
+    dependence: bool,
+    statistic: Statistic,
+    median_scan: _MedianScan | None,
+    seeded: bool,
+    edges: bool,
+) -> _Plan:
+    size = default_min_size(n) if min_size is None else int(min_size)
+    if size < 2:
+        raise ValueError("min_size must be at least 2")
+    scans = 2 if scale else 1
+    threshold = critical_value(significance, scans, statistic) if penalty is None else float(penalty)
+    if threshold <= 0:
+        raise ValueError("penalty must be positive")
+    intervals = seeded_intervals(n, size) if seeded else np.empty((0, 2), dtype=np.int64)
+    with_edges = seeded and edges and median_scan is None  # seeded=False: binary segmentation alone
+    lengths = _edge_lengths(n // 2, size) if with_edges else ()
+    family = len(intervals) + 2 * len(lengths)
+    # Edge tests are decided on p-values; an explicit penalty stands for the significance it implies.
+    implied = significance if penalty is None else min(1.0, scans * kuiper_sf(threshold))
+    return _Plan(
+        n=n,
+        min_size=size,
+        scale=scale,
+        dependence=dependence,
+        significance=significance,
+        statistic=statistic,
+        median_scan=median_scan,
+        scans=scans,
+        threshold=threshold,
+        intervals=intervals,
+        edge_lengths=lengths,
+        family=family,
+        edge_level=implied / max(family, 1),
+    )
+
+
+#: Scans by segment [begin, end), kept by ``IncrementalEDM`` from one update to the next.
+_ScanCache = dict[tuple[int, int], _ScanResult]
+
+
+class _Scans:
+    """Segment scans of one detection: made here, or reused from an earlier run's ``cache``.
+
+    A scan does not depend on any penalty, so one scan serves every test of its segment.
+    ``hopeless`` holds seeded intervals whose batched scan showed no statistic above the seeded
+    penalty: without a cache to fill, they are never turned into scan results.
+    """
+
+    def __init__(self, values: np.ndarray, plan: _Plan, cache: _ScanCache | None) -> None:
+        self._values = values
+        self._plan = plan
+        self._cache = cache
+        self.used: dict[tuple[int, int], _ScanResult] = {}
+        self._hopeless: set[tuple[int, int]] = set()
+
+    def _lookup(self, key: tuple[int, int]) -> _ScanResult | None:
+        return self.used.get(key) or (self._cache.get(key) if self._cache is not None else None)
+
+    def test(self, begin: int, end: int, penalty: float, floor: float = 1.0) -> _Split:
+        """Scan [begin, end) (unless already scanned) and decide its best split at ``penalty``."""
+        key = (begin, end)
+        scan = self._lookup(key)
+        if scan is None:
+            p = self._plan
+            scan = _scan_segment(
+                self._values,
+                begin,
+                end,
+                min_size=p.min_size,
+                base_penalty=p.threshold,
+                scale=p.scale,
+                dependence=p.dependence,
+                median_scan=p.median_scan,
+            )
+        self.used[key] = scan
+        return _decide(self._values, scan, penalty=penalty, floor=floor, min_size=self._plan.min_size)
+
+    def hopeful(self, keys: list[tuple[int, int]], penalty: float) -> list[tuple[int, int]]:
+        """The seeded intervals of ``keys`` whose raw statistic could pass ``penalty``.
+
+        Intervals not scanned yet are scanned in batches, those of one length together
+        (``_scan_intervals``); only the survivors are decided one by one.
+        """
+        p = self._plan
+        missing: dict[int, list[int]] = {}
+        for key in keys:
+            if key in self._hopeless:
+                continue
+            scan = self._lookup(key)
+            if scan is not None:
+                self.used[key] = scan
+            else:
+                missing.setdefault(key[1] - key[0], []).append(key[0])
+        for length, starts in missing.items():
+            scans, skipped = _scan_intervals(
+                self._values, starts, length, min_size=p.min_size, base_penalty=p.threshold, scale=p.scale,
+                dependence=p.dependence, keep_above=penalty if self._cache is None else None,
+            )  # fmt: skip
+            for scan in scans:
+                self.used[(scan.begin, scan.end)] = scan
+            self._hopeless.update((start, start + length) for start in skipped)
+        return [key for key in keys if key not in self._hopeless and _may_accept(self.used[key], penalty)]
+
+    def save(self) -> None:
+        """Leave this run's scans in the cache: older entries can never recur."""
+        if self._cache is not None:
+            self._cache.clear()
+            self._cache.update(self.used)
+
+
+class _EdgeTests:
+    """The edge intervals at both ends of the series (``edge_intervals``), and which of them
+    an enclosing segment already rejected.
+
+    Both ends are scanned once, in one pass, when the detection starts (cheap enough that
+    caching them across runs is never worth it); each segment holding an end of the series is
+    then tested on the intervals that fit inside it.
+    """
+
+    def __init__(self, values: np.ndarray, plan: _Plan) -> None:
+        self._values = values
+        self._plan = plan
+        lengths = plan.edge_lengths
+        self._reach = 4 * max(lengths, default=0)
+        self._scans: dict[tuple[int, int], _ScanResult] = {}
+        if lengths:
+            both = _scan_anchored(
+                values, start=0, start_lengths=lengths, end=plan.n, end_lengths=lengths,
+                min_size=plan.min_size, scale=plan.scale,
+            )  # fmt: skip
+            self._scans.update(((scan.begin, scan.end), scan) for scan in both)
+        self._rejected: set[tuple[int, int]] = set()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._scans)
+
+    def candidates(self, b: int, e: int) -> list[_EdgeCandidate]:
+        """Accepted tests of the edge intervals inside [b, e) (none already rejected in a parent).
+
+        The statistics are deflated by the dependence factor of the segment's readings at that
+        end (``_edge_reach``), centred at the most significant split there
+        (``_SeriesDependence.with_cut``); the intervals' *own* factors are not used: an edge
+        interval is short (a handful of batches of 3-5 readings) and its indicator is dominated
+        by the edge stretch itself, whose gradual end (a ramp's last readings straddle the
+        median) reads as a run, i.e. as dependence. The segment's estimate, with its longer
+        batch, estimates the same long-run variance of the noise; on AR(1) noise the own factors
+        left the false-alarm rate unchanged while hiding many warm-ups. One factor per end: every
+        interval there sees the same stretch, and each centring costs a pass over those readings.
+        """
+        p = self._plan
+        found: list[_EdgeCandidate] = []
+        for at_start in (True, False):
+            if (b if at_start else p.n - e) != 0:
+                continue  # only the ends of the series are anchored
+            near = _edge_reach((b, e), at_start, self._reach)
+            own = _SeriesDependence(self._values, [near], p.scale) if p.dependence else None
+            spans = [(b, b + L) if at_start else (e - L, e) for L in p.edge_lengths if L <= (e - b) // 2]
+            fresh = [iv for iv in spans if iv not in self._rejected]
+            raw = [
+                _edge_candidate(self._scans[iv], level=p.edge_level, factor=1.0, min_size=p.min_size)
+                for iv in fresh
+            ]
+            # deflating only raises a p-value: an interval rejected here stays rejected
+            self._rejected.update(iv for iv, c in zip(fresh, raw, strict=True) if c is None)
+            passing = [c for c in raw if c is not None]
+            if passing and own is not None:
+                lead = min(passing, key=lambda c: (c.p_value, -c.statistic))
+                factor = own.with_cut(lead.scan.begin + lead.split)
+                deflated = [
+                    (c, _edge_candidate(c.scan, level=p.edge_level, factor=factor, min_size=p.min_size))
+                    for c in passing
+                ]
+                self._rejected.update((c.scan.begin, c.scan.end) for c, d in deflated if d is None)
+                passing = [d for _, d in deflated if d is not None]
+            found += passing
+        return found
+
+    def place(self, c: _EdgeCandidate, b: int, e: int) -> int:
+        """Absolute position of an accepted edge split, placed with segment [b, e)'s readings."""
+        reach = _edge_reach((b, e), c.scan.begin == 0, self._reach)
+        return _place_edge(self._values, c, reach, self._plan.min_size)
+
+    def select(self, found: list[_EdgeCandidate], b: int, e: int) -> list[_Split]:
+        """The edge splits to take in [b, e), most significant first, each placed only when an
+        earlier choice does not already explain its interval.
+
+        An interval lying inside a longer stretch (a long ramp) is significant too but cannot
+        place its end: its split is held at the interval's inner limit, and it is passed over;
+        when all are, the whole segment places the stretch. The shortest intervals (2 min_size)
+        allow one split only, so they come last: they place a stretch of exactly min_size,
+        which no longer interval sees as well.
+        """
+        p = self._plan
+        size = p.min_size
+        chosen: list[_Split] = []
+        at: list[int] = []  # their indices
+        for c in sorted(found, key=lambda c: (c.scan.end - c.scan.begin == 2 * size, c.p_value, -c.statistic)):
+            if any(c.scan.begin < x < c.scan.end for x in at):
+                continue
+            at_start = c.scan.begin == 0
+            index = self.place(c, b, e)
+            inner = c.scan.end - size if at_start else c.scan.begin + size
+            if index == inner and c.scan.end - c.scan.begin > 2 * size:
+                continue  # held at the interval's inner limit: a stretch longer than the interval
+            if any(abs(index - x) < size for x in at) or index - b < size or e - index < size:
+                continue
+            at.append(index)
+            chosen.append(
+                _Split(
+                    begin=c.scan.begin,
+                    end=c.scan.end,
+                    index=index,
+                    statistic=c.statistic,
+                    p_value=min(1.0, c.p_value * p.family),
+                    kind=c.kind,
+                )
+            )
+        return chosen
+
+
+def _select_seeded(found: list[_Split], b: int, e: int, plan: _Plan) -> list[_Split]:
+    """Greedy selection among accepted seeded tests in [b, e): the most significant split
+    first; an interval holding a split already taken (or closer than min_size to one) has had
+    its change explained. p-values are Bonferroni-corrected over the plan's family."""
+    size = plan.min_size
+    chosen: list[_Split] = []
+    at: list[int] = []  # their indices
+    for result in sorted(found, key=lambda r: (r.p_value, -r.statistic)):
+        index = int(result.index or 0)
+        if any(result.begin < c < result.end or abs(index - c) < size for c in at):
+            continue
+        if index - b < size or e - index < size:
+            continue
+        at.append(index)
+        chosen.append(result.model_copy(update={"p_value": min(1.0, result.p_value * plan.family)}))
+    return chosen
+
+
+def _cuts(splits: list[_Split]) -> list[int]:
+    return sorted(int(s.index) for s in splits if s.index is not None)
+
+
+class _Detection:
+    """One run of the detector over a series: binary segmentation with edge tests, then the
+    seeded search inside the segments it could not split. ``tests`` collects every decided
+    split (accepted or not) in the order made; ``_assemble`` turns them into the result."""
+
+    def __init__(self, values: np.ndarray, plan: _Plan, cache: _ScanCache | None) -> None:
+        self.values = values
+        self.plan = plan
+        self.scans = _Scans(values, plan, cache)
+        self.edges = _EdgeTests(values, plan)
+        self.tests: list[_Split] = []
+
+    def bisect(self, begin: int, end: int) -> list[tuple[int, int]]:
+        """Binary segmentation of [begin, end); returns the segments it could not split.
+
+        A segment holding an end of the series is tested whole and in its edge intervals. A
+        stretch shorter than ~2 sqrt(m) at an end of m readings moves the whole segment's CUSUM
+        too little to be found or placed (its argmax wanders into the stable part, and a split
+        there cuts the stable phase), so an edge split is taken unless the whole segment puts
+        its split where an edge test placed one (then the whole segment, with more readings,
+        places it: better for a long ramp). Other segment ends get no edge tests: there they
+        would meet the splits of other changes, not a warm-up (anchoring the segment left by an
+        edge cut splits multi-round series next to round boundaries).
+        """
+        size = self.plan.min_size
+        finals: list[tuple[int, int]] = []
+        pending = [(begin, end)]
+        while pending:
+            b, e = pending.pop()
+            if e - b < 2 * size:
+                finals.append((b, e))
+                continue
+            found = self.edges.candidates(b, e) if self.edges.enabled else []
+            result = self.scans.test(b, e, self.plan.threshold)
+            if found and (
+                result.index is None
+                or not any(abs(self.edges.place(c, b, e) - result.index) < size for c in found)  # they disagree
+            ):
+                taken = self.edges.select(found, b, e)
+                if taken:
+                    self.tests += taken
+                    bounds = [b, *_cuts(taken), e]
+                    pending.extend(zip(bounds[:-1], bounds[1:], strict=True))
+                    continue
+            self.tests.append(result)
+            if result.index is None:
+                finals.append((b, e))
+            else:
+                pending.extend([(b, result.index), (result.index, e)])
+        return finals
+
+    def search_seeded(self, finals: list[tuple[int, int]]) -> None:
+        """Inside each segment binary segmentation could not split, take the most significant
+        seeded intervals; Bonferroni over all intervals (and the series' edge intervals) keeps
+        the two searches' false-alarm rate together at ``significance``."""
+        p = self.plan
+        size = p.min_size
+        widen = critical_value(p.significance / p.family, p.scans, p.statistic) / critical_value(
+            p.significance, p.scans, p.statistic
+        )
+        penalty = p.threshold * widen
+        floor = _SeriesDependence(self.values, finals, p.scale).base if p.dependence else 1.0
+        queue = [f for f in finals if f[1] - f[0] >= 4 * size]
+        while queue:
+            b, e = queue.pop()
+            inside = p.intervals[(p.intervals[:, 0] >= b) & (p.intervals[:, 1] <= e)]
+            keys = [(lo, hi) for lo, hi in inside.tolist() if (lo, hi) != (b, e)]
+            if p.median_scan is None:  # decide only the intervals whose raw statistic could pass
+                keys = self.scans.hopeful(keys, penalty)
+            tested = [self.scans.test(lo, hi, penalty, floor) for lo, hi in keys]
+            found = [result for result in tested if result.index is not None]
+            taken = _select_seeded(found, b, e, p)
+            self.tests += taken
+            cuts = _cuts(taken)
+            for lo, hi in zip([b, *cuts], [*cuts, e], strict=True):
+                if cuts:
+                    queue.extend(f for f in self.bisect(lo, hi) if f[1] - f[0] >= 4 * size)
+
+
 def _run(
     x: np.ndarray,
     *,
@@ -889,237 +1242,23 @@ def _run(
     median_scan: _MedianScan | None,
     seeded: bool = True,
     edges: bool = True,
-    cache: dict[tuple[int, int], _ScanResult] | None = None,
-    batched: bool = True,
+    cache: _ScanCache | None = None,
 ) -> ChangePoints:
-    """The detector behind ``detect`` and ``IncrementalEDM``.
-
-    ``batched=False`` scans the seeded intervals one at a time, the original path: kept as the
-    reference the batched scan is tested against (identical results).
-    """
+    """The detector behind ``detect``, ``detect_exact`` and ``IncrementalEDM``."""
     values = _validated(x)
-    n = values.size
-    size = default_min_size(n) if min_size is None else int(min_size)
-    if size < 2:
-        raise ValueError("min_size must be at least 2")
-    scans = 2 if scale else 1
-    threshold = critical_value(significance, scans, statistic) if penalty is None else float(penalty)
-    if threshold <= 0:
-        raise ValueError("penalty must be positive")
-    used: dict[tuple[int, int], _ScanResult] = {}
-
-    def lookup(key: tuple[int, int]) -> _ScanResult | None:
-        """A scan this run or an earlier one (``cache``) already made."""
-        return used.get(key) or (cache.get(key) if cache is not None else None)
-
-    def test(begin: int, end: int, pen: float, floor: float = 1.0) -> _Split:
-        key = (begin, end)
-        scan = lookup(key)
-        if scan is None:
-            scan = _scan_segment(
-                values,
-                begin,
-                end,
-                min_size=size,
-                base_penalty=threshold,
-                scale=scale,
-                dependence=dependence,
-                median_scan=median_scan,
-            )
-        used[key] = scan
-        return _decide(values, scan, penalty=pen, floor=floor, min_size=size)
-
-    hopeless: set[tuple[int, int]] = set()  # scanned; no statistic above the seeded penalty
-
-    def prescan(keys: list[tuple[int, int]], penalty: float) -> None:
-        """Scan the intervals of ``keys`` not scanned yet, those of one length together. Without
-        a cache to fill, intervals that cannot pass ``penalty`` are only remembered as hopeless."""
-        missing: dict[int, list[int]] = {}
-        for key in keys:
-            if key in hopeless:
-                continue
-            scan = lookup(key)
-            if scan is not None:
-                used[key] = scan
-            else:
-                missing.setdefault(key[1] - key[0], []).append(key[0])
-        for length, starts in missing.items():
-            scans, skipped = _scan_intervals(
-                values, starts, length, min_size=size, base_penalty=threshold, scale=scale, dependence=dependence,
-                keep_above=penalty if cache is None else None,
-            )
-            for scan in scans:
-                used[(scan.begin, scan.end)] = scan
-            hopeless.update((start, start + length) for start in skipped)
-
-    tests: list[_Split] = []
-    intervals = seeded_intervals(n, size) if seeded else np.empty((0, 2), dtype=np.int64)
-    with_edges = seeded and edges and median_scan is None  # seeded=False: binary segmentation alone
-    lengths = _edge_lengths(n // 2, size) if with_edges else ()  # edge_intervals: both ends
-    family = len(intervals) + 2 * len(lengths)  # one Bonferroni budget for both kinds
-    # Edge tests are decided on p-values; an explicit penalty stands for the significance it implies.
-    edge_level = (significance if penalty is None else min(1.0, scans * kuiper_sf(threshold))) / max(family, 1)
-    # The edge intervals of both ends of the series, scanned in one pass (a few tens of
-    # microseconds: never worth caching).
-    edge_scans: dict[tuple[int, int], _ScanResult] = {}
-    reach = 4 * max(lengths, default=0)
-    if lengths:
-        both = _scan_anchored(
-            values, start=0, start_lengths=lengths, end=n, end_lengths=lengths, min_size=size, scale=scale
-        )
-        edge_scans.update(((scan.begin, scan.end), scan) for scan in both)
-    edge_rejected: set[tuple[int, int]] = set()
-
-    def select(found: list[_Split], b: int, e: int) -> list[int]:
-        """Greedy selection: the most significant split first; an interval holding a split
-        already taken (or closer than min_size to one) has had its change explained."""
-        chosen: list[int] = []
-        for result in sorted(found, key=lambda r: (r.p_value, -r.statistic)):
-            index = int(result.index or 0)
-            if any(result.begin < c < result.end or abs(index - c) < size for c in chosen):
-                continue
-            if index - b < size or e - index < size:
-                continue
-            chosen.append(index)
-            tests.append(result.model_copy(update={"p_value": min(1.0, result.p_value * family)}))
-        return sorted(chosen)
-
-    def edge_candidates(b: int, e: int) -> list[_EdgeCandidate]:
-        """Accepted tests of the edge intervals inside [b, e) (none already rejected in a parent).
-
-        The statistics are deflated by the dependence factor of the segment's readings at that
-        end (``_edge_reach``), centred at the most significant split there
-        (``_SeriesDependence.with_cut``); the intervals' *own* factors are not used: an edge
-        interval is short (a handful of batches of 3-5 readings) and its indicator is dominated
-        by the edge stretch itself, whose gradual end (a ramp's last readings straddle the
-        median) reads as a run, i.e. as dependence. The segment's estimate, with its longer
-        batch, estimates the same long-run variance of the noise; on AR(1) noise (phi 0.5, 0.6)
-        the false-alarm rate was the same with the own factors added (measured), while they hid
-        a third of the warm-ups. One factor per end: every interval there sees the same stretch,
-        and each centring costs a pass over those readings.
-        """
-        found: list[_EdgeCandidate] = []
-        for at_start in (True, False):
-            if (b if at_start else n - e) != 0:
-                continue  # only the ends of the series are anchored
-            near = _edge_reach((b, e), at_start, reach)
-            own = _SeriesDependence(values, [near], scale) if dependence else None
-            spans = [(b, b + L) if at_start else (e - L, e) for L in lengths if L <= (e - b) // 2]
-            fresh = [iv for iv in spans if iv not in edge_rejected]
-            raw = [_edge_candidate(edge_scans[iv], level=edge_level, factor=1.0, min_size=size) for iv in fresh]
-            edge_rejected.update(iv for iv, c in zip(fresh, raw, strict=True) if c is None)  # deflating only raises p
-            passing = [c for c in raw if c is not None]
-            if passing and own is not None:
-                lead = min(passing, key=lambda c: (c.p_value, -c.statistic))
-                factor = own.with_cut(lead.scan.begin + lead.split)
-                deflated = [
-                    (c, _edge_candidate(c.scan, level=edge_level, factor=factor, min_size=size)) for c in passing
-                ]
-                edge_rejected.update((c.scan.begin, c.scan.end) for c, d in deflated if d is None)
-                passing = [d for _, d in deflated if d is not None]
-            found += passing
-        return found
-
-    def place(c: _EdgeCandidate, b: int, e: int) -> int:
-        return _place_edge(values, c, _edge_reach((b, e), c.scan.begin == 0, reach), size)
-
-    def select_edges(found: list[_EdgeCandidate], b: int, e: int) -> list[int]:
-        """``select`` for edge candidates, placing each only when an earlier choice does not
-        already explain its interval. An interval lying inside a longer stretch (a long ramp) is
-        significant too but cannot place its end: its split is held at the interval's inner
-        limit, and it is passed over; when all are, the whole segment places the stretch. The
-        shortest intervals (2 min_size) allow one split only, so they come last: they place a
-        stretch of exactly min_size, which no longer interval sees as well."""
-        chosen: list[int] = []
-        for c in sorted(found, key=lambda c: (c.scan.end - c.scan.begin == 2 * size, c.p_value, -c.statistic)):
-            if any(c.scan.begin < x < c.scan.end for x in chosen):
-                continue
-            at_start = c.scan.begin == 0
-            index = place(c, b, e)
-            inner = c.scan.end - size if at_start else c.scan.begin + size
-            if index == inner and c.scan.end - c.scan.begin > 2 * size:
-                continue  # held at the interval's inner limit: a stretch longer than the interval
-            if any(abs(index - x) < size for x in chosen) or index - b < size or e - index < size:
-                continue
-            chosen.append(index)
-            tests.append(
-                _Split(
-                    begin=c.scan.begin,
-                    end=c.scan.end,
-                    index=index,
-                    statistic=c.statistic,
-                    p_value=min(1.0, c.p_value * family),
-                    kind=c.kind,
-                )
-            )
-        return sorted(chosen)
-
-    def bisect(begin: int, end: int) -> list[tuple[int, int]]:
-        """Binary segmentation of [begin, end); returns the segments it could not split.
-
-        A segment holding an end of the series is tested whole and in its edge intervals. A
-        stretch shorter than ~2 sqrt(m) at an end of m readings moves the whole segment's CUSUM
-        too little to be found or placed (its argmax wanders into the stable part, and a split
-        there cuts the stable phase), so an edge split is taken unless the whole segment puts
-        its split where an edge test placed one (then the whole segment, with more readings,
-        places it: better for a long ramp). Other segment ends get no edge tests: there they
-        would meet the splits of other changes, not a warm-up (anchoring the segment left by an
-        edge cut was tried: it split eight-round series at round boundaries' neighbours).
-        """
-        finals: list[tuple[int, int]] = []
-        pending = [(begin, end)]
-        while pending:
-            b, e = pending.pop()
-            if e - b < 2 * size:
-                finals.append((b, e))
-                continue
-            found = edge_candidates(b, e) if edge_scans else []  # select_edges orders them
-            result = test(b, e, threshold)
-            if found and (
-                result.index is None
-                or not any(abs(place(c, b, e) - result.index) < size for c in found)  # they disagree
-            ):
-                cuts = select_edges(found, b, e)
-                if cuts:
-                    bounds = [b, *cuts, e]
-                    pending.extend(zip(bounds[:-1], bounds[1:], strict=True))
-                    continue
-            tests.append(result)
-            if result.index is None:
-                finals.append((b, e))
-            else:
-                pending.extend([(b, result.index), (result.index, e)])
-        return finals
-
-    finals = bisect(0, n)
-    if intervals.size:
-        # Second stage: inside each segment binary segmentation could not split, look for the
-        # most significant seeded interval; Bonferroni over all intervals (and the series' edge
-        # intervals) keeps the two searches' false-alarm rate together at `significance`.
-        widen = critical_value(significance / family, scans, statistic) / critical_value(
-            significance, scans, statistic
-        )
-        seeded_penalty = threshold * widen
-        floor = _SeriesDependence(values, finals, scale).base if dependence else 1.0
-        queue = [f for f in finals if f[1] - f[0] >= 4 * size]
-        while queue:
-            b, e = queue.pop()
-            inside = intervals[(intervals[:, 0] >= b) & (intervals[:, 1] <= e)]
-            keys = [(lo, hi) for lo, hi in inside.tolist() if (lo, hi) != (b, e)]
-            if batched and median_scan is None:
-                prescan(keys, seeded_penalty)  # then decide only the intervals whose raw statistic could pass
-                keys = [key for key in keys if key not in hopeless and _may_accept(used[key], seeded_penalty)]
-            found = [result for lo, hi in keys if (result := test(lo, hi, seeded_penalty, floor)).index is not None]
-            cuts = select(found, b, e)
-            for lo, hi in zip([b, *cuts], [*cuts, e], strict=True):
-                if cuts:
-                    queue.extend(f for f in bisect(lo, hi) if f[1] - f[0] >= 4 * size)
-    if cache is not None:  # keep what this run used: older entries can never recur
-        cache.clear()
-        cache.update(used)
+    plan = _plan(
+        values.size, min_size=min_size, penalty=penalty, significance=significance, scale=scale,
+        dependence=dependence, statistic=statistic, median_scan=median_scan, seeded=seeded, edges=edges,
+    )  # fmt: skip
+    detection = _Detection(values, plan, cache)
+    finals = detection.bisect(0, plan.n)
+    if plan.intervals.size:
+        detection.search_seeded(finals)
+    detection.scans.save()
     return _assemble(
-        values, tests, min_size=size, significance=significance, penalty=threshold, statistic=statistic
-    )
+        values, detection.tests, min_size=plan.min_size, significance=significance, penalty=plan.threshold,
+        statistic=statistic,
+    )  # fmt: skip
 
 
 def detect(
