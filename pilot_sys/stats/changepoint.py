@@ -1025,19 +1025,19 @@ class _Scans:
     """Segment scans of one detection: made here, or reused from an earlier run's ``cache``.
 
     A scan does not depend on any penalty, so one scan serves every test of its segment.
-    ``hopeless`` holds seeded intervals whose batched scan showed no statistic above the seeded
-    penalty: without a cache to fill, they are never turned into scan results.
+    Seeded intervals whose batched scan showed no statistic above the seeded penalty are only
+    remembered as hopeless when there is no cache to fill: they never become scan results.
     """
 
     def __init__(self, values: np.ndarray, plan: _Plan, cache: _ScanCache | None) -> None:
         self._values = values
         self._plan = plan
         self._cache = cache
-        self.used: dict[tuple[int, int], _ScanResult] = {}
+        self._used: _ScanCache = {}
         self._hopeless: set[tuple[int, int]] = set()
 
     def _lookup(self, key: tuple[int, int]) -> _ScanResult | None:
-        return self.used.get(key) or (self._cache.get(key) if self._cache is not None else None)
+        return self._used.get(key) or (self._cache.get(key) if self._cache is not None else None)
 
     def test(self, begin: int, end: int, penalty: float, floor: float = 1.0) -> _Split:
         """Scan [begin, end) (unless already scanned) and decide its best split at ``penalty``."""
@@ -1055,7 +1055,7 @@ class _Scans:
                 dependence=p.dependence,
                 median_scan=p.median_scan,
             )
-        self.used[key] = scan
+        self._used[key] = scan
         return _decide(
             self._values, scan, penalty=penalty, floor=floor, min_size=self._plan.min_size
         )
@@ -1073,7 +1073,7 @@ class _Scans:
                 continue
             scan = self._lookup(key)
             if scan is not None:
-                self.used[key] = scan
+                self._used[key] = scan
             else:
                 missing.setdefault(key[1] - key[0], []).append(key[0])
         for length, starts in missing.items():
@@ -1088,19 +1088,19 @@ class _Scans:
                 keep_above=penalty if self._cache is None else None,
             )
             for scan in scans:
-                self.used[(scan.begin, scan.end)] = scan
+                self._used[(scan.begin, scan.end)] = scan
             self._hopeless.update((start, start + length) for start in skipped)
         return [
             key
             for key in keys
-            if key not in self._hopeless and _may_accept(self.used[key], penalty)
+            if key not in self._hopeless and _may_accept(self._used[key], penalty)
         ]
 
     def save(self) -> None:
         """Leave this run's scans in the cache: older entries can never recur."""
         if self._cache is not None:
             self._cache.clear()
-            self._cache.update(self.used)
+            self._cache.update(self._used)
 
 
 class _EdgeTests:
@@ -1144,9 +1144,10 @@ class _EdgeTests:
         interval is short (a handful of batches of 3-5 readings) and its indicator is dominated
         by the edge stretch itself, whose gradual end (a ramp's last readings straddle the
         median) reads as a run, i.e. as dependence. The segment's estimate, with its longer
-        batch, estimates the same long-run variance of the noise; on AR(1) noise the own factors
-        left the false-alarm rate unchanged while hiding many warm-ups. One factor per end: every
-        interval there sees the same stretch, and each centring costs a pass over those readings.
+        batch, estimates the same long-run variance of the noise; on AR(1) noise adding the own
+        factors does not lower the false-alarm rate but hides many warm-ups. One factor per end:
+        every interval there sees the same stretch, and each centring costs a pass over those
+        readings.
         """
         p = self._plan
         found: list[_EdgeCandidate] = []
@@ -1286,7 +1287,7 @@ class _Detection:
                 continue
             found = self.edges.candidates(b, e) if self.edges.enabled else []
             result = self.scans.test(b, e, self.plan.threshold)
-            # the edge tests found a change and the whole segment did not, or elsewhere
+            # the edge tests found a change that the whole segment's test missed or put elsewhere
             if found and (
                 result.index is None
                 or not any(abs(self.edges.place(c, b, e) - result.index) < size for c in found)
@@ -1327,8 +1328,8 @@ class _Detection:
             taken = _select_seeded(found, b, e, p)
             self.tests += taken
             cuts = _cuts(taken)
-            for lo, hi in zip([b, *cuts], [*cuts, e], strict=True):
-                if cuts:
+            if cuts:  # the pieces go back to binary segmentation
+                for lo, hi in zip([b, *cuts], [*cuts, e], strict=True):
                     queue.extend(f for f in self.bisect(lo, hi) if f[1] - f[0] >= 4 * size)
 
 
