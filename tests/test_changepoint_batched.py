@@ -1,4 +1,5 @@
-"""The batched seeded-interval scan of EDM returns exactly what scanning one interval at a time does.
+"""The batched seeded-interval scan of EDM returns exactly what scanning one interval at a time
+does.
 
 The reference is ``detect`` with the batched pre-scan switched off (``_Scans.hopeful`` returns
 every interval), so each seeded interval is scanned by ``_scan_segment`` on its own, as binary
@@ -86,7 +87,10 @@ def test_batched_detect_matches_reference_on_random_mixtures() -> None:
         edges = i % 4 != 3  # a quarter without the edge intervals
         got = cp.detect(x, edges=edges)
         want = reference(x, edges=edges)
-        assert got == want, f"series {i} (n = {x.size}, edges = {edges}): {got.changepoints} != {want.changepoints}"
+        assert got == want, (
+            f"series {i} (n = {x.size}, edges = {edges}): "
+            f"{got.changepoints} != {want.changepoints}"
+        )
     # The mixture really covers what it claims: short and long series, many with ties.
     assert min(sizes) < 40 and max(sizes) > 2000 and with_ties > 80
 
@@ -201,7 +205,9 @@ def test_cusum_scan_rows_match_one_interval_scan() -> None:
     assert int(split[2]) == 48 and (int(low[3]), int(high[3])) == (30, 60)
 
 
-def naive_sign_scan(values: list[float], keys: list[int], min_size: int, kind: str) -> tuple[int, float]:
+def naive_sign_scan(
+    values: list[float], keys: list[int], min_size: int, kind: str
+) -> tuple[int, float]:
     """The sign statistic of one interval from its definition, in plain Python.
 
     Rank the readings by (value, tie-break key); the location indicator is "in the upper half"

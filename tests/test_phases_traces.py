@@ -63,7 +63,8 @@ def test_trace_helpers_equal_the_detector_on_the_matrices() -> None:
         matrices[:2], matrices[2:]
     )
     host = [metric_matrix(t, ["*/util*", "*/busy"]).values for t in traces]
-    assert consistent_rounds(traces, metrics=["*/util*", "*/busy"]) == phases.consistent_rounds(host)
+    by_globs = consistent_rounds(traces, metrics=["*/util*", "*/busy"])
+    assert by_globs == phases.consistent_rounds(host)
 
 
 def test_real_rounds_of_one_workload_agree_and_a_foreign_round_stands_out() -> None:

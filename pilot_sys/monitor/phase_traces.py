@@ -34,7 +34,9 @@ def is_trace(run: object) -> bool:
     return hasattr(run, "series") and hasattr(run, "timestamps")
 
 
-def phase_matrix(run: MonitorTrace | ArrayLike, metrics: Sequence[str] | None = None) -> NDArray[np.float64]:
+def phase_matrix(
+    run: MonitorTrace | ArrayLike, metrics: Sequence[str] | None = None
+) -> NDArray[np.float64]:
     """Metric matrix of a trace, or an array as it is.
 
     Series of a trace: the ``metrics`` globs; by default the workload's own (CPU and I/O of
@@ -43,7 +45,9 @@ def phase_matrix(run: MonitorTrace | ArrayLike, metrics: Sequence[str] | None = 
     if not is_trace(run):
         return np.asarray(run, dtype=float)
     trace: MonitorTrace = run  # type: ignore[assignment]
-    if metrics is None and any(fnmatch.fnmatchcase(k, g) for k in trace.series for g in WORKLOAD_SERIES):
+    if metrics is None and any(
+        fnmatch.fnmatchcase(k, g) for k in trace.series for g in WORKLOAD_SERIES
+    ):
         metrics = WORKLOAD_SERIES
     return metric_matrix(trace, metrics).values
 
@@ -53,7 +57,8 @@ def consistent_rounds(
     params: PhaseParams | None = None,
     metrics: Sequence[str] | None = None,
 ) -> list[RoundPhaseCheck]:
-    """``stats.phases.consistent_rounds`` of traces (or matrices), series as in :func:`phase_matrix`."""
+    """``stats.phases.consistent_rounds`` of traces (or matrices), series as in
+    :func:`phase_matrix`."""
     return phases.consistent_rounds([phase_matrix(r, metrics) for r in rounds], params)
 
 
@@ -66,5 +71,7 @@ def compare_phase_behaviour(
     """``stats.phases.compare_phase_behaviour`` of traces (or matrices), series as in
     :func:`phase_matrix`."""
     return phases.compare_phase_behaviour(
-        [phase_matrix(r, metrics) for r in runs_a], [phase_matrix(r, metrics) for r in runs_b], params
+        [phase_matrix(r, metrics) for r in runs_a],
+        [phase_matrix(r, metrics) for r in runs_b],
+        params,
     )

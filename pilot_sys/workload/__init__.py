@@ -1,4 +1,5 @@
-"""Workloads: commands, Python functions and the built-in storage benchmark, run one round at a time.
+"""Workloads: commands, Python functions and the built-in storage benchmark, run one round at a
+time.
 
 Every workload implements ``pilot_sys.workload.base.Workload``; the session engine does not care
 which kind it runs. The names below are imported on first use: importing one submodule (say the

@@ -48,9 +48,12 @@ class RoundOutput(BaseModel):
     duration: float  # seconds, wall clock of the round as measured by the runner
     returncode: int = 0
     readings: dict[str, float] = Field(default_factory=dict)  # PI name -> one value for the round
-    unit_readings: dict[str, np.ndarray] = Field(default_factory=dict)  # PI name -> values in time order
-    unit_timestamps: dict[str, np.ndarray] = Field(default_factory=dict)  # optional, seconds since round start
-    work_done: float | None = None  # for the WPS regression: work actually done (bytes, ops), if known
+    # PI name -> values in time order
+    unit_readings: dict[str, np.ndarray] = Field(default_factory=dict)
+    # optional, seconds since round start
+    unit_timestamps: dict[str, np.ndarray] = Field(default_factory=dict)
+    # for the WPS regression: work actually done (bytes, ops), if known
+    work_done: float | None = None
     output_files: list[Path] = Field(default_factory=list)  # kept in the round's directory
     warnings: list[str] = Field(default_factory=list)
 
@@ -70,5 +73,6 @@ class Workload(Protocol):
         ...
 
     def data_path_args(self) -> list[str]:
-        """Arguments that name files, directories or devices the workload touches (for the data path)."""
+        """Arguments that name files, directories or devices the workload touches (for the data
+        path)."""
         ...
