@@ -10,7 +10,8 @@ import pytest
 from scipy import stats
 
 from conftest import FIXTURES
-from pilot_sys.workload.base import PISpec, PIType
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec
 from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput
 from pilot_sys.workload.parsers.table import parse
 

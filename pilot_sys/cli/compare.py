@@ -224,7 +224,7 @@ def compare(
     from pilot_sys.dataio import read_table_column
     from pilot_sys.errors import InsufficientData
     from pilot_sys.stats.compare import compare_samples
-    from pilot_sys.workload.base import PIType
+    from pilot_sys.stats.pi import PIType
 
     col_a = read_table_column(file_a, column)
     col_b = read_table_column(file_b, column)

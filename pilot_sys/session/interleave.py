@@ -16,7 +16,7 @@ from __future__ import annotations
 from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.result import Comparison, PairComparison, PIResult, SessionResult
-from pilot_sys.workload.base import PIType
+from pilot_sys.stats.pi import PIType
 
 
 def sample_stats(p: PIResult) -> object | None:

@@ -17,8 +17,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pilot_sys.errors import BadInput, WorkloadFailed
+from pilot_sys.stats.pi import PIType
 from pilot_sys.workload import macros
-from pilot_sys.workload.base import PISpec, PIType, RoundOutput
+from pilot_sys.workload.base import PISpec, RoundOutput
 from pilot_sys.workload.command_line import data_paths, program_index, program_name
 from pilot_sys.workload.parsers import PARSERS, CapturedOutput, MalformedOutput, ParsedOutput, iperf3, table
 from pilot_sys.workload.process import run_process

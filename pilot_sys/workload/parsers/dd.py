@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-from pilot_sys.workload.base import PISpec, PIType
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec
 from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput, ParsedOutput
 
 _NUMBER = r"[0-9]+(?:[.,][0-9]+)?(?:[eE][-+]?[0-9]+)?"

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from pilot_sys.workload.base import PISpec, PIType
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec
 from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput, ParsedOutput
 
 BW = PISpec(name="bw", unit="B/s", pi_type=PIType.HARMONIC, unit_weighting="time",

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pilot_sys.workload.base import PISpec, PIType
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec
 from pilot_sys.workload.parsers.result import (
     CapturedOutput,
     MalformedOutput,
