@@ -8,6 +8,8 @@ A fresh interpreter because this test process has long imported the rest of the 
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import subprocess
@@ -63,6 +65,7 @@ def _allowed(module: str) -> bool:
     )
 
 
+@pytest.mark.live  # a fresh interpreter: the only way to hide psutil from every import
 def test_stats_imports_nothing_above_its_layer_and_runs_without_psutil() -> None:
     root = Path(pilot_sys.__file__).resolve().parent.parent  # the checkout under test
     env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
