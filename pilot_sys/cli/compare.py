@@ -48,7 +48,16 @@ Examples:
 
 \b
 Each file holds one series in time order (subsession analysis handles autocorrelation).
-A result directory is read back from its result.json (its first workload).
+A unit in the header, "latency (ms)", is kept: B is converted to A's unit (us -> ms) and
+columns that measure different things (a time against a throughput) are refused.
+A result directory is read back from its result.json (its first workload). Two of them, or
+the workloads of --run (each against the first), get a table of every PI both report: A, B
+(mean ± the interval's half width), A - B with its Welch CI, the change relative to B,
+Welch's p and a verdict: A faster, B faster, not significant (with about how many more
+rounds would decide it), or cannot decide (a side has no interval, or a rate's interval is
+wider than the rate). The PI ranked by comes first: --pi, else the primary PI (the
+bandwidth of fio, iperf3, dd and the built-in workload; never the WPS fit). A session that
+is not valid (invalid, limit reached, interrupted) is named: the comparison inherits it.
 With --run, rounds of the workloads are interleaved (W1, W2, ..., W1, W2, ...) until every
 adjacent pair of the ranking is separated (CIs apart, or Welch p below --threshold) and
 every CI meets its target; the session options (marked --run:) are those of `pilot-sys run`
