@@ -411,3 +411,21 @@ def test_a_latency_file_against_a_throughput_file_is_refused(
         "column 'latency (ms)' is in ms (time): they measure different things and cannot be "
         "compared"
     ]
+
+
+def test_a_rate_file_whose_interval_is_wider_than_the_rate_cannot_decide(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    a = _column(tmp_path / "a.csv", "throughput (MiB/s)", rng.lognormal(0.0, 1.5, 60))
+    b = _column(tmp_path / "b.csv", "throughput (MiB/s)", rng.normal(10.0, 1.0, 200))
+    res = CliRunner().invoke(compare, [a, b, "--pi-type", "harmonic", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    half = (out["a"]["ci_high"] - out["a"]["ci_low"]) / 2 / out["a"]["mean"]
+    assert half > 0.5 and out["p_value"] < 1e-10  # Welch alone would call it
+    assert out["verdict"] == "cannot_decide" and out["a_faster"] is None
+    assert out["reason"] == (
+        f"A's interval (± {100 * half:.1f} %) is wider than the rate itself: it says nothing "
+        "about where the rate is"
+    )
+    text = CliRunner().invoke(compare, [a, b, "--pi-type", "harmonic"]).output
+    assert f"  verdict: cannot decide: {out['reason']}" in text.splitlines()

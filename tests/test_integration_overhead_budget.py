@@ -68,9 +68,9 @@ def test_tunes_then_runs_at_the_tuned_rate(tmp_path: Path) -> None:
         f"Sampling rate: {o['sampling_rate_hz']:.4g} Hz (chosen by: tuner, `--overhead-budget`"
         in section
     )
-    assert "within the budget of 10% of the PI" in section
-    assert f"[{100 * low:+.2f}%, {100 * high:+.2f}%]" in section
-    assert f"{100 * o['measured_overhead']:+.2f}%" in section
+    assert "within the budget of 10 % of the PI" in section
+    assert f"[{100 * low:+.2f} %, {100 * high:+.2f} %]" in section
+    assert f"{100 * o['measured_overhead']:+.2f} %" in section
     assert "The monitor's own cost:" in section and "wake-ups/s" in section
 
     rebuilt = run_cli("report", str(out), "--no-plots")  # the offline report says the same
