@@ -46,7 +46,7 @@ def test_tunes_then_runs_at_the_tuned_rate(tmp_path: Path) -> None:
     report = (out / "report.md").read_text()
     section = report.split("## Monitoring overhead", 1)[1].split("\n## ", 1)[0]
     assert f"Sampling rate: {o['sampling_rate_hz']:.4g} Hz (chosen by: tuner, `--overhead-budget`" in section
-    assert "within the budget of 10% of the PI" in section
+    assert "within the budget of 10 % of the PI" in section
     assert f"[{100 * low:+.2f}%, {100 * high:+.2f}%]" in section
     assert f"{100 * o['measured_overhead']:+.2f}%" in section
     assert "The monitor's own cost:" in section and "wake-ups/s" in section
