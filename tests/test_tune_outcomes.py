@@ -88,7 +88,7 @@ def test_tune_exit_code_text_and_json(
     assert (
         budget
         == {
-            "met": f"budget:    1 %: met (the interval {interval} is within it)",
+            "met": f"budget:    1 %: met (the interval {interval} lies below it)",
             "undecided": f"budget:    1 %: undecided (the interval {interval} straddles it; "
             "exit 6)",
             "over": f"budget:    1 %: over budget (the interval {interval} lies above it even at "

@@ -494,3 +494,20 @@ def test_estimate_target_at_the_fastest_rate_is_not_called_met() -> None:
     assert "is met" not in result.message and "cannot tell" in result.message
     out = result.model_dump(mode="json")
     assert out["met"] is False and out["exit_code"] == 6  # what `tune --json` prints
+
+
+def test_an_impractical_number_of_pairs_is_not_the_advice() -> None:
+    # A machine so noisy that the budget would take millions of pairs: the advice is the quieter
+    # machine, with the number for scale.
+    from pilot_sys.monitor.tuner import pairs_needed
+
+    probe = SimulatedProbe(lambda r: 0.0, noise=0.3, pairs=3, seed=2)
+    result = newton_tune(probe, budget=0.001, bounds=BOUNDS, prior_slope=1e-3, max_measurements=1)
+    est = result.overhead
+    assert result.status is TuneStatus.UNDECIDED and est is not None
+    needed = pairs_needed(est, 0.001)
+    assert needed is not None and needed > 20 * 3
+    assert (
+        f"a quieter machine would decide it (at this noise more pairs would take about {needed}, "
+        "3 now)" in result.message
+    )

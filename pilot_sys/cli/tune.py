@@ -146,7 +146,7 @@ def budget_line(result: TuneResult) -> str:
         return f"{budget}: not shown (no measurement at the chosen rate; exit {code})"
     interval = f"[{_pct(est.ci_low)}, {_pct(est.ci_high)}]"
     if code == ExitCode.OK:
-        return f"{budget}: met (the interval {interval} is within it)"
+        return f"{budget}: met (the interval {interval} lies below it)"
     if code == ExitCode.LIMIT_REACHED:
         state = "met at this rate" if result.met else "not shown at this rate"
         return f"{budget}: {state}, but the search did not converge (exit {code})"

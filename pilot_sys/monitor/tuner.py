@@ -553,12 +553,20 @@ def overhead_text(est: OverheadEstimate) -> str:
     return f"{pct(est.overhead)} [{pct(est.ci_low)}, {pct(est.ci_high)}]"
 
 
+PRACTICAL_PAIRS_FACTOR = 20  # more than 20x the pairs measured is not advice worth giving
+
+
 def _decide_advice(est: OverheadEstimate, budget: float) -> str:
     """What would decide a measurement whose interval straddles the budget."""
-    return (
-        f"{_pairs_advice(est, budget)} or a quieter machine would decide it; or raise the "
-        "budget, or lengthen --min-spike to sample slower"
-    )
+    needed, have = pairs_needed(est, budget), min(est.n_on, est.n_off)
+    if needed is not None and needed > PRACTICAL_PAIRS_FACTOR * have:
+        more = (
+            f"a quieter machine would decide it (at this noise more pairs would take about "
+            f"{needed}, {have} now)"
+        )
+    else:
+        more = f"{_pairs_advice(est, budget)} or a quieter machine would decide it"
+    return f"{more}; or raise the budget, or lengthen --min-spike to sample slower"
 
 
 def _explain(result: TuneResult) -> str:
