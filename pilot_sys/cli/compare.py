@@ -247,10 +247,9 @@ def compare(
             )
         if not 0.0 < threshold < 1.0:
             raise BadInput("--threshold", f"{threshold:g} must be between 0 and 1, e.g. 0.01")
-        from pilot_sys.cli.present.comparison import print_saved
-        from pilot_sys.session.compare_launch import compare_directories
+        from pilot_sys.cli.launch import execute_saved_compare
 
-        print_saved(compare_directories([Path(file_a), Path(file_b)], pi, threshold), as_json)
+        execute_saved_compare([Path(file_a), Path(file_b)], pi, threshold, as_json)
         return
     if not 0.0 < confidence < 1.0:
         raise BadInput("--confidence", f"{confidence:g} must be between 0 and 1, e.g. 0.95")
