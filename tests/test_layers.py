@@ -1,9 +1,9 @@
 """The modules of pilot_sys import one another only downwards, and never in a circle.
 
-Layers, lowest first: base (errors, units, dataio, plugin_loader) < stats < topology = workload
-< monitor = plugins < session < report < cli. A module may import its own layer or any lower
-one. Every import counts, wherever it is written: at module level, inside a function (a lazy
-import still ties the two modules together), or under ``if TYPE_CHECKING`` (a type is a
+Layers, lowest first: base (errors, units, palette, dataio, plugin_loader) < stats < topology =
+workload < monitor = plugins < session < report < cli. A module may import its own layer or any
+lower one. Every import counts, wherever it is written: at module level, inside a function (a
+lazy import still ties the two modules together), or under ``if TYPE_CHECKING`` (a type is a
 dependency too). The repository's top-level ``plugins/`` folder is the package
 ``pilot_sys.plugins`` (pyproject's ``package-dir``).
 
@@ -33,6 +33,7 @@ LAYER_NAMES = ("base", "stats", "topology/workload", "monitor/plugins", "session
 LAYERS: dict[str, int] = {
     "pilot_sys.errors": BASE,
     "pilot_sys.units": BASE,
+    "pilot_sys.palette": BASE,
     "pilot_sys.dataio": BASE,
     "pilot_sys.plugin_loader": BASE,
     "pilot_sys.stats": STATS,
