@@ -208,7 +208,7 @@ def _short(label: str) -> str:
 
 
 def usage_lines(usage: Usage | None) -> tuple[str, ...]:
-    """``peak w 92 % r 40 %``, ``busy 97 %``: what a box says about its measurement."""
+    """``peak w 92 %, r 40 %``, ``peak busy 97 %``: what a box says about its measurement."""
     if usage is None:
         return ()
     lines = []
@@ -222,7 +222,7 @@ def usage_lines(usage: Usage | None) -> tuple[str, ...]:
             parts.append(f"1 core {units.percent(usage.peaks['busiest core'], 0)}")
         lines.append("peak " + ", ".join(parts))
     if usage.busy is not None:
-        lines.append(f"busy {units.percent(usage.busy, 0)} of the time")
+        lines.append(f"peak busy {units.percent(usage.busy, 0)}")
     return tuple(lines)
 
 
@@ -297,14 +297,15 @@ def draw_panels(
         ax = fig.add_subplot(grid[i, 0], sharex=axes[0] if axes else None)
         axes.append(ax)
         colour = ROLE_COLOURS[p.role]
-        for a, b in spans:
+        for k, (a, b) in enumerate(spans):
             ax.axvspan(
                 a,
                 b,
-                color=palette.EXCLUDED,
-                alpha=0.18,
+                facecolor="none",
+                edgecolor=palette.EXCLUDED,
+                hatch="////",
                 lw=0,
-                label=span_label if i == 0 and (a, b) == spans[0] else None,
+                label=span_label if i == 0 and k == 0 else None,
             )
         if p.busy is not None and p.busy in series:
             b = series[p.busy] * 100
@@ -321,12 +322,10 @@ def draw_panels(
                 label="busy time",
             )
         if p.role == "others":
+            named = ", ".join(k.replace("/util_", " ") for k in p.collapsed)
+            label = named if len(p.collapsed) <= 3 else f"highest of {len(p.collapsed)} series"
             ax.plot(
-                t,
-                others_max(series, p.collapsed) * 100,
-                color=palette.OTHER,
-                lw=1.0,
-                label=f"highest of {len(p.collapsed)} series",
+                t, others_max(series, p.collapsed) * 100, color=palette.OTHER, lw=1.0, label=label
             )
         for j, (key, label) in enumerate(p.lines):
             if key in series:

@@ -195,6 +195,8 @@ ROW_GAP = 12.0  # between boxes of one column
 MIN_COLUMN_GAP = 26.0
 MARGIN = 14.0
 TITLE_SPACE = 26.0
+CUT_TAG = "component under test"
+HIDDEN_TAG = "hidden bottleneck"
 LEGEND_SPACE = 24.0  # one row of swatches
 SCALE_LABEL_SPACE = 14.0  # the line above them when a measurement fills the boxes
 
@@ -270,9 +272,9 @@ def role_look(
 ) -> NodeLook:
     """A box's frame and role line from its role: hidden bottleneck, CUT, or neither."""
     if node in hidden:
-        return NodeLook(fill, palette.HIDDEN, 2.6, lines, "hidden bottleneck")
+        return NodeLook(fill, palette.HIDDEN, 2.6, lines, HIDDEN_TAG)
     if node == cut:
-        return NodeLook(fill, palette.CUT, 2.6, lines, "component under test")
+        return NodeLook(fill, palette.CUT, 2.6, lines, CUT_TAG)
     return NodeLook(fill, palette.OTHER, 0.8, lines)
 
 
@@ -445,8 +447,10 @@ def _legend(ax: Any, layout: PictureLayout, x: float, y: float, rectangle: Any) 
             )
         items.append((palette.NO_LIMIT, "#777777", "no limit known", 0.5))
     items.append((palette.NOT_MEASURED, "#777777", "not measured", 0.5))
-    items.append((palette.NOT_MEASURED, palette.CUT, "component under test", 2.0))
-    items.append((palette.NOT_MEASURED, palette.HIDDEN, "hidden bottleneck", 2.0))
+    tags = {look.tag for look in layout.looks.values()}
+    for colour, tag in ((palette.CUT, CUT_TAG), (palette.HIDDEN, HIDDEN_TAG)):
+        if tag in tags:  # the roles this picture shows
+            items.append((palette.NOT_MEASURED, colour, tag, 2.0))
     if layout.measured:
         label = "peak utilization (share of the stated limit):"
         ax.text(x, y + 13, label, fontsize=EDGE_SIZE, ha="left", va="bottom", color="#333333")
