@@ -318,12 +318,11 @@ def draw_panels(
                 color=palette.BUSY,
                 alpha=0.75,
                 lw=0,
-                step="post",
                 label="busy time",
             )
         if p.role == "others":
             named = ", ".join(k.replace("/util_", " ") for k in p.collapsed)
-            label = named if len(p.collapsed) <= 3 else f"highest of {len(p.collapsed)} series"
+            label = named if len(named) <= 30 else f"highest of {len(p.collapsed)} series"
             ax.plot(
                 t, others_max(series, p.collapsed) * 100, color=palette.OTHER, lw=1.0, label=label
             )
@@ -353,6 +352,9 @@ def draw_panels(
             spine.set_color(colour if p.role in ("cut", "hidden") else "#bbbbbb")
             spine.set_linewidth(1.8 if p.role in ("cut", "hidden") else 0.8)
         words = ROLE_WORDS[p.role]
+        if p.role != "others" and not p.lines:
+            words = f"{words}; " if words else ""
+            words += "no stated limit: busy time only"
         ax.text(
             0.0,
             1.0,
@@ -409,7 +411,8 @@ def draw(
     hidden = [h.component for h in verdict.hidden_bottlenecks]
     panels, _ = path_panels(series, path_ids, verdict.cut, hidden)
     layout = _graph_layout(verdict, series, graph, path_ids, hidden)
-    title_h, axis_h = 0.55, 0.4  # inches: the title; the time axis' labels under the panels
+    # inches: the title; the time axis' labels (two lines when busy time is drawn)
+    title_h, axis_h = 0.55, 0.75 if any(p.busy for p in panels) else 0.5
     timeline_h = timeline_height(panels) if panels else 0.0
     graph_h = layout.height / 72
     graph_w = max(layout.width, legend_width(layout)) / 72
@@ -418,7 +421,7 @@ def draw(
     fig = plt.figure(figsize=(width, total))
     status = "valid" if verdict.valid else "INVALID: hidden bottleneck at " + ", ".join(hidden)
     fig.suptitle(
-        f"{' '.join(trace.command)[:90]}\n{status}",
+        "\n".join(line for line in (" ".join(trace.command)[:90], status) if line),
         fontsize=9,
         y=1 - 0.08 / total,
         color=palette.HIDDEN if not verdict.valid else "#222222",

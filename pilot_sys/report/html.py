@@ -181,7 +181,8 @@ def data_path(
         '<section id="data-path"><h2>Data path</h2>'
         '<p class="muted">Each component from the CPU outward, filled by its peak utilization '
         "(share of its stated limit) over the analysed rounds; framed blue: the component under "
-        "test, red: a hidden bottleneck.</p>"
+        "test, red: a hidden bottleneck. Busy: the share of time a request was in flight, "
+        "shown for a disk whose limit is unknown (it is not a share of a limit).</p>"
         f'<div class="path">{"<span class=link>—</span>".join(chips)}</div>'
         f'<div class="legend">peak utilization: {"".join(legend)}</div></section>'
     )

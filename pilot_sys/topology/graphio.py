@@ -332,7 +332,7 @@ def picture_layout(
     bottom_row = max((-y for _, y in rows.values()), default=0.0)
     body = (bottom_row - top_row) * pitch + pitch
     legend = LEGEND_SPACE + (SCALE_LABEL_SPACE if measured else 0.0)
-    height = body + (TITLE_SPACE if title else 0.0) + legend + MARGIN
+    height = body + (TITLE_SPACE if title else MARGIN / 2) + legend + 4
     layout = PictureLayout(
         width=width, height=height, title=title, measured=measured, threshold=threshold
     )
@@ -431,41 +431,42 @@ def render_layout(ax: Any, layout: PictureLayout, origin: tuple[float, float] = 
         _legend(ax, layout, ox + MARGIN, oy + MARGIN / 2, Rectangle)
 
 
-def _legend(ax: Any, layout: PictureLayout, x: float, y: float, rectangle: Any) -> None:
-    """The colour rule in one row: the utilization scale (when measured) and the frames."""
-    items: list[tuple[str, str, str, float]] = []  # fill, frame, label, frame width
+def _legend_items(layout: PictureLayout) -> list[tuple[str, str, str, float]]:
+    """(fill, frame, label, frame width) of each swatch: the utilization scale when something
+    was measured, then the roles this picture shows."""
+    items: list[tuple[str, str, str, float]] = []
     if layout.measured:
         thr = layout.threshold
         for fraction in (0.0, thr / 2, thr, 1.0):
-            items.append(
-                (
-                    palette.utilization_colour(fraction, thr),
-                    "#777777",
-                    f"{fraction:.0%}".replace("%", " %"),
-                    0.5,
-                )
-            )
+            label = f"{fraction:.0%}".replace("%", " %")
+            items.append((palette.utilization_colour(fraction, thr), "#777777", label, 0.5))
         items.append((palette.NO_LIMIT, "#777777", "no limit known", 0.5))
     items.append((palette.NOT_MEASURED, "#777777", "not measured", 0.5))
     tags = {look.tag for look in layout.looks.values()}
     for colour, tag in ((palette.CUT, CUT_TAG), (palette.HIDDEN, HIDDEN_TAG)):
-        if tag in tags:  # the roles this picture shows
+        if tag in tags:
             items.append((palette.NOT_MEASURED, colour, tag, 2.0))
+    return items
+
+
+def _swatch_width(label: str) -> float:
+    return 14 + _text_size(label, EDGE_SIZE)[0] + 12
+
+
+def _legend(ax: Any, layout: PictureLayout, x: float, y: float, rectangle: Any) -> None:
+    """The colour rule in one row under the boxes."""
     if layout.measured:
         label = "peak utilization (share of the stated limit):"
         ax.text(x, y + 13, label, fontsize=EDGE_SIZE, ha="left", va="bottom", color="#333333")
-    for fill, frame, label, lw in items:
+    for fill, frame, label, lw in _legend_items(layout):
         ax.add_patch(rectangle((x, y), 11, 9, fc=fill, ec=frame, lw=lw))
         ax.text(x + 14, y + 4.5, label, fontsize=EDGE_SIZE, ha="left", va="center", color="#333333")
-        x += 14 + _text_size(label, EDGE_SIZE)[0] + 12
+        x += _swatch_width(label)
 
 
 def legend_width(layout: PictureLayout) -> float:
     """Points the legend row needs (the picture is widened to hold it)."""
-    labels = ["not measured", "component under test", "hidden bottleneck"]
-    if layout.measured:
-        labels += ["100 %"] * 4 + ["no limit known"]
-    return 2 * MARGIN + sum(14 + _text_size(s, EDGE_SIZE)[0] + 12 for s in labels)
+    return 2 * MARGIN + sum(_swatch_width(label) for _, _, label, _ in _legend_items(layout))
 
 
 def draw_picture(layout: PictureLayout, path: str | Path, dpi: int = 130) -> None:
@@ -481,7 +482,7 @@ def draw_picture(layout: PictureLayout, path: str | Path, dpi: int = 130) -> Non
     ax.set_xlim(0, width)
     ax.set_ylim(0, layout.height)
     ax.set_axis_off()
-    render_layout(ax, layout, ((width - layout.width) / 2 if width > layout.width else 0.0, 0.0))
+    render_layout(ax, layout)
     try:
         fig.savefig(str(path), dpi=dpi)
     finally:
