@@ -198,6 +198,7 @@ def _pi_plots(
 
     for pi, p in wres.pis.items():
         est = plots.Estimate(p.mean, p.ci_low, p.ci_high, p.pi_type, p.target)
+        label = f"{wres.name}: {pi}" if several else pi  # the title names the workload too
         try:
             rounds: list[plots.RoundUnits] = []
             if p.source == "unit_readings":
@@ -232,7 +233,7 @@ def _pi_plots(
                 words = "the round's reading"
             path = pdir / f"{prefix}{pi}-rounds.png"
             plots.plot_readings(
-                pi,
+                label,
                 p.unit,
                 per_round,
                 history.get(pi, []),
@@ -256,7 +257,7 @@ def _pi_plots(
                         f"unit readings of {removed.rounds} analysed rounds"
                     )
                 path = pdir / f"{prefix}{pi}-units.png"
-                plots.plot_units(pi, p.unit, rounds, est, path, network, sub, badge)
+                plots.plot_units(label, p.unit, rounds, est, path, network, sub, badge)
                 figs.made[f"{pi}{tag}: unit readings per round, warm-up and cool-down removed"] = (
                     path.relative_to(journal.root)
                 )
