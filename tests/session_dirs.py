@@ -46,7 +46,15 @@ def graph() -> ComponentGraph:
         Component(id="cpu:host", kind=ComponentKind.CPU, name="host", limits={"compute": cores})
     )
     g.add_component(Component(id="memory:host", kind=ComponentKind.MEMORY, name="host"))
-    g.add_component(Component(id="pci:0000:00:02.0", kind=ComponentKind.PCI, name="02.0"))
+    unknown = Limit(detail="no PCIe link speed in sysfs")
+    g.add_component(
+        Component(
+            id="pci:0000:00:02.0",
+            kind=ComponentKind.PCI,
+            name="02.0",
+            limits={"send": unknown, "receive": unknown},
+        )
+    )
     g.add_component(
         Component(
             id="block:vda",
@@ -65,9 +73,10 @@ def graph() -> ComponentGraph:
     return g
 
 
-def units_of(rng: np.random.Generator) -> np.ndarray:
-    """One round's unit readings: a slow warm-up, the stable part, a slow cool-down."""
-    values = RATE * (1 + 0.02 * rng.standard_normal(READINGS))
+def units_of(rng: np.random.Generator, level: float = 1.0) -> np.ndarray:
+    """One round's unit readings: a slow warm-up, the stable part at ``level`` times ``RATE``,
+    a slow cool-down."""
+    values = level * RATE * (1 + 0.02 * rng.standard_normal(READINGS))
     values[:WARM] *= 0.5
     values[-COOL:] *= 0.6
     return values
@@ -108,9 +117,11 @@ def make_session(
     hidden: bool = False,
     seed: int = 0,
     stop_reason: str = StopReason.TARGETS_MET,
+    spread: float = 0.0,
 ) -> Path:
     """A finished session's result directory, stopped for ``stop_reason`` (no result.json
-    yet: ``rebuild`` writes it)."""
+    yet: ``rebuild`` writes it); ``spread``: the relative standard deviation of the rounds'
+    levels (rounds that differ give an interval over round means)."""
     rng = np.random.default_rng(seed)
     config = SessionConfig(
         preset="quick",
@@ -144,7 +155,7 @@ def make_session(
         work = 16.0 * i
         duration = 1.0
         rdir, rel = journal.round_dir("fio", i, several=False)
-        values = units_of(rng)
+        values = units_of(rng, 1.0 + spread * rng.standard_normal())
         Journal.write_units(rdir, {"bw": values}, {})
         trace = trace_of(clock, hidden)
         (rdir / "monitor.json").write_text(trace.model_dump_json())

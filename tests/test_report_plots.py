@@ -239,3 +239,19 @@ def test_the_verdict_is_read_in_one_place(drawn: dict[str, Any]) -> None:
     assert view.hidden == ("cpu:host",) and view.cut == "block:vda"
     assert view.headline == "INVALID: cpu:host limited the benchmark, not block:vda"
     assert "--cut" in view.advice
+
+
+def test_the_data_path_is_ordered_from_the_cpu_outward_and_boxes_fit_their_text() -> None:
+    g = graph()
+    assert graphio.picture_order(
+        g, ["mount:/", "block:vda", "nic:x", "cpu:host", "memory:host", "pci:0000:00:02.0"]
+    ) == [*PATH, "nic:x"]
+    assert graphio.limit_caption(g, "block:vda") == "limit r/w 238 MiB/s"
+    assert graphio.limit_caption(g, "pci:0000:00:02.0") == "no stated limit"
+    looks = graphio.default_looks(g.subgraph(PATH), cut="block:vda")
+    layout = graphio.picture_layout(g.subgraph(PATH), looks)
+    boxes = layout.boxes
+    assert [n for n, _ in sorted(boxes.items(), key=lambda kv: kv[1][0])] == PATH  # left to right
+    name_width = graphio._text_size("pci:0000:00:02.0", graphio.NAME_SIZE, bold=True)[0]
+    assert name_width < boxes["pci:0000:00:02.0"][2] < name_width + 4 * graphio.PAD + 4
+    assert layout.width < 12 * 72 and layout.height < 2.5 * 72  # inches: compact
