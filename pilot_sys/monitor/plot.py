@@ -345,7 +345,7 @@ def draw_panels(
         )
         ax.set_ylim(0, max(top_needed, 1.12) * 100)
         ax.set_yticks([0, 50, 100])
-        ax.yaxis.set_major_formatter(lambda v, _pos: f"{v:.0f} %")
+        ax.yaxis.set_major_formatter(lambda v, _pos: units.percent(v / 100, 0))
         ax.tick_params(labelsize=7, length=2)
         ax.grid(axis="y", color=palette.GRID, lw=0.6)
         for spine in ax.spines.values():

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from pilot_sys import palette
+from pilot_sys import palette, units
 from pilot_sys.monitor.plot import Usage, usage_lines
 from pilot_sys.report import markdown
 from pilot_sys.report.headline import VerdictView, verdict_view
@@ -168,7 +168,7 @@ def data_path(
         )
     legend = [
         f'<span><span class="swatch" style="background:{palette.utilization_colour(f, threshold)}">'
-        f"</span>{round(100 * f)} %</span>"
+        f"</span>{units.percent(f, 0)}</span>"
         for f in (0.0, threshold / 2, threshold, 1.0)
     ]
     legend += [

@@ -258,7 +258,7 @@ def plot_units(
     )
     ax_rm.set_ylim(0, 100)
     ax_rm.set_yticks([0, 50, 100])
-    ax_rm.yaxis.set_major_formatter(lambda v, _pos: f"{v:.0f} %")
+    ax_rm.yaxis.set_major_formatter(lambda v, _pos: units.percent(v / 100, 0))
     ax_rm.set_ylabel("share of\nthe round", fontsize=7)
     ax_rm.tick_params(labelsize=7)
     ax_rm.set_xlabel("round", fontsize=8)

@@ -14,7 +14,7 @@ from typing import Any
 
 import networkx as nx
 
-from pilot_sys import palette
+from pilot_sys import palette, units
 from pilot_sys.topology.components import ComponentKind
 from pilot_sys.topology.graph import OUTWARD, ROOT_ID, ComponentGraph
 from pilot_sys.topology.humanize import network_link, short_limit
@@ -438,7 +438,7 @@ def _legend_items(layout: PictureLayout) -> list[tuple[str, str, str, float]]:
     if layout.measured:
         thr = layout.threshold
         for fraction in (0.0, thr / 2, thr, 1.0):
-            label = f"{fraction:.0%}".replace("%", " %")
+            label = units.percent(fraction, 0)
             items.append((palette.utilization_colour(fraction, thr), "#777777", label, 0.5))
         items.append((palette.NO_LIMIT, "#777777", "no limit known", 0.5))
     items.append((palette.NOT_MEASURED, "#777777", "not measured", 0.5))
