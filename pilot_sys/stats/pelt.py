@@ -78,26 +78,38 @@ def pelt_meanvar(values: np.ndarray, penalty: float, min_size: int = DEFAULT_MIN
     best = np.empty(n + 1)
     best[0] = -penalty
     previous = np.zeros(n + 1, dtype=np.intp)
-    candidates = np.zeros(1, dtype=np.intp)
-    # A candidate beaten at step t may still be needed until t + min_size - 1, where t itself
-    # cannot yet end a segment; it is dropped only then (exact PELT with a minimum length).
-    beaten_at = np.full(1, n + 1, dtype=np.intp)
+    # surviving candidates (the last change point before t) live in a preallocated buffer
+    slots = np.zeros(n + 1, dtype=np.intp)
+    beaten = np.zeros(n + 1, dtype=bool)
+    size = 1
+    # Pruning is checked every `every` steps: keeping a candidate longer never changes the
+    # optimum, and a candidate beaten at one check (F(tau) + C(tau, t) > F(t)) is dropped only
+    # at the next, at least min_size - 1 steps later, when t itself may end a segment (exact
+    # PELT with a minimum segment length).
+    every = max(min_size - 1, 8)
     for t in range(min_size, n + 1):
-        m = t - candidates
-        mean = (s1[t] - s1[candidates]) / m
-        var = np.maximum((s2[t] - s2[candidates]) / m - mean * mean, floor)
-        fitted = best[candidates] + m * np.log(var)
-        total = fitted + penalty
-        i = int(np.argmin(total))
-        best[t] = total[i]
-        previous[t] = candidates[i]
-        beaten_at = np.where((fitted > best[t]) & (beaten_at > t), t, beaten_at)
-        alive = beaten_at > t + 1 - min_size
-        candidates, beaten_at = candidates[alive], beaten_at[alive]
+        c = slots[:size]
+        m = t - c
+        d1 = (s1[t] - s1[c]) / m
+        fitted = (s2[t] - s2[c]) / m - d1 * d1
+        np.maximum(fitted, floor, out=fitted)
+        np.log(fitted, out=fitted)
+        fitted *= m
+        fitted += best[c]
+        i = int(fitted.argmin())
+        best[t] = fitted[i] + penalty
+        previous[t] = c[i]
+        if t % every == 0:
+            keep = ~beaten[:size]
+            now_beaten = fitted > best[t]
+            size = int(keep.sum())
+            slots[:size] = c[keep]
+            beaten[:size] = now_beaten[keep]
         new = t + 1 - min_size
         if new >= min_size:
-            candidates = np.append(candidates, new)
-            beaten_at = np.append(beaten_at, n + 1)
+            slots[size] = new
+            beaten[size] = False
+            size += 1
     cuts: list[int] = []
     t = n
     while t > 0:

@@ -21,7 +21,12 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 from scipy.special import ndtri
+
+from pilot_sys.errors import InsufficientData
+from pilot_sys.stats.outliers import window_outliers
+from pilot_sys.stats.pelt import pelt_meanvar, variance_floor
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_CONFIDENCE = 0.95
@@ -76,3 +81,111 @@ def settled_start(
         if differs(_moments(x, bounds[k], bounds[k + 1]), last, tolerance, confidence):
             return bounds[k + 1]
     return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# the whole method: outliers out, PELT segments, walk back
+
+MIN_READINGS = 20
+MAX_POINTS = 4000
+DEFAULT_PENALTY = 30.0
+DEFAULT_MIN_STEADY = 1.0 / 6.0
+
+
+class Settled(BaseModel):
+    """Where the level of a series settles, from its segments."""
+
+    model_config = ConfigDict(frozen=True)
+
+    start: int | None = Field(description="first index of the steady state; None when there is none")
+    settled_at: int = Field(description="first index of the final run of equal segments (steady or not)")
+    changepoints: list[int] = Field(description="segment starts found by PELT, in the series' indices")
+    block: int = Field(description="readings per block when a long series was segmented in block means")
+    last_mean: float
+    previous_ratio: float | None = Field(description="mean of the segment that differs / the last one's")
+    reason: str
+
+
+def _block_means(x: np.ndarray, block: int) -> np.ndarray:
+    whole = (x.size // block) * block
+    means = x[:whole].reshape(-1, block).mean(axis=1)
+    return means if whole == x.size else np.append(means, x[whole:].mean())
+
+
+def _refine(x: np.ndarray, start: int, block: int) -> int:
+    """Best single mean+variance split of the raw readings within a block of ``start``."""
+    lo, hi = max(start - block, 0), min(start + block, x.size)
+    part = x[lo:hi]
+    if part.size < 8:
+        return start
+    floor = variance_floor(part)
+    k = np.arange(2, part.size - 1)
+    c1 = np.cumsum(part)
+    c2 = np.cumsum(part * part)
+    n_left, n_right = k, part.size - k
+    var_l = c2[k - 1] / n_left - (c1[k - 1] / n_left) ** 2
+    var_r = (c2[-1] - c2[k - 1]) / n_right - ((c1[-1] - c1[k - 1]) / n_right) ** 2
+    cost = n_left * np.log(np.maximum(var_l, floor)) + n_right * np.log(np.maximum(var_r, floor))
+    return lo + int(k[int(np.argmin(cost))])
+
+
+def settle(
+    values: np.ndarray,
+    *,
+    tolerance: float = DEFAULT_TOLERANCE,
+    confidence: float = DEFAULT_CONFIDENCE,
+    penalty: float = DEFAULT_PENALTY,
+    min_steady: float = DEFAULT_MIN_STEADY,
+    filter_outliers: bool = True,
+) -> Settled:
+    """Steady state of ``values``: PELT segments (``penalty`` x log n each), then the walk back.
+
+    Outliers (``pilot_sys.stats.outliers``) are left out of the segmentation but kept in the
+    segment means that the walk back compares. A series longer than MAX_POINTS is segmented in
+    block means (blocks of ceil(n / MAX_POINTS), no outlier filter: the outlier rule would take
+    the first blocks after a sharp step for outliers of their window) and the start refined within
+    a block on the raw readings. The series is steady when the settled run holds at least ``min_steady`` of it.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    n = x.size
+    if n < MIN_READINGS:
+        raise InsufficientData("latencies", f"{n} readings: at least {MIN_READINGS} are needed to judge a steady state")
+    block = max(1, math.ceil(n / MAX_POINTS))
+    y = _block_means(x, block) if block > 1 else x
+    index = np.arange(y.size)
+    if filter_outliers and block == 1:  # a block mean has averaged its outliers away
+        keep = ~window_outliers(y)
+        y, index = y[keep], index[keep]
+    cuts = pelt_meanvar(y, penalty * math.log(y.size)).changepoints
+    cuts = sorted({min(int(index[c]) * block, n - 1) for c in cuts})
+    start = settled_start(x, cuts, tolerance, confidence)
+    if block > 1 and start > 0:
+        start = _refine(x, start, block)
+        cuts = sorted({*[c for c in cuts if abs(c - start) >= block], start})
+    last = _moments(x, cuts[-1] if cuts else 0, n)
+    before = [c for c in cuts if c < start]
+    ratio = None
+    if start > 0:
+        prev = _moments(x, before[-1] if before else 0, start)
+        ratio = prev[1] / last[1] if last[1] != 0 else None
+    common = dict(settled_at=start, changepoints=cuts, block=block, last_mean=last[1], previous_ratio=ratio)
+    steady_len = n - start
+    if steady_len < min_steady * n:
+        reason = (
+            f"no steady state: the level still moves at iteration {start} "
+            f"(the segment before differs by {_pct(ratio)} from the last, more than {100 * tolerance:g}%), "
+            f"leaving {steady_len} settled readings, under {100 * min_steady:.3g}% of the series; run longer"
+        )
+        return Settled(start=None, reason=reason, **common)
+    if start == 0:
+        reason = f"no segment differs from the last by more than {100 * tolerance:g}%: steady from the start"
+    else:
+        reason = (
+            f"the level settles at iteration {start}: the segment before differs by {_pct(ratio)} "
+            f"from the last, and none after it by more than {100 * tolerance:g}%"
+        )
+    return Settled(start=start, reason=reason, **common)
+
+
+def _pct(ratio: float | None) -> str:
+    return "an unknown amount" if ratio is None else f"{100 * (ratio - 1):+.1f}%"
