@@ -6,8 +6,8 @@ from the last segment, the first earlier segment that differs ends the warm-up; 
 the series is steady from its start. This is the rule that labels steady states in Traini et
 al., "Towards effective assessment of steady state performance in Java software: Are we there
 yet?" (2022), with Kalibera and Jones' test of a practically significant difference ("Rigorous
-benchmarking in reasonable time", 2013): two segments differ when the confidence interval of
-the ratio of their means lies wholly outside ``[1 - tolerance, 1 + tolerance]``. A difference
+benchmarking in reasonable time", 2013): a segment differs from the last when the confidence
+interval of the ratio (last mean / its mean) lies wholly outside ``[1 - tolerance, 1 + tolerance]``. A difference
 smaller than the tolerance is not a warm-up worth removing however many readings prove it, and a
 short burst of outliers is not a difference, because its interval is too wide to exclude 1.
 
@@ -78,7 +78,7 @@ def settled_start(
     bounds = [0, *[int(c) for c in changepoints if 0 < c < x.size], x.size]
     last = _moments(x, bounds[-2], bounds[-1])
     for k in range(len(bounds) - 3, -1, -1):
-        if differs(_moments(x, bounds[k], bounds[k + 1]), last, tolerance, confidence):
+        if differs(last, _moments(x, bounds[k], bounds[k + 1]), tolerance, confidence):
             return bounds[k + 1]
     return 0
 
