@@ -33,6 +33,9 @@ from pilot_sys.stats.changepoint import ChangePoints, Segment
 
 Kind = Literal["level", "trend", "spread", "none"]
 DEFAULT_SIGNIFICANCE = 0.001
+# Residuals that hold an unmodelled step look autocorrelated too; capping the lag-1 correlation
+# keeps one such step from hiding a jump next to it (inflation at most (1 + 0.7) / (1 - 0.7)).
+MAX_LAG1 = 0.7
 
 
 class ChangeKind(BaseModel):
@@ -58,12 +61,12 @@ def _line(y: np.ndarray, x: np.ndarray) -> tuple[float, float, np.ndarray]:
 
 
 def _lag1_inflation(residuals: Sequence[np.ndarray]) -> float:
-    """Long-run variance factor (1 + r) / (1 - r) of the pooled lag-1 autocorrelation, >= 1."""
+    """Long-run variance factor (1 + r) / (1 - r) of the pooled lag-1 autocorrelation r, in [1, 5.7]."""
     num = sum(float(np.dot(r[1:], r[:-1])) for r in residuals if r.size > 2)
     den = sum(float(np.dot(r, r)) for r in residuals if r.size > 2)
     if den <= 0.0:
         return 1.0
-    rho = min(max(num / den, 0.0), 0.9)
+    rho = min(max(num / den, 0.0), MAX_LAG1)
     return (1.0 + rho) / (1.0 - rho)
 
 
