@@ -23,10 +23,12 @@ def test_each_kind_on_a_constructed_series(seed: int) -> None:
     kink = np.where(t < 200, 0.0, 0.05 * (t - 200)) + noise
     spread = np.where(t < 200, 1.0, 4.0) * noise
     line = 0.05 * t + noise
+    bend = -0.0005 * (t - 400.0) ** 2 + noise  # growth that slows down smoothly: no turn
     assert classify_change(step, 0, 200, 400).kind == "level"
     assert classify_change(kink, 0, 200, 400).kind == "trend"
     assert classify_change(spread, 0, 200, 400).kind == "spread"
     assert classify_change(line, 0, 200, 400).kind == "none"
+    assert classify_change(bend, 0, 200, 400).kind == "none"
 
 
 def test_jump_and_slopes_are_the_two_lines_at_the_change() -> None:

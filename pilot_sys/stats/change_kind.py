@@ -6,7 +6,8 @@ shifts" that no reader would call changes. Each change point is judged here agai
 segments around it, each fitted with its own straight line (ordinary least squares):
 
 * **level**: the two lines disagree at the change point, i.e. the series jumps;
-* **trend**: the lines meet but their slopes differ, i.e. the series turns (a kink);
+* **trend**: the lines meet but their slopes differ, i.e. the series turns (a kink), more
+  sharply than one smooth parabola through both segments would bend;
 * **spread**: neither, but the residual spread differs;
 * **none**: one straight line through both segments explains them as well as two do (the change
   point is an artefact of a trend) - the caller drops it and merges the segments.
@@ -77,6 +78,18 @@ def _f_test(rss_restricted: float, rss_full: float, extra: int, dof: int, inflat
     return float(stats.f.sf(f, extra, dof))
 
 
+def _turn_beats_bend(y: np.ndarray, t: np.ndarray, rss_kink: float) -> bool:
+    """True when a kink at the change point fits better than a smooth parabola through it all.
+
+    A slowly curving series (growth that slows down) differs from one straight line at every
+    split; only a turn sharper than the curve is a change of trend.
+    """
+    design = np.column_stack([np.ones(t.size), t, t * t])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    res = y - design @ coef
+    return rss_kink < float(res @ res)
+
+
 def classify_change(
     values: np.ndarray,
     begin: int,
@@ -108,7 +121,7 @@ def classify_change(
     p_jump = _f_test(float(res_kink @ res_kink), rss_two, 1, dof, inflation)
     if p_jump < significance:
         return ChangeKind(kind="level", p_value=p_jump, **common)
-    if p_any < significance:
+    if p_any < significance and _turn_beats_bend(y, t, float(res_kink @ res_kink)):
         return ChangeKind(kind="trend", p_value=p_any, **common)
     if res_a.size > 2 and res_b.size > 2 and spread_a > 0 and spread_b > 0:
         # autocorrelated residuals carry fewer independent readings: shrink both dofs alike
