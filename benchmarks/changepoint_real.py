@@ -21,6 +21,7 @@ series are scored; missing values are filled by linear interpolation before dete
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -40,7 +41,9 @@ MARGIN = 5
 # TCPDBench metrics
 
 
-def true_positives(truth: Iterable[int], predicted: Iterable[int], margin: int = MARGIN) -> set[int]:
+def true_positives(
+    truth: Iterable[int], predicted: Iterable[int], margin: int = MARGIN
+) -> set[int]:
     """True points matched by a prediction within ``margin``, each prediction used at most once."""
     left = set(predicted)
     hits: set[int] = set()
@@ -52,7 +55,9 @@ def true_positives(truth: Iterable[int], predicted: Iterable[int], margin: int =
     return hits
 
 
-def f_measure(annotations: Mapping[str, Sequence[int]], predicted: Sequence[int], margin: int = MARGIN) -> float:
+def f_measure(
+    annotations: Mapping[str, Sequence[int]], predicted: Sequence[int], margin: int = MARGIN
+) -> float:
     """TCPDBench F1: precision on the union of annotations, recall averaged over annotators."""
     per_user = [set(points) | {0} for points in annotations.values()]
     found = set(predicted) | {0}
@@ -67,7 +72,7 @@ def f_measure(annotations: Mapping[str, Sequence[int]], predicted: Sequence[int]
 def _partition(points: Iterable[int], n: int) -> list[tuple[int, int]]:
     cuts = sorted({p for p in points if 0 < p < n})
     bounds = [0, *cuts, n]
-    return list(zip(bounds[:-1], bounds[1:]))
+    return list(itertools.pairwise(bounds))
 
 
 def _jaccard(a: tuple[int, int], b: tuple[int, int]) -> float:
@@ -153,7 +158,11 @@ def synthetic(seed: int = 0) -> list[tuple[str, np.ndarray, dict[str, list[int]]
         sets += [
             (f"trend-{k}", 0.05 * t + noise, {"truth": []}),
             (f"seasonal-{k}", 5 * np.sin(2 * np.pi * t / 12) + noise, {"truth": []}),
-            (f"trend+seasonal-{k}", 0.03 * t + 3 * np.sin(2 * np.pi * t / 12) + noise, {"truth": []}),
+            (
+                f"trend+seasonal-{k}",
+                0.03 * t + 3 * np.sin(2 * np.pi * t / 12) + noise,
+                {"truth": []},
+            ),
             (f"trend+step-{k}", 0.03 * t + 6 * (t >= 150) + noise, {"truth": [150]}),
             (f"kink-{k}", np.where(t < 120, 0.0, 0.1 * (t - 120)) + noise, {"truth": [120]}),
             (f"short-{k}", rng.normal(0, 1, 12 + k), {"truth": []}),
@@ -170,7 +179,10 @@ def synthetic_accuracy(reps: int, n: int = 2000, seed: int = 0) -> None:
     margin = max(10, n // 100)
     runs = {"EDM": _edm, "EDM + trend": _pilot}
     totals = {name: [0, 0, 0] for name in runs}
-    print(f"# synthetic scenarios of changepoint_accuracy.py: n = {n}, {reps} series each, margin {margin}")
+    print(
+        f"# synthetic scenarios of changepoint_accuracy.py: n = {n}, {reps} series each, "
+        f"margin {margin}"
+    )
     print(f"{'scenario':<24} {'method':<12} {'TP':>5} {'FP':>5} {'true':>5}")
     for s_index, (label, make) in enumerate(acc.SCENARIOS.items()):
         truths = [make(np.random.default_rng([seed, s_index, r]), n) for r in range(reps)]
@@ -186,16 +198,31 @@ def synthetic_accuracy(reps: int, n: int = 2000, seed: int = 0) -> None:
                     totals[name][i] += v
     for name, (tp, fp, true) in totals.items():
         precision, recall = tp / max(tp + fp, 1), tp / true
-        print(f"ALL but short edges      {name:<12} F1 {2 * precision * recall / (precision + recall):.3f}")
+        print(
+            f"ALL but short edges      {name:<12} "
+            f"F1 {2 * precision * recall / (precision + recall):.3f}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="TCPD folder (annotations.json, <name>/<name>.json)")
-    parser.add_argument("--synthetic", action="store_true", help="score the synthetic trend/seasonal set instead")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA,
+        help="TCPD folder (annotations.json, <name>/<name>.json)",
+    )
+    parser.add_argument(
+        "--synthetic", action="store_true", help="score the synthetic trend/seasonal set instead"
+    )
     parser.add_argument("--per-series", action="store_true", help="print every series' scores")
-    parser.add_argument("--accuracy", type=int, metavar="REPS", default=0,
-                        help="instead: the synthetic scenarios of changepoint_accuracy.py, REPS series each")
+    parser.add_argument(
+        "--accuracy",
+        type=int,
+        metavar="REPS",
+        default=0,
+        help="instead: the synthetic scenarios of changepoint_accuracy.py, REPS series each",
+    )
     args = parser.parse_args(argv)
     if args.accuracy:
         synthetic_accuracy(args.accuracy)
@@ -204,11 +231,16 @@ def main(argv: list[str] | None = None) -> int:
         data, label = synthetic(), "synthetic trend/seasonal set"
     else:
         if not (args.data / "annotations.json").exists():
-            print(f"{args.data}: no annotations.json; fetch TCPD there or use --synthetic", file=sys.stderr)
+            print(
+                f"{args.data}: no annotations.json; fetch TCPD there or use --synthetic",
+                file=sys.stderr,
+            )
             return 2
         data, label = load_tcpd(args.data), f"TCPD univariate series in {args.data}"
     lengths = [x.size for _, x, _ in data]
-    print(f"# {label}: {len(data)} series, {min(lengths)} to {max(lengths)} points; margin {MARGIN}")
+    print(
+        f"# {label}: {len(data)} series, {min(lengths)} to {max(lengths)} points; margin {MARGIN}"
+    )
     print(f"{'method':<40} {'F1':>6} {'cover':>6} {'cps/series':>10} {'seconds':>8}")
     per_series: dict[str, list[str]] = {}
     for name, method in METHODS.items():
@@ -221,7 +253,10 @@ def main(argv: list[str] | None = None) -> int:
             count.append(len(found))
             per_series.setdefault(series, []).append(f"{f1[-1]:.2f}/{cov[-1]:.2f}/{len(found)}")
         seconds = time.perf_counter() - t0
-        print(f"{name:<40} {np.mean(f1):>6.3f} {np.mean(cov):>6.3f} {np.mean(count):>10.1f} {seconds:>8.2f}")
+        print(
+            f"{name:<40} {np.mean(f1):>6.3f} {np.mean(cov):>6.3f} "
+            f"{np.mean(count):>10.1f} {seconds:>8.2f}"
+        )
     if args.per_series:
         print("\n# per series: F1/cover/count for " + " | ".join(METHODS))
         for series, cells in per_series.items():

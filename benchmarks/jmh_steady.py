@@ -84,7 +84,9 @@ def _default(x: np.ndarray, grid: list[Params]) -> list[int]:
     return [to_label(detect_steady_state(x, **dict(p)).steady_state_start, x.size) for p in grid]
 
 
-def _walk(x: np.ndarray, cuts: list[int], grid: list[Params], keys: Iterable[str]) -> dict[Params, int]:
+def _walk(
+    x: np.ndarray, cuts: list[int], grid: list[Params], keys: Iterable[str]
+) -> dict[Params, int]:
     from pilot_sys.stats.settle import settled_start
 
     wanted = set(keys)
@@ -156,11 +158,23 @@ def _grid(**axes: list[object]) -> list[Params]:
 
 
 FAMILIES: dict[str, Family] = {
-    "default": Family(_default, [()], "pilot-sys steady as it is now (its default method)",
-                      ("pilot_sys/stats/steady.py", "pilot_sys/stats/pelt.py", "pilot_sys/stats/settle.py",
-                       "pilot_sys/stats/outliers.py")),
-    "dual-gate": Family(_dual_gate, [()], "today's method on main (dual gate, seed defaults)",
-                        ("pilot_sys/stats/steady.py",)),
+    "default": Family(
+        _default,
+        [()],
+        "pilot-sys steady as it is now (its default method)",
+        (
+            "pilot_sys/stats/steady.py",
+            "pilot_sys/stats/pelt.py",
+            "pilot_sys/stats/settle.py",
+            "pilot_sys/stats/outliers.py",
+        ),
+    ),
+    "dual-gate": Family(
+        _dual_gate,
+        [()],
+        "today's method on main (dual gate, seed defaults)",
+        ("pilot_sys/stats/steady.py",),
+    ),
     "segments": Family(
         _segments,
         _grid(penalty=[15, 30, 60], tolerance=[0.05]),
@@ -222,8 +236,10 @@ def _one(args: tuple[str, np.ndarray]) -> tuple[list[int], float]:
     return answers, time.perf_counter() - t0
 
 
-def evaluate(family: str, xs: np.ndarray, workers: int, cache: Path | None) -> tuple[np.ndarray, float]:
-    """Answers (forks x grid) of one family and the mean seconds per fork (cached by source hash)."""
+def evaluate(
+    family: str, xs: np.ndarray, workers: int, cache: Path | None
+) -> tuple[np.ndarray, float]:
+    """Answers (forks x grid) of one family and mean seconds per fork (cached by source hash)."""
     path = None
     if cache is not None:
         cache.mkdir(parents=True, exist_ok=True)
@@ -263,7 +279,9 @@ def metrics(ours: np.ndarray, truth: np.ndarray) -> dict[str, float]:
         "both": int(both.sum()),
         "median_dist": float(np.median(dist)) if dist.size else float("nan"),
         "within50": float((dist <= NEAR).mean()) if dist.size else float("nan"),
-        "within50_label": float((both & (np.abs(ours - truth) <= NEAR)).sum() / max(label_steady.sum(), 1)),
+        "within50_label": float(
+            (both & (np.abs(ours - truth) <= NEAR)).sum() / max(label_steady.sum(), 1)
+        ),
     }
 
 
@@ -287,7 +305,9 @@ def cross_validate(
     chosen = []
     for test in folds(groups, k, seed):
         train = ~test
-        scores = [objective(metrics(answers[train, j], truth[train])) for j in range(answers.shape[1])]
+        scores = [
+            objective(metrics(answers[train, j], truth[train])) for j in range(answers.shape[1])
+        ]
         j = int(np.argmax(scores))
         chosen.append(j)
         held[test] = answers[test, j]
@@ -304,24 +324,39 @@ def _row(name: str, m: dict[str, float], extra: str = "") -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="dataset folder (series.npz, labels.json)")
+    parser.add_argument(
+        "--data", type=Path, default=DEFAULT_DATA, help="dataset folder (series.npz, labels.json)"
+    )
     parser.add_argument("--methods", default=",".join(FAMILIES), help="comma-separated families")
-    parser.add_argument("--workers", type=int, default=2, help="processes (at most 2 on this machine)")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="processes (at most 2 on this machine)"
+    )
     parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--seeds", type=int, default=3, help="repeat the fold split with this many seeds")
-    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="answer cache ('' = none)")
-    parser.add_argument("--limit", type=int, default=0, help="only the first N benchmarks (quick look)")
+    parser.add_argument(
+        "--seeds", type=int, default=3, help="repeat the fold split with this many seeds"
+    )
+    parser.add_argument(
+        "--cache", type=Path, default=DEFAULT_CACHE, help="answer cache ('' = none)"
+    )
+    parser.add_argument(
+        "--limit", type=int, default=0, help="only the first N benchmarks (quick look)"
+    )
     args = parser.parse_args(argv)
     workers = max(1, min(args.workers, 2))
-    keys, xs, truth, groups = load(args.data)
+    _keys, xs, truth, groups = load(args.data)
     if args.limit:
         mask = groups < args.limit
         xs, truth, groups = xs[mask], truth[mask], groups[mask]
     cache = args.cache if str(args.cache) else None
-    print(f"# jmh steady dev set: {len(np.unique(groups))} benchmarks, {truth.size} forks, "
-          f"{(truth < 0).mean():.1%} labelled not steady; {args.folds}-fold benchmark-wise CV x {args.seeds} seeds")
-    head = (f"{'method':<34} {'acc':>5} {'bal':>6} {'rec_s':>6} {'rec_n':>6} {'both':>5} "
-            f"{'med|d|':>7} {'w50':>6} {'w50lab':>7}  note")
+    print(
+        f"# jmh steady dev set: {len(np.unique(groups))} benchmarks, {truth.size} forks, "
+        f"{(truth < 0).mean():.1%} labelled not steady; "
+        f"{args.folds}-fold benchmark-wise CV x {args.seeds} seeds"
+    )
+    head = (
+        f"{'method':<34} {'acc':>5} {'bal':>6} {'rec_s':>6} {'rec_n':>6} {'both':>5} "
+        f"{'med|d|':>7} {'w50':>6} {'w50lab':>7}  note"
+    )
     print(head)
     print(_row("always 0 (steady from the start)", metrics(np.where(truth >= -1, 0, 0), truth)))
     print(_row("never steady", metrics(np.full(truth.size, -1), truth)))
@@ -341,12 +376,20 @@ def main(argv: list[str] | None = None) -> int:
             picks = ", ".join(sorted({_fmt(fam.grid[j]) for j in chosen}))
             print(_row(f"{name} CV seed {seed}", cv[-1], f"picked: {picks}"))
         mean = {k: float(np.mean([m[k] for m in cv])) for k in cv[0]}
-        mean["both"] = int(round(mean["both"]))
+        mean["both"] = round(mean["both"])
         print(_row(f"{name} CV mean", mean, f"{fam.note}; {timing}"))
         scores = [objective(metrics(answers[:, j], truth)) for j in range(answers.shape[1])]
         best = int(np.argmax(scores))
-        print(_row(f"{name} in-sample best (ceiling)", metrics(answers[:, best], truth), _fmt(fam.grid[best])))
-    print("\n# anchors (held-out set, share within 50 of s on forks the study calls steady = w50lab)")
+        print(
+            _row(
+                f"{name} in-sample best (ceiling)",
+                metrics(answers[:, best], truth),
+                _fmt(fam.grid[best]),
+            )
+        )
+    print(
+        "\n# anchors (held-out set, share within 50 of s on forks the study calls steady = w50lab)"
+    )
     for label, value in ANCHORS.items():
         print(f"  {label:<52} {value:.2f}")
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +58,7 @@ def test_a_smooth_trend_loses_its_staircase_and_a_real_step_stays() -> None:
         levels += step[0].kind == "level" and abs(step[0].jump - 8.0) < 1.0
         kept_extra += len(merged.changepoints) - 1
         bounds = [0, *merged.changepoints, 900]
-        assert [(s.begin, s.end) for s in merged.segments] == list(zip(bounds[:-1], bounds[1:]))
+        assert [(s.begin, s.end) for s in merged.segments] == list(itertools.pairwise(bounds))
     assert raw_total >= 100  # EDM alone: a staircase of about a dozen cuts per series
     assert kept_extra <= 5  # at most one artefact in two series survives
     assert levels >= 8

@@ -101,7 +101,8 @@ def test_a_short_series_is_too_short_to_show_a_change_with_exit_0(values: list[f
     proc = run_cli("changepoints", "-", input=text)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == (
-        f"<stdin>: too short to show a change: {len(values)} readings, two segments of 10 needed (--min-size)"
+        f"<stdin>: too short to show a change: {len(values)} readings, "
+        "two segments of 10 needed (--min-size)"
     )
     body = json.loads(run_cli("changepoints", "-", "--json", input=text).stdout)
     assert body["too_short"] is True and body["changepoints"] == [] and body["n"] == len(values)
@@ -113,6 +114,9 @@ def test_a_smooth_trend_is_not_cut_into_level_shifts() -> None:
     text = "".join(f"{v:.5f}\n" for v in trend)
     assert len(detect(trend).changepoints) >= 5  # EDM alone: a staircase
     body = json.loads(run_cli("changepoints", "-", "--json", input=text).stdout)
-    assert body["changepoints"] == [] and body["segments"] == [{"begin": 0, "end": 600, "n": 600, "median": pytest.approx(np.median(trend))}]
+    assert body["changepoints"] == []
+    assert body["segments"] == [
+        {"begin": 0, "end": 600, "n": 600, "median": pytest.approx(np.median(trend))}
+    ]
     raw = json.loads(run_cli("changepoints", "-", "--json", "--no-trend", input=text).stdout)
     assert raw["changepoints"] == detect(trend).changepoints

@@ -35,10 +35,14 @@ def _optimal_partition(x: np.ndarray, penalty: float, min_size: int) -> list[int
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("penalty", [8.0, 20.0])
 @pytest.mark.parametrize("min_size", [2, 7])
-def test_pelt_equals_brute_force_optimal_partitioning(seed: int, penalty: float, min_size: int) -> None:
+def test_pelt_equals_brute_force_optimal_partitioning(
+    seed: int, penalty: float, min_size: int
+) -> None:
     rng = np.random.default_rng(seed)
     x = np.concatenate([rng.normal(0, 1, 50), rng.normal(2, 1, 40), rng.normal(2, 3, 60)])
-    assert pelt_meanvar(x, penalty, min_size).changepoints == _optimal_partition(x, penalty, min_size)
+    assert pelt_meanvar(x, penalty, min_size).changepoints == _optimal_partition(
+        x, penalty, min_size
+    )
 
 
 def test_pelt_finds_a_mean_step_and_a_variance_step() -> None:
@@ -61,7 +65,9 @@ def test_ratio_interval_by_hand() -> None:
 
 def test_walk_back_stops_at_the_first_segment_that_differs_from_the_last() -> None:
     # segments: 20 | 10.2 | 10 | 10.1 ; only the first differs by more than 5% from the last
-    x = np.concatenate([np.full(100, 20.0), np.full(100, 10.2), np.full(100, 10.0), np.full(100, 10.1)])
+    x = np.concatenate(
+        [np.full(100, 20.0), np.full(100, 10.2), np.full(100, 10.0), np.full(100, 10.1)]
+    )
     x = x + np.tile([-0.01, 0.01], 200)
     assert settled_start(x, [100, 200, 300]) == 100
     assert settled_start(x, [100, 200, 300], tolerance=0.001) == 300

@@ -132,8 +132,8 @@ def _too_short(n: int, size: int, source: str, as_json: bool) -> str:
     """The answer for a series shorter than two segments: no change can be shown (not an error)."""
     reason = f"too short to show a change: {n} readings, two segments of {size} needed (--min-size)"
     if as_json:
-        return json.dumps({"source": source, "n": n, "changepoints": [], "kinds": [], "too_short": True,
-                           "reason": reason, "min_size": size}, indent=2)
+        body = {"source": source, "n": n, "changepoints": [], "kinds": [], "too_short": True}
+        return json.dumps({**body, "reason": reason, "min_size": size}, indent=2)
     return f"{source}: {reason}"
 
 

@@ -51,7 +51,8 @@ def _method_line(result: SteadyState) -> str:
     if result.method == "dual-gate":
         return f"dual gate, windows of {result.window} x {result.history}"
     cuts = len(result.changepoints or [])
-    return f"{cuts + 1} segment(s), levels within {100 * (result.tolerance or 0.0):g}% count as equal"
+    tolerance = 100 * (result.tolerance or 0.0)
+    return f"{cuts + 1} segment(s), levels within {tolerance:g}% count as equal"
 
 
 def _as_text(result: SteadyState, source: str, unit: str, unit_assumed: bool) -> str:
@@ -129,12 +130,20 @@ Exit status: 0 on success (also when no steady state is reached), 2 on bad input
     type=click.Choice(["segments", "dual-gate"]),
     default="segments",
     show_default=True,
-    help="segments: where the level settles (PELT + Kalibera walk-back); dual-gate: windowed median and p99.9.",
+    help="segments: where the level settles (PELT, Kalibera walk-back); "
+    "dual-gate: windowed median and p99.9.",
 )
-@click.option("--tolerance", type=float, default=0.05, show_default=True, help="Level difference that counts (segments).")
-@click.option("--window", type=int, metavar="N", help="Iterations per window (dual-gate; default: from the data).")
 @click.option(
-    "--history", type=int, default=5, show_default=True, metavar="H", help="Consecutive stable windows (dual-gate)."
+    "--tolerance", type=float, default=0.05, show_default=True, help="Level difference that counts."
+)
+@click.option("--window", type=int, metavar="N", help="Iterations per window (dual-gate).")
+@click.option(
+    "--history",
+    type=int,
+    default=5,
+    show_default=True,
+    metavar="H",
+    help="Consecutive stable windows (dual-gate).",
 )
 @click.option(
     "--unit",

@@ -15,14 +15,16 @@ segments around it, each fitted with its own straight line (ordinary least squar
 Each effect is tested against the residual noise of the segments with an F test (the two-line
 model against its restriction), at ``significance``. The detector put each change point where
 the two sides differ most, so these p-values are optimistic (the test sees the data that chose
-the point): the default level is 0.001, ten times stricter than the detector's own. The noise of slowly varying real series is
-strongly autocorrelated, so the residual variance is inflated by the lag-1 autocorrelation's
-long-run factor ``(1 + r) / (1 - r)`` before testing (Bartlett), and the spread test's degrees
-of freedom shrink by the same factor.
+the point): the default level is 0.001, ten times stricter than the detector's own, and it is
+shared (Bonferroni) by the change points tested together. The noise of slowly varying real
+series is strongly autocorrelated, so the residual variance is inflated by the lag-1
+autocorrelation's long-run factor ``(1 + r) / (1 - r)`` before testing (Bartlett), and the spread
+test's degrees of freedom shrink by the same factor.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Literal
 
@@ -62,7 +64,7 @@ def _line(y: np.ndarray, x: np.ndarray) -> tuple[float, float, np.ndarray]:
 
 
 def _lag1_inflation(residuals: Sequence[np.ndarray]) -> float:
-    """Long-run variance factor (1 + r) / (1 - r) of the pooled lag-1 autocorrelation r, in [1, 5.7]."""
+    """Long-run variance factor (1 + r) / (1 - r) of the pooled lag-1 correlation r, in [1, 5.7]."""
     num = sum(float(np.dot(r[1:], r[:-1])) for r in residuals if r.size > 2)
     den = sum(float(np.dot(r, r)) for r in residuals if r.size > 2)
     if den <= 0.0:
@@ -71,7 +73,9 @@ def _lag1_inflation(residuals: Sequence[np.ndarray]) -> float:
     return (1.0 + rho) / (1.0 - rho)
 
 
-def _f_test(rss_restricted: float, rss_full: float, extra: int, dof: int, inflation: float) -> float:
+def _f_test(
+    rss_restricted: float, rss_full: float, extra: int, dof: int, inflation: float
+) -> float:
     if dof <= 0 or rss_full <= 0.0:
         return 0.0 if rss_restricted > rss_full else 1.0
     f = max(rss_restricted - rss_full, 0.0) / extra / (inflation * rss_full / dof)
@@ -110,7 +114,13 @@ def classify_change(
     spread_a = float(np.std(res_a)) if res_a.size > 2 else float("nan")
     spread_b = float(np.std(res_b)) if res_b.size > 2 else float("nan")
     ratio = spread_b / spread_a if spread_a > 0 else float("inf")
-    common = dict(index=index, jump=b0 - a0, slope_before=a1, slope_after=b1, spread_ratio=ratio)
+    common = {
+        "index": index,
+        "jump": b0 - a0,
+        "slope_before": a1,
+        "slope_after": b1,
+        "spread_ratio": ratio,
+    }
     # one line through both segments (no change at all)
     _, _, res_one = _line(y, t)
     p_any = _f_test(float(res_one @ res_one), rss_two, 2, dof, inflation)
@@ -153,7 +163,10 @@ def classify_changes(
         # one test per change point: Bonferroni keeps the chance of keeping any artefact at
         # ``significance`` however many pieces the detector cut a trend into
         level = significance / max(len(cuts), 1) if drop else significance
-        kinds = [classify_change(x, bounds[i], bounds[i + 1], bounds[i + 2], level) for i in range(len(cuts))]
+        kinds = [
+            classify_change(x, bounds[i], bounds[i + 1], bounds[i + 2], level)
+            for i in range(len(cuts))
+        ]
         none = [i for i, k in enumerate(kinds) if k.kind == "none"]
         if not none or not drop:
             return kinds
@@ -170,7 +183,9 @@ def _p_any(x: np.ndarray, begin: int, index: int, end: int) -> float:
     _, _, res_b = _line(y[k:], t[k:])
     _, _, res_one = _line(y, t)
     rss_two = float(res_a @ res_a + res_b @ res_b)
-    return _f_test(float(res_one @ res_one), rss_two, 2, y.size - 4, _lag1_inflation((res_a, res_b)))
+    return _f_test(
+        float(res_one @ res_one), rss_two, 2, y.size - 4, _lag1_inflation((res_a, res_b))
+    )
 
 
 def explain_changes(
@@ -190,7 +205,8 @@ def explain_changes(
         return result, kinds
     bounds = [0, *kept, x.size]
     segments = [
-        Segment(begin=b, end=e, median=float(np.median(x[b:e]))) for b, e in zip(bounds[:-1], bounds[1:])
+        Segment(begin=b, end=e, median=float(np.median(x[b:e])))
+        for b, e in itertools.pairwise(bounds)
     ]
     longest = max(segments, key=lambda s: s.size)
     stable = (longest.begin, longest.end) if 2 * longest.size > x.size else None

@@ -19,8 +19,10 @@ DEFAULT_WINDOW = 200
 DEFAULT_SPREAD = 3.0
 
 
-def window_outliers(values: np.ndarray, window: int = DEFAULT_WINDOW, spread: float = DEFAULT_SPREAD) -> np.ndarray:
-    """Boolean mask of the outliers of ``values`` (all False when the series is shorter than a window)."""
+def window_outliers(
+    values: np.ndarray, window: int = DEFAULT_WINDOW, spread: float = DEFAULT_SPREAD
+) -> np.ndarray:
+    """Mask of the outliers of ``values`` (all False when the series is shorter than a window)."""
     x = np.asarray(values, dtype=np.float64)
     if x.size < window:
         return np.zeros(x.size, dtype=bool)

@@ -30,7 +30,9 @@ class PeltResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     changepoints: list[int] = Field(description="sorted 0-based indices where a new segment starts")
-    cost: float = Field(description="unpenalised cost (twice the negative log-likelihood, less constants)")
+    cost: float = Field(
+        description="unpenalised cost (twice the negative log-likelihood, less constants)"
+    )
     penalty: float
 
 
@@ -59,7 +61,9 @@ def segment_cost(values: np.ndarray, begin: int, end: int, floor: float | None =
     return float(segment.size * np.log(max(float(np.var(segment)), floor)))
 
 
-def pelt_meanvar(values: np.ndarray, penalty: float, min_size: int = DEFAULT_MIN_SIZE) -> PeltResult:
+def pelt_meanvar(
+    values: np.ndarray, penalty: float, min_size: int = DEFAULT_MIN_SIZE
+) -> PeltResult:
     """Exact optimal segmentation of ``values`` for ``penalty`` per change point.
 
     Cost of a segment of m readings with maximum-likelihood variance v: ``m log v`` (the
@@ -72,7 +76,9 @@ def pelt_meanvar(values: np.ndarray, penalty: float, min_size: int = DEFAULT_MIN
         raise ValueError("min_size must be at least 2 (a variance needs two readings)")
     n = x.size
     if n < 2 * min_size:
-        return PeltResult(changepoints=[], cost=segment_cost(x, 0, n) if n >= 2 else 0.0, penalty=penalty)
+        return PeltResult(
+            changepoints=[], cost=segment_cost(x, 0, n) if n >= 2 else 0.0, penalty=penalty
+        )
     floor = variance_floor(x)
     s1, s2 = _prefix_sums(x)
     best = np.empty(n + 1)

@@ -7,9 +7,10 @@ the series is steady from its start. This is the rule that labels steady states 
 al., "Towards effective assessment of steady state performance in Java software: Are we there
 yet?" (2022), with Kalibera and Jones' test of a practically significant difference ("Rigorous
 benchmarking in reasonable time", 2013): a segment differs from the last when the confidence
-interval of the ratio (last mean / its mean) lies wholly outside ``[1 - tolerance, 1 + tolerance]``. A difference
-smaller than the tolerance is not a warm-up worth removing however many readings prove it, and a
-short burst of outliers is not a difference, because its interval is too wide to exclude 1.
+interval of the ratio (last mean / its mean) lies wholly outside ``[1 - tolerance,
+1 + tolerance]``. A difference smaller than the tolerance is not a warm-up worth removing
+however many readings prove it, and a short burst of outliers is not a difference, because its
+interval is too wide to exclude 1.
 
 The interval is the delta-method (normal) interval of the ratio of two independent means, which
 is what a bootstrap of the ratio converges to, without the bootstrap's cost or randomness.
@@ -97,12 +98,22 @@ class Settled(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    start: int | None = Field(description="first index of the steady state; None when there is none")
-    settled_at: int = Field(description="first index of the final run of equal segments (steady or not)")
-    changepoints: list[int] = Field(description="segment starts found by PELT, in the series' indices")
-    block: int = Field(description="readings per block when a long series was segmented in block means")
+    start: int | None = Field(
+        description="first index of the steady state; None when there is none"
+    )
+    settled_at: int = Field(
+        description="first index of the final run of equal segments (steady or not)"
+    )
+    changepoints: list[int] = Field(
+        description="segment starts found by PELT, in the series' indices"
+    )
+    block: int = Field(
+        description="readings per block when a long series was segmented in block means"
+    )
     last_mean: float
-    previous_ratio: float | None = Field(description="mean of the segment that differs / the last one's")
+    previous_ratio: float | None = Field(
+        description="mean of the segment that differs / the last one's"
+    )
     reason: str
 
 
@@ -144,12 +155,15 @@ def settle(
     segment means that the walk back compares. A series longer than MAX_POINTS is segmented in
     block means (blocks of ceil(n / MAX_POINTS), no outlier filter: the outlier rule would take
     the first blocks after a sharp step for outliers of their window) and the start refined within
-    a block on the raw readings. The series is steady when the settled run holds at least ``min_steady`` of it.
+    a block on the raw readings. The series is steady when the settled run holds at least
+    ``min_steady`` of it.
     """
     x = np.asarray(values, dtype=np.float64)
     n = x.size
     if n < MIN_READINGS:
-        raise InsufficientData("latencies", f"{n} readings: at least {MIN_READINGS} are needed to judge a steady state")
+        raise InsufficientData(
+            "latencies", f"{n} readings: at least {MIN_READINGS} are needed to judge a steady state"
+        )
     block = max(1, math.ceil(n / MAX_POINTS))
     y = _block_means(x, block) if block > 1 else x
     index = np.arange(y.size)
@@ -168,17 +182,27 @@ def settle(
     if start > 0:
         prev = _moments(x, before[-1] if before else 0, start)
         ratio = prev[1] / last[1] if last[1] != 0 else None
-    common = dict(settled_at=start, changepoints=cuts, block=block, last_mean=last[1], previous_ratio=ratio)
+    common = {
+        "settled_at": start,
+        "changepoints": cuts,
+        "block": block,
+        "last_mean": last[1],
+        "previous_ratio": ratio,
+    }
     steady_len = n - start
     if steady_len < min_steady * n:
         reason = (
             f"no steady state: the level still moves at iteration {start} "
-            f"(the segment before differs by {_pct(ratio)} from the last, more than {100 * tolerance:g}%), "
-            f"leaving {steady_len} settled readings, under {100 * min_steady:.3g}% of the series; run longer"
+            f"(the segment before differs by {_pct(ratio)} from the last, "
+            f"more than {100 * tolerance:g}%), leaving {steady_len} settled readings, "
+            f"under {100 * min_steady:.3g}% of the series; run longer"
         )
         return Settled(start=None, reason=reason, **common)
     if start == 0:
-        reason = f"no segment differs from the last by more than {100 * tolerance:g}%: steady from the start"
+        reason = (
+            f"no segment differs from the last by more than {100 * tolerance:g}%: "
+            "steady from the start"
+        )
     else:
         reason = (
             f"the level settles at iteration {start}: the segment before differs by {_pct(ratio)} "

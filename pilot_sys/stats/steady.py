@@ -84,15 +84,15 @@ class SteadyState(BaseModel):
     raw: SteadyDistribution
     method: Method = "segments"
     # segments method
-    changepoints: list[int] | None = Field(default=None, description="segment starts (segments method)")
-    tolerance: float | None = Field(default=None, description="level difference that counts (segments method)")
+    changepoints: list[int] | None = Field(default=None, description="segment starts (segments)")
+    tolerance: float | None = Field(default=None, description="level difference that counts")
     # dual-gate method
     window: int | None = None
     history: int | None = None
     median_tolerance: float | None = None
     tail_tolerance: float | None = None
     tail_quantile: float | None = Field(
-        default=None, description="percentile used by the tail gate (0.999 unless windows are short)"
+        default=None, description="percentile of the tail gate (0.999 unless windows are short)"
     )
 
 
@@ -216,7 +216,8 @@ def detect_steady_state(
         return _report(values, None, reason, stamps, seconds_per_unit, extra)
     start = int(both[0]) * size
     reason = (
-        f"median and {tail_name} of {history} consecutive windows of {size} iterations stayed within "
+        f"median and {tail_name} of {history} consecutive windows of {size} iterations "
+        "stayed within "
         f"{100 * median_tolerance:g}% and {100 * tail_tolerance:g}% (or their sampling noise) "
         f"from iteration {start}"
     )
