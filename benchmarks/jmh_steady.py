@@ -322,6 +322,34 @@ def _row(name: str, m: dict[str, float], extra: str = "") -> str:
     )
 
 
+def speed() -> None:
+    """Seconds of ``detect_steady_state`` (default method, whole report) at 3,000, 1e5 and 1e7."""
+    from pilot_sys.stats.steady import detect_steady_state
+
+    rng = np.random.default_rng(0)
+    n = np.arange(100_000)
+    cases = {
+        "3,000 (a dev-set fork)": load(DEFAULT_DATA)[1][0],
+        "1e5 (decaying warm-up, lognormal noise)": 1
+        + 3 * np.exp(-n / 3000)
+        + rng.lognormal(0, 0.3, n.size),
+        "1e7 (issue 15: 500k at 5, then 9.5M at 3)": np.concatenate(
+            [rng.normal(5, 0.5, 500_000), rng.normal(3, 0.5, 9_500_000)]
+        ),
+        "2e4 (issue 15: 15,000 at 5, then 5,000 at 8)": np.concatenate(
+            [rng.normal(5, 0.5, 15_000), rng.normal(8, 0.5, 5_000)]
+        ),
+    }
+    print(f"{'series':<46} {'best of 3 (s)':>13}  start")
+    for label, x in cases.items():
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            result = detect_steady_state(x)
+            times.append(time.perf_counter() - t0)
+        print(f"{label:<46} {min(times):>13.3f}  {result.steady_state_start}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -341,7 +369,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--limit", type=int, default=0, help="only the first N benchmarks (quick look)"
     )
+    parser.add_argument("--speed", action="store_true", help="instead: time the default method")
     args = parser.parse_args(argv)
+    if args.speed:
+        speed()
+        return 0
     workers = max(1, min(args.workers, 2))
     _keys, xs, truth, groups = load(args.data)
     if args.limit:
