@@ -278,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
         sub_cov = float(np.mean([cov[i] for i in picked])) if picked else float("nan")
         print(
             f"{name:<40} {np.mean(f1):>6.3f} {np.mean(cov):>6.3f} "
-            f"{np.mean(count):>10.1f} {seconds:>8.2f}   trend/seasonal: F1 {sub_f1:.3f} cover {sub_cov:.3f}"
+            f"{np.mean(count):>10.1f} {seconds:>8.2f}   "
+            f"trend/seasonal: F1 {sub_f1:.3f} cover {sub_cov:.3f}"
         )
     if args.per_series:
         print("\n# per series: F1/cover/count for " + " | ".join(METHODS))
