@@ -87,21 +87,36 @@ def _default(x: np.ndarray, grid: list[Params]) -> list[int]:
 def _walk(
     x: np.ndarray, cuts: list[int], grid: list[Params], keys: Iterable[str]
 ) -> dict[Params, int]:
-    from pilot_sys.stats.settle import settled_start
+    """The walk back for every grid point; ``min_steady`` (share of the series that must be
+    settled, as in ``settle``) applies when the grid has it."""
+    from pilot_sys.stats.settle import DEFAULT_MIN_STEADY, settled_start
 
     wanted = set(keys)
     out: dict[Params, int] = {}
     for params in grid:
         p = dict(params)
         walk = {k: v for k, v in p.items() if k in wanted}
-        out[params] = to_label(settled_start(x, cuts, **walk), x.size)
+        start: int | None = settled_start(x, cuts, **walk)
+        if x.size - start < float(p.get("min_steady", DEFAULT_MIN_STEADY)) * x.size:
+            start = None
+        out[params] = to_label(start, x.size)
     return out
 
 
 def _segments(x: np.ndarray, grid: list[Params]) -> list[int]:
+    """``settle`` (the default method) once per penalty; tolerance and min_steady act on its cuts,
+    which is what ``settle`` itself does with them."""
     from pilot_sys.stats.settle import settle
 
-    return [to_label(settle(x, **dict(p)).start, x.size) for p in grid]
+    cuts: dict[float, list[int]] = {}
+    out = []
+    for params in grid:
+        p = dict(params)
+        if p["penalty"] not in cuts:
+            cuts[p["penalty"]] = settle(x, penalty=p["penalty"]).changepoints
+        keys = ("tolerance", "confidence")
+        out.append(_walk(x, cuts[p["penalty"]], [params], keys)[params])
+    return out
 
 
 def _study(x: np.ndarray, grid: list[Params]) -> list[int]:
@@ -126,7 +141,8 @@ def _study(x: np.ndarray, grid: list[Params]) -> list[int]:
         if p["elbow"] not in cache:
             pen = max(4 * log_n, p["elbow"] * 1e5 * log_n / most)
             cache[p["elbow"]] = [int(index[c]) for c in pelt_meanvar(y, pen).changepoints]
-        out.append(_walk(x, cache[p["elbow"]], [params], ("tolerance", "confidence"))[params])
+        keys = ("tolerance", "confidence")
+        out.append(_walk(x, cache[p["elbow"]], [params], keys)[params])
     return out
 
 
@@ -157,6 +173,9 @@ def _grid(**axes: list[object]) -> list[Params]:
     return [tuple(zip(names, values)) for values in itertools.product(*(axes[n] for n in names))]
 
 
+TOLERANCES: list[object] = [0.04, 0.05, 0.06]
+MIN_STEADY: list[object] = [1 / 6, 0.2, 0.25, 0.3]
+
 FAMILIES: dict[str, Family] = {
     "default": Family(
         _default,
@@ -177,13 +196,13 @@ FAMILIES: dict[str, Family] = {
     ),
     "segments": Family(
         _segments,
-        _grid(penalty=[15, 30, 60], tolerance=[0.05]),
+        _grid(penalty=[15, 30, 60], tolerance=TOLERANCES, min_steady=MIN_STEADY),
         "settle(): outliers out, PELT mean+var (penalty x log n), Kalibera walk-back",
         ("pilot_sys/stats/settle.py", "pilot_sys/stats/pelt.py", "pilot_sys/stats/outliers.py"),
     ),
     "study": Family(
         _study,
-        _grid(elbow=[0.003, 0.01, 0.03], tolerance=[0.05], confidence=[0.95]),
+        _grid(elbow=[0.003, 0.01, 0.03], tolerance=TOLERANCES, min_steady=MIN_STEADY),
         "the labels' procedure (outliers, PELT mean+var at the CROPS elbow, Kalibera walk-back)",
         ("pilot_sys/stats/pelt.py", "pilot_sys/stats/settle.py", "pilot_sys/stats/outliers.py"),
     ),
