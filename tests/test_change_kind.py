@@ -91,3 +91,11 @@ def test_tcpdbench_f1_and_covering_by_hand() -> None:
     want = ((100 / 11 + 19) / 40 + (100 / 11 + 4.5 + 10) / 40) / 2
     assert bench.covering(notes, [11, 30], 40) == pytest.approx(want)
     assert bench.f_measure({"a": []}, []) == 1.0 and bench.covering({"a": []}, [], 40) == 1.0
+
+
+def test_rare_wild_readings_do_not_hide_a_step() -> None:
+    rng = np.random.default_rng(6)
+    x = np.where(np.arange(600) < 300, 10.0, 11.0) + rng.normal(0, 1, 600)
+    x[rng.choice(600, 3, replace=False)] = 200.0  # 0.5% stalls, 190 sigma away
+    kinds = classify_changes(x, [300], drop=False)
+    assert [k.kind for k in kinds] == ["level"] and kinds[0].jump == pytest.approx(1.0, abs=0.4)

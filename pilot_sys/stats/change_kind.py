@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats
 
 from pilot_sys.stats.changepoint import ChangePoints, Segment
+from pilot_sys.stats.outliers import DEFAULT_WINDOW, window_outliers
 
 Kind = Literal["level", "trend", "spread", "none"]
 DEFAULT_SIGNIFICANCE = 0.001
@@ -94,17 +95,33 @@ def _turn_beats_bend(y: np.ndarray, t: np.ndarray, rss_kink: float) -> bool:
     return rss_kink < float(res @ res)
 
 
+def _around(
+    values: np.ndarray, begin: int, index: int, end: int, outliers: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Readings of [begin, end) without outliers, their time from ``index``, and where it falls."""
+    y = np.asarray(values[begin:end], dtype=np.float64)
+    t = np.arange(begin, end, dtype=np.float64) - index
+    if outliers is not None:
+        keep = ~outliers[begin:end]
+        if keep[: index - begin].sum() >= 3 and keep[index - begin :].sum() >= 3:
+            y, t = y[keep], t[keep]
+    return y, t, int(np.searchsorted(t, 0.0))
+
+
 def classify_change(
     values: np.ndarray,
     begin: int,
     index: int,
     end: int,
     significance: float = DEFAULT_SIGNIFICANCE,
+    outliers: np.ndarray | None = None,
 ) -> ChangeKind:
-    """Kind of the change at ``index`` between segments [begin, index) and [index, end)."""
-    y = np.asarray(values[begin:end], dtype=np.float64)
-    t = np.arange(begin, end, dtype=np.float64) - index
-    k = index - begin
+    """Kind of the change at ``index`` between segments [begin, index) and [index, end).
+
+    ``outliers`` (a mask over ``values``) are left out of the line fits: one slow iteration in
+    a hundred would otherwise swamp the residual noise that every test compares against.
+    """
+    y, t, k = _around(values, begin, index, end, outliers)
     a0, a1, res_a = _line(y[:k], t[:k])
     b0, b1, res_b = _line(y[k:], t[k:])
     rss_two = float(res_a @ res_a + res_b @ res_b)
@@ -158,34 +175,35 @@ def classify_changes(
     """
     x = np.asarray(values, dtype=np.float64)
     cuts = sorted(int(c) for c in changepoints if 0 < c < x.size)
+    outliers = window_outliers(x, window=min(DEFAULT_WINDOW, max(x.size // 5, 2)))
     while True:
         bounds = [0, *cuts, x.size]
         # one test per change point: Bonferroni keeps the chance of keeping any artefact at
         # ``significance`` however many pieces the detector cut a trend into
         level = significance / max(len(cuts), 1) if drop else significance
         kinds = [
-            classify_change(x, bounds[i], bounds[i + 1], bounds[i + 2], level)
+            classify_change(x, bounds[i], bounds[i + 1], bounds[i + 2], level, outliers)
             for i in range(len(cuts))
         ]
         none = [i for i, k in enumerate(kinds) if k.kind == "none"]
         if not none or not drop:
             return kinds
         # drop the one whose segments one line explains best (largest p of "any change")
-        worst = max(none, key=lambda i: _p_any(x, bounds[i], bounds[i + 1], bounds[i + 2]))
+        worst = max(
+            none, key=lambda i: _p_any(x, bounds[i], bounds[i + 1], bounds[i + 2], outliers)
+        )
         del cuts[worst]
 
 
-def _p_any(x: np.ndarray, begin: int, index: int, end: int) -> float:
-    y = x[begin:end]
-    t = np.arange(begin, end, dtype=np.float64) - index
-    k = index - begin
+def _p_any(x: np.ndarray, begin: int, index: int, end: int, outliers: np.ndarray) -> float:
+    """p-value of "two lines fit better than one" at ``index``: the weakest goes first."""
+    y, t, k = _around(x, begin, index, end, outliers)
     _, _, res_a = _line(y[:k], t[:k])
     _, _, res_b = _line(y[k:], t[k:])
     _, _, res_one = _line(y, t)
     rss_two = float(res_a @ res_a + res_b @ res_b)
-    return _f_test(
-        float(res_one @ res_one), rss_two, 2, y.size - 4, _lag1_inflation((res_a, res_b))
-    )
+    inflation = _lag1_inflation((res_a, res_b))
+    return _f_test(float(res_one @ res_one), rss_two, 2, y.size - 4, inflation)
 
 
 def explain_changes(
