@@ -160,6 +160,22 @@ def _edm(x: np.ndarray, grid: list[Params]) -> list[int]:
     return out
 
 
+def _edm_stable(x: np.ndarray, grid: list[Params]) -> list[int]:
+    """EDM warm-up removal as ``analyze --warmup edm`` and sessions do it: the steady state is
+    the dominant stable segment (longest, > 50 %) when it runs to the end of the fork."""
+    from pilot_sys.stats.change_kind import explain_changes
+    from pilot_sys.stats.changepoint import detect
+
+    raw = detect(x)
+    out = []
+    for params in grid:
+        result = explain_changes(x, raw)[0] if dict(params)["trend"] else raw
+        stable = result.stable_segment
+        steady = stable is not None and stable[1] == x.size
+        out.append(to_label(stable[0] if steady and stable else None, x.size))
+    return out
+
+
 @dataclass
 class Family:
     run: Callable[[np.ndarray, list[Params]], list[int]]
@@ -205,6 +221,12 @@ FAMILIES: dict[str, Family] = {
         _grid(elbow=[0.003, 0.01, 0.03], tolerance=TOLERANCES, min_steady=MIN_STEADY),
         "the labels' procedure (outliers, PELT mean+var at the CROPS elbow, Kalibera walk-back)",
         ("pilot_sys/stats/pelt.py", "pilot_sys/stats/settle.py", "pilot_sys/stats/outliers.py"),
+    ),
+    "edm-stable": Family(
+        _edm_stable,
+        _grid(trend=[False, True]),
+        "EDM dominant stable segment (today's analyze/session warm-up removal), +/- trend step",
+        ("pilot_sys/stats/changepoint.py", "pilot_sys/stats/change_kind.py"),
     ),
     "edm": Family(
         _edm,
