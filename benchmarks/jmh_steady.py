@@ -160,6 +160,76 @@ def _edm(x: np.ndarray, grid: list[Params]) -> list[int]:
     return out
 
 
+def crops_path(y: np.ndarray, low: float, high: float) -> list[tuple[float, int, list[int]]]:
+    """CROPS (Haynes, Eckley and Fearnhead 2017): every optimal PELT segmentation for penalties
+    in [low, high], as (penalty, number of change points, change points), penalty ascending."""
+    from pilot_sys.stats.pelt import pelt_meanvar
+
+    runs: dict[float, tuple[int, float, list[int]]] = {}
+
+    def run(beta: float) -> tuple[int, float, list[int]]:
+        if beta not in runs:
+            r = pelt_meanvar(y, beta)
+            runs[beta] = (len(r.changepoints), r.cost, r.changepoints)
+        return runs[beta]
+
+    run(low)
+    run(high)
+    todo = [(low, high)]
+    while todo:
+        b0, b1 = todo.pop()
+        m0, q0, _ = runs[b0]
+        m1, q1, _ = runs[b1]
+        if m0 <= m1 + 1:
+            continue
+        cross = (q1 - q0) / (m0 - m1)  # where the two segmentations cost the same
+        if not b0 < cross < b1:
+            continue
+        mid = run(cross)[0]
+        if mid not in (m0, m1):
+            todo += [(b0, cross), (cross, b1)]
+        elif mid == m0:
+            todo.append((cross, b1))
+        else:
+            todo.append((b0, cross))
+    first: dict[int, tuple[float, int, list[int]]] = {}
+    for beta, (m, _, cuts) in sorted(runs.items()):
+        first.setdefault(m, (beta, m, cuts))  # each segmentation once, at its lowest penalty
+    return sorted(first.values())
+
+
+def kneedle_elbow(x: np.ndarray, y: np.ndarray, sensitivity: float = 1.0) -> float | None:
+    """The Kneedle rule (Satopaa et al. 2011) for a convex decreasing curve, taken in the order
+    given: difference curve of the normalised points, first local maximum that the curve then
+    falls below by ``sensitivity`` times the mean x step."""
+    xn = (x - x.min()) / (x.max() - x.min())
+    yn = (y - y.min()) / (y.max() - y.min())
+    diff = (1.0 - yn) - xn
+    step = sensitivity * float(np.abs(np.diff(xn)).mean())
+    for i in range(1, diff.size - 1):
+        peak = diff[i] >= diff[i - 1] and diff[i] >= diff[i + 1]
+        if peak and (diff[i + 1 :] < diff[i] - step).any():
+            return float(x[i])
+    return None
+
+
+def _crops(x: np.ndarray, grid: list[Params]) -> list[int]:
+    """The labelling procedure with the real CROPS path and the Kneedle elbow (slow)."""
+    from pilot_sys.stats.outliers import window_outliers
+    from pilot_sys.stats.pelt import pelt_meanvar
+
+    keep = ~window_outliers(x)
+    y, index = x[keep], np.arange(x.size)[keep]
+    log_n = np.log(y.size)
+    path = crops_path(y, 4 * log_n, 1e5 * log_n)
+    pens = np.array([p for p, _, _ in path])
+    counts = np.array([m for _, m, _ in path], dtype=float)
+    elbow = kneedle_elbow(pens[::-1], counts[::-1]) if pens.size > 2 else None
+    pen = elbow if elbow is not None else 15 * log_n
+    cuts = [int(index[c]) for c in pelt_meanvar(y, pen).changepoints]
+    return [_walk(x, cuts, [p], ("tolerance", "confidence"))[p] for p in grid]
+
+
 def _edm_stable(x: np.ndarray, grid: list[Params]) -> list[int]:
     """EDM warm-up removal as ``analyze --warmup edm`` and sessions do it: the steady state is
     the dominant stable segment (longest, > 50 %) when it runs to the end of the fork."""
@@ -218,8 +288,14 @@ FAMILIES: dict[str, Family] = {
     ),
     "study": Family(
         _study,
-        _grid(elbow=[0.003, 0.01, 0.03], tolerance=TOLERANCES, min_steady=MIN_STEADY),
+        _grid(elbow=[0.01, 0.03, 0.05, 0.1], tolerance=TOLERANCES, min_steady=MIN_STEADY),
         "the labels' procedure (outliers, PELT mean+var at the CROPS elbow, Kalibera walk-back)",
+        ("pilot_sys/stats/pelt.py", "pilot_sys/stats/settle.py", "pilot_sys/stats/outliers.py"),
+    ),
+    "crops": Family(
+        _crops,
+        _grid(tolerance=[0.05], min_steady=[1 / 6]),
+        "the labels' procedure with the full CROPS path and Kneedle (slow)",
         ("pilot_sys/stats/pelt.py", "pilot_sys/stats/settle.py", "pilot_sys/stats/outliers.py"),
     ),
     "edm-stable": Family(
