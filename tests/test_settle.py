@@ -112,7 +112,7 @@ def test_the_end_still_moving_is_no_steady_state() -> None:
     found = settle(drift)
     assert found.start is None and found.reason.startswith("no steady state")
     late = _noisy([(1.0, 2700), (1.5, 300)], seed=9)
-    assert settle(late).start is None  # 300 settled readings < 1/6 of 3000
+    assert settle(late).start is None  # 300 settled readings < a quarter of 3000
 
 
 def test_issue_15_two_levels_is_not_steady_from_iteration_0() -> None:

@@ -169,7 +169,7 @@ def steady(
     The steady state starts where the level settles: the series is cut into segments of
     constant mean and variance (PELT), and walking back from the last segment, the first one
     whose mean differs by more than --tolerance (Kalibera's test) ends the warm-up. When the
-    settled part is under 1/6 of the run, the end still moves: no steady state. Reports time
+    settled part is under a quarter of the run, the end still moves: no steady state. Reports time
     to steady state (iterations, seconds),
     the cold-start cost and the steady-state distribution (median, p99, p99.9, max) beside the
     whole run's. "No steady state reached" is a valid answer, with the reason.

@@ -89,8 +89,32 @@ def settled_start(
 
 MIN_READINGS = 20
 MAX_POINTS = 4000
-DEFAULT_PENALTY = 30.0
-DEFAULT_MIN_STEADY = 1.0 / 6.0
+# A level held by less than a quarter of the run may still be moving: the study asked for a
+# sixth (500 of 3,000 iterations); a quarter matches its labels better under cross-validation
+# (benchmarks/results/steady_real.md).
+DEFAULT_MIN_STEADY = 0.25
+# the CROPS range of the study's penalty search, in units of log n
+CROPS_LOW = 4.0
+CROPS_HIGH = 1e5
+# When few change points exist even at the lowest penalty the curve has no elbow (the study
+# then fell back to 15 log n) and the proportional rule would overshoot: it is capped here.
+CROPS_CAP = 100.0
+DEFAULT_ELBOW = 0.03
+
+
+def elbow_penalty(values: np.ndarray, elbow: float = DEFAULT_ELBOW) -> float:
+    """PELT penalty at the elbow of "change points against penalty", in two PELT runs.
+
+    The study picked each series' penalty at the elbow of its CROPS curve (the number of change
+    points against the penalty over [4 log n, 1e5 log n], both axes scaled to [0, 1]). On that
+    scaled curve one more change point is worth it while it saves more than (1e5 log n) / M of
+    cost, M being the count at the lowest penalty, so a penalty proportional to that threshold
+    stands in for the whole CROPS path (dozens of PELT runs). ``elbow`` scales it; its default
+    is the value cross-validation on real JMH forks picked (benchmarks/results/steady_real.md).
+    """
+    log_n = math.log(values.size)
+    most = max(len(pelt_meanvar(values, CROPS_LOW * log_n).changepoints), 1)
+    return log_n * min(max(CROPS_LOW, elbow * CROPS_HIGH / most), CROPS_CAP)
 
 
 class Settled(BaseModel):
@@ -145,11 +169,15 @@ def settle(
     *,
     tolerance: float = DEFAULT_TOLERANCE,
     confidence: float = DEFAULT_CONFIDENCE,
-    penalty: float = DEFAULT_PENALTY,
+    penalty: float | None = None,
+    elbow: float = DEFAULT_ELBOW,
     min_steady: float = DEFAULT_MIN_STEADY,
     filter_outliers: bool = True,
 ) -> Settled:
-    """Steady state of ``values``: PELT segments (``penalty`` x log n each), then the walk back.
+    """Steady state of ``values``: PELT segments, then the walk back.
+
+    The PELT penalty per change point is ``penalty`` x log n when given, else
+    ``elbow_penalty`` (the study's CROPS elbow, scaled by ``elbow``).
 
     Outliers (``pilot_sys.stats.outliers``) are left out of the segmentation but kept in the
     segment means that the walk back compares. A series longer than MAX_POINTS is segmented in
@@ -170,7 +198,8 @@ def settle(
     if filter_outliers and block == 1:  # a block mean has averaged its outliers away
         keep = ~window_outliers(y)
         y, index = y[keep], index[keep]
-    cuts = pelt_meanvar(y, penalty * math.log(y.size)).changepoints
+    beta = elbow_penalty(y, elbow) if penalty is None else penalty * math.log(y.size)
+    cuts = pelt_meanvar(y, beta).changepoints
     cuts = sorted({min(int(index[c]) * block, n - 1) for c in cuts})
     start = settled_start(x, cuts, tolerance, confidence)
     if block > 1 and start > 0:

@@ -42,7 +42,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from pydantic import BaseModel, ConfigDict, Field
 
 from pilot_sys.errors import InsufficientData
-from pilot_sys.stats.settle import DEFAULT_MIN_STEADY, DEFAULT_PENALTY, DEFAULT_TOLERANCE, settle
+from pilot_sys.stats.settle import DEFAULT_MIN_STEADY, DEFAULT_TOLERANCE, settle
 
 Method = Literal["segments", "dual-gate"]
 DEFAULT_METHOD: Method = "segments"
@@ -152,7 +152,7 @@ def detect_steady_state(
     timestamps: np.ndarray | None = None,
     seconds_per_unit: float = 1.0,
     tolerance: float = DEFAULT_TOLERANCE,
-    penalty: float = DEFAULT_PENALTY,
+    penalty: float | None = None,
     min_steady: float = DEFAULT_MIN_STEADY,
     window: int | None = None,
     history: int = DEFAULT_HISTORY,
