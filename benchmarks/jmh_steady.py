@@ -446,7 +446,8 @@ def speed() -> None:
     rng = np.random.default_rng(0)
     n = np.arange(100_000)
     cases = {
-        "3,000 (a dev-set fork)": load(DEFAULT_DATA)[1][0],
+        "3,000 (dev-set fork 0, d002)": load(DEFAULT_DATA)[1][0],
+        "3,000 (dev-set fork 333, heavy-tailed)": load(DEFAULT_DATA)[1][333],
         "1e5 (decaying warm-up, lognormal noise)": 1
         + 3 * np.exp(-n / 3000)
         + rng.lognormal(0, 0.3, n.size),
