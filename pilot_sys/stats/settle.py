@@ -200,7 +200,9 @@ def settle(
         y, index = y[keep], index[keep]
     beta = elbow_penalty(y, elbow) if penalty is None else penalty * math.log(y.size)
     cuts = pelt_meanvar(y, beta).changepoints
-    cuts = sorted({min(int(index[c]) * block, n - 1) for c in cuts})
+    # a cut goes right after the last kept reading of a segment: outliers left out between two
+    # segments belong to the later one, as in the study
+    cuts = sorted({min((int(index[c - 1]) + 1) * block, n - 1) for c in cuts})
     start = settled_start(x, cuts, tolerance, confidence)
     if block > 1 and start > 0:
         start = _refine(x, start, block)
