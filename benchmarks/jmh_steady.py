@@ -160,6 +160,62 @@ def _edm(x: np.ndarray, grid: list[Params]) -> list[int]:
     return out
 
 
+def _log_interval(
+    a: tuple[int, float, float], b: tuple[int, float, float], confidence: float = 0.95
+) -> tuple[float, float]:
+    """The ratio interval on the log scale (asymmetric, as a skewed mean's bootstrap is)."""
+    from scipy.special import ndtri
+
+    (n_a, m_a, v_a), (n_b, m_b, v_b) = a, b
+    if m_a <= 0.0 or m_b <= 0.0:
+        return -np.inf, np.inf
+    rel = np.sqrt(v_a / (n_a * m_a * m_a) + v_b / (n_b * m_b * m_b))
+    z = float(ndtri(0.5 + confidence / 2.0))
+    return m_a / m_b * float(np.exp(-z * rel)), m_a / m_b * float(np.exp(z * rel))
+
+
+def _bootstrap_start(
+    values: np.ndarray, cuts: list[int], tolerance: float = 0.05, confidence: float = 0.95
+) -> int:
+    """The walk back with the study's percentile bootstrap of the ratio of means (2,000 draws,
+    seeded; segments over 2,000 readings use the normal approximation of the mean)."""
+    rng = np.random.default_rng(0)
+    reps = 2000
+
+    def means(seg: np.ndarray) -> np.ndarray:
+        if seg.size > reps:
+            return seg.mean() + seg.std() / np.sqrt(seg.size) * rng.standard_normal(reps)
+        return seg[rng.integers(0, seg.size, size=(reps, seg.size))].mean(axis=1)
+
+    bounds = [0, *[int(c) for c in cuts if 0 < c < values.size], values.size]
+    last = means(values[bounds[-2] : bounds[-1]])
+    for k in range(len(bounds) - 3, -1, -1):
+        ratio = last / means(values[bounds[k] : bounds[k + 1]])
+        lo, hi = np.quantile(ratio, [(1 - confidence) / 2, (1 + confidence) / 2])
+        if hi <= 1 - tolerance or lo >= 1 + tolerance:
+            return bounds[k + 1]
+    return 0
+
+
+def _default_variant(x: np.ndarray, grid: list[Params]) -> list[int]:
+    """The default method with the walk back's interval swapped (``interval`` in the grid)."""
+    import pilot_sys.stats.settle as settle_module
+
+    out = []
+    for params in grid:
+        kind = dict(params)["interval"]
+        saved = settle_module.ratio_interval, settle_module.settled_start
+        if kind == "log":
+            settle_module.ratio_interval = _log_interval
+        elif kind == "bootstrap":
+            settle_module.settled_start = _bootstrap_start
+        try:
+            out.append(to_label(settle_module.settle(x).start, x.size))
+        finally:
+            settle_module.ratio_interval, settle_module.settled_start = saved
+    return out
+
+
 def crops_path(y: np.ndarray, low: float, high: float) -> list[tuple[float, int, list[int]]]:
     """CROPS (Haynes, Eckley and Fearnhead 2017): every optimal PELT segmentation for penalties
     in [low, high], as (penalty, number of change points, change points), penalty ascending."""
@@ -291,6 +347,12 @@ FAMILIES: dict[str, Family] = {
         _grid(elbow=[0.01, 0.03, 0.05, 0.1], tolerance=TOLERANCES, min_steady=MIN_STEADY),
         "the labels' procedure (outliers, PELT mean+var at the CROPS elbow, Kalibera walk-back)",
         ("pilot_sys/stats/pelt.py", "pilot_sys/stats/settle.py", "pilot_sys/stats/outliers.py"),
+    ),
+    "default-interval": Family(
+        _default_variant,
+        _grid(interval=["log", "bootstrap"]),
+        "the default with a log-scale or a bootstrap interval in the walk back (not tuned)",
+        ("pilot_sys/stats/settle.py", "pilot_sys/stats/pelt.py", "pilot_sys/stats/outliers.py"),
     ),
     "crops": Family(
         _crops,
