@@ -544,7 +544,7 @@ def main(argv: list[str] | None = None) -> int:
         "--seeds", type=int, default=3, help="repeat the fold split with this many seeds"
     )
     parser.add_argument(
-        "--cache", type=Path, default=DEFAULT_CACHE, help="answer cache ('' = none)"
+        "--cache", default=str(DEFAULT_CACHE), help="answer cache folder ('' = no cache)"
     )
     parser.add_argument(
         "--limit", type=int, default=0, help="only the first N benchmarks (quick look)"
@@ -559,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         mask = groups < args.limit
         xs, truth, groups = xs[mask], truth[mask], groups[mask]
-    cache = args.cache if str(args.cache) else None
+    cache = Path(args.cache) if args.cache else None
     print(
         f"# jmh steady dev set: {len(np.unique(groups))} benchmarks, {truth.size} forks, "
         f"{(truth < 0).mean():.1%} labelled not steady; "
