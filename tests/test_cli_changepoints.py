@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pilot_sys.stats.change_kind import explain_changes
 from pilot_sys.stats.changepoint import detect
 from tests.conftest import run_cli
 
@@ -32,9 +33,11 @@ def test_json_output_matches_the_library(csv_file: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     body = json.loads(proc.stdout)
     values = np.loadtxt(csv_file, delimiter=",", skiprows=1, usecols=1)
-    want = detect(values)
+    want, kinds = explain_changes(values, detect(values))
     assert body["n"] == 3600
-    assert body["changepoints"] == want.changepoints
+    assert body["changepoints"] == want.changepoints == [300, 3300]  # EDM's cuts inside the ramp go
+    assert len(detect(values).changepoints) > 2
+    assert [k["kind"] for k in body["kinds"]] == [k.kind for k in kinds] == ["level", "level"]
     assert body["stable_segment"] == list(want.stable_segment or [])
     begin, end = body["stable_segment"]
     assert 250 <= begin <= 360 and abs(end - 3300) <= 10
@@ -71,7 +74,6 @@ def test_help_has_an_example() -> None:
         ("1\n2\nnan\n4\n", (), ":3:1: 'nan' in column 0 is not a finite number"),
         ("1\ninf\n", (), ":2:1: 'inf' in column 0 is not a finite number"),
         ("", (), "no data"),
-        ("1\n2\n3\n4\n5\n", (), "5 readings: need at least 20"),
         ("\n".join(["1"] * 100), ("--min-size", "1"), "--min-size: 1 is too small"),
         ("\n".join(["1"] * 100), ("--significance", "2"), "--significance: 2.0 must be between 0 and 1"),
         ("\n".join(["1"] * 100), ("--plot", "out.jpeg"), "--plot: 'out.jpeg'"),
@@ -93,3 +95,30 @@ def test_bad_input_is_one_line_and_exit_2(
     assert len(lines) == 1 and lines[0].startswith("pilot-sys: error: ")
     assert message in lines[0]
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("values", [[1.0, 2.0], [3.0, 3.0, 3.0, 3.0, 3.0], list(np.arange(19.0))])
+def test_a_short_series_is_too_short_to_show_a_change_with_exit_0(values: list[float]) -> None:
+    text = "".join(f"{v}\n" for v in values)
+    proc = run_cli("changepoints", "-", input=text)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == (
+        f"<stdin>: too short to show a change: {len(values)} readings, "
+        "two segments of 10 needed (--min-size)"
+    )
+    body = json.loads(run_cli("changepoints", "-", "--json", input=text).stdout)
+    assert body["too_short"] is True and body["changepoints"] == [] and body["n"] == len(values)
+
+
+def test_a_smooth_trend_is_not_cut_into_level_shifts() -> None:
+    rng = np.random.default_rng(7)
+    trend = 0.05 * np.arange(600) + rng.normal(0, 1, 600)
+    text = "".join(f"{v:.5f}\n" for v in trend)
+    assert len(detect(trend).changepoints) >= 5  # EDM alone: a staircase
+    body = json.loads(run_cli("changepoints", "-", "--json", input=text).stdout)
+    assert body["changepoints"] == []
+    assert body["segments"] == [
+        {"begin": 0, "end": 600, "n": 600, "median": pytest.approx(np.median(trend))}
+    ]
+    raw = json.loads(run_cli("changepoints", "-", "--json", "--no-trend", input=text).stdout)
+    assert raw["changepoints"] == detect(trend).changepoints

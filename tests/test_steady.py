@@ -26,7 +26,7 @@ def _warm_series(n: int, seed: int, tau: float = 400.0) -> np.ndarray:
 
 def test_cold_tail_is_cut_and_steady_percentiles_are_exact() -> None:
     lat = _warm_series(100_000, seed=1)
-    result = detect_steady_state(lat)
+    result = detect_steady_state(lat, method="dual-gate")
     start = result.steady_state_start
     assert start is not None
     # 376 exp(-i/400) falls below 2% of the ~4.5 floor after ~2800 iterations; windows are 10^4 long.
@@ -49,8 +49,8 @@ def test_cold_tail_is_cut_and_steady_percentiles_are_exact() -> None:
 def test_time_to_steady_state_uses_timestamps_or_the_latency_unit() -> None:
     lat_ms = _warm_series(20_000, seed=2, tau=150.0)
     start_times = np.concatenate([[0.0], np.cumsum(lat_ms[:-1]) * 1e-3]) + 100.0
-    with_stamps = detect_steady_state(lat_ms, timestamps=start_times)
-    in_ms = detect_steady_state(lat_ms, seconds_per_unit=1e-3)
+    with_stamps = detect_steady_state(lat_ms, method="dual-gate", timestamps=start_times)
+    in_ms = detect_steady_state(lat_ms, method="dual-gate", seconds_per_unit=1e-3)
     start = with_stamps.steady_state_start
     assert start is not None and start == in_ms.steady_state_start
     assert with_stamps.time_to_steady_state == pytest.approx(start_times[start] - start_times[0])
@@ -60,7 +60,7 @@ def test_time_to_steady_state_uses_timestamps_or_the_latency_unit() -> None:
 def test_stationary_series_is_steady_from_the_start() -> None:
     rng = np.random.default_rng(3)
     for sample in (rng.lognormal(0, 1, 20_000), rng.exponential(1.0, 20_000), rng.normal(100, 5, 20_000)):
-        result = detect_steady_state(sample)
+        result = detect_steady_state(sample, method="dual-gate")
         assert result.steady_state_start == 0
         assert result.cold_start_cost == 0.0 and result.time_to_steady_state == 0.0
 
@@ -68,7 +68,7 @@ def test_stationary_series_is_steady_from_the_start() -> None:
 def test_a_run_that_never_settles_is_a_valid_explained_answer() -> None:
     rng = np.random.default_rng(4)
     drifting = np.linspace(10.0, 2.0, 30_000) + rng.normal(0, 0.1, 30_000)
-    result = detect_steady_state(drifting)
+    result = detect_steady_state(drifting, method="dual-gate")
     assert result.steady_state_start is None and result.steady is None
     assert result.reason.startswith("no steady state reached") and "run longer" in result.reason
     assert result.cold_start_cost == pytest.approx(drifting.sum())
@@ -83,8 +83,8 @@ def test_tail_gate_waits_for_a_slow_path_the_median_gate_misses() -> None:
     lat = 1.0 + 0.05 * rng.random(n)
     slow = rng.random(n) < 0.01
     lat[slow] += 5.0 + 20.0 * np.exp(-i[slow] / 60_000)
-    dual = detect_steady_state(lat)
-    median_only = detect_steady_state(lat, tail_tolerance=1e9)
+    dual = detect_steady_state(lat, method="dual-gate")
+    median_only = detect_steady_state(lat, method="dual-gate", tail_tolerance=1e9)
     assert median_only.steady_state_start == 0
     assert dual.steady_state_start is not None and dual.steady_state_start >= 150_000
     assert "p99.9" in dual.reason
@@ -94,7 +94,7 @@ def test_noisy_but_stationary_windows_pass_through_the_noise_allowance() -> None
     # Small windows of a heavy-tailed series: the median's sampling error alone exceeds 2%.
     rng = np.random.default_rng(6)
     sample = rng.lognormal(0, 1.5, 3000)
-    result = detect_steady_state(sample)
+    result = detect_steady_state(sample, method="dual-gate")
     assert result.window == 300 and result.tail_quantile == pytest.approx(1 - 10 / 300)
     assert result.steady_state_start is not None
 
@@ -106,18 +106,18 @@ def test_window_sizing_rules() -> None:
     assert tail_quantile_for(10_000) == pytest.approx(0.999)
     assert tail_quantile_for(1_000) == pytest.approx(0.99)
     lat = _warm_series(30_000, seed=7, tau=100.0)
-    assert detect_steady_state(lat, window=500).window == 500
+    assert detect_steady_state(lat, method="dual-gate", window=500).window == 500
 
 
 def test_too_few_samples_and_bad_arguments_are_refused() -> None:
     with pytest.raises(InsufficientData, match="need at least"):
-        detect_steady_state(np.ones(DEFAULT_HISTORY * MIN_WINDOW - 1))
+        detect_steady_state(np.ones(DEFAULT_HISTORY * MIN_WINDOW - 1), method="dual-gate")
     with pytest.raises(InsufficientData):
-        detect_steady_state(np.ones(1000), window=400)
+        detect_steady_state(np.ones(1000), method="dual-gate", window=400)
     with pytest.raises(ValueError, match="NaN"):
-        detect_steady_state(np.array([1.0, np.nan] * 100))
+        detect_steady_state(np.array([1.0, np.nan] * 100), method="dual-gate")
     with pytest.raises(ValueError, match="timestamps"):
-        detect_steady_state(np.ones(500), timestamps=np.ones(10))
+        detect_steady_state(np.ones(500), method="dual-gate", timestamps=np.ones(10))
 
 
 @pytest.mark.live
@@ -136,7 +136,7 @@ def test_real_python_workload_warms_up_and_settles() -> None:
         t0 = time.perf_counter_ns()
         work(data)
         lat[k] = (time.perf_counter_ns() - t0) * 1e-3  # microseconds
-    result = detect_steady_state(lat, seconds_per_unit=1e-6)
+    result = detect_steady_state(lat, method="dual-gate", seconds_per_unit=1e-6)
     assert result.raw.n == lat.size
     if result.steady_state_start is not None:
         assert result.steady is not None

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 import click
 
 from pilot_sys.cli.common import save_figure
-from pilot_sys.errors import BadInput, InsufficientData
+from pilot_sys.errors import BadInput
 
 if TYPE_CHECKING:  # numpy, scipy and matplotlib load only when the command runs
     import numpy as np
 
+    from pilot_sys.stats.change_kind import ChangeKind
     from pilot_sys.stats.changepoint import ChangePoints
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
@@ -82,11 +83,12 @@ def plot_changepoints(values: np.ndarray, result: ChangePoints, path: Path, titl
     save_figure(fig, path)
 
 
-def _as_json(result: ChangePoints, source: str) -> str:
+def _as_json(result: ChangePoints, source: str, kinds: list[ChangeKind]) -> str:
     body = {
         "source": source,
         "n": result.n,
         "changepoints": result.changepoints,
+        "kinds": [k.model_dump() for k in kinds],
         "stable_segment": list(result.stable_segment) if result.stable_segment is not None else None,
         "stable_reason": result.stable_reason,
         "segments": [
@@ -101,7 +103,7 @@ def _as_json(result: ChangePoints, source: str) -> str:
     return json.dumps(body, indent=2)
 
 
-def _as_text(result: ChangePoints, source: str, unit: str | None) -> str:
+def _as_text(result: ChangePoints, source: str, unit: str | None, kinds: list[ChangeKind]) -> str:
     suffix = f" {unit}" if unit else ""
     lines = [
         f"{source}: {result.n} readings, {len(result.changepoints)} change point(s) "
@@ -111,17 +113,28 @@ def _as_text(result: ChangePoints, source: str, unit: str | None) -> str:
         f"  {'segment':>8}  {'begin':>9}  {'end':>9}  {'n':>9}  {'share':>6}  {'median':>12}  change",
     ]
     evidence = {d.index: d for d in result.details}
+    kind_at = {k.index: k.kind for k in kinds}
     stable = result.stable_segment
     for i, seg in enumerate(result.segments):
         mark = "  <- stable" if stable is not None and (seg.begin, seg.end) == tuple(stable) else ""
         d = evidence.get(seg.begin)
-        change = f"{d.kind}, p={d.p_value:.2g}" if d is not None else "-"
+        kind = kind_at.get(seg.begin)
+        change = f"{kind}, p={d.p_value:.2g}" if d is not None else (kind or "-")
         lines.append(
             f"  {i:>8}  {seg.begin:>9}  {seg.end:>9}  {seg.size:>9}  {100.0 * seg.size / result.n:>5.1f}%  "
             f"{seg.median:>12.6g}{suffix}  {change}{mark}"
         )
     lines += ["", f"stable: {result.stable_reason}"]
     return "\n".join(lines)
+
+
+def _too_short(n: int, size: int, source: str, as_json: bool) -> str:
+    """The answer for a series shorter than two segments: no change can be shown (not an error)."""
+    reason = f"too short to show a change: {n} readings, two segments of {size} needed (--min-size)"
+    if as_json:
+        body = {"source": source, "n": n, "changepoints": [], "kinds": [], "too_short": True}
+        return json.dumps({**body, "reason": reason, "min_size": size}, indent=2)
+    return f"{source}: {reason}"
 
 
 @click.command(
@@ -132,7 +145,8 @@ Examples:
   cat urs.txt | pilot-sys changepoints - --json
   pilot-sys changepoints tput.txt --plot tput.png --min-size 200
 
-Exit status: 0 on success, 2 on bad input (one line naming the file:line:column).""",
+Exit status: 0 on success (also for a series too short to show a change),
+2 on bad input (one line naming the file:line:column).""",
 )
 @click.argument("source", metavar="[FILE|-]", default="-", required=False)
 @click.option("--column", "-c", metavar="NAME|INDEX", help="Column to read (header name or 0-based index).")
@@ -153,6 +167,12 @@ Exit status: 0 on success, 2 on bad input (one line naming the file:line:column)
     show_default=True,
     help="sign: O(n), consistent split location; median: the literal EDM median difference.",
 )
+@click.option(
+    "--trend/--no-trend",
+    default=True,
+    show_default=True,
+    help="Drop change points that a straight line through both segments explains (a trend).",
+)
 def changepoints(
     source: str,
     column: str | None,
@@ -161,12 +181,15 @@ def changepoints(
     min_size: int | None,
     significance: float,
     statistic: str,
+    trend: bool,
 ) -> None:
     """Find where the level or spread of a series of readings changes (E-Divisive with Medians).
 
     Reads one column of numbers (unit readings such as per-I/O latencies or per-second
     throughput) from FILE or stdin, splits it where the median or spread changes, and names the
     dominant stable segment: the longest one, if it holds more than 50% of the readings.
+    Each change is named level (a jump), trend (a turn) or spread; a series too short for two
+    segments is answered "too short to show a change".
     """
     if min_size is not None and min_size < 2:
         raise BadInput("--min-size", f"{min_size} is too small; a segment needs at least 2 readings")
@@ -178,11 +201,16 @@ def changepoints(
 
     size = default_min_size(values.size) if min_size is None else min_size
     if values.size < 2 * size:
-        raise InsufficientData(
-            name, f"{values.size} readings: need at least {2 * size} (two segments of --min-size {size})"
-        )
+        click.echo(_too_short(values.size, size, name, as_json))
+        return
+    from pilot_sys.stats.change_kind import classify_changes, explain_changes
+
     result = detect(values, min_size=size, significance=significance, statistic=statistic)  # type: ignore[arg-type]
-    click.echo(_as_json(result, name) if as_json else _as_text(result, name, unit))
+    if trend:
+        result, kinds = explain_changes(values, result)
+    else:
+        kinds = classify_changes(values, result.changepoints, drop=False)
+    click.echo(_as_json(result, name, kinds) if as_json else _as_text(result, name, unit, kinds))
     if plot_path is not None:
         plot_changepoints(values, result, plot_path, name, label)
         if not as_json:

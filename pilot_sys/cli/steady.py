@@ -47,9 +47,17 @@ def _fmt(value: float, unit: str) -> str:
     return f"{value:.6g} {unit}"
 
 
+def _method_line(result: SteadyState) -> str:
+    if result.method == "dual-gate":
+        return f"dual gate, windows of {result.window} x {result.history}"
+    cuts = len(result.changepoints or [])
+    tolerance = 100 * (result.tolerance or 0.0)
+    return f"{cuts + 1} segment(s), levels within {tolerance:g}% count as equal"
+
+
 def _as_text(result: SteadyState, source: str, unit: str, unit_assumed: bool) -> str:
     assumed = " (assumed; set --unit)" if unit_assumed else ""
-    lines = [f"{source}: {result.n} latencies, unit {unit}{assumed}, windows of {result.window} x {result.history}"]
+    lines = [f"{source}: {result.n} latencies, unit {unit}{assumed}, {_method_line(result)}"]
     if result.steady_state_start is None or result.steady is None:
         lines += [
             f"steady state     : {result.reason}",
@@ -117,8 +125,26 @@ Exit status: 0 on success (also when no steady state is reached), 2 on bad input
 @click.argument("source", metavar="[FILE|-]", default="-", required=False)
 @click.option("--column", "-c", metavar="NAME|INDEX", help="Latency column (header name or 0-based index).")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-@click.option("--window", type=int, metavar="N", help="Iterations per window (default: from the data, up to 10000).")
-@click.option("--history", type=int, default=5, show_default=True, metavar="H", help="Consecutive stable windows required.")
+@click.option(
+    "--method",
+    type=click.Choice(["segments", "dual-gate"]),
+    default="segments",
+    show_default=True,
+    help="segments: where the level settles (PELT, Kalibera walk-back); "
+    "dual-gate: windowed median and p99.9.",
+)
+@click.option(
+    "--tolerance", type=float, default=0.05, show_default=True, help="Level difference that counts."
+)
+@click.option("--window", type=int, metavar="N", help="Iterations per window (dual-gate).")
+@click.option(
+    "--history",
+    type=int,
+    default=5,
+    show_default=True,
+    metavar="H",
+    help="Consecutive stable windows (dual-gate).",
+)
 @click.option(
     "--unit",
     type=click.Choice(sorted(UNIT_SECONDS)),
@@ -130,6 +156,8 @@ def steady(
     source: str,
     column: str | None,
     as_json: bool,
+    method: str,
+    tolerance: float,
     window: int | None,
     history: int,
     unit: str | None,
@@ -138,13 +166,18 @@ def steady(
 ) -> None:
     """Split per-iteration latencies into cold start, warm-up and steady state.
 
-    The steady state starts where the median AND the p99.9 of H consecutive windows stop moving
-    (2% and 10%, or their sampling noise). Reports time to steady state (iterations, seconds),
+    The steady state starts where the level settles: the series is cut into segments of
+    constant mean and variance (PELT), and walking back from the last segment, the first one
+    whose mean differs by more than --tolerance (Kalibera's test) ends the warm-up. When the
+    settled part is under a quarter of the run, the end still moves: no steady state. Reports time
+    to steady state (iterations, seconds),
     the cold-start cost and the steady-state distribution (median, p99, p99.9, max) beside the
     whole run's. "No steady state reached" is a valid answer, with the reason.
     """
     if window is not None and window < 2:
         raise BadInput("--window", f"{window} is too small; a window needs at least 2 iterations")
+    if not 0.0 < tolerance < 1.0:
+        raise BadInput("--tolerance", f"{tolerance} must be between 0 and 1, e.g. 0.05")
     if history < 2:
         raise BadInput("--history", f"{history} is too small; stability needs at least 2 windows")
     if timestamps is not None and source == "-":
@@ -161,7 +194,13 @@ def steady(
 
     try:
         result = detect_steady_state(
-            values, timestamps=stamps, window=window, history=history, seconds_per_unit=seconds_per_unit
+            values,
+            method=method,  # type: ignore[arg-type]
+            tolerance=tolerance,
+            timestamps=stamps,
+            window=window,
+            history=history,
+            seconds_per_unit=seconds_per_unit,
         )
     except InsufficientData as exc:
         raise InsufficientData(name, exc.problem) from None

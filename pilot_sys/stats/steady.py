@@ -35,13 +35,17 @@ steady-state distribution with exact percentiles (numpy, linear interpolation).
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from pydantic import BaseModel, ConfigDict, Field
 
 from pilot_sys.errors import InsufficientData
+from pilot_sys.stats.settle import DEFAULT_MIN_STEADY, DEFAULT_TOLERANCE, settle
 
+Method = Literal["segments", "dual-gate"]
+DEFAULT_METHOD: Method = "segments"
 DEFAULT_HISTORY = 5
 DEFAULT_MEDIAN_TOLERANCE = 0.02
 DEFAULT_TAIL_TOLERANCE = 0.10
@@ -78,11 +82,18 @@ class SteadyState(BaseModel):
     cold_start_excess: float | None = Field(description="cold_start_cost minus warm-up iterations at steady median")
     steady: SteadyDistribution | None
     raw: SteadyDistribution
-    window: int
-    history: int
-    median_tolerance: float
-    tail_tolerance: float
-    tail_quantile: float = Field(description="percentile used by the tail gate (0.999 unless windows are short)")
+    method: Method = "segments"
+    # segments method
+    changepoints: list[int] | None = Field(default=None, description="segment starts (segments)")
+    tolerance: float | None = Field(default=None, description="level difference that counts")
+    # dual-gate method
+    window: int | None = None
+    history: int | None = None
+    median_tolerance: float | None = None
+    tail_tolerance: float | None = None
+    tail_quantile: float | None = Field(
+        default=None, description="percentile of the tail gate (0.999 unless windows are short)"
+    )
 
 
 def choose_window(n: int, history: int = DEFAULT_HISTORY, tail_samples: int = DEFAULT_TAIL_SAMPLES) -> int:
@@ -137,18 +148,25 @@ def _gate(stat: np.ndarray, se: np.ndarray, history: int, tolerance: float) -> t
 def detect_steady_state(
     latencies: np.ndarray,
     *,
+    method: Method = DEFAULT_METHOD,
     timestamps: np.ndarray | None = None,
+    seconds_per_unit: float = 1.0,
+    tolerance: float = DEFAULT_TOLERANCE,
+    penalty: float | None = None,
+    min_steady: float = DEFAULT_MIN_STEADY,
     window: int | None = None,
     history: int = DEFAULT_HISTORY,
     median_tolerance: float = DEFAULT_MEDIAN_TOLERANCE,
     tail_tolerance: float = DEFAULT_TAIL_TOLERANCE,
-    seconds_per_unit: float = 1.0,
 ) -> SteadyState:
-    """Dual-gate steady state of time-ordered per-iteration ``latencies`` (see the module doc).
+    """Steady state of time-ordered per-iteration ``latencies`` and the three-regime report.
 
+    ``method="segments"`` (default): where the level settles (``pilot_sys.stats.settle``:
+    ``tolerance``, ``penalty``, ``min_steady``). ``method="dual-gate"``: the windowed detector of
+    the module doc (``window``, ``history``, ``median_tolerance``, ``tail_tolerance``).
     ``timestamps`` (seconds, one per iteration) give time_to_steady_state directly; otherwise it
     is the sum of warm-up latencies times ``seconds_per_unit`` (1e-3 for milliseconds, ...).
-    Raises InsufficientData when the series cannot hold ``history`` windows of MIN_WINDOW.
+    Raises InsufficientData when the series is too short for the method.
     """
     values = np.asarray(latencies, dtype=np.float64)
     if values.ndim != 1:
@@ -158,10 +176,15 @@ def detect_steady_state(
     if history < 2:
         raise ValueError("history must be at least 2 windows")
     n = values.size
+    stamps = None
     if timestamps is not None:
         stamps = np.asarray(timestamps, dtype=np.float64)
         if stamps.shape != values.shape:
             raise ValueError("timestamps must have one entry per latency")
+    if method == "segments":
+        found = settle(values, tolerance=tolerance, penalty=penalty, min_steady=min_steady)
+        extra = dict(method=method, changepoints=found.changepoints, tolerance=tolerance)
+        return _report(values, found.start, found.reason, stamps, seconds_per_unit, extra)
     size = choose_window(n, history) if window is None else int(window)
     if size < 2:
         raise ValueError("window must be at least 2 iterations")
@@ -179,11 +202,9 @@ def detect_steady_state(
     median_ok, median_drift = _gate(medians, median_se, history, median_tolerance)
     tail_ok, tail_drift = _gate(tails, tail_se, history, tail_tolerance)
     both = np.flatnonzero(median_ok & tail_ok)
-    raw = _distribution(values)
     tail_name = f"p{round(100 * q_tail, 2):g}"
-    common = dict(
-        n=n,
-        raw=raw,
+    extra = dict(
+        method=method,
         window=size,
         history=history,
         median_tolerance=median_tolerance,
@@ -192,7 +213,30 @@ def detect_steady_state(
     )
     if both.size == 0:
         reason = _no_steady_reason(median_ok, tail_ok, median_drift, tail_drift, tail_name, size, history)
+        return _report(values, None, reason, stamps, seconds_per_unit, extra)
+    start = int(both[0]) * size
+    reason = (
+        f"median and {tail_name} of {history} consecutive windows of {size} iterations "
+        "stayed within "
+        f"{100 * median_tolerance:g}% and {100 * tail_tolerance:g}% (or their sampling noise) "
+        f"from iteration {start}"
+    )
+    return _report(values, start, reason, stamps, seconds_per_unit, extra)
+
+
+def _report(
+    values: np.ndarray,
+    start: int | None,
+    reason: str,
+    stamps: np.ndarray | None,
+    seconds_per_unit: float,
+    extra: dict[str, object],
+) -> SteadyState:
+    """The three-regime report for a steady state starting at ``start`` (None: never reached)."""
+    raw = _distribution(values)
+    if start is None:
         return SteadyState(
+            n=values.size,
             steady_state_start=None,
             reason=reason,
             warmup_iterations=None,
@@ -200,21 +244,17 @@ def detect_steady_state(
             cold_start_cost=float(values.sum()),
             cold_start_excess=None,
             steady=None,
-            **common,
+            raw=raw,
+            **extra,  # type: ignore[arg-type]
         )
-    start = int(both[0]) * size
     steady = _distribution(values[start:])
     warm = values[:start]
-    if timestamps is not None:
+    if stamps is not None:
         seconds = float(stamps[start] - stamps[0])
     else:
         seconds = float(warm.sum()) * seconds_per_unit
-    reason = (
-        f"median and {tail_name} of {history} consecutive windows of {size} iterations stayed within "
-        f"{100 * median_tolerance:g}% and {100 * tail_tolerance:g}% (or their sampling noise) "
-        f"from iteration {start}"
-    )
     return SteadyState(
+        n=values.size,
         steady_state_start=start,
         reason=reason,
         warmup_iterations=start,
@@ -222,7 +262,8 @@ def detect_steady_state(
         cold_start_cost=float(warm.sum()),
         cold_start_excess=float(warm.sum() - start * steady.median),
         steady=steady,
-        **common,
+        raw=raw,
+        **extra,  # type: ignore[arg-type]
     )
 
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from pilot_sys.workload.base import PISpec, PIType
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec
 from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput, ParsedOutput
 
 DIRECTIONS = ("read", "write", "trim")
@@ -172,7 +173,7 @@ def _unit_readings(out: ParsedOutput, round_dir: Path) -> None:
 
 def parse(captured: CapturedOutput) -> ParsedOutput:
     """Readings and unit readings of one fio round."""
-    doc = find_json(captured.stdout, captured.stdout_name)
+    doc = find_json(captured.text("stdout"), captured.stdout_name)
     out = ParsedOutput()
     jobs = doc.get("jobs") or []
     if not jobs:

@@ -1,0 +1,143 @@
+"""Where the level settles: PELT segments, the outlier rule and the Kalibera walk-back."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+from pilot_sys.errors import InsufficientData
+from pilot_sys.stats.outliers import window_outliers
+from pilot_sys.stats.pelt import pelt_meanvar, segment_cost, variance_floor
+from pilot_sys.stats.settle import differs, ratio_interval, settle, settled_start
+from pilot_sys.stats.steady import detect_steady_state
+
+
+def _optimal_partition(x: np.ndarray, penalty: float, min_size: int) -> list[int]:
+    """Brute-force optimal partitioning (no pruning), the reference PELT must equal."""
+    n, floor = x.size, variance_floor(x)
+    best, prev = [-penalty] + [math.inf] * n, [0] * (n + 1)
+    for t in range(min_size, n + 1):
+        for tau in [0, *range(min_size, t - min_size + 1)]:
+            cost = best[tau] + segment_cost(x, tau, t, floor) + penalty
+            if cost < best[t]:
+                best[t], prev[t] = cost, tau
+    cuts, t = [], n
+    while t > 0:
+        t = prev[t]
+        if t > 0:
+            cuts.append(t)
+    return cuts[::-1]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("penalty", [8.0, 20.0])
+@pytest.mark.parametrize("min_size", [2, 7])
+def test_pelt_equals_brute_force_optimal_partitioning(
+    seed: int, penalty: float, min_size: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rng.normal(0, 1, 50), rng.normal(2, 1, 40), rng.normal(2, 3, 60)])
+    assert pelt_meanvar(x, penalty, min_size).changepoints == _optimal_partition(
+        x, penalty, min_size
+    )
+
+
+def test_pelt_finds_a_mean_step_and_a_variance_step() -> None:
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.normal(10, 1, 400), rng.normal(13, 1, 300), rng.normal(13, 4, 300)])
+    cuts = pelt_meanvar(x, 20 * math.log(x.size)).changepoints
+    assert len(cuts) == 2 and abs(cuts[0] - 400) <= 3 and abs(cuts[1] - 700) <= 15
+
+
+def test_ratio_interval_by_hand() -> None:
+    # ratio 2; relative variance 1/(100*4) + 1/(100*1) = 0.0125; half width 1.96 * 2 * sqrt(0.0125)
+    low, high = ratio_interval((100, 2.0, 1.0), (100, 1.0, 1.0))
+    assert (low + high) / 2 == pytest.approx(2.0)
+    assert (high - low) / 2 == pytest.approx(1.959964 * 2 * math.sqrt(0.0125), rel=1e-5)
+    assert differs((100, 2.0, 1.0), (100, 1.0, 1.0))
+    # 3% apart with a tight interval: real but below the 5% tolerance
+    assert not differs((10_000, 1.03, 1e-4), (10_000, 1.0, 1e-4))
+    assert differs((10_000, 1.03, 1e-4), (10_000, 1.0, 1e-4), tolerance=0.02)
+
+
+def test_walk_back_stops_at_the_first_segment_that_differs_from_the_last() -> None:
+    # segments: 20 | 10.2 | 10 | 10.1 ; only the first differs by more than 5% from the last
+    x = np.concatenate(
+        [np.full(100, 20.0), np.full(100, 10.2), np.full(100, 10.0), np.full(100, 10.1)]
+    )
+    x = x + np.tile([-0.01, 0.01], 200)
+    assert settled_start(x, [100, 200, 300]) == 100
+    assert settled_start(x, [100, 200, 300], tolerance=0.001) == 300
+    assert settled_start(x[100:], [100, 200]) == 0
+
+
+def test_outliers_are_spikes_not_steps() -> None:
+    rng = np.random.default_rng(4)
+    x = np.concatenate([rng.normal(10, 0.1, 1000), rng.normal(20, 0.1, 1000)])
+    x[[300, 1500]] = [40.0, 60.0]
+    flagged = np.flatnonzero(window_outliers(x))
+    assert {300, 1500} <= set(flagged.tolist())
+    # only the 1% edge of the step (window // 100 = 2 readings a side) is taken as outliers
+    assert set(range(990, 1010)) & set(flagged.tolist()) <= {998, 999, 1000, 1001}
+
+
+def _noisy(levels: list[tuple[float, int]], seed: int, sd: float = 0.02) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.concatenate([level * (1 + sd * rng.standard_normal(k)) for level, k in levels])
+
+
+def test_settles_at_a_step_and_ignores_outlier_bursts() -> None:
+    x = _noisy([(1.3, 300), (1.0, 2700)], seed=5)
+    x[[900, 901, 902, 2000]] *= 30.0  # GC pauses in the steady part
+    found = settle(x)
+    # the window rule takes the step's edge readings (1% of a window) for outliers, and left-out
+    # readings join the later segment: the start may come up to two readings early
+    assert found.start is not None and 298 <= found.start <= 300
+
+
+def test_stationary_series_is_steady_from_the_start() -> None:
+    assert settle(_noisy([(1.0, 3000)], seed=6)).start == 0
+
+
+def test_a_difference_under_the_tolerance_is_no_warm_up() -> None:
+    x = _noisy([(1.03, 500), (1.0, 2500)], seed=7, sd=0.01)
+    assert settle(x).start == 0
+    assert settle(x, tolerance=0.01).start == 500
+
+
+def test_the_end_still_moving_is_no_steady_state() -> None:
+    rng = np.random.default_rng(8)
+    drift = np.linspace(2.0, 1.0, 3000) * (1 + 0.02 * rng.standard_normal(3000))
+    found = settle(drift)
+    assert found.start is None and found.reason.startswith("no steady state")
+    late = _noisy([(1.0, 2700), (1.5, 300)], seed=9)
+    assert settle(late).start is None  # 300 settled readings < a quarter of 3000
+
+
+def test_issue_15_two_levels_is_not_steady_from_iteration_0() -> None:
+    rng = np.random.default_rng(10)
+    x = np.concatenate([rng.normal(5, 0.5, 15_000), rng.normal(8, 0.5, 5_000)])
+    result = detect_steady_state(x)
+    assert result.steady_state_start is not None and abs(result.steady_state_start - 15_000) <= 5
+    assert result.steady is not None and result.steady.median == pytest.approx(8.0, abs=0.05)
+
+
+@pytest.mark.slow
+def test_issue_15_half_a_million_warm_up_in_ten_million() -> None:
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.normal(5, 0.5, 500_000), rng.normal(3, 0.5, 9_500_000)])
+    t0 = time.perf_counter()
+    result = detect_steady_state(x)
+    seconds = time.perf_counter() - t0
+    assert result.steady_state_start is not None and abs(result.steady_state_start - 500_000) <= 50
+    assert seconds < 20.0  # about 1.5 s on an idle core; generous for a loaded CI machine
+
+
+def test_short_series() -> None:
+    with pytest.raises(InsufficientData, match="19 readings: at least 20"):
+        settle(np.ones(19))
+    assert settle(np.ones(20)).start == 0
+    assert settle(np.r_[np.full(10, 2.0), np.full(30, 1.0)] + np.tile([0.0, 0.001], 20)).start == 10
