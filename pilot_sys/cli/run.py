@@ -104,6 +104,10 @@ continue with --resume DIR, rebuild reports with `pilot-sys report DIR`).
 @click.option("--dir", "directory", type=click.Path(path_type=Path), help="Directory for the built-in workload (default: .).")
 @click.option("--name", help="Workload name used in reports and the result directory.")
 @click.option("--cut", metavar="COMPONENT", help="Component under test, e.g. block:vda (default: end of the data path).")
+@click.option("--cgroup", metavar="PATH",
+              help="Start every round inside this cgroup: a path inside the hierarchies (/bench: every "
+                   "mounted v1 hierarchy that has it, or the v2 leaf) or one hierarchy's directory. "
+                   "Its limits are discovered and judged. Default: the cgroup pilot-sys runs in.")
 @click.option("--no-monitor", is_flag=True, help="Do not sample utilization (no bottleneck verdict).")
 @click.option("--sample-rate", type=float, metavar="HZ", help="Monitor sampling rate (default 10 Hz).")
 @click.option("--overhead-budget", metavar="PCT",
@@ -120,6 +124,7 @@ def run(command: tuple[str, ...], work_amount: str | None, output_dir: Path | No
         work_unit: str | None, timeout: float | None, accept_rc: str, env: tuple[str, ...], directory: Path | None,
         name: str | None, cut: str | None, no_monitor: bool, sample_rate: float | None, overhead_budget: str | None,
         resume: Path | None,
+        cgroup: str | None,
         no_plots: bool, quiet: bool, as_json: bool) -> None:
     """Run a workload in rounds until every performance index meets its CI target.
 
@@ -142,6 +147,7 @@ def run(command: tuple[str, ...], work_amount: str | None, output_dir: Path | No
         min_round_seconds=min_round_seconds, max_round_seconds=max_round_seconds,
         parser=None if parser == "auto" else parser, work_unit=work_unit, timeout=timeout,
         accept_rc=parse_codes(accept_rc), env=parse_env(env), directory=directory, name=name, cut=cut,
+        cgroup=cgroup,
         monitor=not no_monitor, sample_rate=sample_rate,
         overhead_budget=budget,
         resume=resume, plots=not no_plots, quiet=quiet,

@@ -56,6 +56,7 @@ class RunRequest(BaseModel):
     directory: Path | None = None
     name: str | None = None
     cut: str | None = None
+    cgroup: str | None = None  # --cgroup: start every round inside this cgroup
     monitor: bool = True
     sample_rate: float | None = None
     overhead_budget: float | None = None  # --overhead-budget: tune the rate first (fraction of the PI)
@@ -106,12 +107,16 @@ def _command_workload(req: RunRequest) -> tuple[WorkloadSpec, Workload, tuple[fl
     if not fixed and req.work_amount is None:
         raise BadInput("-w/--work-amount", "the command uses %WORK_AMOUNT%: give its valid range, e.g. -w 16,1024")
     work = req.work_amount or (1.0, 1.0)
+    from pilot_sys.workload.cgroup_launch import cgroup_target
+
+    target = cgroup_target(req.cgroup) if req.cgroup is not None else None  # bad: BadInput now
     wl = CommandWorkload(req.command, parser=req.parser, env=req.env, accepted_returncodes=req.accept_rc,
-                         timeout=req.timeout, name=req.name, work_amount_unit=unit)
+                         timeout=req.timeout, name=req.name, work_amount_unit=unit, cgroup=target)
     spec = WorkloadSpec(
         name=wl.name, kind="command", argv=list(req.command), parser=wl.parser, env=req.env,
         accepted_returncodes=list(req.accept_rc), timeout=req.timeout,
-        options={"cwd": str(Path.cwd()), "work_amount_unit": unit, "integer_work_amount": True},
+        options={"cwd": str(Path.cwd()), "work_amount_unit": unit, "integer_work_amount": True,
+                 **({"cgroup": req.cgroup} if req.cgroup is not None else {})},
         pis=wl.pi_specs(), data_path_args=wl.data_path_args(),
     )
     return spec, wl, work, fixed, unit
@@ -120,7 +125,8 @@ def _command_workload(req: RunRequest) -> tuple[WorkloadSpec, Workload, tuple[fl
 def _builtin_workload(req: RunRequest) -> tuple[WorkloadSpec, Workload, tuple[float, float], bool, str]:
     from pilot_sys.workload.builtin import SequentialIOWorkload
 
-    for opt, given in (("--parser", req.parser), ("--timeout", req.timeout), ("--env", req.env or None)):
+    for opt, given in (("--parser", req.parser), ("--timeout", req.timeout), ("--env", req.env or None),
+                       ("--cgroup", req.cgroup)):
         if given is not None:
             raise BadInput(opt, "applies to a COMMAND; the built-in workload takes --dir and -w only")
     directory = req.directory or Path(".")

@@ -59,7 +59,8 @@ class RoundMonitoring:
     """One per session; ``start()``/``stop(round_dir)`` around every round."""
 
     def __init__(
-        self, rate_hz: float, threshold: float, cut: str | None, data_path_args: list[str], root: Path
+        self, rate_hz: float, threshold: float, cut: str | None, data_path_args: list[str], root: Path,
+        cgroup: str | None = None,
     ) -> None:
         self.rate_hz = rate_hz
         self.threshold = threshold
@@ -74,10 +75,14 @@ class RoundMonitoring:
         self.verdict_detail: dict[str, Any] = {}
         self.data_path: list[str] | None = None
         self.notes: list[str] = []
+        # where the workload runs (``--cgroup``, or where it moves itself): its limits in the graph
+        from pilot_sys.session.workload_cgroups import WorkloadCgroups
+
+        self.cgroups = WorkloadCgroups(cgroup)
         try:
             from pilot_sys.monitor.session_monitor import discover_path
 
-            self.graph, path, self.notes = discover_path(data_path_args)
+            self.graph, path, self.notes = discover_path(data_path_args, graph=self.cgroups.graph())
         except Exception as exc:  # a monitor problem must not stop a benchmark
             self.error = f"component discovery failed ({_describe_error(exc)}): rounds are not monitored"
             return
@@ -114,7 +119,7 @@ class RoundMonitoring:
         if not self.active:
             return
         try:
-            self._sampler = round_sampler(self.graph, self.rate_hz)
+            self._sampler = round_sampler(self.graph, self.rate_hz, extra=[self.cgroups.watcher()])
             self._sampler.start()
         except Exception as exc:
             self._sampler = None
@@ -143,6 +148,10 @@ class RoundMonitoring:
             return MonitorSummary(error=f"sampler stop failed: {_describe_error(exc)}")
         summary = MonitorSummary(file=MONITOR_FILE, samples=len(getattr(trace, "timestamps", [])))
         drop_unseen_processes(trace)
+        changed, cgroup_notes = self.cgroups.after_round(self.graph)
+        trace.notes += cgroup_notes
+        if changed:
+            self.save_graph()
         try:
             from pilot_sys.monitor.bottleneck import assess
 
@@ -172,18 +181,20 @@ class RoundMonitoring:
         return None if c is None else c.model_dump()
 
 
-def round_sampler(graph: Any, rate_hz: float) -> Sampler:
+def round_sampler(graph: Any, rate_hz: float, extra: Sequence[Any] = ()) -> Sampler:
     """The sampler a session round runs: every installed dynamic plug-in over ``graph``, plus the
     round's own processes (``process:workload``).
 
     Call it from the thread that will run the round: the processes that thread starts from now
     on are the ones followed. ``RoundMonitoring.start`` builds each round's sampler here, and the
-    tuner (``round_sampler_factory``) measures the overhead of exactly this sampler."""
+    tuner (``round_sampler_factory``) measures the overhead of exactly this sampler. ``extra``:
+    more plug-in objects (the session's watch of the workload's cgroups)."""
     from pilot_sys.monitor.sampler import Sampler
     from pilot_sys.plugin_loader import load_plugins
 
     return Sampler(graph, rate_hz=rate_hz,
-                   plugins=[*load_plugins("dynamic"), RoundProcessesPlugin(threading.get_native_id())])
+                   plugins=[*load_plugins("dynamic"), RoundProcessesPlugin(threading.get_native_id()),
+                            *extra])
 
 
 def round_sampler_factory(graph: Any) -> SamplerFactory:

@@ -43,6 +43,7 @@ def default_result_dir(name: str, base: Path = DEFAULT_RESULTS) -> Path:
 def build_workload(spec: WorkloadSpec) -> Workload:
     """Re-create a workload from its journaled description (also used on --resume)."""
     if spec.kind == "command":
+        from pilot_sys.workload.cgroup_launch import cgroup_target
         from pilot_sys.workload.runner import CommandWorkload
 
         return CommandWorkload(
@@ -50,6 +51,7 @@ def build_workload(spec: WorkloadSpec) -> Workload:
             timeout=spec.timeout, name=spec.name, cwd=spec.options.get("cwd"),
             integer_work_amount=bool(spec.options.get("integer_work_amount", True)),
             work_amount_unit=str(spec.options.get("work_amount_unit", "work")),
+            cgroup=cgroup_target(str(spec.options["cgroup"])) if spec.options.get("cgroup") else None,
         )
     if spec.kind == "builtin":
         from pilot_sys.workload.builtin import SequentialIOWorkload
@@ -137,7 +139,9 @@ class Session:
 
             args = [a for s in m.workloads for a in s.data_path_args]
             try:
-                monitor = RoundMonitoring(cfg.sample_rate_hz, cfg.bottleneck_threshold, cfg.cut, args, self.journal.root)
+                cgroup = next((s.options["cgroup"] for s in m.workloads if s.options.get("cgroup")), None)
+                monitor = RoundMonitoring(cfg.sample_rate_hz, cfg.bottleneck_threshold, cfg.cut, args,
+                                          self.journal.root, cgroup=cgroup)
             except BadInput:
                 if not self.resumed and not self.journal.records:  # nothing measured: leave no husk
                     self.journal.discard_empty()

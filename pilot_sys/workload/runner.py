@@ -20,6 +20,7 @@ from pilot_sys.errors import BadInput, WorkloadFailed
 from pilot_sys.stats.pi import PIType
 from pilot_sys.workload import macros
 from pilot_sys.workload.base import PISpec, RoundOutput
+from pilot_sys.workload.cgroup_launch import CgroupTarget, in_cgroup
 from pilot_sys.workload.command_line import data_paths, program_index, program_name
 from pilot_sys.workload.parsers import PARSERS, CapturedOutput, MalformedOutput, ParsedOutput, iperf3, table
 from pilot_sys.workload.process import run_process
@@ -55,6 +56,7 @@ class CommandWorkload:
         integer_work_amount: bool = True,
         fio_log_avg_msec: int = 100,
         work_amount_unit: str = "work",
+        cgroup: CgroupTarget | None = None,
     ) -> None:
         if not argv or not argv[0]:
             raise BadInput("command", "no command given to run")
@@ -75,6 +77,7 @@ class CommandWorkload:
         self.integer_work_amount = integer_work_amount
         self.fio_log_avg_msec = fio_log_avg_msec
         self.work_amount_unit = work_amount_unit
+        self.cgroup = cgroup  # every round starts inside it (``cgroup_launch.in_cgroup``)
         self.nominal_work_amount = not macros.uses_work_amount(self.argv + list(self.env.values()))
         self._overrides = {spec.name: spec for spec in pi_specs or []}
         self._specs: list[PISpec] = list(pi_specs or [])
@@ -113,7 +116,8 @@ class CommandWorkload:
                 added.append(f"--log_avg_msec={self.fio_log_avg_msec}")
         elif self.parser == "iperf3" and not _has_option(rest, "-J", "--json"):
             added.append("-J")
-        return argv[:at] + added + rest
+        final = argv[:at] + added + rest
+        return in_cgroup(final, self.cgroup) if self.cgroup is not None else final
 
     def _environment(self, work_amount: str, round_dir: Path) -> dict[str, str]:
         """The user's environment, plus ``env`` with the macros substituted in its values too."""
