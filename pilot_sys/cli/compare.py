@@ -81,7 +81,7 @@ RUN_ONLY = {
     "work_amount": "-w/--work-amount", "output_dir": "-o/--output-dir", "session_limit": "-s/--session-limit",
     "ci_perc": "--ci-perc", "preset": "--preset", "max_rounds": "--max-rounds", "parser": "--parser",
     "work_unit": "--work-unit", "timeout": "--timeout", "cut": "--cut", "no_monitor": "--no-monitor",
-    "quiet": "--quiet",
+    "quiet": "--quiet", "host_specs": "--host",
 }
 
 
@@ -141,6 +141,8 @@ input; with --run the exit codes of `pilot-sys run` (0 all separated, 4 limit re
 @click.option("--timeout", type=float, metavar="SECONDS", help="--run: kill a round that runs longer.")
 @click.option("--cut", metavar="COMPONENT",
               help="--run: component under test, e.g. block:vda (default: end of the data path).")
+@click.option("--host", "host_specs", multiple=True, metavar="NAME=URL",
+              help="--run: monitor a remote host too (repeatable), as for `pilot-sys run`.")
 @click.option("--no-monitor", is_flag=True, help="--run: do not sample utilization.")
 @click.option("--quiet", "-q", is_flag=True,
               help="--run: no progress output; the status line, the result directory and the "
@@ -168,6 +170,7 @@ def compare(
     cut: str | None,
     no_monitor: bool,
     quiet: bool,
+    host_specs: tuple[str, ...] = (),
 ) -> None:
     """Is A different from B? Welch's t-test, honest under autocorrelation, on two data files,
     two result directories, or workloads run live and interleaved (--run NAME='CMD' ...).
@@ -189,6 +192,7 @@ def compare(
         from pilot_sys.cli.launch import execute_compare
         from pilot_sys.session.compare_launch import CompareRequest
         from pilot_sys.session.launch import RunRequest
+        from pilot_sys.topology.remote_hosts import parse_host_specs
 
         request = RunRequest(
             work_amount=parse_work_amount(work_amount) if work_amount else None, output_dir=output_dir,
@@ -196,6 +200,7 @@ def compare(
             confidence=None if ctx.get_parameter_source("confidence")
             is click.core.ParameterSource.DEFAULT else confidence, preset=preset, max_rounds=max_rounds, parser=None if parser == "auto" else parser,
             work_unit=work_unit, timeout=timeout, cut=cut, monitor=not no_monitor, quiet=quiet, as_json=as_json,
+            hosts=[h.spec for h in parse_host_specs(host_specs)],
             command_line=["pilot-sys", *sys.argv[1:]],
         )
         compare = CompareRequest(runs=list(runs), pi=pi, threshold=threshold, run=request)

@@ -104,6 +104,9 @@ continue with --resume DIR, rebuild reports with `pilot-sys report DIR`).
 @click.option("--dir", "directory", type=click.Path(path_type=Path), help="Directory for the built-in workload (default: .).")
 @click.option("--name", help="Workload name used in reports and the result directory.")
 @click.option("--cut", metavar="COMPONENT", help="Component under test, e.g. block:vda (default: end of the data path).")
+@click.option("--host", "host_specs", multiple=True, metavar="NAME=URL",
+              help="Monitor a remote host too (repeatable): http://H:9100 is node_exporter, pcp://H:44322 "
+                   "is PCP's pmproxy. Hosts the command names are placed on its data path.")
 @click.option("--no-monitor", is_flag=True, help="Do not sample utilization (no bottleneck verdict).")
 @click.option("--sample-rate", type=float, metavar="HZ", help="Monitor sampling rate (default 10 Hz).")
 @click.option("--overhead-budget", metavar="PCT",
@@ -120,7 +123,7 @@ def run(command: tuple[str, ...], work_amount: str | None, output_dir: Path | No
         work_unit: str | None, timeout: float | None, accept_rc: str, env: tuple[str, ...], directory: Path | None,
         name: str | None, cut: str | None, no_monitor: bool, sample_rate: float | None, overhead_budget: str | None,
         resume: Path | None,
-        no_plots: bool, quiet: bool, as_json: bool) -> None:
+        no_plots: bool, quiet: bool, as_json: bool, host_specs: tuple[str, ...] = ()) -> None:
     """Run a workload in rounds until every performance index meets its CI target.
 
     With no COMMAND, benchmarks the storage under the current directory (or --dir) with the
@@ -133,6 +136,9 @@ def run(command: tuple[str, ...], work_amount: str | None, output_dir: Path | No
     budget = parse_budget(overhead_budget, "--overhead-budget") if overhead_budget is not None else None
     from pilot_sys.cli.launch import execute_run
     from pilot_sys.session.launch import RunRequest
+    from pilot_sys.topology.remote_hosts import parse_host_specs
+
+    parse_host_specs(host_specs)  # one line naming the bad --host before anything runs
 
     request = RunRequest(
         command=list(command), work_amount=parse_work_amount(work_amount) if work_amount else None,

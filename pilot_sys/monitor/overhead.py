@@ -187,6 +187,20 @@ class MonitorCost(BaseModel):
     cpu_seconds_per_sample: float
     wakeups_per_second: float
     memory_bytes: float
+    # the sources' threads here (remote scrapes), per second and per sampler tick
+    source_cpu_seconds_per_second: float = 0.0
+    # what the remote hosts' engines spent serving the samples, per second, summed over hosts
+    # (where the engine reports its own CPU time; 0 without remote hosts)
+    remote_cpu_seconds_per_second: float = 0.0
+
+    @property
+    def total_cpu_seconds_per_sample(self) -> float:
+        """This host's CPU per tick, sources included: the tuner's first model of overhead."""
+        return self.cpu_seconds_per_sample + self.source_cpu_seconds_per_second / self.rate_hz
+
+    def with_remote(self, per_host: Mapping[str, float]) -> MonitorCost:
+        """This cost with the remote hosts' engine CPU per second added."""
+        return self.model_copy(update={"remote_cpu_seconds_per_second": float(sum(per_host.values()))})
 
     @classmethod
     def from_sampler(cls, rate_hz: float, cost: Any) -> MonitorCost:
@@ -197,7 +211,10 @@ class MonitorCost(BaseModel):
             data = cost.model_dump() if hasattr(cost, "model_dump") else dict(vars(cost))
         per_s = float(data["cpu_seconds_per_second"])
         per_sample = data.get("cpu_seconds_per_sample")
+        seconds = float(data.get("seconds") or 0.0)
+        source_cpu = float(data.get("source_cpu_seconds") or 0.0)
         return cls(
+            source_cpu_seconds_per_second=source_cpu / seconds if seconds > 0 else 0.0,
             rate_hz=rate_hz,
             cpu_seconds_per_second=per_s,
             cpu_seconds_per_sample=float(per_sample) if per_sample is not None else per_s / rate_hz,
@@ -216,13 +233,21 @@ class MonitorCost(BaseModel):
             cpu_seconds_per_sample=float(np.mean([c.cpu_seconds_per_sample for c in costs])),
             wakeups_per_second=float(np.mean([c.wakeups_per_second for c in costs])),
             memory_bytes=float(max(c.memory_bytes for c in costs)),
+            source_cpu_seconds_per_second=float(np.mean([c.source_cpu_seconds_per_second for c in costs])),
+            remote_cpu_seconds_per_second=float(np.mean([c.remote_cpu_seconds_per_second for c in costs])),
         )
 
     def describe(self) -> str:
+        remote = ""
+        if self.source_cpu_seconds_per_second or self.remote_cpu_seconds_per_second:
+            remote = (
+                f"; remote hosts: {self.source_cpu_seconds_per_second * 100:.3f}% of a CPU here, "
+                f"{self.remote_cpu_seconds_per_second * 100:.3f}% on the hosts"
+            )
         return (
             f"{self.cpu_seconds_per_second * 100:.3f}% of a CPU "
             f"({self.cpu_seconds_per_sample * 1e6:.0f} us/sample), "
-            f"{self.wakeups_per_second:.0f} wake-ups/s, {self.memory_bytes / 2**20:.1f} MiB"
+            f"{self.wakeups_per_second:.0f} wake-ups/s, {self.memory_bytes / 2**20:.1f} MiB{remote}"
         )
 
 

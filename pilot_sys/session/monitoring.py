@@ -17,8 +17,17 @@ which the engine also calls ``run_round`` from) starts after ``start()``, i.e. t
 One ``pread`` of that file per tick finds them; the trees are read by the process probe
 (``monitor.processes``).
 
+Declared remote hosts (``--host NAME=URL``) are part of the graph (their inventories, asked once
+by ``monitor.data_path.find_data_path``, the one function that also finds the data path for
+``monitor`` and ``graph``) and of every round's sampler: one source per host, asking its engine
+at the sampling rate (at most ``remote.source.MAX_RATE_HZ``), and the links to them
+(``monitor.remote.source``). A host that stops answering is a gap in its series for that
+stretch, named in the round's trace and journal line; the round and the session go on. What the
+scrapes cost, here (the sources' threads) and on the hosts (their engines' own CPU time), is in
+the monitor's cost.
+
 ``round_sampler`` builds that sampler (every dynamic plug-in over the session's graph, plus the
-round's processes) for ``RoundMonitoring`` and, through ``session_sampler_factory``, for the
+round's processes and the declared hosts) for ``RoundMonitoring`` and, through ``session_sampler_factory``, for the
 tuner (``run --overhead-budget``, ``tune``): the overhead it measures is that of the sampler the
 session then runs, per-process probe included.
 
@@ -41,6 +50,7 @@ from pilot_sys.monitor.overhead import MonitorCost, SamplerFactory
 from pilot_sys.monitor.probe import ProbeContext
 from pilot_sys.monitor.processes import ProcessProbe, read_pids
 from pilot_sys.session.journal import MONITOR_FILE, MonitorSummary, SyncBatch, atomic_write_text
+from pilot_sys.topology.remote_hosts import RemoteHost
 
 if TYPE_CHECKING:  # the sampler loads every plug-in: imported when a round starts
     from pilot_sys.monitor.sampler import Sampler
@@ -59,7 +69,8 @@ class RoundMonitoring:
     """One per session; ``start()``/``stop(round_dir)`` around every round."""
 
     def __init__(
-        self, rate_hz: float, threshold: float, cut: str | None, data_path_args: list[str], root: Path
+        self, rate_hz: float, threshold: float, cut: str | None, data_path_args: list[str], root: Path,
+        hosts: Sequence[RemoteHost] = (),
     ) -> None:
         self.rate_hz = rate_hz
         self.threshold = threshold
@@ -74,10 +85,14 @@ class RoundMonitoring:
         self.verdict_detail: dict[str, Any] = {}
         self.data_path: list[str] | None = None
         self.notes: list[str] = []
+        self.loud: list[str] = []  # notes a person must see (an unmonitored server on the path)
+        self.hosts = list(hosts)
         try:
-            from pilot_sys.monitor.session_monitor import discover_path
+            from pilot_sys.monitor.data_path import find_data_path
 
-            self.graph, path, self.notes = discover_path(data_path_args)
+            found = find_data_path(data_path_args, hosts=self.hosts)
+            self.graph, path = found.graph, found.data_path
+            self.loud, self.notes = list(found.loud), [*found.loud, *found.notes]
         except Exception as exc:  # a monitor problem must not stop a benchmark
             self.error = f"component discovery failed ({_describe_error(exc)}): rounds are not monitored"
             return
@@ -114,7 +129,7 @@ class RoundMonitoring:
         if not self.active:
             return
         try:
-            self._sampler = round_sampler(self.graph, self.rate_hz)
+            self._sampler = round_sampler(self.graph, self.rate_hz, self.hosts)
             self._sampler.start()
         except Exception as exc:
             self._sampler = None
@@ -136,12 +151,14 @@ class RoundMonitoring:
         try:
             trace = sampler.stop(cut=self.cut)
             try:
-                self.costs.append(MonitorCost.from_sampler(self.rate_hz, sampler.cost()))
+                cost = MonitorCost.from_sampler(self.rate_hz, sampler.cost())
+                self.costs.append(cost.with_remote(remote_cpu_per_second(trace)))
             except Exception:
                 pass
         except Exception as exc:
             return MonitorSummary(error=f"sampler stop failed: {_describe_error(exc)}")
-        summary = MonitorSummary(file=MONITOR_FILE, samples=len(getattr(trace, "timestamps", [])))
+        summary = MonitorSummary(file=MONITOR_FILE, samples=len(getattr(trace, "timestamps", [])),
+                                 gaps=source_gaps(trace))
         drop_unseen_processes(trace)
         try:
             from pilot_sys.monitor.bottleneck import assess
@@ -172,33 +189,35 @@ class RoundMonitoring:
         return None if c is None else c.model_dump()
 
 
-def round_sampler(graph: Any, rate_hz: float) -> Sampler:
+def round_sampler(graph: Any, rate_hz: float, hosts: Sequence[RemoteHost] = ()) -> Sampler:
     """The sampler a session round runs: every installed dynamic plug-in over ``graph``, plus the
-    round's own processes (``process:workload``).
+    round's own processes (``process:workload``) and the declared remote hosts.
 
     Call it from the thread that will run the round: the processes that thread starts from now
     on are the ones followed. ``RoundMonitoring.start`` builds each round's sampler here, and the
     tuner (``round_sampler_factory``) measures the overhead of exactly this sampler."""
+    from pilot_sys.monitor.remote.source import host_plugins
     from pilot_sys.monitor.sampler import Sampler
     from pilot_sys.plugin_loader import load_plugins
 
     return Sampler(graph, rate_hz=rate_hz,
-                   plugins=[*load_plugins("dynamic"), RoundProcessesPlugin(threading.get_native_id())])
+                   plugins=[*load_plugins("dynamic"), RoundProcessesPlugin(threading.get_native_id()),
+                            *host_plugins(list(hosts), rate_hz)])
 
 
-def round_sampler_factory(graph: Any) -> SamplerFactory:
+def round_sampler_factory(graph: Any, hosts: Sequence[RemoteHost] = ()) -> SamplerFactory:
     """``round_sampler`` as the overhead measurement's ``SamplerFactory`` (rate -> sampler).
 
     ``WorkloadProbe`` calls the factory in the thread that then runs the monitored round, as the
     session does, so the probe follows that round's processes."""
 
     def factory(rate_hz: float) -> Sampler:
-        return round_sampler(graph, rate_hz)
+        return round_sampler(graph, rate_hz, hosts)
 
     return factory
 
 
-def session_sampler_factory(data_path_args: Sequence[str]) -> SamplerFactory:
+def session_sampler_factory(data_path_args: Sequence[str], hosts: Sequence[RemoteHost] = ()) -> SamplerFactory:
     """The factory of the sampler that a session with these data path arguments runs: the graph
     discovered as ``RoundMonitoring`` discovers it (a second discovery in one process is cheap;
     the session reports what could not be found). Discovery failing leaves the self-evident
