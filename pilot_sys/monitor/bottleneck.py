@@ -184,9 +184,10 @@ def assess(
 def _signals(trace: MonitorTrace) -> list[ComponentStats]:
     """Which series are saturation signals (see the module docstring), unfilled."""
     found: list[ComponentStats] = []
-    with_util = {key.split("/", 1)[0] for key in trace.series if key.split("/", 1)[1].startswith("util_")}
+    # a component id may hold "/" (nic:srv/eth0, cgroup:/bench/cpu); a metric name never does
+    with_util = {key.rsplit("/", 1)[0] for key in trace.series if key.rsplit("/", 1)[1].startswith("util_")}
     for key in sorted(trace.series):
-        component, metric = key.split("/", 1)
+        component, metric = key.rsplit("/", 1)
         if metric.startswith("util_"):
             direction = metric[len("util_"):]
             limit = trace.limits.get(f"{component}/{direction}")

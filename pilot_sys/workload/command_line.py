@@ -153,8 +153,8 @@ def _fio_servers(args: list[str], cwd: Path) -> list[tuple[str, str]]:
         if "," not in value and ":" not in value and listing.is_file():
             # fio reads a file of host names, one per line
             lines = listing.read_text(errors="replace").splitlines()
-            hosts = [h for line in lines if not line.startswith("#") and (h := _fio_host(line.strip()))]
-            found += [(argument, h) for h in hosts]
+            hosts = [_fio_host(line.strip()) for line in lines if not line.startswith("#")]
+            found += [(argument, h) for h in hosts if h]
         elif (host := _fio_host(value)) is not None:
             found.append((argument, host))
     return found

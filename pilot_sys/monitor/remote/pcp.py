@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 
 from pydantic import BaseModel, Field
 
-from pilot_sys.monitor.remote.counters import RemoteCounters
+from pilot_sys.monitor.remote.counters import RemoteCounters, core_counters
 from pilot_sys.monitor.remote.http import HttpConnection, RemoteUnavailable, Response
 from pilot_sys.topology.components import LimitSource
 from pilot_sys.topology.remote_hosts import RemoteHost
@@ -57,7 +57,11 @@ NET = {
     "network.interface.out.packets": "tx_packets",
 }
 OWN_CPU = "pmcd.cputime.total"
-COUNTER_METRICS = (*CPU_BUSY, *CPU_IDLE, CPU_STEAL, *DISK, *NET, OWN_CPU)
+# the same per CPU (instances cpu0, cpu1, ...)
+PERCPU = {
+    m: m.replace("kernel.all.", "kernel.percpu.", 1) for m in (*CPU_BUSY, *CPU_IDLE, CPU_STEAL)
+}
+COUNTER_METRICS = (*CPU_BUSY, *CPU_IDLE, CPU_STEAL, *PERCPU.values(), *DISK, *NET, OWN_CPU)
 INVENTORY_METRICS = (
     "hinv.ncpu",
     "mem.physmem",
@@ -185,6 +189,18 @@ def counters_from_fetch(
         values[f"{cpu}/busy_s"] = busy_s
         values[f"{cpu}/total_s"] = busy_s + sum(v for v in idle if v is not None) + (steal or 0.0)
         values[f"{cpu}/steal_s"] = steal or 0.0
+    for metric, percpu in PERCPU.items():
+        scale = descs[percpu].scale if percpu in descs else None
+        for instance, value in fetch.values.get(percpu, {}).items():
+            if instance is None or scale is None:
+                continue
+            busy_key, total_key = (
+                f"{cpu_id(host)}/{c}" for c in core_counters(instance.removeprefix("cpu"))
+            )
+            seconds = float(value) * scale
+            values[total_key] = values.get(total_key, 0.0) + seconds
+            if metric in CPU_BUSY:
+                values[busy_key] = values.get(busy_key, 0.0) + seconds
     for table, make_id in ((DISK, block_id), (NET, nic_id)):
         for metric, counter in table.items():
             scale = descs[metric].scale if metric in descs else None

@@ -29,7 +29,12 @@ import numpy as np
 from pilot_sys.monitor.probe import Probe, ProbeContext
 from pilot_sys.monitor.rates import utilization
 from pilot_sys.monitor.remote.clients import RemoteClient, connect
-from pilot_sys.monitor.remote.counters import BLOCK_COUNTERS, CPU_COUNTERS, NIC_COUNTERS
+from pilot_sys.monitor.remote.counters import (
+    BLOCK_COUNTERS,
+    CPU_COUNTERS,
+    NIC_COUNTERS,
+    core_counters,
+)
 from pilot_sys.monitor.remote.http import RemoteUnavailable
 from pilot_sys.monitor.remote.utilization import CounterSeries, utilizations
 from pilot_sys.monitor.source import Source, SourceReading
@@ -59,8 +64,9 @@ def _host_of(component: str) -> str:
     return component.split(":", 1)[1].split("/", 1)[0]
 
 
-def counter_columns(component_ids: list[str], host: str) -> list[str]:
-    """The counters of ``host``'s CPU, disks and NICs among ``component_ids``."""
+def counter_columns(component_ids: list[str], host: str, cpus: int | None = None) -> list[str]:
+    """The counters of ``host``'s CPU (per CPU too, for ``cpus`` CPUs), disks and NICs among
+    ``component_ids``."""
     columns: list[str] = []
     for cid in sorted(component_ids):
         if ":" not in cid or _host_of(cid) != host:
@@ -68,6 +74,8 @@ def counter_columns(component_ids: list[str], host: str) -> list[str]:
         kind = cid.split(":", 1)[0]
         if kind == "cpu" and cid == f"cpu:{host}":
             columns += [f"{cid}/{c}" for c in CPU_COUNTERS]
+            for n in range(cpus or 0):
+                columns += [f"{cid}/{c}" for c in core_counters(n)]
         elif kind == "block" and "/" in cid:
             columns += [f"{cid}/{c}" for c in BLOCK_COUNTERS]
         elif kind == "nic" and "/" in cid:
@@ -162,7 +170,10 @@ class RemoteHostPlugin:
         host = self.host
         client = self.client_factory(host, call_timeout(self.interval_s))
         graph_ids = [c.id for c in context.graph.components()] if context.graph is not None else []
-        columns = counter_columns(graph_ids, host.name)
+        cpus = None
+        if context.graph is not None and f"cpu:{host.name}" in context.graph:
+            cpus = context.graph.component(f"cpu:{host.name}").attrs.get("cpus")
+        columns = counter_columns(graph_ids, host.name, cpus)
         if not columns:  # its inventory never came: learn its devices from one reading
             try:
                 columns = sorted(client.counters().values)
