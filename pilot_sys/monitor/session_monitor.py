@@ -143,6 +143,8 @@ def run_monitored(
         _stop(proc, grace=0.0)
         raise
     trace = sampler.stop(command=list(argv), cut=cut)  # the closing sample still sees CMD's zombie
+    if data_path is not None:
+        trace.data_path = list(data_path.components)
     proc.wait()  # now reap it
     returncode = proc.returncode if proc.returncode is not None else -signal.SIGINT
     trace.notes += notes

@@ -157,6 +157,7 @@ class RoundMonitoring:
                 pass
         except Exception as exc:
             return MonitorSummary(error=f"sampler stop failed: {_describe_error(exc)}")
+        trace.data_path = list(self.data_path or [])
         summary = MonitorSummary(file=MONITOR_FILE, samples=len(getattr(trace, "timestamps", [])),
                                  gaps=source_gaps(trace))
         drop_unseen_processes(trace)
