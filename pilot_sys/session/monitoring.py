@@ -223,14 +223,36 @@ def session_sampler_factory(data_path_args: Sequence[str], hosts: Sequence[Remot
     discovered as ``RoundMonitoring`` discovers it (a second discovery in one process is cheap;
     the session reports what could not be found). Discovery failing leaves the self-evident
     limits only (the session would then run unmonitored; the tuner still measures the sampler's
-    probes)."""
-    from pilot_sys.monitor.session_monitor import discover_path
+    probes). The declared hosts' sources are in it: the tuner measures what scraping them costs."""
+    from pilot_sys.monitor.data_path import find_data_path
 
     try:
-        graph, _path, _notes = discover_path(list(data_path_args))
+        graph = find_data_path(list(data_path_args), hosts=list(hosts)).graph
     except Exception:  # as in RoundMonitoring: a monitor problem must not stop the tool
         graph = None
-    return round_sampler_factory(graph)
+    return round_sampler_factory(graph, hosts)
+
+
+def remote_cpu_per_second(trace: Any) -> dict[str, float]:
+    """Each source's backend CPU time per second of the trace (what sampling cost the remote
+    host's engine), where the backend reports its own CPU time."""
+    stamps = getattr(trace, "timestamps", [])
+    seconds = stamps[-1] - stamps[0] if len(stamps) > 1 else 0.0
+    out: dict[str, float] = {}
+    for name, record in getattr(trace, "sources", {}).items():
+        spent = record.cost.remote_cpu_seconds
+        if spent is not None and seconds > 0:
+            out[name] = spent / seconds
+    return out
+
+
+def source_gaps(trace: Any) -> list[str]:
+    """``SOURCE START-END s`` for every stretch a source gave no sample (seconds into the round)."""
+    return [
+        f"{name} {start:.1f}-{end:.1f} s"
+        for name, record in getattr(trace, "sources", {}).items()
+        for start, end in record.gaps
+    ]
 
 
 def drop_unseen_processes(trace: Any) -> None:
