@@ -235,8 +235,8 @@ def data_paths(argv: list[str], cwd: Path) -> list[str]:
     args = argv[start + 1 :]
     found: list[str] = []
     for mention in host_arguments(argv, cwd):
-        found.append(host_argument(mention.host))
-        found += [host_argument(mention.host, p) for p in mention.paths if p.startswith("/")]
+        on_host = [host_argument(mention.host, p) for p in mention.paths if p.startswith("/")]
+        found += on_host or [host_argument(mention.host)]  # a path on it names the host too
     if program == "fio":
         if not found:  # client/server mode: the job's files are on the servers, not here
             found.extend(_fio_files(args, cwd))
