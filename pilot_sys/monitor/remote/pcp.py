@@ -3,7 +3,10 @@ descriptors (``/pmapi/metric``: units, instance domain) and instance names (``/p
 once, then ``/pmapi/fetch`` of exactly the metrics asked for.
 
 pmproxy answers each fetch with the time pmcd took it (``timestamp``, the remote host's clock):
-that, not the time the answer arrived, is when the sample was taken. Values come in each
+that, not the time the answer arrived, is when the sample was taken. pmproxy 6 writes it as
+seconds "." nanoseconds without zero-padding the nanoseconds (0.048450560 s past a second comes
+as ``.48450560``), so a JSON parser reads a time up to 0.9 s late; ``fetch_timestamp`` reads the
+raw text instead, the fraction as a count of nanoseconds. Values come in each
 metric's own units (``Kbyte``, ``millisec``), converted here to bytes and seconds from the
 descriptor, never assumed. ``pmcd.cputime.total`` (pmcd and its DSO agents) rides along in each
 fetch: what sampling costs the remote host; pmproxy's own CPU time is not a PCP metric unless
@@ -168,6 +171,21 @@ def parse_fetch(fetch_json: Mapping[str, Any], names: Mapping[str, Mapping[int, 
             per[key] = inst.get("value")
         values[item["name"]] = per
     return Fetch(timestamp=float(fetch_json["timestamp"]), values=values)
+
+
+_TIMESTAMP = re.compile(rb'"timestamp"\s*:\s*(\d+)(?:\.(\d+))?')
+
+
+def fetch_timestamp(body: bytes) -> float | None:
+    """A fetch answer's ``timestamp`` from its raw text: the digits after the point count
+    nanoseconds (pmproxy does not zero-pad them; see the module docstring)."""
+    match = _TIMESTAMP.search(body)
+    if match is None:
+        return None
+    seconds, fraction = match.group(1), match.group(2) or b"0"
+    if len(fraction) > 9:  # more digits than nanoseconds: a real decimal fraction
+        return float(seconds + b"." + fraction)
+    return int(seconds) + int(fraction) / 1e9
 
 
 def counters_from_fetch(
@@ -365,7 +383,11 @@ class PmproxyClient:
         }
         for name in unseen:
             tables[name] = self._instance_table(name, refresh=True)
-        return parse_fetch(body, tables), response
+        fetch = parse_fetch(body, tables)
+        taken = fetch_timestamp(response.body)
+        if taken is not None:
+            fetch.timestamp = taken
+        return fetch, response
 
     def counters(self) -> RemoteCounters:
         fetch, response = self.fetch(COUNTER_METRICS)
