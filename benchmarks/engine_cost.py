@@ -33,7 +33,8 @@ from pilot_sys.session import statsapi
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.engine import Engine, make_track
 from pilot_sys.session.journal import Journal, SessionManifest, WorkloadSpec
-from pilot_sys.workload.base import PISpec, PIType, RoundOutput
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec, RoundOutput
 
 
 class NoopWorkload:

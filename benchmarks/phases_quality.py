@@ -163,7 +163,7 @@ def rounds_check(root: Path, metrics: list[str] | None) -> str:
     scenario."""
     import itertools
 
-    from pilot_sys.stats.phases import compare_phase_behaviour, consistent_rounds
+    from pilot_sys.monitor.phase_traces import compare_phase_behaviour, consistent_rounds
 
     runs = {
         d.name: [load_traces(f)[0].trace for f in sorted(d.glob("*.json"))]

@@ -49,7 +49,8 @@ from pilot_sys.session import statsapi
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import WorkloadSpec
 from pilot_sys.session.session import Session
-from pilot_sys.workload.base import PISpec, PIType, RoundOutput
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec, RoundOutput
 
 CONFIDENCE = 0.95
 FIXED_COUNT = 10  # hyperfine's default number of runs

@@ -200,6 +200,18 @@ def pytest_configure(config: pytest.Config) -> None:
     # Installed here rather than at import: tests that import this module as ``tests.conftest``
     # load a second copy of it, which must not add a second hook (a hook cannot be removed).
     sys.addaudithook(_GUARD.hook)
+    _library_first_use()
+
+
+def _library_first_use() -> None:
+    """Library start-up that happens on first use rather than at import, done once here so that
+    no test is blamed for it: pandas' ``read_csv`` reads the cgroup CPU quota (once, cached) to
+    size its parser threads."""
+    import io
+
+    import pandas
+
+    pandas.read_csv(io.StringIO("1\n"), header=None)
 
 
 _IDLE_LIVE: list[str] = []  # live tests that passed without touching the host

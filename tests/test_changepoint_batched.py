@@ -1,11 +1,18 @@
-"""The batched seeded-interval scan of EDM returns exactly what the one-interval path returned.
+"""The batched seeded-interval scan of EDM returns exactly what scanning one interval at a time
+does.
 
-``_run(..., batched=False)`` is the original scan (one selection, cumulative sum and decision per
-seeded interval), kept as the reference; ``detect`` and ``IncrementalEDM`` use the batched one.
-Results are compared whole (change points, segments, statistics and p-values bit for bit).
+The reference is ``detect`` with the batched pre-scan switched off (``_Scans.hopeful`` returns
+every interval), so each seeded interval is scanned by ``_scan_segment`` on its own, as binary
+segmentation scans its segments. Results are compared whole (change points, segments, statistics
+and p-values bit for bit). The batched rows are also checked against the sign statistic computed
+naively, in Python, from its definition.
 """
 
 from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -15,21 +22,18 @@ from pilot_sys.stats import changepoint as cp
 from pilot_sys.stats._changepoint_ranks import keys_at, position_keys
 
 
+@contextlib.contextmanager
+def one_interval_at_a_time() -> Iterator[None]:
+    """Within the block, ``detect`` scans every seeded interval alone (no batch, no pruning)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cp._Scans, "hopeful", lambda self, keys, penalty: keys)
+        yield
+
+
 def reference(x: np.ndarray, **kw: object) -> cp.ChangePoints:
-    """The one-interval-at-a-time path with ``detect``'s defaults."""
-    args: dict[str, object] = {
-        "min_size": None,
-        "penalty": None,
-        "significance": cp.DEFAULT_SIGNIFICANCE,
-        "scale": True,
-        "dependence": True,
-        "statistic": "sign",
-        "median_scan": None,
-        "seeded": True,
-        "edges": True,
-    }
-    args.update(kw)
-    return cp._run(x, batched=False, **args)  # type: ignore[arg-type]
+    """``detect`` scanning the seeded intervals one at a time."""
+    with one_interval_at_a_time():
+        return cp.detect(x, **kw)  # type: ignore[arg-type]
 
 
 def mixture(rng: np.random.Generator) -> np.ndarray:
@@ -83,7 +87,10 @@ def test_batched_detect_matches_reference_on_random_mixtures() -> None:
         edges = i % 4 != 3  # a quarter without the edge intervals
         got = cp.detect(x, edges=edges)
         want = reference(x, edges=edges)
-        assert got == want, f"series {i} (n = {x.size}, edges = {edges}): {got.changepoints} != {want.changepoints}"
+        assert got == want, (
+            f"series {i} (n = {x.size}, edges = {edges}): "
+            f"{got.changepoints} != {want.changepoints}"
+        )
     # The mixture really covers what it claims: short and long series, many with ties.
     assert min(sizes) < 40 and max(sizes) > 2000 and with_ties > 80
 
@@ -107,7 +114,7 @@ def test_reference_switch_takes_the_old_path(monkeypatch: pytest.MonkeyPatch) ->
     calls: list[int] = []
     original = cp._scan_intervals
 
-    def counting(*args: object, **kwargs: object) -> list[cp._ScanResult]:
+    def counting(*args: object, **kwargs: object) -> tuple[list[cp._ScanResult], list[int]]:
         calls.append(1)
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
@@ -196,3 +203,62 @@ def test_cusum_scan_rows_match_one_interval_scan() -> None:
         assert (int(split[row]), float(stat[row]), cuts) == (want_split, want_stat, want_cuts)
     assert (int(split[0]), float(stat[0])) == (48, 0.0)
     assert int(split[2]) == 48 and (int(low[3]), int(high[3])) == (30, 60)
+
+
+def naive_sign_scan(
+    values: list[float], keys: list[int], min_size: int, kind: str
+) -> tuple[int, float]:
+    """The sign statistic of one interval from its definition, in plain Python.
+
+    Rank the readings by (value, tie-break key); the location indicator is "in the upper half"
+    (rank >= m - m // 2), the scale indicator "in the top or bottom quarter". With C_k the
+    indicator count among the first k readings and p its overall share, the bridge is
+    B_k = C_k - k p for min_size <= k <= m - min_size; the statistic is the range
+    (max(0, max B) - min(0, min B)) / sqrt(m p (1 - p)), the split the extreme farther from 0.
+    """
+    m = len(values)
+    order = sorted(range(m), key=lambda i: (values[i], keys[i]))
+    rank = [0] * m
+    for r, i in enumerate(order):
+        rank[i] = r
+    if kind == "location":
+        ind = [r >= m - m // 2 for r in rank]
+    else:
+        ind = [r >= m - m // 4 or r < m // 4 for r in rank]
+    p = sum(ind) / m
+    if p <= 0.0 or p >= 1.0:
+        return m // 2, 0.0
+    bridge = {k: sum(ind[:k]) - k * p for k in range(min_size, m - min_size + 1)}
+    top = max(bridge, key=lambda k: (bridge[k], -k))  # the first maximum
+    bottom = min(bridge, key=lambda k: (bridge[k], k))  # the first minimum
+    high, low = max(0.0, bridge[top]), min(0.0, bridge[bottom])
+    return (top if high >= -low else bottom), (high - low) / math.sqrt(m * p * (1.0 - p))
+
+
+def test_batched_rows_equal_the_naive_sign_statistic_and_the_one_interval_scan() -> None:
+    rng = np.random.default_rng(8)
+    for trial in range(6):
+        n = int(rng.integers(300, 1500))
+        values = mixture(rng)[:n] if trial % 2 else np.round(rng.standard_normal(n) * 2)  # ties
+        n = values.size
+        min_size = 10 + trial
+        length = 4 * min_size + 2 * trial
+        if length > n:
+            continue
+        starts = list(range(0, n - length + 1, length // 2))
+        scans, skipped = cp._scan_intervals(
+            values, starts, length, min_size=min_size, base_penalty=1.0, scale=True, dependence=True
+        )
+        assert skipped == [] and [s.begin for s in scans] == starts
+        for scan in scans:
+            alone = cp._scan_segment(
+                values, scan.begin, scan.end, min_size=min_size, base_penalty=1.0, scale=True,
+                dependence=True, median_scan=None,
+            )  # fmt: skip
+            assert scan == alone
+            window = values[scan.begin : scan.end].tolist()
+            keys = position_keys(scan.begin, scan.end).tolist()
+            for kind, split, stat, _ in scan.scans:
+                want_split, want_stat = naive_sign_scan(window, keys, min_size, kind)
+                assert split == want_split
+                assert stat == pytest.approx(want_stat, rel=1e-12, abs=1e-12)

@@ -157,9 +157,7 @@ def test_a_ranking_with_the_difference_in_the_pi_unit() -> None:
         "-> CIs do not overlap",
         "all adjacent pairs separated",
     ]
-    assert comparison_lines(None) == [
-        "comparison: not enough data for an interval on every side yet"
-    ]
+    assert comparison_lines(None) == ["comparison: the workloads share no PI to compare yet"]
 
 
 def _record(index: int, **kw: object) -> RoundRecord:

@@ -13,7 +13,8 @@ from conftest import run_cli
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import JOURNAL, WorkloadSpec
 from pilot_sys.session.session import Session
-from pilot_sys.workload.base import PISpec, PIType, RoundOutput
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec, RoundOutput
 
 pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
 

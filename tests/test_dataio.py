@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import io
+import os
+import sys
+import threading
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pilot_sys.dataio import read_column, read_table_column
+from pilot_sys.dataio import Column, read_column, read_table_column, reconcile_units
 from pilot_sys.errors import BadInput
 
 
@@ -58,7 +63,7 @@ def test_quoted_csv_cells(tmp_path: Path) -> None:
         ("a,b\n1,2\n", "c", "", "no column named 'c'"),
         ("1,2\n", "c", "", "has no header"),
         ("1,2\n", 5, "", "no column 5"),
-        ("1,2\n3,4\n", None, "", "choose one with --column"),
+        ("1,2,3\n4,5,6\n", None, "", "choose one with --column"),
         ("# only comments\n\n", None, "", "no data"),
         ("", None, "", "no data"),
         ("x,y\n", None, "", "only a header"),
@@ -92,3 +97,264 @@ def test_one_column_text_with_a_spaced_header(tmp_path: Path) -> None:
     col = read_table_column(write(tmp_path, "latency (ms)\n1\n2\n", "lat.txt"))
     assert col.name == "latency (ms)" and col.unit == "ms"
     np.testing.assert_array_equal(col.values, [1, 2])
+
+
+# --- the fast reader (pandas, checked by a byte scan) against the exact reader ------------------
+
+CELLS = [
+    "1",
+    "-2.5",
+    "3e-1",
+    "+7",
+    "0",
+    "1_000",
+    "nan",
+    "inf",
+    "-Infinity",
+    "x",
+    "",
+    '"4"',
+    "1,5",
+    " 8 ",
+    "NA",
+]
+LINE_KINDS = [
+    "row",
+    "row",
+    "row",
+    "row",
+    "blank",
+    "spaces",
+    "comment",
+    "indented comment",
+    "row # note",
+    "extra cell",
+    "missing cell",
+    "quoted comma",
+    "crlf",
+]
+
+
+def _fast_or_error(src: str, column: object, how: str) -> tuple[object, ...]:
+    import pandas as pd
+
+    from pilot_sys import dataio
+
+    source = dataio._open_source(src)
+    try:
+        lay, _ = dataio._layout(source, column, None)  # type: ignore[arg-type]
+        fast = (dataio._whole if how == "whole" else dataio._chunked)(pd, source, lay)
+        if fast is None and how == "whole":
+            return ("not whole",)
+    except BadInput as exc:
+        return ("error", exc.where, exc.problem)
+    if fast is None:
+        return ("exact only",)
+    values, lines = fast
+    return ("ok", values.tolist(), [lines.line(i) for i in range(values.size)])
+
+
+def _exact_or_error(src: str, column: object) -> tuple[object, ...]:
+    from pilot_sys import dataio
+
+    source = dataio._open_source(src)
+    try:
+        lay, _ = dataio._layout(source, column, None)  # type: ignore[arg-type]
+        values, lines = dataio._all_exact(source, lay)
+    except BadInput as exc:
+        return ("error", exc.where, exc.problem)
+    return ("ok", values.tolist(), [lines.line(i) for i in range(values.size)])
+
+
+def _line(kind: str, cells: list[str], sep: str) -> str:
+    body = sep.join(cells)
+    return {
+        "row": body,
+        "blank": "",
+        "spaces": "   ",
+        "comment": "# a comment, with a comma",
+        "indented comment": "  # aside",
+        "row # note": body + "  # note",
+        "extra cell": body + sep + "9",
+        "missing cell": cells[0],
+        "quoted comma": '"5, 6"' + sep + body,
+        "crlf": body + "\r",
+    }[kind]
+
+
+@pytest.mark.parametrize("sep", [",", " ", "\t"])
+def test_fast_reader_agrees_with_the_exact_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sep: str
+) -> None:
+    """Random files with every irregularity: the same values, lines and errors either way,
+    with chunks small enough that lines of every kind fall on chunk boundaries."""
+    from pilot_sys import dataio
+
+    monkeypatch.setattr(dataio, "_CHUNK_BYTES", 37)
+    rng = np.random.default_rng(7)
+    header = sep.join(["time", "lat ms" if sep == "\t" else "lat"])
+    disagreements = []
+    whole_reads = 0
+    for trial in range(150):
+        lines = [header] if trial % 2 else []
+        for _ in range(int(rng.integers(1, 25))):
+            kind = str(rng.choice(LINE_KINDS)) if rng.random() < 0.3 else "row"
+            cells = [
+                str(rng.integers(0, 100)),
+                str(rng.choice(CELLS)) if rng.random() < 0.2 else f"{rng.random():.4f}",
+            ]
+            lines.append(_line(kind, cells, sep))
+        text = "\n".join(lines) + ("\n" if trial % 3 else "")
+        src = write(tmp_path, text, f"t{trial}.txt")
+        for column in (0, 1):
+            exact = _exact_or_error(src, column)
+            for how in ("whole", "chunked"):
+                fast = _fast_or_error(src, column, how)
+                if fast != exact and fast != ("not whole",):
+                    disagreements.append((text, column, how, fast, exact))
+                whole_reads += how == "whole" and fast[0] == "ok"
+    assert disagreements == []
+    assert whole_reads > 10  # clean files are read in one call of pandas
+
+
+def test_where_names_the_line_of_each_value_past_comments_and_blanks(tmp_path: Path) -> None:
+    src = write(tmp_path, "# made by hand\nv\n1\n\n2\n# gap\n   \n3  # last\n")
+    col = read_table_column(src)
+    np.testing.assert_array_equal(col.values, [1, 2, 3])
+    assert [col.where(i) for i in range(3)] == [f"{src}:3", f"{src}:5", f"{src}:8"]
+    assert col.where(3) == src  # no such value: the file alone
+
+
+def test_stdin_bom_and_old_mac_line_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        sys, "stdin", io.TextIOWrapper(io.BytesIO("\ufefflatency (ms)\n4\n# x\n5\n".encode()))
+    )
+    col = read_table_column("-")
+    assert col.source == "<stdin>" and col.name == "latency (ms)" and col.where(1) == "<stdin>:4"
+    np.testing.assert_array_equal(col.values, [4, 5])
+    np.testing.assert_array_equal(read_column(write(tmp_path, "1\r2\r\r3\r")), [1, 2, 3])
+    np.testing.assert_array_equal(read_column(write(tmp_path, "1\r\n2\r\n")), [1, 2])
+    mixed = read_table_column(write(tmp_path, "1\r# x\n2\n"))
+    assert mixed.values.tolist() == [1, 2] and mixed.where(1).endswith(":3")
+
+
+def test_a_named_pipe_is_read_once(tmp_path: Path) -> None:
+    """bash's <(command) hands over a pipe: it cannot be opened a second time."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    text = "latency (ms)\n1.5\n2.5\n"
+    threading.Thread(target=fifo.write_text, args=(text,), daemon=True).start()
+    read: list[Column] = []
+    reader = threading.Thread(target=lambda: read.append(read_table_column(str(fifo))), daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert read, "the reader blocked: it opened the pipe a second time"
+    col = read[0]
+    np.testing.assert_array_equal(col.values, [1.5, 2.5])
+    assert col.unit == "ms" and col.where(1) == f"{fifo}:3"
+
+
+def test_binary_data_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "core"
+    path.write_bytes(b"1\n2\n\x00\x01")
+    with pytest.raises(BadInput, match="binary data .a NUL byte at byte 4"):
+        read_column(str(path))
+
+
+# --- decimal commas (issue 15, item 6) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["1,65\n2,3\n0,5\n", "1,65\n", "3,10\n7,25\n5,05\n"])
+def test_headerless_decimal_commas_are_refused_not_split(tmp_path: Path, text: str) -> None:
+    src = write(tmp_path, text)
+    for column in (None, 0, "1"):
+        with pytest.raises(BadInput) as err:
+            read_column(src, column)
+        assert err.value.where == f"{src}:1:1"
+        assert "--decimal ," in err.value.problem and "\n" not in str(err.value)
+
+
+def test_decimal_comma_reads_what_was_meant(tmp_path: Path) -> None:
+    np.testing.assert_allclose(
+        read_column(write(tmp_path, "1,65\n2,3\n0,5\n"), decimal=","), [1.65, 2.3, 0.5]
+    )
+    semicolons = write(tmp_path, "a;latency (ms)\n1;1,5\n2;4,25\n", "eu.csv")  # a spreadsheet's CSV
+    np.testing.assert_allclose(read_column(semicolons, "latency (ms)", decimal=","), [1.5, 4.25])
+    np.testing.assert_array_equal(
+        read_column(write(tmp_path, "1,65\n2,3\n"), 0, decimal="."), [1, 2]
+    )
+    with pytest.raises(BadInput, match="read with decimal commas"):
+        read_column(write(tmp_path, "1,5\n2.5\n"), decimal=",")
+    with pytest.raises(BadInput, match="--decimal"):
+        read_column(write(tmp_path, "1\n"), decimal=";")
+
+
+def test_integer_columns_and_headed_files_are_not_mistaken_for_decimals(tmp_path: Path) -> None:
+    # an index counting up by one next to a value is two columns
+    np.testing.assert_array_equal(
+        read_column(write(tmp_path, "0,17\n1,20\n2,25\n"), 1), [17, 20, 25]
+    )
+    # decimal commas under a header without commas: one cell that is not a number, with a hint
+    with pytest.raises(
+        BadInput, match=r"'1,65' in column 'latency \(ms\)' is not a number \(a decimal comma"
+    ):
+        read_column(write(tmp_path, "latency (ms)\n1,65\n"))
+
+
+# --- units in the header (issue 15, item 1) ----------------------------------------------------
+
+
+def test_reconcile_converts_compatible_units(tmp_path: Path) -> None:
+    a = read_table_column(write(tmp_path, "latency (ms)\n1.0\n2.0\n", "a.txt"))
+    b = read_table_column(write(tmp_path, "latency (us)\n1500\n2500\n", "b.txt"))
+    both = reconcile_units(a, b)
+    assert both.unit == "ms"
+    np.testing.assert_allclose(both.values_b, [1.5, 2.5])
+    np.testing.assert_array_equal(both.values_a, [1.0, 2.0])
+    assert "converted from us to ms" in (both.note or "")
+    rate = read_table_column(write(tmp_path, "bw (MiB/s)\n100\n", "r.txt"))
+    link = read_table_column(write(tmp_path, "bw (Gbit/s)\n1\n2\n", "l.txt"))
+    # 1 Gbit/s = 125e6 B/s = 125e6 / 2**20 MiB/s
+    np.testing.assert_allclose(
+        reconcile_units(rate, link).values_b, [119.20928955078125, 238.4185791015625], rtol=1e-15
+    )
+
+
+def test_reconcile_refuses_different_things(tmp_path: Path) -> None:
+    a = read_table_column(write(tmp_path, "latency (ms)\n1\n", "a.txt"))
+    b = read_table_column(write(tmp_path, "throughput (MiB/s)\n1\n", "b.txt"))
+    with pytest.raises(BadInput) as err:
+        reconcile_units(a, b)
+    assert err.value.where == b.source and "measure different things" in err.value.problem
+    assert "ms (time)" in err.value.problem and "MiB/s (data/time)" in err.value.problem
+    odd = read_table_column(write(tmp_path, "rate (widgets/s)\n1\n", "w.txt"))
+    with pytest.raises(BadInput, match="cannot tell whether"):
+        reconcile_units(a, odd)
+    assert reconcile_units(odd, odd).unit == "widgets/s"
+    bare = read_table_column(write(tmp_path, "1\n2\n", "bare.txt"))
+    one_sided = reconcile_units(a, bare)
+    assert one_sided.unit == "ms" and "names no unit" in (one_sided.note or "")
+    assert reconcile_units(bare, bare).unit is None
+
+
+# --- large inputs (issue 15, item 23) ---------------------------------------------------------
+
+
+def test_a_million_numbers_cost_a_few_times_their_array(tmp_path: Path) -> None:
+    """Python-object-per-line readers hold hundreds of bytes a value; the array is 8."""
+    values = np.random.default_rng(3).lognormal(size=1_000_000)
+    path = tmp_path / "big.txt"
+    with path.open("w") as out:
+        out.write("# a comment\nlatency (ms)\n")
+        np.savetxt(out, values, fmt="%.17g")
+    tracemalloc.start()
+    try:
+        col = read_table_column(str(path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(col.values, values)
+    assert col.where(999_999) == f"{path}:1000002"
+    assert peak < 4 * values.nbytes, (
+        f"peak {peak / 1e6:.1f} MB for an {values.nbytes / 1e6:.0f} MB array"
+    )

@@ -130,7 +130,7 @@ def test_rounds_too_short_for_a_signature_are_not_judged(tmp_path: Path) -> None
 
 
 def test_a_failing_detector_becomes_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import pilot_sys.stats.phases as phases
+    import pilot_sys.monitor.phase_traces as phases
 
     def broken(*args: object, **kwargs: object) -> None:
         raise FloatingPointError("synthetic failure")

@@ -1,6 +1,6 @@
 """The modules of pilot_sys import one another only downwards, and never in a circle.
 
-Layers, lowest first: base (errors, units, dataio, plugin_loader) < stats < topology = workload
+Layers, lowest first: base (errors, units, quantity, dataio, plugin_loader) < stats < topology = workload
 < monitor = plugins < session < report < cli. A module may import its own layer or any lower
 one. Every import counts, wherever it is written: at module level, inside a function (a lazy
 import still ties the two modules together), or under ``if TYPE_CHECKING`` (a type is a
@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "pilot_sys.units": BASE,
     "pilot_sys.dataio": BASE,
     "pilot_sys.plugin_loader": BASE,
+    "pilot_sys.quantity": BASE,
     "pilot_sys.stats": STATS,
     "pilot_sys.topology": TOPOLOGY_WORKLOAD,
     "pilot_sys.workload": TOPOLOGY_WORKLOAD,

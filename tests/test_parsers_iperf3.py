@@ -85,3 +85,15 @@ def test_bidirectional_test_reports_both_directions() -> None:
     assert list(out.unit_readings["bw_reverse"]) == pytest.approx(
         [2873270426.64249 / 8, 1944641880.5635548 / 8]
     )
+
+
+
+def test_non_finite_numbers_in_the_json_are_reported() -> None:
+    """Python's json reads NaN and Infinity; a NaN rate is a failed measurement, not a reading."""
+    doc = json.loads((HERE / "iperf3_client_tcp.json").read_text())
+    doc["end"]["sum_received"]["bits_per_second"] = float("nan")
+    doc["intervals"][1]["sum"]["bits_per_second"] = float("inf")
+    out = parse(CapturedOutput(stdout=json.dumps(doc), stdout_name="r1/stdout.txt"))
+    assert "bw" not in out.readings and "bw" not in out.unit_readings
+    found = [(n.pi, n.count, n.first) for n in out.non_finite]
+    assert found == [("bw", 1, "nan"), ("bw", 1, "inf")]

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import tracemalloc
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy import stats
 
 from conftest import FIXTURES
-from pilot_sys.workload.base import PISpec, PIType
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec
 from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput
 from pilot_sys.workload.parsers.table import parse
 
@@ -70,3 +74,42 @@ def test_shape_errors() -> None:
         parse(CapturedOutput(stdout="1,2\n3,4\n"), one_column=True)
     with pytest.raises(MalformedOutput, match=r"stdout.txt:3: expected 2 columns, found 3"):
         parse(CapturedOutput(stdout="a,b\n1,2\n1,2,3\n"))
+
+
+def test_non_finite_values_are_reported_with_their_place_not_averaged() -> None:
+    out = parse(CapturedOutput(stdout="lat,ops,note\n1.5,10,a\nnan,12,b\n2.5,inf,c\n-inf,11,d\n",
+                               stdout_name="r1/stdout.txt"))
+    assert out.readings == {} and out.unit_readings == {}  # neither column can be averaged
+    lat, ops = out.non_finite
+    assert (lat.pi, lat.count, lat.total, lat.first, lat.line) == ("lat", 2, 4, "nan", 3)
+    assert lat.where == "r1/stdout.txt:3:1"
+    assert (ops.pi, ops.count, ops.first, ops.where) == ("ops", 1, "inf", "r1/stdout.txt:4:5")
+    assert lat.message() == "2 non-finite value(s) ('nan') of 4 in column 'lat', first at line 3"
+    one = parse(CapturedOutput(stdout="3\nNaN\n"), one_column=True)
+    assert [(n.pi, n.count, n.line) for n in one.non_finite] == [("value", 1, 2)]
+    fine = parse(CapturedOutput(stdout="t,v\n0.1,nan\n0.2,3\n"))
+    assert [n.pi for n in fine.non_finite] == ["v"] and fine.readings == {}
+
+
+def test_rates_must_be_positive_for_their_harmonic_mean() -> None:
+    spec = PISpec(name="bw", unit="B/s", pi_type=PIType.HARMONIC)
+    with pytest.raises(MalformedOutput, match="harmonic mean.*1 are <= 0"):
+        parse(CapturedOutput(stdout="bw\n5\n0\n"), specs={"bw": spec})
+
+
+def test_output_is_read_from_its_file_line_by_line(tmp_path: Path) -> None:
+    """A long table costs its numbers, not its text: rows are never all held as strings."""
+    path = tmp_path / "stdout.txt"
+    n = 100_000
+    values = np.arange(n, dtype=float) * 0.5 + 1.0
+    np.savetxt(path, np.column_stack([np.arange(n), values]), fmt=["%d", "%.1f"], delimiter=",",
+               header="i,rate", comments="")
+    tracemalloc.start()
+    try:
+        out = parse(CapturedOutput.from_files(path, tmp_path / "stderr.txt", tmp_path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(out.unit_readings["rate"], values)
+    assert out.readings["rate"] == pytest.approx(values.mean())
+    assert peak < 4 * 2 * values.nbytes, f"peak {peak / 1e6:.1f} MB"  # two columns of numbers

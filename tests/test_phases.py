@@ -356,30 +356,3 @@ def test_real_traces_transition_signatures_separate_workloads_better_than_value_
         vbp[i, j] = matching_score(value_phase_correlation(phases[j], phases[i])[1])[3]
     assert tbp > 0.7
     assert tbp > auc(vbp) + 0.1
-
-
-def test_session_helpers_accept_recorded_traces_as_they_are() -> None:
-    from conftest import FIXTURES
-
-    from pilot_sys.monitor.trace_io import load_traces, metric_matrix
-
-    traces = [load_traces(f)[0].trace for f in sorted((FIXTURES / "traces" / "fio_mix").glob("*.json"))[:3]]
-    matrices = [metric_matrix(t, ["process:*"]).values for t in traces]  # the workload's own series by default
-    assert consistent_rounds(traces) == consistent_rounds(matrices)
-    assert compare_phase_behaviour(traces[:2], traces[2:]) == compare_phase_behaviour(matrices[:2], matrices[2:])
-    host = [metric_matrix(t).values for t in traces]
-    assert consistent_rounds(traces, metrics=["*/util*", "*/busy"]) == consistent_rounds(host)
-
-
-def test_real_rounds_of_one_workload_agree_and_a_foreign_round_stands_out() -> None:
-    from conftest import FIXTURES
-
-    from pilot_sys.monitor.trace_io import load_traces
-
-    root = FIXTURES / "traces"
-    fio = [load_traces(f)[0].trace for f in sorted((root / "fio_mix").glob("*.json"))[:4]]
-    pulses = load_traces(sorted((root / "stress_pulses").glob("*.json"))[0])[0].trace
-    checks = consistent_rounds([*fio[:2], pulses, *fio[2:]])
-    assert [c.consistent for c in checks] == [True, True, False, True, True]
-    assert compare_phase_behaviour(fio[:2], fio[2:]) is None
-    assert compare_phase_behaviour(fio[:2], [pulses]) is not None

@@ -15,7 +15,8 @@ from pilot_sys.session.journal import RoundRecord, WorkloadSpec
 from pilot_sys.cli.present.progress import PlainProgress
 from pilot_sys.session.progress import Countdown, RoundDone
 from pilot_sys.session.session import Session
-from pilot_sys.workload.base import PISpec, PIType, RoundOutput
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec, RoundOutput
 
 
 def rec(index: int, workload: str = "w", short: bool = False) -> RoundRecord:

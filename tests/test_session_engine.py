@@ -16,7 +16,8 @@ from pilot_sys.session.interleave import compare_results
 from pilot_sys.session.journal import Journal, WorkloadSpec
 from pilot_sys.session.result import PIResult, Status, load_result
 from pilot_sys.session.session import Session
-from pilot_sys.workload.base import PISpec, PIType, RoundOutput
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec, RoundOutput
 
 
 class Sim:

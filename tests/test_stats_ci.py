@@ -14,7 +14,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from pilot_sys.errors import BadInput, InsufficientData
 from pilot_sys.stats.ci import CITarget, required_count, summarize, t_interval, wilson_half_width
-from pilot_sys.workload.base import PIType
+from pilot_sys.stats.pi import PIType
 
 
 def test_t_interval_matches_scipy() -> None:

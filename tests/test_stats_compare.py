@@ -11,7 +11,7 @@ from scipy.signal import lfilter
 
 from pilot_sys.errors import InsufficientData
 from pilot_sys.stats.compare import SampleStats, _welch_core, compare_samples, welch
-from pilot_sys.workload.base import PIType
+from pilot_sys.stats.pi import PIType
 
 
 def stats_of(x: np.ndarray) -> SampleStats:

@@ -14,8 +14,9 @@ from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import WorkloadSpec
 from pilot_sys.session.session import Session
 from pilot_sys.stats import ci
+from pilot_sys.stats.pi import PIType
 from pilot_sys.stats.rounds import HETEROGENEITY_LEVEL, round_level, summarize_rounds
-from pilot_sys.workload.base import PISpec, PIType, RoundOutput
+from pilot_sys.workload.base import PISpec, RoundOutput
 
 
 def _rounds(rng: np.random.Generator, r: int, length: int, round_sd: float, phi: float = 0.5,

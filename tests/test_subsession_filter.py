@@ -1,4 +1,8 @@
-"""The candidate filter of ``subsession.search`` changes its speed, never its answer."""
+"""The candidate filter of ``subsession.search`` changes its speed, never its answer.
+
+The reference visits every q: ``_next_candidate`` replaced by one that returns the q it is
+given, so the search tests each q with the exact code alone.
+"""
 
 from __future__ import annotations
 
@@ -26,6 +30,12 @@ def _series(rng: np.random.Generator, kind: int) -> np.ndarray:
     return 1e9 * (1 + 0.01 * rng.standard_cauchy(n))  # heavy tails, large magnitude
 
 
+def _every_q(x: np.ndarray) -> subsession.SubsessionBatch:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(subsession, "_next_candidate", lambda cs, n, start, q_max, limit: start)
+        return subsession.search(x)
+
+
 @pytest.mark.parametrize("kind", [0, 1, 2, 3])
 def test_the_filter_returns_exactly_what_visiting_every_q_returns(kind: int) -> None:
     rng = np.random.default_rng(100 + kind)
@@ -33,7 +43,7 @@ def test_the_filter_returns_exactly_what_visiting_every_q_returns(kind: int) -> 
     for _ in range(60):
         x = _series(rng, kind)
         fast = subsession.search(x)
-        slow = subsession.search(x, candidate_filter=False)
+        slow = _every_q(x)
         for field in ("q", "n_subsessions", "mean", "variance", "autocorrelation", "tail_dropped",
                       "autocorrelation_time"):
             a, b = np.asarray(getattr(fast, field)), np.asarray(getattr(slow, field))
@@ -45,7 +55,12 @@ def test_the_filter_returns_exactly_what_visiting_every_q_returns(kind: int) -> 
 def test_the_filter_never_skips_a_passing_q() -> None:
     """Its own lag-1 agrees with the exact one to rounding, far inside the slack."""
     rng = np.random.default_rng(7)
-    x = np.concatenate([rng.normal(0, 0.3) + lfilter([1.0], [1.0, -0.5], rng.standard_normal(400)) for _ in range(30)])
+
+    def one_round() -> np.ndarray:  # a level, then AR(1) noise around it
+        level = rng.normal(0, 0.3)
+        return level + lfilter([1.0], [1.0, -0.5], rng.standard_normal(400))
+
+    x = np.concatenate([one_round() for _ in range(30)])
     x2 = (x - np.median(x)) / np.max(np.abs(x - np.median(x)))
     cs = np.concatenate([[0.0], np.cumsum(x2)])
     n = x2.size
@@ -60,3 +75,20 @@ def test_the_filter_never_skips_a_passing_q() -> None:
         else:  # and a q that fails is never returned for itself
             assert subsession._next_candidate(cs, n, q, n // 8, 0.1) != q
     assert passing >= 3
+
+
+def test_the_reference_really_visits_every_q(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without this the comparison above could compare the filter with itself."""
+    x = np.concatenate([np.random.default_rng(3).normal(r % 2, 0.5, 300) for r in range(12)])
+    jumps: list[tuple[int, int]] = []
+    original = subsession._next_candidate
+
+    def recording(cs: np.ndarray, n: int, start: int, q_max: int, limit: float) -> int:
+        jumps.append((start, original(cs, n, start, q_max, limit)))
+        return jumps[-1][1]
+
+    monkeypatch.setattr(subsession, "_next_candidate", recording)
+    filtered = subsession.search(x)
+    assert any(to > start for start, to in jumps)  # the filter skipped q that cannot pass
+    monkeypatch.undo()
+    assert _every_q(x).q == filtered.q

@@ -13,7 +13,8 @@ from conftest import FIXTURES
 from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import RoundRecord, WorkloadSpec
-from pilot_sys.workload.base import PISpec, PIType
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec
 from pilot_sys.workload.builtin import SequentialIOWorkload
 from pilot_sys.workload.parsers import fio, iperf3, table
 from pilot_sys.workload.parsers.result import CapturedOutput

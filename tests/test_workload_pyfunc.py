@@ -10,7 +10,8 @@ import pytest
 from scipy import stats
 
 from pilot_sys.errors import WorkloadFailed
-from pilot_sys.workload import FunctionWorkload, PISpec, PIType, Workload, benchmark
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload import FunctionWorkload, PISpec, Workload, benchmark
 from pilot_sys.workload.pyfunc import REGISTRY
 
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import tracemalloc
 from pathlib import Path
 
 import psutil
@@ -305,3 +306,35 @@ def test_real_iperf3_round_and_its_error(tmp_path: Path) -> None:
     refused = CommandWorkload(["iperf3", "-c", "127.0.0.1", "-p", port, "-t", "1"], timeout=20)
     with pytest.raises(WorkloadFailed, match="unable to (connect|send)"):
         refused.run_round(1, tmp_path / "r2")
+
+
+@pytest.mark.live
+def test_a_workload_printing_nan_fails_its_round_naming_the_line(tmp_path: Path) -> None:
+    workload = CommandWorkload(["sh", "-c", "echo 1.5; echo nan; echo 2"], parser="lines")
+    with pytest.raises(MalformedOutput) as err:
+        workload.run_round(1, tmp_path / "r")
+    assert err.value.where == f"{tmp_path / 'r' / 'stdout.txt'}:2:1"
+    problem = "1 non-finite value(s) ('nan') of 3 in column 'value', first at line 2"
+    assert problem in err.value.problem
+    with pytest.raises(MalformedOutput, match="'inf'.* in column 'rate'"):
+        CommandWorkload(["printf", "rate\\ninf\\n"], parser="csv").run_round(1, tmp_path / "s")
+
+
+@pytest.mark.live
+def test_output_streams_to_disk_and_is_never_held_whole(tmp_path: Path) -> None:
+    """64 MB of output: the parser-less round reads none of it, a failed one only its tail."""
+    size = 64_000_000
+    chatty = f"yes 0123456789abcdef | head -c {size}"
+    tracemalloc.start()
+    try:
+        out = CommandWorkload(["sh", "-c", chatty]).run_round(1, tmp_path / "a")
+        last_words = r"exited with code 3 .*: last words \[output kept"
+        with pytest.raises(WorkloadFailed, match=last_words):
+            failing = ["sh", "-c", f"{chatty}; echo; echo 'last words'; exit 3"]
+            CommandWorkload(failing).run_round(1, tmp_path / "b")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (tmp_path / "a" / "stdout.txt").stat().st_size == size
+    assert out.readings["work_rate"] > 0
+    assert peak < size / 16, f"peak {peak / 1e6:.1f} MB"

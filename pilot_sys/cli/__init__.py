@@ -15,7 +15,7 @@ import sys
 import click
 
 from pilot_sys import __version__
-from pilot_sys.errors import ExitCode, PilotError
+from pilot_sys.errors import ExitCode, MeasuredOutcome, PilotError
 
 # name -> (module, attribute, one-line help shown in `pilot-sys --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -87,6 +87,9 @@ def main(argv: list[str] | None = None) -> None:
         fail(f"{exc.format_message().rstrip('.')}{hint}", ExitCode.BAD_INPUT)
     except click.ClickException as exc:
         fail(exc.format_message(), exc.exit_code)
+    except MeasuredOutcome as exc:  # a measured answer, not an error: no "error:" before it
+        click.echo(f"pilot-sys: {exc}", err=True)
+        sys.exit(int(exc.exit_code))
     except PilotError as exc:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:

@@ -223,7 +223,7 @@ def analyze(
 
     from pilot_sys.dataio import read_table_column
     from pilot_sys.stats.ci import CITarget, summarize
-    from pilot_sys.workload.base import PIType
+    from pilot_sys.stats.pi import PIType
 
     col = read_table_column(source, column)
     values = col.values

@@ -16,13 +16,13 @@ from pydantic import BaseModel, Field
 
 from pilot_sys.cli.common import OneLineErrors, save_figure
 from pilot_sys.errors import BadInput
+from pilot_sys.monitor.phase_traces import WORKLOAD_SERIES
 from pilot_sys.monitor.trace_io import LoadedTrace, MetricMatrix, load_traces, metric_matrix
 from pilot_sys.stats.phases import (
     DEFAULT_MATCH_THRESHOLD,
     DEFAULT_SMOOTH,
     DEFAULT_TOLERANCE,
     DEFAULT_TRANSITION_THRESHOLD,
-    WORKLOAD_SERIES,
     PhaseParams,
     Signature,
     blur,

@@ -28,7 +28,8 @@ from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import RoundRecord
 from pilot_sys.session.result import PIResult, Removal, RoundCounts, WPSResult
 from pilot_sys.session import statsapi
-from pilot_sys.workload.base import PISpec, PIType
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec
 
 WPS_PI = "wps"
 MIN_WPS_ROUNDS = 3

@@ -48,7 +48,7 @@ HOST = "host"
 
 def has_workload_series(trace: Any) -> bool:
     """Whether a trace holds series of the workload's own processes (``WORKLOAD_SERIES``)."""
-    from pilot_sys.stats.phases import WORKLOAD_SERIES
+    from pilot_sys.monitor.phase_traces import WORKLOAD_SERIES
 
     return any(fnmatch.fnmatchcase(k, g) for k in getattr(trace, "series", ()) for g in WORKLOAD_SERIES)
 
@@ -101,7 +101,8 @@ def check_traces(traces: Sequence[tuple[int, Any]], total: int | None = None) ->
     ``traces``: (round index, MonitorTrace or metric matrix); ``total``: how many rounds were
     eligible before sampling, for the note.
     """
-    from pilot_sys.stats.phases import PhaseParams, consistent_rounds
+    from pilot_sys.monitor.phase_traces import consistent_rounds
+    from pilot_sys.stats.phases import PhaseParams
 
     indices = [i for i, _ in traces]
     if len(traces) < MIN_ROUNDS:
@@ -146,7 +147,7 @@ def check_rounds(journal: Journal, records: Sequence[RoundRecord]) -> PhaseCheck
 
 def compare_traces(a: str, traces_a: Sequence[Any], b: str, traces_b: Sequence[Any]) -> PhaseComparison:
     """``compare_phase_behaviour`` of two workloads' round traces, as a result entry."""
-    from pilot_sys.stats.phases import compare_phase_behaviour
+    from pilot_sys.monitor.phase_traces import compare_phase_behaviour
 
     if not traces_a or not traces_b:
         short = a if not traces_a else b

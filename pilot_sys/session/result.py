@@ -22,7 +22,8 @@ Schema (``pilot-sys report --schema`` prints the full JSON Schema of :class:`Ses
     (transition signatures, seeds/004): the rounds checked, those that do not match their
     siblings (``inconsistent_rounds``), their scores and a one-line ``note``
 - ``comparison``: for interleaved runs, the ranking with differences, CIs and Welch p-values,
-  and ``phase_behaviour``: a note per pair of workloads whose phase behaviour differs
+  ``tables``: every shared PI of each workload against the first, with a verdict per PI, and
+  ``phase_behaviour``: a note per pair of workloads whose phase behaviour differs
 - ``bottleneck``: the monitor's verdict (``valid``, ``hidden_bottlenecks``, ``cut``), or None
   when monitoring was off; ``graph_file`` names the saved component graph
 - ``overhead``: sampling rate, how it was chosen (``default``, ``--sample-rate``, ``tuner``,
@@ -44,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pilot_sys import __version__
 from pilot_sys.errors import BadInput, ExitCode
+from pilot_sys.session.pi_table import PITable
 
 RESULT_SCHEMA_VERSION = 1
 RESULT_FILE = "result.json"
@@ -199,11 +201,13 @@ class PhaseComparison(BaseModel):
 
 class Comparison(BaseModel):
     pi: str
-    ranking: list[str]
+    ranking: list[str]  # empty while a workload has no interval on ``pi``
     pairs: list[PairComparison] = Field(default_factory=list)
     all_separated: bool = False
     p_threshold: float = 0.01
     phase_behaviour: list[PhaseComparison] = Field(default_factory=list)
+    # every shared PI of each workload against the first (``session.compare_pis``)
+    tables: list[PITable] = Field(default_factory=list)
 
 
 class BottleneckSection(BaseModel):

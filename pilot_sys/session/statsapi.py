@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pilot_sys.session.result import WPSResult
-from pilot_sys.workload.base import PIType
+from pilot_sys.stats.pi import PIType
 
 if TYPE_CHECKING:
     from pilot_sys.stats.ci import Summary

@@ -1,9 +1,9 @@
 """Row-wise EDM sign scans: many equally long intervals of a series in one pass per step.
 
 The seeded stage of ``changepoint.detect`` scans about n / min_size intervals; one interval at a
-time, each scan (a selection, a cumulative sum, an argmax) cost ~70 us on 1000 readings, almost
-all of it Python and numpy call overhead. Intervals of one scale have the same length, so they
-stack into a (rows, length) array and every step becomes one call over all rows.
+time, each scan (a selection, a cumulative sum, an argmax) on a round's readings is almost all
+Python and numpy call overhead. Intervals of one scale have the same length, so they stack into
+a (rows, length) array and every step becomes one call over all rows.
 
 Both kernels reproduce the one-interval code in ``changepoint`` (``_top_masks`` and
 ``_cusum_scan``) operation for operation, so their results are bit-identical, not merely close:
@@ -21,7 +21,9 @@ import numpy as np
 _NO_KEY = np.uint64(np.iinfo(np.uint64).max)  # above every tie-break key (those fit in 53 bits)
 
 
-def top_masks(block: np.ndarray, counts: list[int], keys_of: Callable[[np.ndarray], np.ndarray]) -> list[np.ndarray]:
+def top_masks(
+    block: np.ndarray, counts: list[int], keys_of: Callable[[np.ndarray], np.ndarray]
+) -> list[np.ndarray]:
     """Per row of ``block``, masks of the ``count`` largest values, ties broken by key.
 
     One multi-k selection along the rows finds every cut value. A row whose cut value is tied

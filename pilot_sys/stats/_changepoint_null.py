@@ -47,8 +47,8 @@ def kuiper_sf(x: float) -> float:
 def kuiper_isf(alpha: float) -> float:
     """The x with P(sup B - inf B > x) = alpha.
 
-    Plain bisection (the tail is monotone): scipy.optimize would add most of a second of import
-    time to every command for one root.
+    Plain bisection (the tail is monotone): importing scipy.optimize for one root would slow
+    the start of every command that detects change points.
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError("alpha must be between 0 and 1")
@@ -64,7 +64,7 @@ def kuiper_isf(alpha: float) -> float:
     return 0.5 * (lo + hi)
 
 
-# Exact edge tails up to this length: one (length/2)^2 table step per reading, ~5 ms once at 128.
+# Exact edge tails up to this length: one (length/2)^2 table step per reading, computed once.
 EXACT_EDGE_LENGTH = 128
 
 

@@ -86,7 +86,9 @@ def prefix_order_statistics(
     return bins * width + offset
 
 
-def split_medians(ranks: np.ndarray, order: np.ndarray, splits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def split_medians(
+    ranks: np.ndarray, order: np.ndarray, splits: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Medians of ``ranks[:k]`` and ``ranks[k:]`` for every k in ascending ``splits``."""
     m = ranks.size
     left_len = splits.astype(np.int64)
@@ -94,5 +96,7 @@ def split_medians(ranks: np.ndarray, order: np.ndarray, splits: np.ndarray) -> t
     left = prefix_order_statistics(ranks, order, left_len, left_which).mean(axis=1)
     right_len = (m - left_len)[::-1]  # ascending lengths of the reversed series
     right_which = np.stack([(right_len - 1) // 2, right_len // 2], axis=1)
-    right = prefix_order_statistics(ranks[::-1], (m - 1) - order, right_len, right_which).mean(axis=1)[::-1]
+    right = prefix_order_statistics(ranks[::-1], (m - 1) - order, right_len, right_which).mean(
+        axis=1
+    )[::-1]
     return left, right

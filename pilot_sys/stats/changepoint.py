@@ -2,8 +2,9 @@
 
 EDM (James, Kejariwal and Matteson, arXiv:1411.7955) splits a series where the weighted
 difference between the median before and the median after a split is largest, then recurses
-into both halves (binary segmentation). What makes a split *real* is the part Pilot got wrong: it
-accepted the first split whenever the two medians differed, which on pure noise they always do.
+into both halves (binary segmentation). What makes a split *real* is a calibrated test: on pure
+noise the two medians of any split differ, so accepting a split whenever they differ (as the
+original Pilot tool does) finds a change in every series.
 
 Two forms of the median statistic share one calibrated acceptance rule:
 
@@ -38,25 +39,25 @@ segments it could not split with seeded multi-scale intervals (Kovacs et al., "S
 segmentation", 2020), Bonferroni-corrected over all intervals so that stage adds at most
 ``significance`` to the false-alarm rate; accepted splits go back to binary segmentation. The
 intervals of one scale share their length and are scanned together as the rows of one array
-(``_changepoint_batch``), with results identical to scanning them one by one, which is what a
-round of ~1000 readings spent most of its time on (3.8 -> 1.4 ms per detect).
+(``_changepoint_batch``), with results identical to scanning them one by one: one numpy call per
+scale instead of one per interval, which would otherwise dominate the cost of a round.
 
-Neither stage saw a short stretch at an end of the series (a warm-up of 5-10% of a round): a
+Neither stage sees a short stretch at an end of the series (a warm-up of 5-10% of a round): a
 stretch of k readings moves a segment's CUSUM by about k/2 against a noise of sqrt(m)/2, so
-below ~2 sqrt(m) it was kept, and when the whole segment's test did fire, its argmax could
-wander deep into the stable phase (a 50-reading warm-up in 1000 readings split at 306). Edge
-intervals close that gap (``edge_intervals``): intervals anchored at both ends of the series,
-2 min_size long and up by sqrt(2), where such a stretch always sits at the edge and, at the
-right length, fills half the interval. Each holds at most one change point of the stretch, so it
-is tested for a single change (sup |B|, EDM's own form, narrower under the null than the range)
-with the exact null of a balanced 0/1 path up to 128 readings (Kolmogorov's limit overstates
-short tails up to 8x), deflated by the segment's dependence factor centred at the candidate
-split. A segment holding an end of the series is tested whole and in its edge intervals; when
-both find a change at the same place the whole segment places it (more readings, better for a
-long ramp), otherwise the edge split is taken and placed with the segment's readings. The edge
-tests share the seeded stage's Bonferroni budget, so the two searches together still add at
-most ``significance``; without a change the realised rate rose from 0.64% to 0.73% of series
-(40,000 series; the exact tests spend the share of a budget that the asymptotic ones under-use).
+below ~2 sqrt(m) it goes unnoticed, and when the whole segment's test does fire, its argmax can
+wander deep into the stable phase. Edge intervals close that gap (``edge_intervals``): intervals
+anchored at both ends of the series, 2 min_size long and up by sqrt(2), where such a stretch
+always sits at the edge and, at the right length, fills half the interval. Each holds at most
+one change point of the stretch, so it is tested for a single change (sup |B|, EDM's own form,
+narrower under the null than the range) with the exact null of a balanced 0/1 path up to 128
+readings (Kolmogorov's limit overstates short tails up to 8x), deflated by the segment's
+dependence factor centred at the candidate split. A segment holding an end of the series is
+tested whole and in its edge intervals; when both find a change at the same place the whole
+segment places it (more readings, better for a long ramp), otherwise the edge split is taken and
+placed with the segment's readings. The edge tests share the seeded stage's Bonferroni budget,
+so the two searches together still add at most ``significance`` (the exact tests spend the share
+of the budget that the asymptotic ones leave unused; the realised rates are in
+benchmarks/results/changepoint.md).
 """
 
 from __future__ import annotations
@@ -71,7 +72,13 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from pilot_sys.stats import _changepoint_batch as batch
-from pilot_sys.stats._changepoint_null import edge_sf, kolmogorov_isf, kolmogorov_sf, kuiper_isf, kuiper_sf
+from pilot_sys.stats._changepoint_null import (
+    edge_sf,
+    kolmogorov_isf,
+    kolmogorov_sf,
+    kuiper_isf,
+    kuiper_sf,
+)
 from pilot_sys.stats._changepoint_ranks import (
     keys_at,
     position_keys,
@@ -99,8 +106,9 @@ class ChangePoint(BaseModel):
     index: int = Field(description="0-based index where the new segment starts")
     statistic: float = Field(
         description=(
-            "dependence-adjusted statistic: Kuiper (sign form), Kolmogorov (median form, and the sign form's"
-            " edge intervals, whose p-value is exact up to 128 readings) under no change"
+            "dependence-adjusted statistic: Kuiper (sign form), Kolmogorov (median form,"
+            " and the sign form's edge intervals, whose p-value is exact up to 128 readings)"
+            " under no change"
         )
     )
     p_value: float = Field(description="Bonferroni-combined p-value of the split test")
@@ -129,13 +137,17 @@ class ChangePoints(BaseModel):
     n: int
     changepoints: list[int] = Field(description="sorted 0-based indices where a new segment starts")
     stable_segment: tuple[int, int] | None = Field(
-        description="[begin, end) of the longest segment, only when it holds more than 50% of samples"
+        description=(
+            "[begin, end) of the longest segment, only when it holds more than 50% of samples"
+        )
     )
     segments: list[Segment]
     details: list[ChangePoint]
     min_size: int
     significance: float
-    penalty: float = Field(description="critical value of the adjusted statistic a split had to exceed")
+    penalty: float = Field(
+        description="critical value of the adjusted statistic a split had to exceed"
+    )
     statistic: Statistic
 
     @property
@@ -143,10 +155,14 @@ class ChangePoints(BaseModel):
         """Why there is or is not a stable segment, in words a reader can check."""
         if self.stable_segment is not None:
             begin, end = self.stable_segment
-            return f"segment [{begin}, {end}) holds {100.0 * (end - begin) / self.n:.1f}% of the samples"
+            share = 100.0 * (end - begin) / self.n
+            return f"segment [{begin}, {end}) holds {share:.1f}% of the samples"
         longest = max((s.size for s in self.segments), default=0)
         share = 100.0 * longest / self.n if self.n else 0.0
-        return f"no stable phase: the longest segment holds {share:.1f}% of the samples (more than 50% needed)"
+        return (
+            f"no stable phase: the longest segment holds {share:.1f}% of the samples"
+            " (more than 50% needed)"
+        )
 
 
 class _Split(BaseModel):
@@ -189,7 +205,7 @@ def critical_value(significance: float, scans: int = 2, statistic: Statistic = "
 
 
 def dependence_factor(counts: np.ndarray, cuts: tuple[int, ...]) -> float:
-    """Long-run / short-run variance ratio of a 0/1 indicator, centred within the pieces at ``cuts``.
+    """Long-run / short-run variance ratio of a 0/1 indicator, centred within pieces at ``cuts``.
 
     ``counts`` is the indicator's cumulative sum. Overlapping batch means with batch length
     ~ 4 (m/100)^(2/9) (the Newey-West bandwidth) estimate the same quantity as a Bartlett-kernel
@@ -202,7 +218,8 @@ def dependence_factor(counts: np.ndarray, cuts: tuple[int, ...]) -> float:
     if batch < 2 or m < 4 * batch:
         return 1.0
     bounds = [0, *sorted(c for c in cuts if 0 < c < m), m]
-    windows = counts[batch - 1 :].astype(np.float64)  # window i sums the indicator over [i, i + batch)
+    # window i sums the indicator over [i, i + batch)
+    windows = counts[batch - 1 :].astype(np.float64)
     windows[1:] -= counts[: m - batch]
     variance = 0.0
     previous = 0
@@ -261,13 +278,17 @@ def _top_masks(values: np.ndarray, keys: _LazyKeys, counts: list[int]) -> list[n
     return masks
 
 
-def _indicators(values: np.ndarray, keys: _LazyKeys, scale: bool) -> list[tuple[ChangeKind, np.ndarray]]:
+def _indicators(
+    values: np.ndarray, keys: _LazyKeys, scale: bool
+) -> list[tuple[ChangeKind, np.ndarray]]:
     """Above the pooled median; and outside the pooled interquartile range (spread)."""
     m = values.size
     quarter = m // 4
     if not scale:
         return [("location", _top_masks(values, keys, [m // 2])[0])]
-    upper_half, top_quarter, above_bottom_quarter = _top_masks(values, keys, [m // 2, quarter, m - quarter])
+    upper_half, top_quarter, above_bottom_quarter = _top_masks(
+        values, keys, [m // 2, quarter, m - quarter]
+    )
     return [("location", upper_half), ("scale", top_quarter | ~above_bottom_quarter)]
 
 
@@ -300,7 +321,9 @@ def _cusum_scan(counts: np.ndarray, min_size: int) -> tuple[int, float, tuple[in
     high, low = max(0.0, float(bridge[top])), min(0.0, float(bridge[bottom]))
     scale = math.sqrt(m * p * (1.0 - p))
     split = min_size + (top if high >= -low else bottom)
-    cuts = tuple(sorted({min_size + top if high > 0 else split, min_size + bottom if low < 0 else split}))
+    cuts = tuple(
+        sorted({min_size + top if high > 0 else split, min_size + bottom if low < 0 else split})
+    )
     return split, (high - low) / scale, cuts
 
 
@@ -318,7 +341,10 @@ def _separating_cut(left: np.ndarray, right: np.ndarray) -> float:
     a = np.sort(left[:: max(1, left.size // _CUT_SAMPLE)])
     b = np.sort(right[:: max(1, right.size // _CUT_SAMPLE)])
     candidates = np.concatenate([a, b])
-    gap = np.abs(np.searchsorted(a, candidates, side="right") / a.size - np.searchsorted(b, candidates, side="right") / b.size)
+    gap = np.abs(
+        np.searchsorted(a, candidates, side="right") / a.size
+        - np.searchsorted(b, candidates, side="right") / b.size
+    )
     return float(candidates[int(np.argmax(gap))])
 
 
@@ -362,7 +388,9 @@ def _refine_split(
     return split
 
 
-def _median_statistic(m: int, splits: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+def _median_statistic(
+    m: int, splits: np.ndarray, left: np.ndarray, right: np.ndarray
+) -> np.ndarray:
     """EDM's k (m-k)/m |med_left - med_right| with rank medians, scaled to the Brownian bridge."""
     k = splits.astype(np.float64)
     return 2.0 * k * (m - k) * np.abs(left - right) / m**2.5
@@ -380,7 +408,9 @@ def _median_scan_fast(ranks: np.ndarray, order: np.ndarray, min_size: int) -> tu
         left, right = split_medians(ranks, order, grid)
         coarse = _median_statistic(m, grid, left, right)
         peaks = np.argsort(-coarse, kind="stable")[:_REFINED_PEAKS]
-        windows = [np.arange(max(lo, grid[p] - step + 1), min(hi, grid[p] + step - 1) + 1) for p in peaks]
+        windows = [
+            np.arange(max(lo, grid[p] - step + 1), min(hi, grid[p] + step - 1) + 1) for p in peaks
+        ]
         splits = np.unique(np.concatenate([grid, *windows]))
     left, right = split_medians(ranks, order, splits)
     stat = _median_statistic(m, splits, left, right)
@@ -409,10 +439,14 @@ def _median_candidates(
     ranks = ranks_from_order(order)
     m = ranks.size
     split, stat = scan(ranks, order, min_size)
-    out: list[tuple[ChangeKind, int, float, np.ndarray]] = [("location", split, stat, ranks >= m - m // 2)]
+    out: list[tuple[ChangeKind, int, float, np.ndarray]] = [
+        ("location", split, stat, ranks >= m - m // 2)
+    ]
     if scale:
         distance = np.abs(2 * ranks - (m - 1)).astype(np.uint64)
-        spread_order = np.argsort((distance << np.uint64(40)) | (keys >> np.uint64(13)), kind="stable")
+        spread_order = np.argsort(
+            (distance << np.uint64(40)) | (keys >> np.uint64(13)), kind="stable"
+        )
         spread = ranks_from_order(spread_order)
         s_split, s_stat = scan(spread, spread_order, min_size)
         out.append(("scale", s_split, s_stat, spread >= m - m // 2))
@@ -453,13 +487,25 @@ def _scan_segment(
             split, stat, cuts = _cusum_scan(counts, min_size)
             found.append((kind, split, stat, counts, cuts))
     else:
-        for kind, split, stat, indicator in _median_candidates(segment, keys.array, min_size, scale, median_scan):
+        for kind, split, stat, indicator in _median_candidates(
+            segment, keys.array, min_size, scale, median_scan
+        ):
             found.append((kind, split, stat, np.cumsum(indicator), (split,)))
     scans = [
-        (kind, split, stat, dependence_factor(counts, cuts) if dependence and stat > base_penalty else None)
+        (
+            kind,
+            split,
+            stat,
+            dependence_factor(counts, cuts) if dependence and stat > base_penalty else None,
+        )
         for kind, split, stat, counts, cuts in found
     ]
-    return _ScanResult(begin=begin, end=end, statistic_kind="sign" if median_scan is None else "median", scans=scans)
+    return _ScanResult(
+        begin=begin,
+        end=end,
+        statistic_kind="sign" if median_scan is None else "median",
+        scans=scans,
+    )
 
 
 # Rows per call of the batched scan: at most this many readings in its (rows, length) arrays,
@@ -482,9 +528,10 @@ def _scan_intervals(
 
     The intervals of one seeded scale share their length: stacked as rows, each step (selection,
     indicators, cumulative sum, argmax) is one call over all of them instead of one per interval,
-    which was ~70 us of overhead each. Identical results, row for row (``_changepoint_batch``).
-    With ``keep_above``, rows whose every statistic is at most that are not turned into results
-    (building ~50 objects per 1000-reading round cost ~0.5 ms); their starts are returned instead.
+    whose fixed Python overhead would dominate. Identical results, row for row
+    (``_changepoint_batch``). With ``keep_above``, rows whose every statistic is at most that are
+    not turned into results (most rows of a round, and each result is an object to build);
+    their starts are returned instead.
     """
     out: list[_ScanResult] = []
     skipped: list[int] = []
@@ -497,7 +544,9 @@ def _scan_intervals(
     for first in range(0, len(starts), step):
         chunk = starts[first : first + step]
         where = np.asarray(chunk, dtype=np.int64)[:, None] + offsets
-        masks = batch.top_masks(values[where], wanted, lambda rows, where=where: keys_at(where[rows]))
+        masks = batch.top_masks(
+            values[where], wanted, lambda rows, where=where: keys_at(where[rows])
+        )
         # Location rows, then scale rows: one cumulative sum and one scan for both kinds.
         indicators = masks[0] if not scale else np.concatenate([masks[0], masks[1] | ~masks[2]])
         counts = np.cumsum(indicators, axis=1)
@@ -505,12 +554,15 @@ def _scan_intervals(
         factors: list[float | None] = [None] * counts.shape[0]
         if dependence:  # only where a decision can need it, as in ``_scan_segment``
             for row in np.flatnonzero(stat > base_penalty).tolist():
-                cuts = (int(low[row]),) if low[row] == high[row] else (int(low[row]), int(high[row]))
+                cuts = (
+                    (int(low[row]),) if low[row] == high[row] else (int(low[row]), int(high[row]))
+                )
                 factors[row] = dependence_factor(counts[row], cuts)
         rows = len(chunk)
         splits, stats = split.tolist(), stat.tolist()
         hopeful = (
-            np.ones(rows, dtype=bool) if keep_above is None
+            np.ones(rows, dtype=bool)
+            if keep_above is None
             else (stat.reshape(len(kinds), rows) > keep_above).any(axis=0)
         ).tolist()
         for row, begin in enumerate(chunk):
@@ -521,7 +573,9 @@ def _scan_intervals(
                 (kind, splits[at], stats[at], factors[at])
                 for kind, at in zip(kinds, range(row, counts.shape[0], rows), strict=True)
             ]
-            out.append(_ScanResult(begin=begin, end=begin + length, statistic_kind="sign", scans=scans))
+            out.append(
+                _ScanResult(begin=begin, end=begin + length, statistic_kind="sign", scans=scans)
+            )
     return out, skipped
 
 
@@ -533,7 +587,8 @@ def _may_accept(scan: _ScanResult, penalty: float) -> bool:
 def _decide(
     values: np.ndarray, scan: _ScanResult, *, penalty: float, floor: float, min_size: int
 ) -> _Split:
-    """Accept the best split of a scanned segment if its dependence-adjusted statistic beats ``penalty``.
+    """Accept the best split of a scanned segment if its dependence-adjusted statistic beats
+    ``penalty``.
 
     ``floor`` is the smallest dependence factor to apply (1, or a series-wide estimate for short
     intervals whose own estimate is too noisy).
@@ -554,7 +609,9 @@ def _decide(
     if accepted and scan.statistic_kind == "sign":
         if kind not in scan.refined:
             segment = values[scan.begin : scan.end]
-            scan.refined[kind] = _refine_split(segment, _LazyKeys(scan.begin, scan.end), split, min_size, kind)
+            scan.refined[kind] = _refine_split(
+                segment, _LazyKeys(scan.begin, scan.end), split, min_size, kind
+            )
         split = scan.refined[kind]
     return _Split(
         begin=scan.begin,
@@ -678,7 +735,7 @@ class _SeriesDependence:
 
 
 # Longest edge interval, in min sizes: beyond about 8 min sizes an edge stretch is long enough
-# for binary segmentation and the regular seeded grid (the gap was below ~2 sqrt(n)).
+# for binary segmentation and the regular seeded grid (the gap is below ~2 sqrt(n)).
 _EDGE_SPAN = 16
 
 
@@ -724,7 +781,8 @@ class _AnchoredLayout:
     lengths: np.ndarray  # per interval
     offsets: np.ndarray  # first entry of each interval
     k: np.ndarray  # entry -> split after this many readings of its interval (1..L)
-    tiebreak: np.ndarray  # entry -> width - k inside the allowed splits, far below any height outside
+    # entry -> width - k inside the allowed splits, far below any height outside
+    tiebreak: np.ndarray
     thresholds: np.ndarray  # (intervals, 3): flat index of each threshold order statistic
     root: np.ndarray  # sqrt(L) per interval
     width: int  # > every L: packs (height, -k) into one integer
@@ -776,12 +834,14 @@ def _scan_anchored(
     above its median, and outside its interquartile range. The readings of the two ends are
     ranked once by (value, tie-break key); the intervals are then laid end to end in one flat
     array, sorted once by (interval, rank) for their thresholds, and every cumulative sum and
-    maximum is one pass with per-interval offsets. Scanning the intervals one by one (a
-    selection, a cumulative sum and Python overhead each) cost 0.7 ms per 1000-reading round.
+    maximum is one pass with per-interval offsets, where scanning the intervals one by one
+    would pay a selection, a cumulative sum and Python overhead per interval.
     """
     head = max(start_lengths, default=0)
     tail = max(end_lengths, default=0)
-    intervals = [(start, start + length) for length in start_lengths] + [(end - length, end) for length in end_lengths]
+    intervals = [(start, start + length) for length in start_lengths] + [
+        (end - length, end) for length in end_lengths
+    ]
     # Side by side: readings [start, start + head) then [end - tail, end); bounds move with them.
     spans = tuple((0, length) for length in start_lengths) + tuple(
         (head + tail - length, head + tail) for length in end_lengths
@@ -805,7 +865,9 @@ def _scan_anchored(
     before[:, 1:] = counts[:, layout.offsets[1:] - 1]
     heights = np.abs(2 * (counts - np.repeat(before, layout.lengths, axis=1)) - layout.k)
     # The highest point of each interval, the earliest among equals: one packed maximum.
-    best = np.maximum.reduceat(heights * np.int64(layout.width) + layout.tiebreak, layout.offsets, axis=1)
+    best = np.maximum.reduceat(
+        heights * np.int64(layout.width) + layout.tiebreak, layout.offsets, axis=1
+    )
     stats = (best // layout.width / layout.root).tolist()
     splits = (layout.width - best % layout.width).tolist()
     return [
@@ -831,7 +893,9 @@ class _EdgeCandidate:
     index: int | None = None
 
 
-def _edge_candidate(scan: _ScanResult, *, level: float, factor: float, min_size: int) -> _EdgeCandidate | None:
+def _edge_candidate(
+    scan: _ScanResult, *, level: float, factor: float, min_size: int
+) -> _EdgeCandidate | None:
     """The best split of an anchored interval if its exact p-value is at most ``level``, else None.
 
     ``level`` is per interval (both indicators together, Bonferroni inside); the statistic is
@@ -843,7 +907,9 @@ def _edge_candidate(scan: _ScanResult, *, level: float, factor: float, min_size:
     for kind, split, stat, _ in scan.scans:
         stat /= math.sqrt(factor)
         scored.append((min(1.0, scans * edge_sf(stat, length, min_size)), stat, split, kind))
-    p_value, stat, split, kind = min(scored, key=lambda c: (not (c[3] == "location" and c[0] <= level), c[0], -c[1]))
+    p_value, stat, split, kind = min(
+        scored, key=lambda c: (not (c[3] == "location" and c[0] <= level), c[0], -c[1])
+    )
     if p_value > level:
         return None
     return _EdgeCandidate(scan=scan, kind=kind, split=split, statistic=stat, p_value=p_value)
@@ -859,7 +925,9 @@ def _edge_reach(segment: tuple[int, int], at_start: bool, reach: int) -> tuple[i
     return (b, min(e, b + reach)) if at_start else (max(b, e - reach), e)
 
 
-def _place_edge(values: np.ndarray, candidate: _EdgeCandidate, segment: tuple[int, int], min_size: int) -> int:
+def _place_edge(
+    values: np.ndarray, candidate: _EdgeCandidate, segment: tuple[int, int], min_size: int
+) -> int:
     """Absolute position of an accepted edge split, placed with the readings of ``segment``.
 
     The cut between the stretch and everything after it, and the CUSUM drift against the
@@ -872,9 +940,397 @@ def _place_edge(values: np.ndarray, candidate: _EdgeCandidate, segment: tuple[in
         scan = candidate.scan
         window = (scan.begin - b + min_size, scan.end - b - min_size)
         start = scan.begin + candidate.split - b
-        placed = _refine_split(values[b:e], _LazyKeys(b, e), start, min_size, candidate.kind, window=window)
+        placed = _refine_split(
+            values[b:e], _LazyKeys(b, e), start, min_size, candidate.kind, window=window
+        )
         candidate.index = b + placed
     return candidate.index
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The parameters of one detection, resolved from the caller's options and the series length.
+
+    One Bonferroni ``family`` covers the seeded intervals and the edge intervals of both ends, so
+    the two searches after binary segmentation together add at most ``significance`` to its
+    false-alarm rate.
+    """
+
+    n: int
+    min_size: int
+    scale: bool
+    dependence: bool
+    significance: float
+    statistic: Statistic
+    median_scan: _MedianScan | None  # None: the sign form
+    scans: int  # indicators per segment (location, and scale when asked)
+    threshold: float  # critical value of binary segmentation's tests
+    intervals: np.ndarray  # seeded intervals, (k, 2)
+    edge_lengths: tuple[int, ...]  # edge interval lengths at each end; () without edge tests
+    family: int
+    edge_level: float  # p-value an edge test must reach
+
+
+def _plan(
+    n: int,
+    *,
+    min_size: int | None,
+    penalty: float | None,
+    significance: float,
+    scale: bool,
+    dependence: bool,
+    statistic: Statistic,
+    median_scan: _MedianScan | None,
+    seeded: bool,
+    edges: bool,
+) -> _Plan:
+    size = default_min_size(n) if min_size is None else int(min_size)
+    if size < 2:
+        raise ValueError("min_size must be at least 2")
+    scans = 2 if scale else 1
+    threshold = (
+        critical_value(significance, scans, statistic) if penalty is None else float(penalty)
+    )
+    if threshold <= 0:
+        raise ValueError("penalty must be positive")
+    intervals = seeded_intervals(n, size) if seeded else np.empty((0, 2), dtype=np.int64)
+    with_edges = seeded and edges and median_scan is None  # seeded=False: binary segmentation alone
+    lengths = _edge_lengths(n // 2, size) if with_edges else ()
+    family = len(intervals) + 2 * len(lengths)
+    # Edge tests are decided on p-values; an explicit penalty stands for the significance it
+    # implies.
+    implied = significance if penalty is None else min(1.0, scans * kuiper_sf(threshold))
+    return _Plan(
+        n=n,
+        min_size=size,
+        scale=scale,
+        dependence=dependence,
+        significance=significance,
+        statistic=statistic,
+        median_scan=median_scan,
+        scans=scans,
+        threshold=threshold,
+        intervals=intervals,
+        edge_lengths=lengths,
+        family=family,
+        edge_level=implied / max(family, 1),
+    )
+
+
+#: Scans by segment [begin, end), kept by ``IncrementalEDM`` from one update to the next.
+_ScanCache = dict[tuple[int, int], _ScanResult]
+
+
+class _Scans:
+    """Segment scans of one detection: made here, or reused from an earlier run's ``cache``.
+
+    A scan does not depend on any penalty, so one scan serves every test of its segment.
+    Seeded intervals whose batched scan showed no statistic above the seeded penalty are only
+    remembered as hopeless when there is no cache to fill: they never become scan results.
+    """
+
+    def __init__(self, values: np.ndarray, plan: _Plan, cache: _ScanCache | None) -> None:
+        self._values = values
+        self._plan = plan
+        self._cache = cache
+        self._used: _ScanCache = {}
+        self._hopeless: set[tuple[int, int]] = set()
+
+    def _lookup(self, key: tuple[int, int]) -> _ScanResult | None:
+        return self._used.get(key) or (self._cache.get(key) if self._cache is not None else None)
+
+    def test(self, begin: int, end: int, penalty: float, floor: float = 1.0) -> _Split:
+        """Scan [begin, end) (unless already scanned) and decide its best split at ``penalty``."""
+        key = (begin, end)
+        scan = self._lookup(key)
+        if scan is None:
+            p = self._plan
+            scan = _scan_segment(
+                self._values,
+                begin,
+                end,
+                min_size=p.min_size,
+                base_penalty=p.threshold,
+                scale=p.scale,
+                dependence=p.dependence,
+                median_scan=p.median_scan,
+            )
+        self._used[key] = scan
+        return _decide(
+            self._values, scan, penalty=penalty, floor=floor, min_size=self._plan.min_size
+        )
+
+    def hopeful(self, keys: list[tuple[int, int]], penalty: float) -> list[tuple[int, int]]:
+        """The seeded intervals of ``keys`` whose raw statistic could pass ``penalty``.
+
+        Intervals not scanned yet are scanned in batches, those of one length together
+        (``_scan_intervals``); only the survivors are decided one by one.
+        """
+        p = self._plan
+        missing: dict[int, list[int]] = {}
+        for key in keys:
+            if key in self._hopeless:
+                continue
+            scan = self._lookup(key)
+            if scan is not None:
+                self._used[key] = scan
+            else:
+                missing.setdefault(key[1] - key[0], []).append(key[0])
+        for length, starts in missing.items():
+            scans, skipped = _scan_intervals(
+                self._values,
+                starts,
+                length,
+                min_size=p.min_size,
+                base_penalty=p.threshold,
+                scale=p.scale,
+                dependence=p.dependence,
+                keep_above=penalty if self._cache is None else None,
+            )
+            for scan in scans:
+                self._used[(scan.begin, scan.end)] = scan
+            self._hopeless.update((start, start + length) for start in skipped)
+        return [
+            key
+            for key in keys
+            if key not in self._hopeless and _may_accept(self._used[key], penalty)
+        ]
+
+    def save(self) -> None:
+        """Leave this run's scans in the cache: older entries can never recur."""
+        if self._cache is not None:
+            self._cache.clear()
+            self._cache.update(self._used)
+
+
+class _EdgeTests:
+    """The edge intervals at both ends of the series (``edge_intervals``), and which of them
+    an enclosing segment already rejected.
+
+    Both ends are scanned once, in one pass, when the detection starts (cheap enough that
+    caching them across runs is never worth it); each segment holding an end of the series is
+    then tested on the intervals that fit inside it.
+    """
+
+    def __init__(self, values: np.ndarray, plan: _Plan) -> None:
+        self._values = values
+        self._plan = plan
+        lengths = plan.edge_lengths
+        self._reach = 4 * max(lengths, default=0)
+        self._scans: dict[tuple[int, int], _ScanResult] = {}
+        if lengths:
+            both = _scan_anchored(
+                values,
+                start=0,
+                start_lengths=lengths,
+                end=plan.n,
+                end_lengths=lengths,
+                min_size=plan.min_size,
+                scale=plan.scale,
+            )
+            self._scans.update(((scan.begin, scan.end), scan) for scan in both)
+        self._rejected: set[tuple[int, int]] = set()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._scans)
+
+    def candidates(self, b: int, e: int) -> list[_EdgeCandidate]:
+        """Accepted tests of the edge intervals inside [b, e) (none already rejected in a parent).
+
+        The statistics are deflated by the dependence factor of the segment's readings at that
+        end (``_edge_reach``), centred at the most significant split there
+        (``_SeriesDependence.with_cut``); the intervals' *own* factors are not used: an edge
+        interval is short (a handful of batches of 3-5 readings) and its indicator is dominated
+        by the edge stretch itself, whose gradual end (a ramp's last readings straddle the
+        median) reads as a run, i.e. as dependence. The segment's estimate, with its longer
+        batch, estimates the same long-run variance of the noise; on AR(1) noise adding the own
+        factors does not lower the false-alarm rate but hides many warm-ups. One factor per end:
+        every interval there sees the same stretch, and each centring costs a pass over those
+        readings.
+        """
+        p = self._plan
+        found: list[_EdgeCandidate] = []
+        for at_start in (True, False):
+            if (b if at_start else p.n - e) != 0:
+                continue  # only the ends of the series are anchored
+            near = _edge_reach((b, e), at_start, self._reach)
+            own = _SeriesDependence(self._values, [near], p.scale) if p.dependence else None
+            spans = [
+                (b, b + L) if at_start else (e - L, e) for L in p.edge_lengths if L <= (e - b) // 2
+            ]
+            fresh = [iv for iv in spans if iv not in self._rejected]
+            raw = [
+                _edge_candidate(
+                    self._scans[iv], level=p.edge_level, factor=1.0, min_size=p.min_size
+                )
+                for iv in fresh
+            ]
+            # deflating only raises a p-value: an interval rejected here stays rejected
+            self._rejected.update(iv for iv, c in zip(fresh, raw, strict=True) if c is None)
+            passing = [c for c in raw if c is not None]
+            if passing and own is not None:
+                lead = min(passing, key=lambda c: (c.p_value, -c.statistic))
+                factor = own.with_cut(lead.scan.begin + lead.split)
+                deflated = [
+                    (
+                        c,
+                        _edge_candidate(
+                            c.scan, level=p.edge_level, factor=factor, min_size=p.min_size
+                        ),
+                    )
+                    for c in passing
+                ]
+                self._rejected.update((c.scan.begin, c.scan.end) for c, d in deflated if d is None)
+                passing = [d for _, d in deflated if d is not None]
+            found += passing
+        return found
+
+    def place(self, c: _EdgeCandidate, b: int, e: int) -> int:
+        """Absolute position of an accepted edge split, placed with segment [b, e)'s readings."""
+        reach = _edge_reach((b, e), c.scan.begin == 0, self._reach)
+        return _place_edge(self._values, c, reach, self._plan.min_size)
+
+    def select(self, found: list[_EdgeCandidate], b: int, e: int) -> list[_Split]:
+        """The edge splits to take in [b, e), most significant first, each placed only when an
+        earlier choice does not already explain its interval.
+
+        An interval lying inside a longer stretch (a long ramp) is significant too but cannot
+        place its end: its split is held at the interval's inner limit, and it is passed over;
+        when all are, the whole segment places the stretch. The shortest intervals (2 min_size)
+        allow one split only, so they come last: they place a stretch of exactly min_size,
+        which no longer interval sees as well.
+        """
+        p = self._plan
+        size = p.min_size
+        chosen: list[_Split] = []
+        at: list[int] = []  # their indices
+        for c in sorted(
+            found, key=lambda c: (c.scan.end - c.scan.begin == 2 * size, c.p_value, -c.statistic)
+        ):
+            if any(c.scan.begin < x < c.scan.end for x in at):
+                continue
+            at_start = c.scan.begin == 0
+            index = self.place(c, b, e)
+            inner = c.scan.end - size if at_start else c.scan.begin + size
+            if index == inner and c.scan.end - c.scan.begin > 2 * size:
+                continue  # held at the interval's inner limit: a stretch longer than the interval
+            if any(abs(index - x) < size for x in at) or index - b < size or e - index < size:
+                continue
+            at.append(index)
+            chosen.append(
+                _Split(
+                    begin=c.scan.begin,
+                    end=c.scan.end,
+                    index=index,
+                    statistic=c.statistic,
+                    p_value=min(1.0, c.p_value * p.family),
+                    kind=c.kind,
+                )
+            )
+        return chosen
+
+
+def _select_seeded(found: list[_Split], b: int, e: int, plan: _Plan) -> list[_Split]:
+    """Greedy selection among accepted seeded tests in [b, e): the most significant split
+    first; an interval holding a split already taken (or closer than min_size to one) has had
+    its change explained. p-values are Bonferroni-corrected over the plan's family."""
+    size = plan.min_size
+    chosen: list[_Split] = []
+    at: list[int] = []  # their indices
+    for result in sorted(found, key=lambda r: (r.p_value, -r.statistic)):
+        index = int(result.index or 0)
+        if any(result.begin < c < result.end or abs(index - c) < size for c in at):
+            continue
+        if index - b < size or e - index < size:
+            continue
+        at.append(index)
+        chosen.append(result.model_copy(update={"p_value": min(1.0, result.p_value * plan.family)}))
+    return chosen
+
+
+def _cuts(splits: list[_Split]) -> list[int]:
+    return sorted(int(s.index) for s in splits if s.index is not None)
+
+
+class _Detection:
+    """One run of the detector over a series: binary segmentation with edge tests, then the
+    seeded search inside the segments it could not split. ``tests`` collects every decided
+    split (accepted or not) in the order made; ``_assemble`` turns them into the result."""
+
+    def __init__(self, values: np.ndarray, plan: _Plan, cache: _ScanCache | None) -> None:
+        self.values = values
+        self.plan = plan
+        self.scans = _Scans(values, plan, cache)
+        self.edges = _EdgeTests(values, plan)
+        self.tests: list[_Split] = []
+
+    def bisect(self, begin: int, end: int) -> list[tuple[int, int]]:
+        """Binary segmentation of [begin, end); returns the segments it could not split.
+
+        A segment holding an end of the series is tested whole and in its edge intervals. A
+        stretch shorter than ~2 sqrt(m) at an end of m readings moves the whole segment's CUSUM
+        too little to be found or placed (its argmax wanders into the stable part, and a split
+        there cuts the stable phase), so an edge split is taken unless the whole segment puts
+        its split where an edge test placed one (then the whole segment, with more readings,
+        places it: better for a long ramp). Other segment ends get no edge tests: there they
+        would meet the splits of other changes, not a warm-up (anchoring the segment left by an
+        edge cut splits multi-round series next to round boundaries).
+        """
+        size = self.plan.min_size
+        finals: list[tuple[int, int]] = []
+        pending = [(begin, end)]
+        while pending:
+            b, e = pending.pop()
+            if e - b < 2 * size:
+                finals.append((b, e))
+                continue
+            found = self.edges.candidates(b, e) if self.edges.enabled else []
+            result = self.scans.test(b, e, self.plan.threshold)
+            # the edge tests found a change that the whole segment's test missed or put elsewhere
+            if found and (
+                result.index is None
+                or not any(abs(self.edges.place(c, b, e) - result.index) < size for c in found)
+            ):
+                taken = self.edges.select(found, b, e)
+                if taken:
+                    self.tests += taken
+                    bounds = [b, *_cuts(taken), e]
+                    pending.extend(zip(bounds[:-1], bounds[1:], strict=True))
+                    continue
+            self.tests.append(result)
+            if result.index is None:
+                finals.append((b, e))
+            else:
+                pending.extend([(b, result.index), (result.index, e)])
+        return finals
+
+    def search_seeded(self, finals: list[tuple[int, int]]) -> None:
+        """Inside each segment binary segmentation could not split, take the most significant
+        seeded intervals; Bonferroni over all intervals (and the series' edge intervals) keeps
+        the two searches' false-alarm rate together at ``significance``."""
+        p = self.plan
+        size = p.min_size
+        widen = critical_value(p.significance / p.family, p.scans, p.statistic) / critical_value(
+            p.significance, p.scans, p.statistic
+        )
+        penalty = p.threshold * widen
+        floor = _SeriesDependence(self.values, finals, p.scale).base if p.dependence else 1.0
+        queue = [f for f in finals if f[1] - f[0] >= 4 * size]
+        while queue:
+            b, e = queue.pop()
+            inside = p.intervals[(p.intervals[:, 0] >= b) & (p.intervals[:, 1] <= e)]
+            keys = [(lo, hi) for lo, hi in inside.tolist() if (lo, hi) != (b, e)]
+            if p.median_scan is None:  # decide only the intervals whose raw statistic could pass
+                keys = self.scans.hopeful(keys, penalty)
+            tested = [self.scans.test(lo, hi, penalty, floor) for lo, hi in keys]
+            found = [result for result in tested if result.index is not None]
+            taken = _select_seeded(found, b, e, p)
+            self.tests += taken
+            cuts = _cuts(taken)
+            if cuts:  # the pieces go back to binary segmentation
+                for lo, hi in zip([b, *cuts], [*cuts, e], strict=True):
+                    queue.extend(f for f in self.bisect(lo, hi) if f[1] - f[0] >= 4 * size)
 
 
 def _run(
@@ -889,236 +1345,34 @@ def _run(
     median_scan: _MedianScan | None,
     seeded: bool = True,
     edges: bool = True,
-    cache: dict[tuple[int, int], _ScanResult] | None = None,
-    batched: bool = True,
+    cache: _ScanCache | None = None,
 ) -> ChangePoints:
-    """The detector behind ``detect`` and ``IncrementalEDM``.
-
-    ``batched=False`` scans the seeded intervals one at a time, the original path: kept as the
-    reference the batched scan is tested against (identical results).
-    """
+    """The detector behind ``detect``, ``detect_exact`` and ``IncrementalEDM``."""
     values = _validated(x)
-    n = values.size
-    size = default_min_size(n) if min_size is None else int(min_size)
-    if size < 2:
-        raise ValueError("min_size must be at least 2")
-    scans = 2 if scale else 1
-    threshold = critical_value(significance, scans, statistic) if penalty is None else float(penalty)
-    if threshold <= 0:
-        raise ValueError("penalty must be positive")
-    used: dict[tuple[int, int], _ScanResult] = {}
-
-    def lookup(key: tuple[int, int]) -> _ScanResult | None:
-        """A scan this run or an earlier one (``cache``) already made."""
-        return used.get(key) or (cache.get(key) if cache is not None else None)
-
-    def test(begin: int, end: int, pen: float, floor: float = 1.0) -> _Split:
-        key = (begin, end)
-        scan = lookup(key)
-        if scan is None:
-            scan = _scan_segment(
-                values,
-                begin,
-                end,
-                min_size=size,
-                base_penalty=threshold,
-                scale=scale,
-                dependence=dependence,
-                median_scan=median_scan,
-            )
-        used[key] = scan
-        return _decide(values, scan, penalty=pen, floor=floor, min_size=size)
-
-    hopeless: set[tuple[int, int]] = set()  # scanned; no statistic above the seeded penalty
-
-    def prescan(keys: list[tuple[int, int]], penalty: float) -> None:
-        """Scan the intervals of ``keys`` not scanned yet, those of one length together. Without
-        a cache to fill, intervals that cannot pass ``penalty`` are only remembered as hopeless."""
-        missing: dict[int, list[int]] = {}
-        for key in keys:
-            if key in hopeless:
-                continue
-            scan = lookup(key)
-            if scan is not None:
-                used[key] = scan
-            else:
-                missing.setdefault(key[1] - key[0], []).append(key[0])
-        for length, starts in missing.items():
-            scans, skipped = _scan_intervals(
-                values, starts, length, min_size=size, base_penalty=threshold, scale=scale, dependence=dependence,
-                keep_above=penalty if cache is None else None,
-            )
-            for scan in scans:
-                used[(scan.begin, scan.end)] = scan
-            hopeless.update((start, start + length) for start in skipped)
-
-    tests: list[_Split] = []
-    intervals = seeded_intervals(n, size) if seeded else np.empty((0, 2), dtype=np.int64)
-    with_edges = seeded and edges and median_scan is None  # seeded=False: binary segmentation alone
-    lengths = _edge_lengths(n // 2, size) if with_edges else ()  # edge_intervals: both ends
-    family = len(intervals) + 2 * len(lengths)  # one Bonferroni budget for both kinds
-    # Edge tests are decided on p-values; an explicit penalty stands for the significance it implies.
-    edge_level = (significance if penalty is None else min(1.0, scans * kuiper_sf(threshold))) / max(family, 1)
-    # The edge intervals of both ends of the series, scanned in one pass (a few tens of
-    # microseconds: never worth caching).
-    edge_scans: dict[tuple[int, int], _ScanResult] = {}
-    reach = 4 * max(lengths, default=0)
-    if lengths:
-        both = _scan_anchored(
-            values, start=0, start_lengths=lengths, end=n, end_lengths=lengths, min_size=size, scale=scale
-        )
-        edge_scans.update(((scan.begin, scan.end), scan) for scan in both)
-    edge_rejected: set[tuple[int, int]] = set()
-
-    def select(found: list[_Split], b: int, e: int) -> list[int]:
-        """Greedy selection: the most significant split first; an interval holding a split
-        already taken (or closer than min_size to one) has had its change explained."""
-        chosen: list[int] = []
-        for result in sorted(found, key=lambda r: (r.p_value, -r.statistic)):
-            index = int(result.index or 0)
-            if any(result.begin < c < result.end or abs(index - c) < size for c in chosen):
-                continue
-            if index - b < size or e - index < size:
-                continue
-            chosen.append(index)
-            tests.append(result.model_copy(update={"p_value": min(1.0, result.p_value * family)}))
-        return sorted(chosen)
-
-    def edge_candidates(b: int, e: int) -> list[_EdgeCandidate]:
-        """Accepted tests of the edge intervals inside [b, e) (none already rejected in a parent).
-
-        The statistics are deflated by the dependence factor of the segment's readings at that
-        end (``_edge_reach``), centred at the most significant split there
-        (``_SeriesDependence.with_cut``); the intervals' *own* factors are not used: an edge
-        interval is short (a handful of batches of 3-5 readings) and its indicator is dominated
-        by the edge stretch itself, whose gradual end (a ramp's last readings straddle the
-        median) reads as a run, i.e. as dependence. The segment's estimate, with its longer
-        batch, estimates the same long-run variance of the noise; on AR(1) noise (phi 0.5, 0.6)
-        the false-alarm rate was the same with the own factors added (measured), while they hid
-        a third of the warm-ups. One factor per end: every interval there sees the same stretch,
-        and each centring costs a pass over those readings.
-        """
-        found: list[_EdgeCandidate] = []
-        for at_start in (True, False):
-            if (b if at_start else n - e) != 0:
-                continue  # only the ends of the series are anchored
-            near = _edge_reach((b, e), at_start, reach)
-            own = _SeriesDependence(values, [near], scale) if dependence else None
-            spans = [(b, b + L) if at_start else (e - L, e) for L in lengths if L <= (e - b) // 2]
-            fresh = [iv for iv in spans if iv not in edge_rejected]
-            raw = [_edge_candidate(edge_scans[iv], level=edge_level, factor=1.0, min_size=size) for iv in fresh]
-            edge_rejected.update(iv for iv, c in zip(fresh, raw, strict=True) if c is None)  # deflating only raises p
-            passing = [c for c in raw if c is not None]
-            if passing and own is not None:
-                lead = min(passing, key=lambda c: (c.p_value, -c.statistic))
-                factor = own.with_cut(lead.scan.begin + lead.split)
-                deflated = [
-                    (c, _edge_candidate(c.scan, level=edge_level, factor=factor, min_size=size)) for c in passing
-                ]
-                edge_rejected.update((c.scan.begin, c.scan.end) for c, d in deflated if d is None)
-                passing = [d for _, d in deflated if d is not None]
-            found += passing
-        return found
-
-    def place(c: _EdgeCandidate, b: int, e: int) -> int:
-        return _place_edge(values, c, _edge_reach((b, e), c.scan.begin == 0, reach), size)
-
-    def select_edges(found: list[_EdgeCandidate], b: int, e: int) -> list[int]:
-        """``select`` for edge candidates, placing each only when an earlier choice does not
-        already explain its interval. An interval lying inside a longer stretch (a long ramp) is
-        significant too but cannot place its end: its split is held at the interval's inner
-        limit, and it is passed over; when all are, the whole segment places the stretch. The
-        shortest intervals (2 min_size) allow one split only, so they come last: they place a
-        stretch of exactly min_size, which no longer interval sees as well."""
-        chosen: list[int] = []
-        for c in sorted(found, key=lambda c: (c.scan.end - c.scan.begin == 2 * size, c.p_value, -c.statistic)):
-            if any(c.scan.begin < x < c.scan.end for x in chosen):
-                continue
-            at_start = c.scan.begin == 0
-            index = place(c, b, e)
-            inner = c.scan.end - size if at_start else c.scan.begin + size
-            if index == inner and c.scan.end - c.scan.begin > 2 * size:
-                continue  # held at the interval's inner limit: a stretch longer than the interval
-            if any(abs(index - x) < size for x in chosen) or index - b < size or e - index < size:
-                continue
-            chosen.append(index)
-            tests.append(
-                _Split(
-                    begin=c.scan.begin,
-                    end=c.scan.end,
-                    index=index,
-                    statistic=c.statistic,
-                    p_value=min(1.0, c.p_value * family),
-                    kind=c.kind,
-                )
-            )
-        return sorted(chosen)
-
-    def bisect(begin: int, end: int) -> list[tuple[int, int]]:
-        """Binary segmentation of [begin, end); returns the segments it could not split.
-
-        A segment holding an end of the series is tested whole and in its edge intervals. A
-        stretch shorter than ~2 sqrt(m) at an end of m readings moves the whole segment's CUSUM
-        too little to be found or placed (its argmax wanders into the stable part, and a split
-        there cuts the stable phase), so an edge split is taken unless the whole segment puts
-        its split where an edge test placed one (then the whole segment, with more readings,
-        places it: better for a long ramp). Other segment ends get no edge tests: there they
-        would meet the splits of other changes, not a warm-up (anchoring the segment left by an
-        edge cut was tried: it split eight-round series at round boundaries' neighbours).
-        """
-        finals: list[tuple[int, int]] = []
-        pending = [(begin, end)]
-        while pending:
-            b, e = pending.pop()
-            if e - b < 2 * size:
-                finals.append((b, e))
-                continue
-            found = edge_candidates(b, e) if edge_scans else []  # select_edges orders them
-            result = test(b, e, threshold)
-            if found and (
-                result.index is None
-                or not any(abs(place(c, b, e) - result.index) < size for c in found)  # they disagree
-            ):
-                cuts = select_edges(found, b, e)
-                if cuts:
-                    bounds = [b, *cuts, e]
-                    pending.extend(zip(bounds[:-1], bounds[1:], strict=True))
-                    continue
-            tests.append(result)
-            if result.index is None:
-                finals.append((b, e))
-            else:
-                pending.extend([(b, result.index), (result.index, e)])
-        return finals
-
-    finals = bisect(0, n)
-    if intervals.size:
-        # Second stage: inside each segment binary segmentation could not split, look for the
-        # most significant seeded interval; Bonferroni over all intervals (and the series' edge
-        # intervals) keeps the two searches' false-alarm rate together at `significance`.
-        widen = critical_value(significance / family, scans, statistic) / critical_value(
-            significance, scans, statistic
-        )
-        seeded_penalty = threshold * widen
-        floor = _SeriesDependence(values, finals, scale).base if dependence else 1.0
-        queue = [f for f in finals if f[1] - f[0] >= 4 * size]
-        while queue:
-            b, e = queue.pop()
-            inside = intervals[(intervals[:, 0] >= b) & (intervals[:, 1] <= e)]
-            keys = [(lo, hi) for lo, hi in inside.tolist() if (lo, hi) != (b, e)]
-            if batched and median_scan is None:
-                prescan(keys, seeded_penalty)  # then decide only the intervals whose raw statistic could pass
-                keys = [key for key in keys if key not in hopeless and _may_accept(used[key], seeded_penalty)]
-            found = [result for lo, hi in keys if (result := test(lo, hi, seeded_penalty, floor)).index is not None]
-            cuts = select(found, b, e)
-            for lo, hi in zip([b, *cuts], [*cuts, e], strict=True):
-                if cuts:
-                    queue.extend(f for f in bisect(lo, hi) if f[1] - f[0] >= 4 * size)
-    if cache is not None:  # keep what this run used: older entries can never recur
-        cache.clear()
-        cache.update(used)
+    plan = _plan(
+        values.size,
+        min_size=min_size,
+        penalty=penalty,
+        significance=significance,
+        scale=scale,
+        dependence=dependence,
+        statistic=statistic,
+        median_scan=median_scan,
+        seeded=seeded,
+        edges=edges,
+    )
+    detection = _Detection(values, plan, cache)
+    finals = detection.bisect(0, plan.n)
+    if plan.intervals.size:
+        detection.search_seeded(finals)
+    detection.scans.save()
     return _assemble(
-        values, tests, min_size=size, significance=significance, penalty=threshold, statistic=statistic
+        values,
+        detection.tests,
+        min_size=plan.min_size,
+        significance=significance,
+        penalty=plan.threshold,
+        statistic=statistic,
     )
 
 
@@ -1172,7 +1426,8 @@ def detect_exact(
     dependence: bool = True,
     seeded: bool = True,
 ) -> ChangePoints:
-    """The literal EDM median statistic scanned by brute force at every split: O(n^2), a reference."""
+    """The literal EDM median statistic scanned by brute force at every split: O(n^2), a
+    reference."""
     return _run(
         x,
         min_size=min_size,

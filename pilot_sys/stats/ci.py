@@ -18,10 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 from pilot_sys.errors import BadInput, InsufficientData
 from pilot_sys.stats import pi as pi_types
 from pilot_sys.stats import subsession
-from pilot_sys.workload.base import PIType
+from pilot_sys.stats.pi import PIType
 
 DEFAULT_CONFIDENCE = 0.95
-DEFAULT_TARGET_PERCENT = 10.0  # seeds/002 §IV: desired CI width defaults to 10% of the mean
+DEFAULT_TARGET_PERCENT = 10.0  # the Pilot paper (§IV): the desired CI width is 10% of the mean
 NO_INTERVAL = "no confidence interval: "  # the start of the warning that says why there is none
 NEAR_UNIT_ROOT = 0.99  # lag-1 above this: a trend or random walk, no sample size will do
 
@@ -41,10 +41,6 @@ class ConfidenceInterval:
     def __post_init__(self) -> None:
         object.__setattr__(self, "width", self.high - self.low)
 
-    @property
-    def half_width(self) -> float:
-        return self.width / 2.0
-
 
 def t_quantile(confidence: float, dof: float) -> float:
     """Two-sided Student-t quantile: P(|T| <= value) = confidence."""
@@ -53,21 +49,31 @@ def t_quantile(confidence: float, dof: float) -> float:
     return float(stdtrit(dof, 0.5 + confidence / 2.0))
 
 
-def t_half_width(variance: np.ndarray | float, count: np.ndarray | int, confidence: float = DEFAULT_CONFIDENCE) -> np.ndarray:
-    """Half-width t_{count-1} sqrt(variance / count), vectorised (the benchmark runs thousands at once)."""
+def t_half_width(
+    variance: np.ndarray | float, count: np.ndarray | int, confidence: float = DEFAULT_CONFIDENCE
+) -> np.ndarray:
+    """Half-width t_{count-1} sqrt(variance / count), vectorised (the benchmark runs thousands at
+    once)."""
     from scipy.special import stdtrit
 
     count = np.asarray(count)
     return stdtrit(count - 1, 0.5 + confidence / 2.0) * np.sqrt(np.asarray(variance) / count)
 
 
-def t_interval(mean: float, variance: float, count: int, confidence: float = DEFAULT_CONFIDENCE) -> ConfidenceInterval:
-    """CI of a mean of ``count`` independent values with sample variance ``variance`` (dof = count - 1)."""
+def t_interval(
+    mean: float, variance: float, count: int, confidence: float = DEFAULT_CONFIDENCE
+) -> ConfidenceInterval:
+    """CI of a mean of ``count`` independent values with sample variance ``variance``
+    (dof = count - 1)."""
     if count < 2:
-        raise InsufficientData("samples", f"a t-interval needs at least 2 independent values, got {count}")
+        raise InsufficientData(
+            "samples", f"a t-interval needs at least 2 independent values, got {count}"
+        )
     se = math.sqrt(variance / count)
     half = t_quantile(confidence, count - 1) * se
-    return ConfidenceInterval(mean=mean, low=mean - half, high=mean + half, dof=count - 1, level=confidence, std_error=se)
+    return ConfidenceInterval(
+        mean=mean, low=mean - half, high=mean + half, dof=count - 1, level=confidence, std_error=se
+    )
 
 
 def wilson_half_width(p: float, n_eff: float, quantile: float) -> tuple[float, float]:
@@ -83,7 +89,9 @@ def wilson_half_width(p: float, n_eff: float, quantile: float) -> tuple[float, f
     return centre, half
 
 
-def required_count(variance: float, target_width: float, confidence: float, min_count: int = 2) -> int:
+def required_count(
+    variance: float, target_width: float, confidence: float, min_count: int = 2
+) -> int:
     """Smallest k >= min_count with 2 t_{k-1} sqrt(variance / k) <= target_width.
 
     The width decreases in k, so bisection between min_count and the bound from t_{min_count-1}
@@ -100,7 +108,9 @@ def required_count(variance: float, target_width: float, confidence: float, min_
     lo = max(min_count, 2)
     if width(lo) <= target_width:
         return lo
-    hi = max(lo + 1, math.ceil((2.0 * t_quantile(confidence, lo - 1)) ** 2 * variance / target_width**2))
+    hi = max(
+        lo + 1, math.ceil((2.0 * t_quantile(confidence, lo - 1)) ** 2 * variance / target_width**2)
+    )
     while hi - lo > 1:  # width(lo) > target >= width(hi)
         mid = (lo + hi) // 2
         if width(mid) <= target_width:
@@ -125,7 +135,9 @@ class CITarget(BaseModel):
         return abs(mean) * (self.percent or DEFAULT_TARGET_PERCENT) / 100.0
 
     def describe(self) -> str:
-        return f"{self.absolute:g}" if self.absolute is not None else f"{self.percent:g}% of the mean"
+        return (
+            f"{self.absolute:g}" if self.absolute is not None else f"{self.percent:g}% of the mean"
+        )
 
 
 class Summary(BaseModel):
@@ -172,8 +184,14 @@ class Summary(BaseModel):
 
 
 def _no_interval(
-    samples: np.ndarray, values: np.ndarray, pi_type: PIType, confidence: float, target: CITarget,
-    limit: float, min_subsessions: int, reason: str,
+    samples: np.ndarray,
+    values: np.ndarray,
+    pi_type: PIType,
+    confidence: float,
+    target: CITarget,
+    limit: float,
+    min_subsessions: int,
+    reason: str,
 ) -> Summary:
     n = samples.size
     tau, _ = subsession.integrated_autocorrelation_time(values)
@@ -183,22 +201,42 @@ def _no_interval(
     required: int | None = None
     if phi >= NEAR_UNIT_ROOT:
         warnings.append(
-            f"the samples trend or wander (lag-1 autocorrelation {phi:.3f}): there is no stable mean to "
-            "estimate; remove the warm-up or trend (`pilot-sys analyze --warmup`, `pilot-sys changepoints`) "
-            "or check the measurement"
+            f"the samples trend or wander (lag-1 autocorrelation {phi:.3f}): there is no stable "
+            "mean to estimate; remove the warm-up or trend (`pilot-sys analyze --warmup`, "
+            "`pilot-sys changepoints`) or check the measurement"
         )
     else:
         required = min_subsessions * subsession.ar1_min_subsession_size(phi, limit)
-        if phi > 0:  # and enough effective samples under AR(1): n (1 - phi) / (1 + phi) >= the minimum
-            required = max(required, math.ceil(subsession.MIN_EFFECTIVE_SAMPLES * (1 + phi) / (1 - phi)))
+        # and enough effective samples under AR(1): n (1 - phi) / (1 + phi) >= the minimum
+        if phi > 0:
+            required = max(
+                required, math.ceil(subsession.MIN_EFFECTIVE_SAMPLES * (1 + phi) / (1 - phi))
+            )
         required = max(required, n + 1)
-        warnings.append(f"about {required} samples are needed for one (an AR(1)-based estimate, lag-1 {phi:.2f})")
+        warnings.append(
+            f"about {required} samples are needed for one "
+            f"(an AR(1)-based estimate, lag-1 {phi:.2f})"
+        )
     return Summary(
-        pi_type=pi_type, confidence=confidence, sample_size=n, mean=mean, ci_low=None, ci_high=None,
-        ci_width=None, subsession_size=None, n_subsessions=None, subsession_variance=None,
-        autocorrelation=None, autocorrelation_time=float(tau), effective_sample_size=n / float(tau),
-        tail_dropped=0, target_width=target.width(mean), target=target.describe(),
-        required_sample_size=required, ci_reached=False, warnings=warnings,
+        pi_type=pi_type,
+        confidence=confidence,
+        sample_size=n,
+        mean=mean,
+        ci_low=None,
+        ci_high=None,
+        ci_width=None,
+        subsession_size=None,
+        n_subsessions=None,
+        subsession_variance=None,
+        autocorrelation=None,
+        autocorrelation_time=float(tau),
+        effective_sample_size=n / float(tau),
+        tail_dropped=0,
+        target_width=target.width(mean),
+        target=target.describe(),
+        required_sample_size=required,
+        ci_reached=False,
+        warnings=warnings,
     )
 
 
@@ -218,24 +256,41 @@ def summarize(
     if not 0.0 < confidence < 1.0:
         raise BadInput("confidence", f"must be between 0 and 1 (exclusive), got {confidence:g}")
     if not 0.0 < autocorr_limit < 1.0:
-        raise BadInput("autocorr-limit", f"must be between 0 and 1 (exclusive), got {autocorr_limit:g}")
+        raise BadInput(
+            "autocorr-limit", f"must be between 0 and 1 (exclusive), got {autocorr_limit:g}"
+        )
     target = target or CITarget()
     samples = np.asarray(samples, dtype=np.float64).ravel()
     n = samples.size
     if n < min_subsessions:
-        raise InsufficientData("samples", f"{n} sample(s); at least {min_subsessions} are needed for a confidence interval")
+        raise InsufficientData(
+            "samples",
+            f"{n} sample(s); at least {min_subsessions} are needed for a confidence interval",
+        )
     pi_types.validate(samples, pi_type)
     values = pi_types.to_analysis_scale(samples, pi_type)
     try:
         sub = subsession.analyze(values, autocorr_limit, min_subsessions)
     except InsufficientData as exc:
-        return _no_interval(samples, values, pi_type, confidence, target, autocorr_limit, min_subsessions, exc.problem)
+        return _no_interval(
+            samples,
+            values,
+            pi_type,
+            confidence,
+            target,
+            autocorr_limit,
+            min_subsessions,
+            exc.problem,
+        )
 
     k, q = sub.n_subsessions, sub.q
     quantile = t_quantile(confidence, k - 1)
     warnings: list[str] = []
     if np.ptp(values) == 0.0 and pi_type is not PIType.PROPORTION:
-        warnings.append("all samples are equal: the CI has zero width; check that the measurement resolves differences")
+        warnings.append(
+            "all samples are equal: the CI has zero width; "
+            "check that the measurement resolves differences"
+        )
     if pi_type is PIType.PROPORTION:
         p = sub.mean
         per_sample = sub.variance * q  # long-run variance of one 0/1 outcome
@@ -248,23 +303,39 @@ def summarize(
         low, high = pi_types.interval_from_analysis_scale(sub.mean - half, sub.mean + half, pi_type)
         mean = pi_types.from_analysis_scale(sub.mean, pi_type)
         if math.isinf(high):
-            warnings.append("the interval's upper end is unbounded: the rates are too variable for a harmonic mean CI")
+            warnings.append(
+                "the interval's upper end is unbounded: "
+                "the rates are too variable for a harmonic mean CI"
+            )
     width = high - low
     target_width = target.width(mean)
     required = _required_samples(sub, pi_type, mean, target_width, confidence, min_subsessions)
     reached = width <= target_width
     if not reached:
         warnings.append(
-            f"CI width {width:.4g} is wider than the target {target_width:.4g} ({target.describe()}); "
-            f"about {max(required - n, 0)} more samples are needed"
+            f"CI width {width:.4g} is wider than the target {target_width:.4g} "
+            f"({target.describe()}); about {max(required - n, 0)} more samples are needed"
         )
     return Summary(
-        pi_type=pi_type, confidence=confidence, sample_size=n, mean=mean, ci_low=low, ci_high=high,
-        ci_width=width, subsession_size=q, n_subsessions=k, subsession_variance=sub.variance,
-        autocorrelation=sub.autocorrelation, autocorrelation_time=sub.autocorrelation_time,
-        effective_sample_size=sub.effective_sample_size, tail_dropped=sub.tail_dropped,
-        target_width=target_width, target=target.describe(), required_sample_size=required,
-        ci_reached=reached, warnings=warnings,
+        pi_type=pi_type,
+        confidence=confidence,
+        sample_size=n,
+        mean=mean,
+        ci_low=low,
+        ci_high=high,
+        ci_width=width,
+        subsession_size=q,
+        n_subsessions=k,
+        subsession_variance=sub.variance,
+        autocorrelation=sub.autocorrelation,
+        autocorrelation_time=sub.autocorrelation_time,
+        effective_sample_size=sub.effective_sample_size,
+        tail_dropped=sub.tail_dropped,
+        target_width=target_width,
+        target=target.describe(),
+        required_sample_size=required,
+        ci_reached=reached,
+        warnings=warnings,
     )
 
 
@@ -280,14 +351,23 @@ def analysis_scale_width(target_width: float, analysis_mean: float, pi_type: PIT
 
 
 def _required_samples(
-    sub: subsession.SubsessionResult, pi_type: PIType, mean: float, target_width: float,
-    confidence: float, min_subsessions: int,
+    sub: subsession.SubsessionResult,
+    pi_type: PIType,
+    mean: float,
+    target_width: float,
+    confidence: float,
+    min_subsessions: int,
 ) -> int:
     """Raw samples needed for the target width: required subsessions times the subsession size q."""
     if target_width <= 0:
         return sub.q * sub.n_subsessions
     if pi_type is PIType.HARMONIC:
-        k = required_count(sub.variance, analysis_scale_width(target_width, sub.mean, pi_type), confidence, min_subsessions)
+        k = required_count(
+            sub.variance,
+            analysis_scale_width(target_width, sub.mean, pi_type),
+            confidence,
+            min_subsessions,
+        )
     elif pi_type is PIType.PROPORTION:
         # Wilson width for n_eff trials, then back to raw samples through the design effect
         design_effect = sub.variance * sub.q / (mean * (1 - mean)) if 0 < mean < 1 else 1.0

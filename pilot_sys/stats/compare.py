@@ -1,12 +1,12 @@
-"""Comparing two results with Welch's unequal-variance t-test (seeds/002 §III-F).
+"""Comparing two results with Welch's unequal-variance t-test (the Pilot paper, §III-F).
 
 A result enters the test as three numbers (mean, variance of one independent value, count of
 independent values), which for autocorrelated samples are the subsession mean, subsession
 variance and subsession count; so an old result can be compared without its raw samples.
 
-Differences from Pilot's formulas: the Welch-Satterthwaite degrees of freedom are not floored
-(flooring makes the test needlessly conservative, and scipy does not floor either), and the
-additional samples needed are found for the allocation that minimises their total (Neyman:
+Differences from the Pilot paper's formulas: the Welch-Satterthwaite degrees of freedom are not
+floored (flooring makes the test needlessly conservative, and scipy does not floor either), and
+the additional samples needed are found for the allocation that minimises their total (Neyman:
 counts proportional to the standard deviations), never reducing a side below what it has.
 """
 
@@ -20,17 +20,25 @@ import numpy as np
 from scipy.special import stdtr
 
 from pilot_sys.errors import BadInput, InsufficientData
-from pilot_sys.stats.ci import DEFAULT_CONFIDENCE, CITarget, ConfidenceInterval, Summary, summarize, t_quantile
+from pilot_sys.stats.ci import (
+    DEFAULT_CONFIDENCE,
+    CITarget,
+    ConfidenceInterval,
+    Summary,
+    summarize,
+    t_quantile,
+)
+from pilot_sys.stats.pi import PIType
 from pilot_sys.stats.subsession import DEFAULT_AUTOCORR_LIMIT
-from pilot_sys.workload.base import PIType
 
-DEFAULT_THRESHOLD = 0.01  # seeds/002 §III-F: "usually 0.01"
+DEFAULT_THRESHOLD = 0.01  # the Pilot paper (§III-F): "usually 0.01"
 MAX_GROWTH = 1e6  # beyond a million-fold more data a difference is, for practical purposes, zero
 
 
 @dataclass(frozen=True)
 class SampleStats:
-    """What Welch's test needs of one result: mean, variance of one independent value, their count."""
+    """What Welch's test needs of one result: mean, variance of one independent value, their
+    count."""
 
     mean: float
     variance: float
@@ -44,7 +52,9 @@ class SampleStats:
         the rate scale: Var(1/m) ~ Var(m) / m^4.
         """
         if summary.subsession_variance is None or summary.n_subsessions is None:
-            raise InsufficientData("result", "has no confidence interval (too few effective samples) to compare")
+            raise InsufficientData(
+                "result", "has no confidence interval (too few effective samples) to compare"
+            )
         variance = summary.subsession_variance
         if summary.pi_type is PIType.HARMONIC:
             variance = variance * summary.mean**4  # mean is 1/m, so 1/m^4 = mean^4
@@ -61,7 +71,8 @@ class WelchResult:
     p_value: float  # two-sided
     ci: ConfidenceInterval  # of the difference
     threshold: float
-    additional_a: int | None  # more independent values A needs for p < threshold (0: decided; None: never)
+    # more independent values A needs for p < threshold (0: decided; None: never)
+    additional_a: int | None
     additional_b: int | None
 
     @property
@@ -69,13 +80,20 @@ class WelchResult:
         return self.p_value < self.threshold
 
 
-def _welch_core(ma: float, va: float, na: float, mb: float, vb: float, nb: float) -> tuple[float, float, float, float]:
+def _welch_core(
+    ma: float, va: float, na: float, mb: float, vb: float, nb: float
+) -> tuple[float, float, float, float]:
     """(t, dof, p, standard error) of Welch's test; vectorisation is not needed at two groups."""
     sa, sb = va / na, vb / nb
     se = math.sqrt(sa + sb)
     if se == 0.0:
         same = ma == mb
-        return (0.0 if same else math.copysign(math.inf, ma - mb)), float(na + nb - 2), (1.0 if same else 0.0), 0.0
+        return (
+            (0.0 if same else math.copysign(math.inf, ma - mb)),
+            float(na + nb - 2),
+            (1.0 if same else 0.0),
+            0.0,
+        )
     t = (ma - mb) / se
     dof = (sa + sb) ** 2 / (sa**2 / (na - 1) + sb**2 / (nb - 1))
     p = float(2.0 * stdtr(dof, -abs(t)))  # two-sided: 2 P(T <= -|t|)
@@ -83,14 +101,17 @@ def _welch_core(ma: float, va: float, na: float, mb: float, vb: float, nb: float
 
 
 def _additional(a: SampleStats, b: SampleStats, threshold: float) -> tuple[int | None, int | None]:
-    """Smallest extra counts (Neyman allocation, never below the current counts) giving p < threshold."""
+    """Smallest extra counts (Neyman allocation, never below the current counts) giving
+    p < threshold."""
     if a.mean == b.mean:
         return None, None
     sda, sdb = math.sqrt(a.variance), math.sqrt(b.variance)
     share_a = sda / (sda + sdb) if sda + sdb > 0 else 0.5
 
     def counts(total: int) -> tuple[int, int]:
-        return max(a.count, math.ceil(total * share_a)), max(b.count, math.ceil(total * (1.0 - share_a)))
+        return max(a.count, math.ceil(total * share_a)), max(
+            b.count, math.ceil(total * (1.0 - share_a))
+        )
 
     def decided(total: int) -> bool:
         na, nb = counts(total)
@@ -112,20 +133,35 @@ def _additional(a: SampleStats, b: SampleStats, threshold: float) -> tuple[int |
 
 
 def welch(
-    a: SampleStats, b: SampleStats, confidence: float = DEFAULT_CONFIDENCE, threshold: float = DEFAULT_THRESHOLD
+    a: SampleStats,
+    b: SampleStats,
+    confidence: float = DEFAULT_CONFIDENCE,
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> WelchResult:
     """Welch's t-test of A against B with the CI of A - B at ``confidence``."""
     if a.count < 2 or b.count < 2:
-        raise InsufficientData("result", "Welch's test needs at least 2 independent values on each side")
+        raise InsufficientData(
+            "result", "Welch's test needs at least 2 independent values on each side"
+        )
     if not 0.0 < threshold < 1.0:
         raise BadInput("threshold", f"must be between 0 and 1, got {threshold:g}")
     t, dof, p, se = _welch_core(a.mean, a.variance, a.count, b.mean, b.variance, b.count)
     diff = a.mean - b.mean
     half = t_quantile(confidence, dof) * se
-    ci = ConfidenceInterval(mean=diff, low=diff - half, high=diff + half, dof=dof, level=confidence, std_error=se)
+    ci = ConfidenceInterval(
+        mean=diff, low=diff - half, high=diff + half, dof=dof, level=confidence, std_error=se
+    )
     more_a, more_b = _additional(a, b, threshold)
-    return WelchResult(difference=diff, t=t, dof=dof, p_value=p, ci=ci, threshold=threshold,
-                       additional_a=more_a, additional_b=more_b)
+    return WelchResult(
+        difference=diff,
+        t=t,
+        dof=dof,
+        p_value=p,
+        ci=ci,
+        threshold=threshold,
+        additional_a=more_a,
+        additional_b=more_b,
+    )
 
 
 Verdict = Literal["a_higher", "a_lower", "undecided"]
@@ -160,15 +196,24 @@ def compare_samples(
     summaries = []
     for name, samples in (("A", a), ("B", b)):
         try:
-            summaries.append(summarize(samples, pi_type=pi_type, confidence=confidence, target=target,
-                                       autocorr_limit=autocorr_limit))
+            summaries.append(
+                summarize(
+                    samples,
+                    pi_type=pi_type,
+                    confidence=confidence,
+                    target=target,
+                    autocorr_limit=autocorr_limit,
+                )
+            )
         except BadInput as exc:
             raise type(exc)(name, exc.problem) from None
     sa, sb = summaries
     for name, s in (("A", sa), ("B", sb)):
         if not s.has_interval:
             raise InsufficientData(name, "; ".join(s.warnings))
-    result = welch(SampleStats.from_summary(sa), SampleStats.from_summary(sb), confidence, threshold)
+    result = welch(
+        SampleStats.from_summary(sa), SampleStats.from_summary(sb), confidence, threshold
+    )
     verdict: Verdict = "undecided"
     if result.significant:
         verdict = "a_higher" if result.difference > 0 else "a_lower"
@@ -177,6 +222,12 @@ def compare_samples(
         return None if extra is None else extra * (s.subsession_size or 1)
 
     rel = result.difference / sb.mean if sb.mean != 0 else None
-    return Comparison(a=sa, b=sb, welch=result, verdict=verdict, relative_difference=rel,
-                      additional_samples_a=raw(result.additional_a, sa), additional_samples_b=raw(result.additional_b, sb))
-
+    return Comparison(
+        a=sa,
+        b=sb,
+        welch=result,
+        verdict=verdict,
+        relative_difference=rel,
+        additional_samples_a=raw(result.additional_a, sa),
+        additional_samples_b=raw(result.additional_b, sb),
+    )

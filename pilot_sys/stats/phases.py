@@ -10,8 +10,8 @@ glitched against each other, so their *values* do not line up sample by sample, 
 2. glitch/gradient filtering -> refined transitions ``TBP_gg``;
 3. near-neighbour blurring of the *baseline* only (tolerance in samples, 1 -> 0 linearly)
    -> ``TBP_ggN``;
-4. cross-correlation (FFT) of a new run's ``TBP_gg`` against the baseline ``TBP_ggN`` over a range of
-   shifts; matching score = best / mean(next ten best alignments) - 1.
+4. cross-correlation (FFT) of a new run's ``TBP_gg`` against the baseline ``TBP_ggN`` over a
+   range of shifts; matching score = best / mean(next ten best alignments) - 1.
 
 Value-based phases (threshold clustering) are kept for comparison: they are what the paper
 improves on. Every function is pure numpy/scipy on arrays; no I/O.
@@ -23,28 +23,24 @@ the run's transition at sample ``t + k`` lines up with the baseline's at ``t`` (
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, Field
 from scipy import fft, ndimage
 
-if TYPE_CHECKING:
-    from pilot_sys.monitor.trace import MonitorTrace
-
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
 
-#: Default transition threshold on the composite similarity S (0 = same, 1 = completely different).
-#: Chosen on recorded traces of this machine (benchmarks/phases_quality.py).
+#: Default transition threshold on the composite similarity S (0 = same, 1 = completely
+#: different). Chosen on recorded traces (benchmarks/phases_quality.py).
 DEFAULT_TRANSITION_THRESHOLD = 0.3
 #: Default near-neighbour tolerance in samples. The paper's best was 1 (100 ms samples of
-#: minutes-long runs); on this machine's few-second recorded traces 3 did best for every choice of
-#: series (benchmarks/results/phases.md): short runs drift by several samples.
+#: minutes-long runs); on few-second recorded traces 3 does best for every choice of series
+#: (benchmarks/results/phases.md): short runs drift by several samples.
 DEFAULT_TOLERANCE = 3
 #: Default matching-score threshold of the matches/differs verdict (benchmarks/phases_quality.py).
 DEFAULT_MATCH_THRESHOLD = 0.65
@@ -65,11 +61,18 @@ class PhaseParams(BaseModel):
     transition_threshold: float = Field(DEFAULT_TRANSITION_THRESHOLD, gt=0.0, lt=1.0)
     tolerance: int = Field(DEFAULT_TOLERANCE, ge=0)
     norm_floor: float = Field(DEFAULT_NORM_FLOOR, ge=0.0)
-    smooth: int = Field(DEFAULT_SMOOTH, ge=1, description="running-median window in samples (1 = none)")
-    max_shift: int | None = Field(None, ge=0, description="largest |shift| tried; None = every overlap")
+    smooth: int = Field(
+        DEFAULT_SMOOTH, ge=1, description="running-median window in samples (1 = none)"
+    )
+    max_shift: int | None = Field(
+        None, ge=0, description="largest |shift| tried; None = every overlap"
+    )
     match_threshold: float = Field(DEFAULT_MATCH_THRESHOLD, ge=0.0)
     competitors: Literal["peaks", "values"] = Field(
-        "peaks", description="what the best alignment is compared with: other local maxima, or every other shift"
+        "peaks",
+        description=(
+            "what the best alignment is compared with: other local maxima, or every other shift"
+        ),
     )
 
 
@@ -87,7 +90,8 @@ class DistanceScales:
 
 
 def normalise_rows(X: ArrayLike, norm_floor: float = DEFAULT_NORM_FLOOR) -> FloatArray:
-    """Each sample scaled to unit L1 norm (the NM term), except samples whose norm is below the floor."""
+    """Each sample scaled to unit L1 norm (the NM term), except samples whose norm is below the
+    floor."""
     X = np.asarray(X, dtype=float)
     norms = np.abs(X).sum(axis=-1, keepdims=True)
     return X / np.maximum(norms, norm_floor if norm_floor > 0 else np.finfo(float).tiny)
@@ -208,7 +212,8 @@ class RefinedTransitions:
 
     refined: BoolArray
     glitches: NDArray[np.intp]  # start sample of each burst dropped as a glitch
-    gradients: NDArray[np.intp]  # start sample of each multi-sample burst merged into one transition
+    # start sample of each multi-sample burst merged into one transition
+    gradients: NDArray[np.intp]
 
 
 def refine_transitions(
@@ -265,7 +270,7 @@ def median_smooth(X: ArrayLike, window: int) -> FloatArray:
     X = np.asarray(X, dtype=float)
     if window <= 1 or X.shape[0] == 0:
         return X
-    # filtering along the contiguous axis of the transposed copy is ~2x faster than size=(window, 1)
+    # filtering along the contiguous axis of the transposed copy is faster than size=(window, 1)
     smoothed = ndimage.median_filter(np.ascontiguousarray(X.T), size=(1, window), mode="nearest")
     return np.asarray(smoothed.T)
 
@@ -296,7 +301,9 @@ def blur(signature: ArrayLike, tolerance: int = DEFAULT_TOLERANCE) -> FloatArray
     weights = 1.0 - np.abs(k) / (tolerance + 1)
     # grey dilation of a 0/1 signal with structure (w - 1) is max_k(s[t+k] + w[k] - 1): w[k] where
     # a transition is in reach, <= 0 elsewhere.
-    return np.clip(ndimage.grey_dilation(s, structure=weights - 1.0, mode="constant", cval=0.0), 0.0, None)
+    return np.clip(
+        ndimage.grey_dilation(s, structure=weights - 1.0, mode="constant", cval=0.0), 0.0, None
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,17 +316,22 @@ class Match(BaseModel):
 
     best_shift: int = Field(description="samples the run lags the baseline at the best alignment")
     peak: float = Field(description="cross-correlation at the best shift")
-    next_best_mean: float = Field(description=f"mean correlation of the {NEXT_BEST} next-best alignments")
-    matching_score: float = Field(description="peak / next_best_mean - 1; inf when no other alignment correlates")
+    next_best_mean: float = Field(
+        description=f"mean correlation of the {NEXT_BEST} next-best alignments"
+    )
+    matching_score: float = Field(
+        description="peak / next_best_mean - 1; inf when no other alignment correlates"
+    )
     shifts_tried: int
 
 
 def _correlate_full(x: FloatArray, y: FloatArray) -> FloatArray:
-    """``np.correlate(x, y, "full")``: sum_t x[t + lag] * y[t] for lag = -(len(y) - 1) .. len(x) - 1.
+    """``np.correlate(x, y, "full")``: sum_t x[t + lag] * y[t] for lag = -(len(y) - 1) ..
+    len(x) - 1.
 
     Through a real FFT for long inputs (O(n log n)). Hand-written over ``scipy.fft`` rather than
-    ``scipy.signal.correlate`` because importing scipy.signal pulls in scipy.stats and costs the
-    CLI about a second of start-up; the direct product is used where it is cheaper and exact.
+    ``scipy.signal.correlate`` because importing scipy.signal pulls in scipy.stats, which slows
+    the CLI's start noticeably; the direct product is used where it is cheaper and exact.
     """
     if x.size * y.size <= 1 << 16:
         return np.correlate(x, y, mode="full")
@@ -424,7 +436,10 @@ def match_runs(baseline: ArrayLike, run: ArrayLike, params: PhaseParams | None =
 
 
 def value_phase_correlation(
-    baseline_phases: ArrayLike, run_phases: ArrayLike, max_shift: int | None = None, min_overlap: float = 0.5
+    baseline_phases: ArrayLike,
+    run_phases: ArrayLike,
+    max_shift: int | None = None,
+    min_overlap: float = 0.5,
 ) -> tuple[NDArray[np.intp], FloatArray]:
     """Pearson correlation of two phase-id sequences at every shift (the paper's VBP comparison).
 
@@ -456,7 +471,9 @@ def value_phase_correlation(
     return lags, np.clip(rho, 0.0, 1.0)
 
 
-def match_value_phases(baseline: ArrayLike, run: ArrayLike, params: PhaseParams | None = None) -> Match:
+def match_value_phases(
+    baseline: ArrayLike, run: ArrayLike, params: PhaseParams | None = None
+) -> Match:
     """The value-based (VBP) counterpart of :func:`match_runs`, for comparison."""
     p = params or PhaseParams()
     lags, rho = value_phase_correlation(
@@ -476,30 +493,6 @@ def match_value_phases(baseline: ArrayLike, run: ArrayLike, params: PhaseParams 
 # ---------------------------------------------------------------------------------------------
 
 
-#: Series the session helpers use by default when a trace has them: the workload's own processes.
-#: On a shared host other tenants move every host-wide series; on the recorded traces of this
-#: machine host-wide series flagged 76 % of genuine rounds as inconsistent, the workload's own 7 %
-#: (benchmarks/results/phases.md).
-WORKLOAD_SERIES = (
-    "process:*/busy", "process:*/util*", "process:*/cpu_cores", "process:*/read_bytes_per_s",
-    "process:*/write_bytes_per_s",
-)  # fmt: skip
-
-
-def _as_matrix(run: MonitorTrace | ArrayLike, metrics: Sequence[str] | None = None) -> FloatArray:
-    """Metric matrix of a trace or an array as is. Series: the ``metrics`` globs; by default the
-    workload's own (CPU and I/O of ``process:*``) when the trace has them, else the utilization series."""
-    if hasattr(run, "series") and hasattr(run, "timestamps"):
-        from pilot_sys.monitor.trace_io import metric_matrix  # the trace -> matrix rules live there
-
-        if metrics is None:
-            keys = list(run.series)
-            if any(fnmatch.fnmatchcase(k, g) for k in keys for g in WORKLOAD_SERIES):
-                metrics = WORKLOAD_SERIES
-        return metric_matrix(run, metrics).values  # type: ignore[arg-type]
-    return np.asarray(run, dtype=float)
-
-
 def score_matrix(runs: Sequence[FloatArray], params: PhaseParams | None = None) -> FloatArray:
     """Matching score of run i (rows) against baseline j (columns); the diagonal is NaN."""
     p = params or PhaseParams()
@@ -509,7 +502,9 @@ def score_matrix(runs: Sequence[FloatArray], params: PhaseParams | None = None) 
     for j in range(m):
         for i in range(m):
             if i != j:
-                scores[i, j] = match_signatures(sigs[j], sigs[i], p.tolerance, p.max_shift, p.competitors).matching_score
+                scores[i, j] = match_signatures(
+                    sigs[j], sigs[i], p.tolerance, p.max_shift, p.competitors
+                ).matching_score
     return scores
 
 
@@ -518,50 +513,56 @@ class RoundPhaseCheck(BaseModel):
 
     round_index: int
     transitions: int
-    median_score: float | None = Field(description="median matching score against each sibling as baseline")
+    median_score: float | None = Field(
+        description="median matching score against each sibling as baseline"
+    )
     consistent: bool
 
 
 def consistent_rounds(
-    rounds: Sequence[MonitorTrace | ArrayLike],
-    params: PhaseParams | None = None,
-    metrics: Sequence[str] | None = None,
+    rounds: Sequence[ArrayLike], params: PhaseParams | None = None
 ) -> list[RoundPhaseCheck]:
     """One check per round: does its signature match its siblings' (median score >= threshold)?
 
-    A round that does not ran a different workload or hit a different system state. With fewer
-    than two rounds there is nothing to compare: every round is reported consistent with no score.
-    ``metrics`` (globs) picks the series of traces; by default the workload's own (``process:*``)
-    when present, since other tenants of a shared host move the host-wide ones.
+    ``rounds`` are metric matrices, one per round, whose columns are the same series (which
+    series is the caller's choice: the monitor's ``phase_traces`` picks them from traces).
+    A round that does not match ran a different workload or hit a different system state. With
+    fewer than two rounds there is nothing to compare: every round is reported consistent with
+    no score.
     """
     p = params or PhaseParams()
-    runs = [_as_matrix(r, metrics) for r in rounds]
+    runs = [np.asarray(r, dtype=float) for r in rounds]
     counts = [int(transition_signature(x, p).refined.sum()) for x in runs]
     if len(runs) < 2:
-        return [RoundPhaseCheck(round_index=i, transitions=c, median_score=None, consistent=True) for i, c in enumerate(counts)]
+        return [
+            RoundPhaseCheck(round_index=i, transitions=c, median_score=None, consistent=True)
+            for i, c in enumerate(counts)
+        ]
     scores = score_matrix(runs, p)
     medians = np.nanmedian(scores, axis=1)
     return [
-        RoundPhaseCheck(round_index=i, transitions=counts[i], median_score=float(med), consistent=bool(med >= p.match_threshold))
+        RoundPhaseCheck(
+            round_index=i,
+            transitions=counts[i],
+            median_score=float(med),
+            consistent=bool(med >= p.match_threshold),
+        )
         for i, med in enumerate(medians)
-    ]  # fmt: skip
+    ]
 
 
 def compare_phase_behaviour(
-    runs_a: Sequence[MonitorTrace | ArrayLike],
-    runs_b: Sequence[MonitorTrace | ArrayLike],
-    params: PhaseParams | None = None,
-    metrics: Sequence[str] | None = None,
+    runs_a: Sequence[ArrayLike], runs_b: Sequence[ArrayLike], params: PhaseParams | None = None
 ) -> str | None:
     """A one-line note when the phase behaviour of two workloads differs, else None.
 
-    Every run of A is matched against every run of B as baseline and vice versa; the note is
-    given when the median cross score is below the match threshold. ``metrics`` as in
-    :func:`consistent_rounds`.
+    ``runs_a`` and ``runs_b`` are metric matrices over the same series. Every run of A is matched
+    against every run of B as baseline and vice versa; the note is given when the median cross
+    score is below the match threshold.
     """
     p = params or PhaseParams()
-    a = [_as_matrix(r, metrics) for r in runs_a]
-    b = [_as_matrix(r, metrics) for r in runs_b]
+    a = [np.asarray(r, dtype=float) for r in runs_a]
+    b = [np.asarray(r, dtype=float) for r in runs_b]
     if not a or not b:
         return None
     scores = score_matrix([*a, *b], p)
@@ -571,10 +572,13 @@ def compare_phase_behaviour(
         return None
     within = [scores[: len(a), : len(a)], scores[len(a) :, len(a) :]]
     parts = [
-        f"{name} {float(np.nanmedian(w)):.2f}" for name, w in zip("AB", within) if np.isfinite(w).any()
+        f"{name} {float(np.nanmedian(w)):.2f}"
+        for name, w in zip("AB", within)
+        if np.isfinite(w).any()
     ]
     context = f" (within {', '.join(parts)})" if parts else ""
     return (
-        f"phase behaviour differs: median matching score A vs B {median:.2f} < {p.match_threshold:g}{context}; "
+        f"phase behaviour differs: median matching score A vs B {median:.2f} "
+        f"< {p.match_threshold:g}{context}; "
         "the workloads change their resource mix at different moments"
     )

@@ -1,4 +1,4 @@
-"""Performance-index types: which average a PI's samples call for (seeds/002 §III-D).
+"""Performance-index types: which average a PI's samples call for (the Pilot paper, §III-D).
 
 * arithmetic: plain mean, e.g. latencies in seconds.
 * harmonic: for rates (bytes/s, ops/s) of equal work units. The average rate is total work over
@@ -10,20 +10,38 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 import numpy as np
 
 from pilot_sys.errors import BadInput
-from pilot_sys.workload.base import PIType
+
+
+class PIType(StrEnum):
+    """How a performance index's samples are averaged (the Pilot paper, §III-D).
+
+    Defined here, with the statistics that depend on it, so that ``pilot_sys.stats`` needs no
+    workload code; ``pilot_sys.workload.base`` re-exports it for workload authors.
+    """
+
+    ARITHMETIC = "arithmetic"  # e.g. latency in seconds
+    HARMONIC = "harmonic"  # rates such as throughput: the mean of work over time
+    PROPORTION = "proportion"  # binomial, samples are 0/1
 
 
 def validate(samples: np.ndarray, pi_type: PIType, where: str = "samples") -> None:
     """Raise BadInput when the samples cannot be averaged as ``pi_type``."""
     if pi_type is PIType.HARMONIC and np.any(samples <= 0):
         bad = int(np.argmax(samples <= 0))
-        raise BadInput(where, f"sample {bad + 1} is {samples[bad]:g}; a harmonic mean of rates needs values > 0")
+        raise BadInput(
+            where,
+            f"sample {bad + 1} is {samples[bad]:g}; a harmonic mean of rates needs values > 0",
+        )
     if pi_type is PIType.PROPORTION and np.any((samples != 0) & (samples != 1)):
         bad = int(np.argmax((samples != 0) & (samples != 1)))
-        raise BadInput(where, f"sample {bad + 1} is {samples[bad]:g}; a proportion needs 0/1 outcomes")
+        raise BadInput(
+            where, f"sample {bad + 1} is {samples[bad]:g}; a proportion needs 0/1 outcomes"
+        )
     if samples.size and pi_type is not PIType.PROPORTION:
         _check_magnitude(samples, pi_type, where)
 
@@ -44,10 +62,11 @@ def _check_magnitude(samples: np.ndarray, pi_type: PIType, where: str) -> None:
         bad_mask = ~(magnitude < high) | ((magnitude > 0) & (magnitude < low))
         if np.any(bad_mask):
             bad = int(np.argmax(bad_mask))
+            size = "large" if samples[bad] >= 1 else "small"
             raise BadInput(
                 where,
-                f"sample {bad + 1} is {samples[bad]:g}, too {'large' if samples[bad] >= 1 else 'small'} for "
-                "double-precision statistics (its square leaves the float range); rescale the data, "
+                f"sample {bad + 1} is {samples[bad]:g}, too {size} for double-precision "
+                "statistics (its square leaves the float range); rescale the data, "
                 "e.g. GiB instead of bytes",
             )
 
@@ -65,7 +84,8 @@ def from_analysis_scale(value: float, pi_type: PIType) -> float:
 
 
 def interval_from_analysis_scale(low: float, high: float, pi_type: PIType) -> tuple[float, float]:
-    """Map CI endpoints back; for harmonic the reciprocal swaps them (a non-positive low end is unbounded)."""
+    """Map CI endpoints back; for harmonic the reciprocal swaps them (a non-positive low end is
+    unbounded)."""
     if pi_type is PIType.HARMONIC:
         return 1.0 / high, (1.0 / low if low > 0 else float("inf"))
     return low, high

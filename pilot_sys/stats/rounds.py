@@ -1,16 +1,16 @@
-"""Unit readings from many rounds: when are the rounds one stream, and when is each round one sample?
+"""Unit readings from many rounds: when are the rounds one stream, and when is each round one
+sample?
 
 Why
 ---
 A session pools the kept unit readings of all its rounds and runs subsession analysis on them
 (``ci.summarize``). That is right when every round measures the same level and only the noise
 within a round matters. Real rounds differ: on a VM each round of a write test lands on a
-different host state, so its level moves (this machine: round means of the built-in workload
-from 1.7 to 2.5 GiB/s, between-round variance 40-60x what the readings inside a round predict).
-Then the pooled interval is too narrow: its subsessions are shorter than a round, so they see
-within-round noise only. Simulated (AR(1) 0.5 inside 1000-reading rounds, a round effect of 1.6x
-the within-round standard error of a round mean), pooled intervals covered 71-79% at nominal 95%,
-and the lag-1 check on subsession means did not stop them.
+different host state, so its level moves, and the between-round variance can be many times what
+the readings inside a round predict. Then the pooled interval is too narrow: its subsessions are
+shorter than a round, so they see within-round noise only, and the lag-1 check on subsession
+means does not notice. On simulated sessions with a round effect, pooled intervals cover well
+below their nominal level (benchmarks/results/session.md).
 
 What
 ----
@@ -26,20 +26,18 @@ It is used when
 
 * the pooled analysis reports no interval (the rounds disagree so much that no subsession size
   passes the lag-1 check), or
-* the rounds disagree more than the pooled interval allows: an F test of the round-level variance
-  against the pooled one, at a deliberately liberal level (``HETEROGENEITY_LEVEL`` = 0.25: the cost
-  of a wrong switch is a wider interval, the cost of a missed one is false precision). After a
-  switch the variance is the larger of the two estimates.
+* the rounds disagree more than the pooled interval allows: an F test of the round-level
+  variance against the pooled one, at a deliberately liberal level (``HETEROGENEITY_LEVEL`` =
+  0.25: the cost of a wrong switch is a wider interval, the cost of a missed one is false
+  precision). After a switch the variance is the larger of the two estimates.
 
-and only with at least ``MIN_ROUNDS`` (8) rounds and 50 effective unit readings (the same rules as
-subsessions: a round is a natural subsession). A trend across round means (linear regression on
-the round index, p < ``TREND_LEVEL``) means there is no stable level to estimate: no interval.
-Rounds are not always independent either: on this VM consecutive round means of the built-in
-write test had lag-1 correlation 0.52 (the host's state changes over seconds). So the variance
-is multiplied by the AR(1) factor (1 + r) / (1 - r) at the bias-corrected lag-1 r of the round
-means when r > 0, and r >= ``WANDER_LAG1`` gives no interval. On the simulated round effect this
-raised the final coverage of sequential sessions from 93.0% to 94.7% for 1.09x -> 1.17x the
-oracle's rounds (``benchmarks/session_oracle.py --scenario units-rounds --reps 300``).
+and only with at least ``MIN_ROUNDS`` (8) rounds and 50 effective unit readings (the same rules
+as subsessions: a round is a natural subsession). A trend across round means (linear regression
+on the round index, p < ``TREND_LEVEL``) means there is no stable level to estimate: no
+interval. Rounds are not always independent either: consecutive round means of a write test on
+a VM can be clearly correlated (the host's state changes over seconds). So the variance is
+multiplied by the AR(1) factor (1 + r) / (1 - r) at the bias-corrected lag-1 r of the round
+means when r > 0, and r >= ``WANDER_LAG1`` gives no interval.
 
 ``benchmarks/session_oracle.py --scenario units-rounds`` measures coverage and time on simulated
 sessions with a round effect.
@@ -56,11 +54,13 @@ import numpy as np
 
 from pilot_sys.stats import ci, subsession
 from pilot_sys.stats import pi as pi_types
-from pilot_sys.workload.base import PIType
+from pilot_sys.stats.pi import PIType
 
 HETEROGENEITY_LEVEL = 0.25  # F-test p below this: the rounds differ more than their readings say
 TREND_LEVEL = 0.01  # slope of the round means over the round index significant at this: drift
-WANDER_LAG1 = 0.9  # bias-corrected lag-1 of round means at or above this: a random walk, not a level
+WANDER_LAG1 = (
+    0.9  # bias-corrected lag-1 of round means at or above this: a random walk, not a level
+)
 MIN_ROUNDS = subsession.MIN_SUBSESSIONS
 
 Basis = Literal["samples", "rounds"]
@@ -112,8 +112,14 @@ def _round_level(x: np.ndarray, sizes: np.ndarray) -> RoundLevel:
     den = float(np.dot(d, d))
     raw = float(products.sum()) / den if den > 0 else 0.0
     phi = float(subsession.bias_corrected_lag1(raw, max(int(n_total / r), 2)))
-    return RoundLevel(mean=mean, variance=variance, rounds=r, samples=int(n_total), round_means=means,
-                      effective_samples=float(subsession.ar1_effective_size(int(n_total), phi)))
+    return RoundLevel(
+        mean=mean,
+        variance=variance,
+        rounds=r,
+        samples=int(n_total),
+        round_means=means,
+        effective_samples=float(subsession.ar1_effective_size(int(n_total), phi)),
+    )
 
 
 def refusal(warnings: list[str]) -> str | None:
@@ -125,7 +131,8 @@ def refusal(warnings: list[str]) -> str | None:
 
 
 def heterogeneity_p(level: RoundLevel, pooled: ci.Summary) -> float | None:
-    """P(F >= observed) for round-level over pooled variance of the mean (None without a pooled interval)."""
+    """P(F >= observed) for round-level over pooled variance of the mean (None without a pooled
+    interval)."""
     from scipy.special import fdtrc  # the survival function of F, without importing scipy.stats
 
     if pooled.subsession_variance is None or not pooled.n_subsessions or pooled.n_subsessions < 2:
@@ -142,8 +149,8 @@ def trend_p(round_means: np.ndarray) -> float:
     Least squares (scipy's ``linregress``), with the slope's standard error and degrees of freedom
     corrected for lag-1 correlated residuals (effective size n (1 - r) / (1 + r) at the
     bias-corrected lag-1 r of the residuals, r >= 0; Santer et al. 2000): round means that merely
-    wander, as this VM's do (lag-1 0.2-0.5), would otherwise be called a drift several times as
-    often as the 1% level says."""
+    wander, as they do on a VM (lag-1 around 0.2-0.5), would otherwise be called a drift several
+    times as often as the 1% level says."""
     from scipy.special import stdtr
     from scipy.stats import linregress
 
@@ -192,11 +199,15 @@ def summarize_rounds(
     if p is not None:
         assert pooled.subsession_variance is not None and pooled.n_subsessions
         variance = max(variance, pooled.subsession_variance / pooled.n_subsessions)
-        why = (f"the rounds differ more than the readings within them (F test p = {p:.2g}): "
-               f"the interval is over {level.rounds} round means")
+        why = (
+            f"the rounds differ more than the readings within them (F test p = {p:.2g}): "
+            f"the interval is over {level.rounds} round means"
+        )
     else:
-        why = (f"the readings pooled across rounds give no interval (the rounds differ): "
-               f"the interval is over {level.rounds} round means")
+        why = (
+            f"the readings pooled across rounds give no interval (the rounds differ): "
+            f"the interval is over {level.rounds} round means"
+        )
     trend = trend_p(level.round_means)
     if trend < TREND_LEVEL:
         reason = f"{DRIFT} (linear trend p = {trend:.2g}): there is no stable level to estimate yet"
@@ -208,22 +219,41 @@ def summarize_rounds(
     if lag1 > 0:
         inflation = (1 + lag1) / (1 - lag1)
         variance *= inflation
-        why += f"; consecutive rounds are correlated (lag-1 {lag1:.2f}), so the variance is {inflation:.2f}x the independent one"
-    return RoundsSummary(_over_rounds(level, variance, lag1, pooled, pi_type, confidence, target, why), "rounds", p)
+        why += (
+            f"; consecutive rounds are correlated (lag-1 {lag1:.2f}), "
+            f"so the variance is {inflation:.2f}x the independent one"
+        )
+    return RoundsSummary(
+        _over_rounds(level, variance, lag1, pooled, pi_type, confidence, target, why), "rounds", p
+    )
 
 
 def _without_interval(pooled: ci.Summary, reason: str) -> ci.Summary:
-    return pooled.model_copy(update={
-        "ci_low": None, "ci_high": None, "ci_width": None, "subsession_size": None, "n_subsessions": None,
-        "subsession_variance": None, "autocorrelation": None, "ci_reached": False,
-        "warnings": [*pooled.warnings, ci.NO_INTERVAL + reason],
-        "required_sample_size": None,  # more samples of a moving level do not make an interval
-    })
+    return pooled.model_copy(
+        update={
+            "ci_low": None,
+            "ci_high": None,
+            "ci_width": None,
+            "subsession_size": None,
+            "n_subsessions": None,
+            "subsession_variance": None,
+            "autocorrelation": None,
+            "ci_reached": False,
+            "warnings": [*pooled.warnings, ci.NO_INTERVAL + reason],
+            "required_sample_size": None,  # more samples of a moving level do not make an interval
+        }
+    )
 
 
 def _over_rounds(
-    level: RoundLevel, variance: float, lag1: float, pooled: ci.Summary, pi_type: PIType, confidence: float,
-    target: ci.CITarget, why: str,
+    level: RoundLevel,
+    variance: float,
+    lag1: float,
+    pooled: ci.Summary,
+    pi_type: PIType,
+    confidence: float,
+    target: ci.CITarget,
+    why: str,
 ) -> ci.Summary:
     r = level.rounds
     half = ci.t_quantile(confidence, r - 1) * math.sqrt(variance)
@@ -239,15 +269,30 @@ def _over_rounds(
         rounds_needed = r
     required = math.ceil(rounds_needed * level.samples / r)
     reached = width <= target_width
-    warnings = [w for w in pooled.warnings if not w.startswith((ci.NO_INTERVAL, "about ", "CI width"))]
+    warnings = [
+        w for w in pooled.warnings if not w.startswith((ci.NO_INTERVAL, "about ", "CI width"))
+    ]
     warnings.append(why)
     if not reached:
-        warnings.append(f"CI width {width:.4g} is wider than the target {target_width:.4g} ({target.describe()}); "
-                        f"about {max(rounds_needed - r, 1)} more rounds are needed")
-    return pooled.model_copy(update={
-        "mean": mean, "ci_low": low, "ci_high": high, "ci_width": width,
-        "subsession_size": round(level.samples / r), "n_subsessions": r, "subsession_variance": per_round,
-        "autocorrelation": lag1, "effective_sample_size": level.effective_samples, "tail_dropped": 0,
-        "target_width": target_width, "required_sample_size": required, "ci_reached": reached,
-        "warnings": warnings,
-    })
+        warnings.append(
+            f"CI width {width:.4g} is wider than the target {target_width:.4g} "
+            f"({target.describe()}); about {max(rounds_needed - r, 1)} more rounds are needed"
+        )
+    return pooled.model_copy(
+        update={
+            "mean": mean,
+            "ci_low": low,
+            "ci_high": high,
+            "ci_width": width,
+            "subsession_size": round(level.samples / r),
+            "n_subsessions": r,
+            "subsession_variance": per_round,
+            "autocorrelation": lag1,
+            "effective_sample_size": level.effective_samples,
+            "tail_dropped": 0,
+            "target_width": target_width,
+            "required_sample_size": required,
+            "ci_reached": reached,
+            "warnings": warnings,
+        }
+    )

@@ -1,8 +1,9 @@
-"""Subsession analysis: merge adjacent correlated samples until their means are nearly independent.
+"""Subsession analysis: merge adjacent correlated samples until their means are nearly
+independent.
 
-Why this module is more than Pilot's loop
------------------------------------------
-Pilot (seeds/002 §III-D) merges every q adjacent samples into one *subsession* mean and raises q
+Why this module is more than the Pilot paper's loop
+---------------------------------------------------
+The Pilot paper (§III-D) merges every q adjacent samples into one *subsession* mean and raises q
 until the lag-1 autocorrelation r of the subsession means is within a limit (0.1), then treats the
 k = n // q means as i.i.d. On AR(1) data that covers the true mean only 81-93% of the time at a
 nominal 95%. Three things go wrong, and each has a fix here:
@@ -36,15 +37,13 @@ nominal 95%. Three things go wrong, and each has a fix here:
    ``MIN_SUBSESSIONS`` (8) subsessions (with fewer, t's quantile grows fast and the lag-1 test
    has no power). Otherwise the caller is told there is no honest interval yet.
 
-   The count uses the point estimate, not the upper bound phi_u that sets the floor of q (until
-   2026-11-21 it used phi_u too). Counting at phi_u charged the uncertainty of phi twice, and
-   a session whose readings need ~40 effective samples ran ~1.8x longer than the statistics
-   required (``benchmarks/session_oracle.py``: 1.97x the oracle's rounds, now 1.54x; its final
-   coverage 96.7%, now 95.0%). Issue 2's grid keeps >= 94.1% coverage of reported intervals in
-   every cell either way. Near the boundary of the rule (cells where only 1-20% of runs report,
-   e.g. phi 0.8 at n 300-400) the few intervals reported cover 85-93% under *either* count:
-   selection by a noisy phi cannot be undone by where the line is drawn, only moved
-   (measured with ``benchmarks/ci_coverage.py --sizes``; see benchmarks/results/stats.md).
+   The count uses the point estimate, not the upper bound phi_u that sets the floor of q.
+   Counting at phi_u would charge the uncertainty of phi twice: sessions would run much longer
+   than the statistics require, for no coverage that the point estimate does not already give
+   (``benchmarks/session_oracle.py``, ``benchmarks/ci_coverage.py --sizes``; the figures are in
+   benchmarks/results/session.md and stats.md). Near the boundary of the rule, where only a few
+   runs report an interval, those few cover less than nominal under *either* count: selection
+   by a noisy phi cannot be undone by where the line is drawn, only moved.
 
 The interval then uses Student's t with k - 1 degrees of freedom. ``benchmarks/ci_coverage.py``
 measures the whole against the targets of issue 2 (coverage >= 93% of reported intervals in every
@@ -68,10 +67,12 @@ import numpy as np
 
 from pilot_sys.errors import InsufficientData
 
-DEFAULT_AUTOCORR_LIMIT = 0.1  # seeds/002 §III-D: |r| <= 0.1 counts as negligible
+DEFAULT_AUTOCORR_LIMIT = 0.1  # the Pilot paper (§III-D): |r| <= 0.1 counts as negligible
 MIN_SUBSESSIONS = 8  # fewest subsession means an interval is trusted from (t_7 = 2.36 vs z = 1.96)
 PHI_UPPER_Z = 1.645  # one-sided 95% upper bound on the raw lag-1 coefficient for the AR(1) floor
-MIN_EFFECTIVE_SAMPLES = 50  # seeds/000 (after Chen et al., HPCA 2012): > 50 for the CLT to take effect
+# > 50 for the central limit theorem to take effect (Pilot's documentation on warm-up and
+# cool-down detection, after Chen et al., HPCA 2012)
+MIN_EFFECTIVE_SAMPLES = 50
 
 
 def lag1_autocorrelation(x: np.ndarray) -> np.ndarray:
@@ -115,7 +116,8 @@ def ar1_subsession_autocorrelation(phi: np.ndarray | float, q: np.ndarray | int)
 
 
 def lag1_upper_bound(x: np.ndarray, z: float = PHI_UPPER_Z) -> np.ndarray:
-    """One-sided upper confidence bound of the raw lag-1 coefficient (bias-corrected, Bartlett SE)."""
+    """One-sided upper confidence bound of the raw lag-1 coefficient (bias-corrected, Bartlett
+    SE)."""
     n = x.shape[-1]
     r = corrected_lag1(x)
     return np.minimum(r + z * np.sqrt(np.clip(1.0 - r**2, 0.0, None) / n), 1.0)
@@ -129,8 +131,9 @@ def integrated_autocorrelation_time(x: np.ndarray) -> tuple[np.ndarray, np.ndarr
     positive and decreasing for any reversible process, so the sum stops at the first non-positive
     pair and is made monotone: the noisy far tail never enters.
 
-    scipy.fft at ``next_fast_len`` rather than numpy.fft at the next power of two: 3x faster on a
-    session's 540,000 unit readings (68-75 vs 190-210 ms), the same autocovariances to 2e-16.
+    scipy.fft at ``next_fast_len`` rather than numpy.fft at the next power of two: several times
+    faster on a long session's unit readings, with the same autocovariances to rounding
+    (benchmarks/results/session.md).
     """
     from scipy import fft
 
@@ -152,7 +155,8 @@ def integrated_autocorrelation_time(x: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def subsession_means(x: np.ndarray, q: int) -> np.ndarray:
-    """Means of consecutive q-sample subsessions, dropping the n mod q oldest samples (see module doc)."""
+    """Means of consecutive q-sample subsessions, dropping the n mod q oldest samples (see the
+    module doc)."""
     n = x.shape[-1]
     k = n // q
     if k < 1:
@@ -185,7 +189,8 @@ def ar1_effective_size(n: int, phi: np.ndarray | float) -> np.ndarray:
 
 
 def _floor_q(phi_upper: np.ndarray, limit: float, q_max: int) -> np.ndarray:
-    """Smallest q whose AR(1)-predicted subsession correlation is within the limit (q_max + 1 if none)."""
+    """Smallest q whose AR(1)-predicted subsession correlation is within the limit (q_max + 1 if
+    none)."""
     qs = np.arange(1, q_max + 1)
     ok = ar1_subsession_autocorrelation(phi_upper[..., None], qs) <= limit
     return np.where(ok.any(axis=-1), ok.argmax(axis=-1) + 1, q_max + 1)
@@ -200,8 +205,8 @@ def _next_candidate(cs: np.ndarray, n: int, start: int, q_max: int, limit: float
     within ``limit`` (q_max + 1 if none), for one series given its prefix sums ``cs``.
 
     Why: with rounds at different levels the passing q is near a round's length (hundreds to
-    thousands of readings), and the search loop's ~20 small numpy calls per q cost 170 ms per
-    PI on a 35,000-reading session, which made the engine pace its analyses 17 rounds apart.
+    thousands of readings), and the search loop's small numpy calls per q, repeated over
+    thousands of q, made the engine space its analyses many rounds apart on a long session.
     Here a block of consecutive q is evaluated at once, the means of each q padded into one
     (q, k) array. It is only a filter: every q it lets through is tested again by the exact
     code, with a slack far above rounding, so ``search`` returns what it returned before."""
@@ -235,16 +240,14 @@ def search(
     x: np.ndarray,
     limit: float = DEFAULT_AUTOCORR_LIMIT,
     min_subsessions: int = MIN_SUBSESSIONS,
-    *,
-    candidate_filter: bool = True,
 ) -> SubsessionBatch:
     """Find, for each series on the last axis, the smallest subsession size q that passes.
 
     q passes when (a) n // q >= min_subsessions, (b) |r~| <= limit for the bias-corrected lag-1
     autocorrelation r~ of the q-subsession means, (c) the AR(1) prediction from the upper bound
     of the raw lag-1 coefficient is <= limit, and (d) the series holds at least
-    MIN_EFFECTIVE_SAMPLES effective samples at the bias-corrected lag-1. See ``passes`` for the same test on one q.
-    ``candidate_filter=False`` visits every q (the reference the filter is tested against).
+    MIN_EFFECTIVE_SAMPLES effective samples at the bias-corrected lag-1. See ``passes`` for the
+    same test on one q. For one series, ``_next_candidate`` skips the q that cannot pass.
     """
     x = np.asarray(x, dtype=np.float64)
     # Work on (x - median) / max|x - median|: every statistic below is shift/scale equivariant,
@@ -274,7 +277,8 @@ def search(
         q = int(floor.min()) - 1
         while q < q_max and pending.any():
             q += 1
-            if candidate_filter and rows == 1:  # one series (a session's PI): skip q that cannot pass
+            # one series (a session's PI): skip q that cannot pass
+            if rows == 1:
                 q = _next_candidate(cs[0], n, q, q_max, limit)
                 if q > q_max:
                     break
@@ -307,7 +311,10 @@ def search(
 
 
 def passes(
-    x: np.ndarray, q: int, limit: float = DEFAULT_AUTOCORR_LIMIT, min_subsessions: int = MIN_SUBSESSIONS
+    x: np.ndarray,
+    q: int,
+    limit: float = DEFAULT_AUTOCORR_LIMIT,
+    min_subsessions: int = MIN_SUBSESSIONS,
 ) -> bool:
     """Whether subsession size q passes the test of ``search`` for the 1-D series x."""
     x = np.asarray(x, dtype=np.float64)
@@ -331,7 +338,7 @@ class SubsessionResult:
 
     ``variance`` is the variance of one subsession mean (after the corrections in the module
     doc), so the variance of ``mean`` is ``variance / n_subsessions``: the three numbers Welch's
-    test needs to compare against this result later (seeds/002 §III-F).
+    test needs to compare against this result later (the Pilot paper, §III-F).
     """
 
     q: int
@@ -349,7 +356,9 @@ class SubsessionResult:
 
 
 def analyze(
-    samples: np.ndarray, limit: float = DEFAULT_AUTOCORR_LIMIT, min_subsessions: int = MIN_SUBSESSIONS
+    samples: np.ndarray,
+    limit: float = DEFAULT_AUTOCORR_LIMIT,
+    min_subsessions: int = MIN_SUBSESSIONS,
 ) -> SubsessionResult:
     """Subsession analysis of a 1-D series; InsufficientData when no subsession size passes."""
     x = np.asarray(samples, dtype=np.float64)
@@ -357,14 +366,17 @@ def analyze(
         raise ValueError("subsession.analyze expects a 1-D series")
     n = x.size
     if n < min_subsessions:
-        raise InsufficientData("samples", f"{n} samples, subsession analysis needs at least {min_subsessions}")
+        raise InsufficientData(
+            "samples", f"{n} samples, subsession analysis needs at least {min_subsessions}"
+        )
     batch = search(x, limit, min_subsessions)
     if not batch.found:
         tau = float(batch.autocorrelation_time)
         raise InsufficientData(
             "samples",
             f"too few effective samples: {n} samples with autocorrelation time {tau:.1f} "
-            f"(about {n / tau:.0f} independent ones); an interval needs at least {MIN_EFFECTIVE_SAMPLES} "
+            f"(about {n / tau:.0f} independent ones); "
+            f"an interval needs at least {MIN_EFFECTIVE_SAMPLES} "
             f"and a subsession size that leaves {min_subsessions} subsessions with "
             f"|lag-1 autocorrelation| <= {limit}",
         )

@@ -1,4 +1,7 @@
-"""The work-per-second (WPS) regression: duration = alpha + work / v (seeds/000, seeds/002 §III-A).
+"""The work-per-second (WPS) regression: duration = alpha + work / v.
+
+The method of the Pilot paper (§III-A) and of Pilot's documentation on warm-up and cool-down
+detection.
 
 For workloads that give one duration per round and no unit readings: rounds of different work
 amounts w take t = alpha + w / v seconds, where alpha is the net fixed cost of setup, warm-up
@@ -8,14 +11,15 @@ and cool-down and v the stable throughput. OLS over (w, t) estimates both.
   rounds are averaged in groups of q (the averaged point obeys the same model, unlike a sum),
   with q the smallest size whose residuals have |lag-1 autocorrelation| <= the limit.
 * The CI of v comes from Student's t with n - 2 degrees of freedom on the slope 1/v, mapped
-  through 1/x (not Pilot's fixed 2 x standard error, which is too narrow for few rounds).
+  through 1/x (a fixed 2 x standard error, as the original Pilot tool uses, is too narrow for
+  few rounds).
 * The prediction error is the residual standard error relative to the mean duration: how far a
   round's duration typically falls from the line.
 * Useful work amounts have a lower bound from alpha: a round whose fixed cost alpha is more than
   ``overhead_fraction`` of its duration mostly measures overhead. t >= alpha / f gives
   w >= v * alpha * (1 - f) / f. The default f = 0.1 keeps alpha at most a tenth of a round,
-  the same tolerance as the default 10% CI target. Everything stays in seconds and work units
-  (Pilot's filter mixed seconds and nanoseconds).
+  the same tolerance as the default 10% CI target. Everything stays in seconds and work units,
+  so alpha and the durations it is compared with are in the same unit.
 """
 
 from __future__ import annotations
@@ -67,7 +71,8 @@ class WPSFit:
 
 
 def merge_rounds(values: np.ndarray, q: int) -> np.ndarray:
-    """Average consecutive groups of q rounds, dropping the n mod q oldest (as subsession analysis does)."""
+    """Average consecutive groups of q rounds, dropping the n mod q oldest (as subsession
+    analysis does)."""
     k = values.size // q
     return values[values.size - k * q :].reshape(k, q).mean(axis=1)
 
@@ -77,8 +82,11 @@ def _ols(w: np.ndarray, t: np.ndarray) -> tuple[object, np.ndarray]:
     return res, t - (res.intercept + res.slope * w)
 
 
-def min_useful_work(alpha: float, v: float, overhead_fraction: float = DEFAULT_OVERHEAD_FRACTION) -> float:
-    """Smallest work amount whose round spends at most ``overhead_fraction`` of its time on alpha."""
+def min_useful_work(
+    alpha: float, v: float, overhead_fraction: float = DEFAULT_OVERHEAD_FRACTION
+) -> float:
+    """Smallest work amount whose round spends at most ``overhead_fraction`` of its time on
+    alpha."""
     if not 0.0 < overhead_fraction < 1.0:
         raise BadInput("overhead_fraction", f"must be between 0 and 1, got {overhead_fraction:g}")
     if alpha <= 0 or not math.isfinite(v) or v <= 0:
@@ -103,9 +111,13 @@ def fit(
     if np.any(t <= 0):
         raise BadInput("rounds", "durations must be > 0 seconds")
     if w.size < MIN_POINTS:
-        raise InsufficientData("rounds", f"{w.size} round(s); the WPS regression needs at least {MIN_POINTS}")
+        raise InsufficientData(
+            "rounds", f"{w.size} round(s); the WPS regression needs at least {MIN_POINTS}"
+        )
     if np.ptp(w) == 0:
-        raise InsufficientData("rounds", "all rounds have the same work amount; the regression needs different ones")
+        raise InsufficientData(
+            "rounds", "all rounds have the same work amount; the regression needs different ones"
+        )
 
     warnings: list[str] = []
     chosen: tuple[int, np.ndarray, np.ndarray, float] | None = None
@@ -126,8 +138,9 @@ def fit(
             raise InsufficientData("rounds", "no merge of rounds leaves different work amounts")
         chosen = best
         warnings.append(
-            f"round residuals stay autocorrelated (best lag-1 {best[3]:+.2f} at {best[0]} merged rounds, "
-            f"limit {autocorr_limit}); the CI of v may be too narrow: run more rounds"
+            f"round residuals stay autocorrelated (best lag-1 {best[3]:+.2f} "
+            f"at {best[0]} merged rounds, limit {autocorr_limit}); "
+            "the CI of v may be too narrow: run more rounds"
         )
     q, wq, tq, r = chosen
     res, resid = _ols(wq, tq)
@@ -136,20 +149,36 @@ def fit(
     slope, se = float(res.slope), float(res.stderr)
     s_low, s_high = slope - tq_ * se, slope + tq_ * se
     if slope <= 0:
-        raise InsufficientData("rounds", "durations do not grow with the work amount; no throughput can be fitted")
+        raise InsufficientData(
+            "rounds", "durations do not grow with the work amount; no throughput can be fitted"
+        )
     v = 1.0 / slope
     v_low = 1.0 / s_high
     v_high = 1.0 / s_low if s_low > 0 else math.inf
     if math.isinf(v_high):
-        warnings.append("the CI of the slope reaches 0: v has no finite upper bound yet; run more rounds")
+        warnings.append(
+            "the CI of the slope reaches 0: v has no finite upper bound yet; run more rounds"
+        )
     alpha = float(res.intercept)
     a_half = tq_ * float(res.intercept_stderr)
     resid_std = float(np.sqrt(np.sum(resid**2) / dof)) if dof > 0 else 0.0
     return WPSFit(
-        alpha=alpha, alpha_ci_low=alpha - a_half, alpha_ci_high=alpha + a_half,
-        v=v, v_low=v_low, v_high=v_high, slope=slope, slope_std_error=se, dof=dof, confidence=confidence,
-        prediction_error=resid_std / float(np.mean(tq)), residual_std=resid_std,
-        subsession_size=q, n_points=int(wq.size), autocorrelation=r,
-        min_useful_work=min_useful_work(alpha, v, overhead_fraction), overhead_fraction=overhead_fraction,
+        alpha=alpha,
+        alpha_ci_low=alpha - a_half,
+        alpha_ci_high=alpha + a_half,
+        v=v,
+        v_low=v_low,
+        v_high=v_high,
+        slope=slope,
+        slope_std_error=se,
+        dof=dof,
+        confidence=confidence,
+        prediction_error=resid_std / float(np.mean(tq)),
+        residual_std=resid_std,
+        subsession_size=q,
+        n_points=int(wq.size),
+        autocorrelation=r,
+        min_useful_work=min_useful_work(alpha, v, overhead_fraction),
+        overhead_fraction=overhead_fraction,
         warnings=warnings,
     )

@@ -4,25 +4,21 @@ A workload runs one *round* for a given work amount and returns what it measured
 per-round *readings* (one number per performance index, e.g. the round's throughput) and,
 where the workload can give them, *unit readings* (many time-ordered numbers per index within
 the round, e.g. fio's per-window bandwidth), which the engine uses for warm-up/cool-down
-removal with EDM. See seeds/002 §III-A and seeds/000.
+removal with EDM. See the Pilot paper (§III-A) and its documentation on warm-up and cool-down
+phase detection.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from pilot_sys.stats.pi import PIType
 
-class PIType(StrEnum):
-    """How a performance index's samples are averaged (seeds/002 §III-D)."""
-
-    ARITHMETIC = "arithmetic"  # e.g. latency in seconds
-    HARMONIC = "harmonic"  # rates such as throughput: the mean of work over time
-    PROPORTION = "proportion"  # binomial, samples are 0/1
+__all__ = ["PISpec", "PIType", "RoundOutput", "Workload"]
 
 
 class PISpec(BaseModel):
@@ -52,9 +48,12 @@ class RoundOutput(BaseModel):
     duration: float  # seconds, wall clock of the round as measured by the runner
     returncode: int = 0
     readings: dict[str, float] = Field(default_factory=dict)  # PI name -> one value for the round
-    unit_readings: dict[str, np.ndarray] = Field(default_factory=dict)  # PI name -> values in time order
-    unit_timestamps: dict[str, np.ndarray] = Field(default_factory=dict)  # optional, seconds since round start
-    work_done: float | None = None  # for the WPS regression: work actually done (bytes, ops), if known
+    # PI name -> values in time order
+    unit_readings: dict[str, np.ndarray] = Field(default_factory=dict)
+    # optional, seconds since round start
+    unit_timestamps: dict[str, np.ndarray] = Field(default_factory=dict)
+    # for the WPS regression: work actually done (bytes, ops), if known
+    work_done: float | None = None
     output_files: list[Path] = Field(default_factory=list)  # kept in the round's directory
     warnings: list[str] = Field(default_factory=list)
 
@@ -74,5 +73,6 @@ class Workload(Protocol):
         ...
 
     def data_path_args(self) -> list[str]:
-        """Arguments that name files, directories or devices the workload touches (for the data path)."""
+        """Arguments that name files, directories or devices the workload touches (for the data
+        path)."""
         ...

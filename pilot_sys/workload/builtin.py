@@ -23,8 +23,9 @@ import numpy as np
 import psutil
 
 from pilot_sys.errors import BadInput, WorkloadFailed
+from pilot_sys.stats.pi import PIType
 from pilot_sys.topology.mountinfo import MEMORY_FS, mount_for, parse_mountinfo, visible_mounts
-from pilot_sys.workload.base import PISpec, PIType, RoundOutput
+from pilot_sys.workload.base import PISpec, RoundOutput
 
 MiB = 1024 * 1024
 ALIGNMENT = 4096  # O_DIRECT needs buffer, offset and length aligned to the logical block size

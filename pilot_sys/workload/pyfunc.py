@@ -23,7 +23,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from pilot_sys.errors import BadInput, WorkloadFailed
-from pilot_sys.workload.base import PISpec, PIType, RoundOutput
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec, RoundOutput
 from pilot_sys.workload.parsers.table import type_mean
 
 Result = float | int | dict[str, Any] | Sequence[float] | None

@@ -1,7 +1,9 @@
-"""A workload that is a command line, run once per round (the third kind of benchmark, seeds/002 §IV).
+"""A workload that is a command line, run once per round (the Pilot paper's third kind, §IV).
 
-Each round: substitute the macros, run the command in its own process group with its output in
-``round_dir/stdout.txt`` and ``stderr.txt``, time it, check the return code, parse the output.
+Each round: substitute the macros, run the command in its own process group with its output
+streamed to ``round_dir/stdout.txt`` and ``stderr.txt``, time it, check the return code, and
+parse the output from those files (line-oriented output as it is read, never held whole: a
+workload may print GBs).
 Options are added so that the parsers get what they need: fio gets JSON output and windowed
 bandwidth/latency logs in the round directory (unit readings), iperf3 gets ``-J``, dd runs with
 ``LC_ALL=C`` so its summary line has one known form.
@@ -15,8 +17,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pilot_sys.errors import BadInput, WorkloadFailed
+from pilot_sys.stats.pi import PIType
 from pilot_sys.workload import macros
-from pilot_sys.workload.base import PISpec, PIType, RoundOutput
+from pilot_sys.workload.base import PISpec, RoundOutput
 from pilot_sys.workload.command_line import data_paths, program_index, program_name
 from pilot_sys.workload.parsers import PARSERS, CapturedOutput, MalformedOutput, ParsedOutput, iperf3, table
 from pilot_sys.workload.process import run_process
@@ -33,14 +36,6 @@ def detect_parser(argv: list[str]) -> str:
 
 def _has_option(args: Iterable[str], *names: str) -> bool:
     return any(arg == name or arg.startswith(name + "=") for arg in args for name in names)
-
-
-def _last_line(path: Path) -> str:
-    try:
-        lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
-    except OSError:
-        return ""
-    return lines[-1][:200] if lines else ""
 
 
 class CommandWorkload:
@@ -129,15 +124,13 @@ class CommandWorkload:
         return env
 
     def _captured(self, argv: list[str], round_dir: Path) -> CapturedOutput:
+        """The round's output as the files it was streamed to: parsers read what they need."""
         stdout_path = round_dir / "stdout.txt"
         if self.parser == "fio":  # fio --output=FILE writes its report there instead of stdout
             target = next((a.split("=", 1)[1] for a in argv if a.startswith("--output=")), None)
             if target:
                 stdout_path = self.cwd / target
-        return CapturedOutput(
-            stdout=stdout_path.read_text(errors="replace") if stdout_path.exists() else "",
-            stderr=(round_dir / "stderr.txt").read_text(errors="replace"),
-            stdout_name=str(stdout_path), stderr_name=str(round_dir / "stderr.txt"), round_dir=round_dir)
+        return CapturedOutput.from_files(stdout_path, round_dir / "stderr.txt", round_dir)
 
     def _parse(self, captured: CapturedOutput, work_amount: float, duration: float) -> ParsedOutput:
         if self.parser == "none":
@@ -152,17 +145,22 @@ class CommandWorkload:
             function = PARSERS[self.parser]
             assert function is not None
             out = function(captured)
+        if out.non_finite:  # a failed measurement: averaging around it would invent a result
+            first = out.non_finite[0]
+            where = first.where if first.line is not None else captured.stdout_name
+            raise MalformedOutput(where, "the workload printed values that are not finite "
+                                  "numbers: " + "; ".join(n.message() for n in out.non_finite))
         if not out.readings:
             raise MalformedOutput(captured.stdout_name, f"nothing the {self.parser} parser could read")
         out.specs = [self._overrides.get(spec.name, spec) for spec in out.specs]
         return out
 
     def _failure(self, returncode: int, captured: CapturedOutput) -> WorkloadFailed:
-        why = captured.stderr.strip().splitlines()[-1][:200] if captured.stderr.strip() else ""
+        why = captured.last_line("stderr")
         if not why and self.parser == "iperf3":
             why = iperf3.error_message(captured) or ""
         if not why:
-            why = _last_line(Path(captured.stdout_name)) or "no output"
+            why = captured.last_line("stdout") or "no output"
         if returncode < 0:
             try:
                 how = f"was killed by {signal.Signals(-returncode).name}"

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-from pilot_sys.workload.base import PISpec, PIType
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec
 from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput, ParsedOutput
 
 _NUMBER = r"[0-9]+(?:[.,][0-9]+)?(?:[eE][-+]?[0-9]+)?"
@@ -34,15 +35,15 @@ def _number(text: str) -> float:
 
 def parse(captured: CapturedOutput) -> ParsedOutput:
     """The round's bandwidth from dd's last summary line (on stderr)."""
-    lines = re.split(r"[\r\n]+", captured.stderr)
     summary = None
     partial_in = 0
-    for line in lines:
-        if match := SUMMARY.match(line.strip()):
-            summary = match
-        elif match := RECORDS.match(line.strip()):
-            if match["way"] == "in":
-                partial_in = int(match["partial"])
+    for physical in captured.lines("stderr"):
+        for line in physical.split("\r"):  # status=progress rewrites its line with carriage returns
+            if match := SUMMARY.match(line.strip()):
+                summary = match
+            elif match := RECORDS.match(line.strip()):
+                if match["way"] == "in":
+                    partial_in = int(match["partial"])
     if summary is None:
         raise MalformedOutput(captured.stderr_name,
                               "expected dd's summary line 'N bytes (...) copied, T s, R MB/s' (GNU dd, LC_ALL=C); none found")

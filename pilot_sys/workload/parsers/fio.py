@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from pilot_sys.workload.base import PISpec, PIType
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec
 from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput, ParsedOutput
 
 DIRECTIONS = ("read", "write", "trim")
@@ -196,7 +197,7 @@ def _with_io(jobs: list[dict[str, Any]], direction: str) -> list[dict[str, Any]]
 
 def parse(captured: CapturedOutput) -> ParsedOutput:
     """Readings and unit readings of one fio round."""
-    doc = find_json(captured.stdout, captured.stdout_name)
+    doc = find_json(captured.text("stdout"), captured.stdout_name)
     out = ParsedOutput()
     clients = "jobs" not in doc
     jobs = client_jobs(doc) if clients else doc.get("jobs") or []

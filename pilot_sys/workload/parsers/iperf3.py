@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from pilot_sys.workload.base import PISpec, PIType
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec
 from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput, ParsedOutput
 
 BW = PISpec(name="bw", unit="B/s", pi_type=PIType.HARMONIC, unit_weighting="time",
@@ -32,7 +33,7 @@ LOSS = PISpec(name="lost_percent", unit="%", higher_is_better=False, gates_stop=
 
 def load(captured: CapturedOutput) -> dict[str, Any]:
     """The JSON document, or a one-line error naming the output file."""
-    text = captured.stdout.strip()
+    text = captured.text("stdout").strip()
     if not text:
         raise MalformedOutput(captured.stdout_name, "iperf3 printed nothing; expected its JSON output (-J)")
     try:
@@ -48,7 +49,7 @@ def load(captured: CapturedOutput) -> dict[str, Any]:
 def error_message(captured: CapturedOutput) -> str | None:
     """iperf3 -J reports failures inside its JSON ('error'), not on stderr."""
     try:
-        doc = json.loads(captured.stdout)
+        doc = json.loads(captured.text("stdout"))
     except (json.JSONDecodeError, ValueError):
         return None
     return doc.get("error") if isinstance(doc, dict) else None

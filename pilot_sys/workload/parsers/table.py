@@ -11,11 +11,20 @@ from __future__ import annotations
 
 import csv
 import io
+import math
+from array import array
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from pilot_sys.workload.base import PISpec, PIType
-from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput, ParsedOutput
+from pilot_sys.stats.pi import PIType
+from pilot_sys.workload.base import PISpec
+from pilot_sys.workload.parsers.result import (
+    CapturedOutput,
+    MalformedOutput,
+    NonFinite,
+    ParsedOutput,
+)
 
 TIME_COLUMNS = {"time", "timestamp", "t", "elapsed"}
 
@@ -37,51 +46,108 @@ def type_mean(values: np.ndarray, pi_type: PIType) -> float:
     return float(np.mean(values))
 
 
-def _rows(captured: CapturedOutput) -> list[tuple[int, list[str]]]:
-    """Non-empty, non-comment rows with their 1-based line numbers."""
-    rows = []
-    for number, line in enumerate(captured.stdout.splitlines(), start=1):
-        if line.strip() and not line.lstrip().startswith("#"):
-            rows.append((number, next(csv.reader(io.StringIO(line), skipinitialspace=True))))
-    return rows
+def _cells(line: str) -> list[str]:
+    """One CSV line's cells; the csv module only when the line has quotes (it is slower)."""
+    if '"' in line:
+        return next(csv.reader(io.StringIO(line), skipinitialspace=True))
+    return [cell.lstrip(" ") for cell in line.split(",")]
 
 
-def parse(captured: CapturedOutput, *, one_column: bool = False, specs: dict[str, PISpec] | None = None) -> ParsedOutput:
-    """Readings (and unit readings if several rows) from a table the workload printed."""
+@dataclass
+class _Column:
+    """One column as it streams by: its numbers, and the first cells that break its kind."""
+
+    name: str
+    values: array = field(default_factory=lambda: array("d"))
+    texts: int = 0
+    first_text: tuple[int, int, str] | None = None  # line, column, cell
+    non_finite: int = 0
+    first_non_finite: tuple[int, int, str] | None = None
+
+    def add(self, cell: str, line: int, column: int) -> None:
+        try:
+            value = float(cell)
+        except ValueError:
+            self.texts += 1
+            if self.first_text is None:
+                self.first_text = (line, column, cell)
+            return
+        if not math.isfinite(value):
+            self.non_finite += 1
+            if self.first_non_finite is None:
+                self.first_non_finite = (line, column, cell.strip())
+        self.values.append(value)
+
+
+def parse(
+    captured: CapturedOutput, *, one_column: bool = False, specs: dict[str, PISpec] | None = None
+) -> ParsedOutput:
+    """Readings (and unit readings if several rows) from a table the workload printed.
+
+    The output is read line by line: only the numbers are kept, so a workload that prints a
+    large table costs its numbers' size, not its text's.
+    """
     where = captured.stdout_name
-    rows = _rows(captured)
-    if not rows:
+    columns: list[_Column] | None = None
+    header_line = 0
+    rows = 0
+    for number, line in enumerate(captured.lines("stdout"), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        cells = _cells(line)
+        if columns is None:
+            header_line = number
+            header = not all(_is_number(c) for c in cells if c.strip())
+            if header:
+                names = [c.strip() for c in cells]
+            else:
+                names = [f"col{i}" for i in range(1, len(cells) + 1)]
+                names = names if len(names) > 1 else ["value"]
+            columns = [_Column(name) for name in names]
+            if one_column and len(columns) != 1:
+                raise MalformedOutput(f"{where}:{header_line}",
+                                      f"expected one value per line, found {len(columns)} columns")
+            if header:
+                continue
+        if len(cells) != len(columns):
+            raise MalformedOutput(f"{where}:{number}",
+                                  f"expected {len(columns)} columns, found {len(cells)}")
+        position = 1
+        for column, cell in zip(columns, cells, strict=True):
+            column.add(cell, number, position)
+            position += len(cell) + 1
+        rows += 1
+    if columns is None:
         raise MalformedOutput(where, "the workload printed no values (expected CSV or one number per line)")
-    header_line, first = rows[0]
-    has_header = not all(_is_number(c) for c in first if c.strip())
-    if has_header:
-        names = [c.strip() for c in first]
-        rows = rows[1:]
-        if not rows:
-            raise MalformedOutput(f"{where}:{header_line}", "a header but no data rows")
-    else:
-        names = ["value"] if len(first) == 1 else [f"col{i}" for i in range(1, len(first) + 1)]
-    if one_column and len(names) != 1:
-        raise MalformedOutput(f"{where}:{header_line}", f"expected one value per line, found {len(names)} columns")
-    for number, row in rows:
-        if len(row) != len(names):
-            raise MalformedOutput(f"{where}:{number}", f"expected {len(names)} columns, found {len(row)}")
-    cells = [row for _, row in rows]
-    numeric = [all(_is_number(r[j]) for r in cells) for j in range(len(names))]
-    text_only = [not any(_is_number(r[j]) for r in cells) for j in range(len(names))]
-    for j, (ok, text) in enumerate(zip(numeric, text_only, strict=True)):
-        if not ok and not text:
-            number, row = next((n, r) for n, r in rows if not _is_number(r[j]))
-            column = sum(len(c) + 1 for c in row[:j]) + 1
-            raise MalformedOutput(f"{where}:{number}:{column}", f"column '{names[j]}' expects a number, got {row[j]!r}")
-    if not any(numeric):
+    if rows == 0:
+        raise MalformedOutput(f"{where}:{header_line}", "a header but no data rows")
+    for column in columns:
+        if column.texts and column.values:
+            line, position, cell = column.first_text  # type: ignore[misc]
+            raise MalformedOutput(f"{where}:{line}:{position}",
+                                  f"column '{column.name}' expects a number, got {cell!r}")
+    numeric = [c for c in columns if not c.texts]
+    if not numeric:
         raise MalformedOutput(where, "no numeric column in the workload's output")
-    values = {names[j]: np.array([float(r[j]) for r in cells]) for j in range(len(names)) if numeric[j]}
-    times = next((values.pop(n) for n in list(values) if n.lower() in TIME_COLUMNS), None)
-    specs = specs or {}
     out = ParsedOutput()
+    for column in numeric:
+        if column.non_finite:
+            line, position, cell = column.first_non_finite  # type: ignore[misc]
+            out.non_finite.append(NonFinite(
+                pi=column.name, count=column.non_finite, total=len(column.values), first=cell,
+                where=f"{where}:{line}:{position}", line=line))
+    bad = {c.name for c in numeric if c.non_finite}
+    values = {c.name: np.frombuffer(c.values) for c in numeric if c.name not in bad}
+    times = next((values.pop(n) for n in list(values) if n.lower() in TIME_COLUMNS), None)
+    if any(n.lower() in TIME_COLUMNS for n in bad):
+        times = None
+    specs = specs or {}
     for name, column in values.items():
         spec = specs.get(name, PISpec(name=name, unit="", description="printed by the workload"))
+        if spec.pi_type is PIType.HARMONIC and np.any(column <= 0):
+            raise MalformedOutput(where, f"column '{name}' is averaged as a rate (harmonic mean), "
+                                         f"which needs positive values; {int(np.sum(column <= 0))} "
+                                         "are <= 0")
         out.add(spec, type_mean(column, spec.pi_type))
         if column.size > 1:
             out.add_units(name, column, times)
