@@ -1,8 +1,9 @@
 """The rate the tuner picks at a 1 % budget with two remote hosts monitored, against none
 (needs root, prometheus-node-exporter, pcp):
 
-    PYTHONPATH=.:tests python3 benchmarks/remote_tuner.py [--budget 0.01] [--repeats 2]
-        [--command "python3 -c 'sum(range(3_000_000))'"]
+    PYTHONPATH=.:tests python3 benchmarks/remote_tuner.py [--budget 0.01] [--repeats 1]
+        [--pairs 10] [--trim 0.2]
+        [--command "stress-ng --cpu 1 --cpu-method int64 --cpu-ops 3000 --quiet"]
 
 Two namespace hosts (tests/netns.py): ``a`` with node_exporter, ``b`` with PCP's pmproxy. The
 tuner (``monitor.tuner.tune_for_workload``) measures the sampler that ``pilot-sys run --host a=..
@@ -28,10 +29,11 @@ from pilot_sys.topology.remote_hosts import parse_host_spec
 from pilot_sys.workload.runner import CommandWorkload
 
 
-def tune(command: list[str], hosts: list, budget: float) -> dict[str, object]:
+def tune(command: list[str], hosts: list, budget: float, pairs: int, trim: float) -> dict[str, object]:
     workload = CommandWorkload(command)
     factory = session_sampler_factory(workload.data_path_args(), hosts)
-    result = tune_for_workload(workload, budget, sampler_factory=factory, allow_unreachable=True)
+    result = tune_for_workload(workload, budget, sampler_factory=factory, allow_unreachable=True,
+                               pairs=pairs, trim=trim)
     cal = result.calibration
     est = result.overhead
     return {
@@ -51,8 +53,11 @@ def tune(command: list[str], hosts: list, budget: float) -> dict[str, object]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--budget", type=float, default=0.01)
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--command", default="python3 -c 'sum(range(3_000_000))'")
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--pairs", type=int, default=10)
+    ap.add_argument("--trim", type=float, default=0.2)
+    # the CPU-bound round of benchmarks/tuner_real.py: ~1 % CV per round on this VM when quiet
+    ap.add_argument("--command", default="stress-ng --cpu 1 --cpu-method int64 --cpu-ops 3000 --quiet")
     args = ap.parse_args()
     command = shlex.split(args.command)
     with netns_host("a") as a, netns_host("b") as b:
@@ -61,7 +66,7 @@ def main() -> None:
         two = [parse_host_spec(f"a=http://{a.address}:9100"), parse_host_spec(f"b=pcp://{b.address}:44322")]
         for _ in range(args.repeats):  # interleaved, so that a change of load hits both alike
             for hosts in ([], two):
-                print(json.dumps(tune(command, hosts, args.budget)), flush=True)
+                print(json.dumps(tune(command, hosts, args.budget, args.pairs, args.trim)), flush=True)
     print(f"load average: {open('/proc/loadavg').read().split()[0]}")
 
 

@@ -44,8 +44,15 @@ def _commands(tmp_path: Path) -> dict[str, list[str]]:
     data.write_bytes(b"\0" * 2**20)
     return {
         "iperf3": ["iperf3", "-c", "127.0.0.1", "-p", CLOSED_PORT, "-t", "1"],
-        "fio": ["fio", "--name=w", f"--filename={tmp_path / 'fio.dat'}", "--size=1M", "--rw=write",
-                "--bs=64k", "--output-format=json"],
+        "fio": [
+            "fio",
+            "--name=w",
+            f"--filename={tmp_path / 'fio.dat'}",
+            "--size=1M",
+            "--rw=write",
+            "--bs=64k",
+            "--output-format=json",
+        ],
         "dd": ["dd", f"if={data}", "of=/dev/null", "bs=64k"],
     }
 

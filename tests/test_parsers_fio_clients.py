@@ -33,16 +33,23 @@ def test_each_server_and_the_aggregate_match_fios_own_numbers() -> None:
         assert out.readings[f"write_iops@{host}"] == pytest.approx(
             write["total_ios"] / (write["runtime"] / 1000)
         )
-        assert out.readings[f"write_lat_mean@{host}"] == pytest.approx(write["lat_ns"]["mean"] / 1e9)
+        assert out.readings[f"write_lat_mean@{host}"] == pytest.approx(
+            write["lat_ns"]["mean"] / 1e9
+        )
     everyone = next(s["write"] for s in stats if s["jobname"] == "All clients")
     # the servers run at once: all bytes over the longest runtime, as fio's "All clients" says
     assert out.readings["write_bw"] == pytest.approx(everyone["bw_bytes"], rel=1e-9)
     assert out.readings["write_bw"] == pytest.approx(
-        sum(w["io_bytes"] for w in by_host.values()) / (max(w["runtime"] for w in by_host.values()) / 1000)
+        sum(w["io_bytes"] for w in by_host.values())
+        / (max(w["runtime"] for w in by_host.values()) / 1000)
     )
     assert out.work_done == sum(w["io_bytes"] for w in by_host.values())
     gating = {s.name for s in out.specs if s.gates_stop}
-    assert gating == {"write_bw", "write_iops", "write_lat_mean"}  # per-server readings: reported only
+    assert gating == {
+        "write_bw",
+        "write_iops",
+        "write_lat_mean",
+    }  # per-server readings: reported only
 
 
 def test_a_failed_server_job_names_the_server() -> None:

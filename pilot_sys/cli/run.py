@@ -148,6 +148,7 @@ def run(command: tuple[str, ...], work_amount: str | None, output_dir: Path | No
         min_round_seconds=min_round_seconds, max_round_seconds=max_round_seconds,
         parser=None if parser == "auto" else parser, work_unit=work_unit, timeout=timeout,
         accept_rc=parse_codes(accept_rc), env=parse_env(env), directory=directory, name=name, cut=cut,
+        hosts=list(host_specs),
         monitor=not no_monitor, sample_rate=sample_rate,
         overhead_budget=budget,
         resume=resume, plots=not no_plots, quiet=quiet,
