@@ -53,7 +53,9 @@ class SimulatedClient:
             self.raw = (FIXTURES / "pmproxy_fetch_counters_after.json").read_bytes()
             self.descs = pcp.descriptors(json.loads((FIXTURES / "pmproxy_metric.json").read_text()))
             indoms = json.loads((FIXTURES / "pmproxy_indom.json").read_text())
-            self.names = {m: pcp.instance_names(indoms[d.indom]) for m, d in self.descs.items() if d.indom}
+            self.names = {
+                m: pcp.instance_names(indoms[d.indom]) for m, d in self.descs.items() if d.indom
+            }
         else:
             self.raw = (FIXTURES / "node_exporter_counters_after.prom").read_bytes()
 
@@ -80,8 +82,15 @@ def _graph(hosts: list[RemoteHost]) -> ComponentGraph:
     graph = ComponentGraph()
     two = Limit(value=2.0, unit="cores", source=LimitSource.NODE_EXPORTER, detail="2 CPUs")
     for host in hosts:
-        graph.add_component(Component(id=f"cpu:{host.name}", kind=ComponentKind.CPU, name=host.name,
-                                      limits={"compute": two}, attrs={"cpus": 2}))
+        graph.add_component(
+            Component(
+                id=f"cpu:{host.name}",
+                kind=ComponentKind.CPU,
+                name=host.name,
+                limits={"compute": two},
+                attrs={"cpus": 2},
+            )
+        )
         for cid in (f"nic:{host.name}/eth0", f"block:{host.name}/vda"):
             kind = ComponentKind.NIC if cid.startswith("nic") else ComponentKind.BLOCK
             graph.add_component(Component(id=cid, kind=kind, name=cid))
@@ -95,7 +104,9 @@ def _rss_mib() -> float:
 def run(n: int, seconds: float, engine: str, latency: float) -> dict[str, object]:
     hosts = [parse_host_spec(f"h{i}=http://10.0.{i // 250}.{i % 250 + 1}:9100") for i in range(n)]
     plugins = [
-        RemoteHostPlugin(h, 10.0, client_factory=lambda host, timeout: SimulatedClient(host, engine, latency))
+        RemoteHostPlugin(
+            h, 10.0, client_factory=lambda host, timeout: SimulatedClient(host, engine, latency)
+        )
         for h in hosts
     ]
     sampler = Sampler(_graph(hosts), rate_hz=10.0, plugins=[*load_plugins("dynamic"), *plugins])

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import time
 from typing import Any
@@ -40,16 +41,23 @@ def _bursts(address: str, seconds: float, burst: float) -> None:
     """iperf3 on for ``burst`` s, off for ``burst`` s, until ``seconds`` have passed."""
     end = time.monotonic() + seconds
     while time.monotonic() + 2 * burst < end:
-        subprocess.run(["iperf3", "-c", address, "-t", f"{burst:g}", "-b", "400M"],
-                       capture_output=True, timeout=burst + 30, check=False)
+        subprocess.run(
+            ["iperf3", "-c", address, "-t", f"{burst:g}", "-b", "400M"],
+            capture_output=True,
+            timeout=burst + 30,
+            check=False,
+        )
         time.sleep(burst)
 
 
-def _lag(t_local: np.ndarray, local: np.ndarray, t_remote: np.ndarray, remote: np.ndarray,
-         period: float) -> float:
+def _lag(
+    t_local: np.ndarray, local: np.ndarray, t_remote: np.ndarray, remote: np.ndarray, period: float
+) -> float:
     """The shift (s) to add to the remote times that best aligns the two series."""
     ok_l, ok_r = np.isfinite(local), np.isfinite(remote)
-    grid = np.arange(max(t_local[ok_l][0], t_remote[ok_r][0]), min(t_local[ok_l][-1], t_remote[ok_r][-1]), 0.001)
+    grid = np.arange(
+        max(t_local[ok_l][0], t_remote[ok_r][0]), min(t_local[ok_l][-1], t_remote[ok_r][-1]), 0.001
+    )
     a = np.interp(grid, t_local[ok_l], local[ok_l])
     a = (a - a.mean()) / (a.std() or 1.0)
     best, best_score = 0.0, -np.inf
@@ -67,8 +75,11 @@ def measure(spec: str, host: Any, rate: float, seconds: float, burst: float) -> 
     from pilot_sys.monitor.data_path import find_data_path
 
     found = find_data_path([f"host:{host.address}"], hosts=[declared], graph=discover("/"))
-    sampler = Sampler(found.graph, rate_hz=rate,
-                      plugins=[*load_plugins("dynamic"), *host_plugins([declared], rate)])
+    sampler = Sampler(
+        found.graph,
+        rate_hz=rate,
+        plugins=[*load_plugins("dynamic"), *host_plugins([declared], rate)],
+    )
     sampler.start()
     _bursts(host.address, seconds, burst)
     trace = sampler.stop()
@@ -80,9 +91,13 @@ def measure(spec: str, host: Any, rate: float, seconds: float, burst: float) -> 
     taken = record.calls[:, 2]
     source = trace.sources[f"remote:{declared.name}"]
     t_local = np.array(trace.timestamps)
-    local = np.array([np.nan if v is None else v for v in trace.series[f"nic:{host.root_if}/tx_bytes_per_s"]])
+    local = np.array(
+        [np.nan if v is None else v for v in trace.series[f"nic:{host.root_if}/tx_bytes_per_s"]]
+    )
     t_remote = np.array(source.times)
-    remote = np.array([np.nan if v is None else v for v in source.series["nic:srv/eth0/rx_bytes_per_s"]])
+    remote = np.array(
+        [np.nan if v is None else v for v in source.series["nic:srv/eth0/rx_bytes_per_s"]]
+    )
     # a rate belongs to the interval ending at its sample: compare interval midpoints
     t_local_mid = t_local - np.diff(t_local, prepend=np.nan) / 2
     t_remote_mid = t_remote - np.diff(t_remote, prepend=np.nan) / 2
@@ -91,7 +106,9 @@ def measure(spec: str, host: Any, rate: float, seconds: float, burst: float) -> 
     return {
         "engine": declared.backend.value,
         "samples": int(len(times.times)),
-        "recovered_offset_ms": source.clock_offset_s * 1e3 if source.clock_offset_s is not None else None,
+        "recovered_offset_ms": source.clock_offset_s * 1e3
+        if source.clock_offset_s is not None
+        else None,
         "offset_uncertainty_ms": (source.clock_offset_uncertainty_s or 0) * 1e3,
         "midpoint_error_ms_median": float(np.median(midpoint - taken) * 1e3),
         "midpoint_error_ms_p95_abs": float(np.percentile(np.abs(midpoint - taken), 95) * 1e3),
@@ -115,7 +132,8 @@ def main() -> None:
         host.shape("200mbit")  # steady bursts: the NIC counters follow the shaper, not the CPU
         for spec in (f"srv=http://{host.address}:9100", f"srv=pcp://{host.address}:44322"):
             print(json.dumps(measure(spec, host, args.rate, args.seconds, args.burst)))
-    print(f"load average: {open('/proc/loadavg').read().split()[0]} on {len(open('/proc/cpuinfo').read().split('processor')) - 1} CPUs")
+    load = open("/proc/loadavg").read().split()[0]
+    print(f"load average: {load} on {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":

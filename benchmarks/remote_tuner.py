@@ -29,11 +29,14 @@ from pilot_sys.topology.remote_hosts import parse_host_spec
 from pilot_sys.workload.runner import CommandWorkload
 
 
-def tune(command: list[str], hosts: list, budget: float, pairs: int, trim: float) -> dict[str, object]:
+def tune(
+    command: list[str], hosts: list, budget: float, pairs: int, trim: float
+) -> dict[str, object]:
     workload = CommandWorkload(command)
     factory = session_sampler_factory(workload.data_path_args(), hosts)
-    result = tune_for_workload(workload, budget, sampler_factory=factory, allow_unreachable=True,
-                               pairs=pairs, trim=trim)
+    result = tune_for_workload(
+        workload, budget, sampler_factory=factory, allow_unreachable=True, pairs=pairs, trim=trim
+    )
     cal = result.calibration
     est = result.overhead
     return {
@@ -43,8 +46,12 @@ def tune(command: list[str], hosts: list, budget: float, pairs: int, trim: float
         "overhead": None if est is None else round(est.overhead, 5),
         "ci": None if est is None else [round(est.ci_low, 5), round(est.ci_high, 5)],
         "measurements": len(result.measurements),
-        "calibration_us_per_tick_sampler": None if cal is None else cal.cpu_seconds_per_sample * 1e6,
-        "calibration_us_per_tick_total": None if cal is None else cal.total_cpu_seconds_per_sample * 1e6,
+        "calibration_us_per_tick_sampler": None
+        if cal is None
+        else cal.cpu_seconds_per_sample * 1e6,
+        "calibration_us_per_tick_total": None
+        if cal is None
+        else cal.total_cpu_seconds_per_sample * 1e6,
         "calibration_rate_hz": None if cal is None else cal.rate_hz,
         "seconds": round(result.elapsed_s, 1),
     }
@@ -57,16 +64,23 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=10)
     ap.add_argument("--trim", type=float, default=0.2)
     # the CPU-bound round of benchmarks/tuner_real.py: ~1 % CV per round on this VM when quiet
-    ap.add_argument("--command", default="stress-ng --cpu 1 --cpu-method int64 --cpu-ops 3000 --quiet")
+    ap.add_argument(
+        "--command", default="stress-ng --cpu 1 --cpu-method int64 --cpu-ops 3000 --quiet"
+    )
     args = ap.parse_args()
     command = shlex.split(args.command)
     with netns_host("a") as a, netns_host("b") as b:
         a.node_exporter()
         b.pcp()
-        two = [parse_host_spec(f"a=http://{a.address}:9100"), parse_host_spec(f"b=pcp://{b.address}:44322")]
+        two = [
+            parse_host_spec(f"a=http://{a.address}:9100"),
+            parse_host_spec(f"b=pcp://{b.address}:44322"),
+        ]
         for _ in range(args.repeats):  # interleaved, so that a change of load hits both alike
             for hosts in ([], two):
-                print(json.dumps(tune(command, hosts, args.budget, args.pairs, args.trim)), flush=True)
+                print(
+                    json.dumps(tune(command, hosts, args.budget, args.pairs, args.trim)), flush=True
+                )
     print(f"load average: {open('/proc/loadavg').read().split()[0]}")
 
 

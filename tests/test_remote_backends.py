@@ -445,6 +445,8 @@ def test_scrape_url_filters_collectors() -> None:
         (b'{"timestamp":5}', 5.0),
     ],
 )
-def test_pmproxys_unpadded_nanoseconds_are_read_from_the_raw_text(raw: bytes, seconds: float) -> None:
+def test_pmproxys_unpadded_nanoseconds_are_read_from_the_raw_text(
+    raw: bytes, seconds: float
+) -> None:
     assert pcp.fetch_timestamp(raw) == pytest.approx(seconds, abs=1e-9)
     assert pcp.fetch_timestamp(b'{"values": []}') is None

@@ -114,7 +114,7 @@ def graph(targets: tuple[str, ...], loads: tuple[str, ...], override: bool, no_d
         notes += apply_user_graph(component_graph, load_user_graph(path), path, override=override)
     if loads:
         derive_limits(component_graph)  # user ratings of disks give their partitions and arrays limits
-    if targets and is_command(targets[0]):  # a workload's command line: its data path as `run` finds it
+    if targets and is_command(targets[0]):  # a command line: its data path as `run` finds it
         found = command_data_path(targets, hosts=hosts, graph=component_graph, root=root)
     else:
         found = find_data_path(targets, hosts=hosts, graph=component_graph, root=root, strict=True)

@@ -105,8 +105,9 @@ continue with --resume DIR, rebuild reports with `pilot-sys report DIR`).
 @click.option("--name", help="Workload name used in reports and the result directory.")
 @click.option("--cut", metavar="COMPONENT", help="Component under test, e.g. block:vda (default: end of the data path).")
 @click.option("--host", "host_specs", multiple=True, metavar="NAME=URL",
-              help="Monitor a remote host too (repeatable): http://H:9100 is node_exporter, pcp://H:44322 "
-                   "is PCP's pmproxy. Hosts the command names are placed on its data path.")
+              help="Monitor a remote host too (repeatable): http://H:9100 is node_exporter, "
+                   "pcp://H:44322 is PCP's pmproxy. Hosts the command names are placed on its "
+                   "data path.")
 @click.option("--no-monitor", is_flag=True, help="Do not sample utilization (no bottleneck verdict).")
 @click.option("--sample-rate", type=float, metavar="HZ", help="Monitor sampling rate (default 10 Hz).")
 @click.option("--overhead-budget", metavar="PCT",

@@ -185,7 +185,9 @@ def _signals(trace: MonitorTrace) -> list[ComponentStats]:
     """Which series are saturation signals (see the module docstring), unfilled."""
     found: list[ComponentStats] = []
     # a component id may hold "/" (nic:srv/eth0, cgroup:/bench/cpu); a metric name never does
-    with_util = {key.rsplit("/", 1)[0] for key in trace.series if key.rsplit("/", 1)[1].startswith("util_")}
+    with_util = {
+        key.rsplit("/", 1)[0] for key in trace.series if key.rsplit("/", 1)[1].startswith("util_")
+    }
     for key in sorted(trace.series):
         component, metric = key.rsplit("/", 1)
         if metric.startswith("util_"):

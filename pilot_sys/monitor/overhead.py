@@ -213,7 +213,8 @@ class MonitorCost(BaseModel):
 
     def with_remote(self, per_host: Mapping[str, float]) -> MonitorCost:
         """This cost with the remote hosts' engine CPU per second added."""
-        return self.model_copy(update={"remote_cpu_seconds_per_second": float(sum(per_host.values()))})
+        total = float(sum(per_host.values()))
+        return self.model_copy(update={"remote_cpu_seconds_per_second": total})
 
     @classmethod
     def from_sampler(cls, rate_hz: float, cost: Any) -> MonitorCost:
@@ -247,8 +248,12 @@ class MonitorCost(BaseModel):
             cpu_seconds_per_sample=float(np.mean([c.cpu_seconds_per_sample for c in costs])),
             wakeups_per_second=float(np.mean([c.wakeups_per_second for c in costs])),
             memory_bytes=float(max(c.memory_bytes for c in costs)),
-            source_cpu_seconds_per_second=float(np.mean([c.source_cpu_seconds_per_second for c in costs])),
-            remote_cpu_seconds_per_second=float(np.mean([c.remote_cpu_seconds_per_second for c in costs])),
+            source_cpu_seconds_per_second=float(
+                np.mean([c.source_cpu_seconds_per_second for c in costs])
+            ),
+            remote_cpu_seconds_per_second=float(
+                np.mean([c.remote_cpu_seconds_per_second for c in costs])
+            ),
         )
 
     def describe(self) -> str:

@@ -77,7 +77,8 @@ def build_config(req: RunRequest, work: tuple[float, float], fixed: bool, unit: 
     overrides: dict[str, Any] = dict(
         ci_perc=req.ci_perc, confidence=req.confidence, first_result_seconds=req.first_result,
         min_round_seconds=req.min_round_seconds, max_round_seconds=req.max_round_seconds,
-        min_rounds=req.min_rounds, max_rounds=req.max_rounds, cut=req.cut, monitor=req.monitor, hosts=req.hosts,
+        min_rounds=req.min_rounds, max_rounds=req.max_rounds, cut=req.cut, monitor=req.monitor,
+        hosts=req.hosts,
         sample_rate_hz=req.sample_rate, work_unit=unit,
         work_min=work[0], work_max=work[0] if fixed else work[1],
     )
@@ -150,8 +151,8 @@ def open_run(req: RunRequest, progress: Progress) -> Session:
 
     if req.resume is not None:
         if req.command or req.work_amount is not None or req.hosts:
-            raise BadInput("--resume", "continues the session as it was configured; give no COMMAND, -w or "
-                           "--host with it")
+            raise BadInput("--resume", "continues the session as it was configured; give no "
+                           "COMMAND, -w or --host with it")
         session = Session.resume(req.resume, req.command_line, progress=progress)
         m = session.manifest
         if req.session_limit is not None:

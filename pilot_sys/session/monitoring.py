@@ -27,7 +27,8 @@ scrapes cost, here (the sources' threads) and on the hosts (their engines' own C
 the monitor's cost.
 
 ``round_sampler`` builds that sampler (every dynamic plug-in over the session's graph, plus the
-round's processes and the declared hosts) for ``RoundMonitoring`` and, through ``session_sampler_factory``, for the
+round's processes and the declared hosts) for ``RoundMonitoring`` and, through
+``session_sampler_factory``, for the
 tuner (``run --overhead-budget``, ``tune``): the overhead it measures is that of the sampler the
 session then runs, per-process probe included.
 
@@ -69,8 +70,8 @@ class RoundMonitoring:
     """One per session; ``start()``/``stop(round_dir)`` around every round."""
 
     def __init__(
-        self, rate_hz: float, threshold: float, cut: str | None, data_path_args: list[str], root: Path,
-        hosts: Sequence[RemoteHost] = (),
+        self, rate_hz: float, threshold: float, cut: str | None, data_path_args: list[str],
+        root: Path, hosts: Sequence[RemoteHost] = (),
     ) -> None:
         self.rate_hz = rate_hz
         self.threshold = threshold
@@ -201,9 +202,9 @@ def round_sampler(graph: Any, rate_hz: float, hosts: Sequence[RemoteHost] = ()) 
     from pilot_sys.monitor.sampler import Sampler
     from pilot_sys.plugin_loader import load_plugins
 
-    return Sampler(graph, rate_hz=rate_hz,
-                   plugins=[*load_plugins("dynamic"), RoundProcessesPlugin(threading.get_native_id()),
-                            *host_plugins(list(hosts), rate_hz)])
+    plugins = [*load_plugins("dynamic"), RoundProcessesPlugin(threading.get_native_id()),
+               *host_plugins(list(hosts), rate_hz)]
+    return Sampler(graph, rate_hz=rate_hz, plugins=plugins)
 
 
 def round_sampler_factory(graph: Any, hosts: Sequence[RemoteHost] = ()) -> SamplerFactory:
@@ -218,7 +219,9 @@ def round_sampler_factory(graph: Any, hosts: Sequence[RemoteHost] = ()) -> Sampl
     return factory
 
 
-def session_sampler_factory(data_path_args: Sequence[str], hosts: Sequence[RemoteHost] = ()) -> SamplerFactory:
+def session_sampler_factory(
+    data_path_args: Sequence[str], hosts: Sequence[RemoteHost] = ()
+) -> SamplerFactory:
     """The factory of the sampler that a session with these data path arguments runs: the graph
     discovered as ``RoundMonitoring`` discovers it (a second discovery in one process is cheap;
     the session reports what could not be found). Discovery failing leaves the self-evident

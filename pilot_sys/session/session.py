@@ -139,7 +139,8 @@ class Session:
 
             args = [a for s in m.workloads for a in s.data_path_args]
             try:
-                monitor = RoundMonitoring(cfg.sample_rate_hz, cfg.bottleneck_threshold, cfg.cut, args, self.journal.root,
+                monitor = RoundMonitoring(cfg.sample_rate_hz, cfg.bottleneck_threshold, cfg.cut,
+                                          args, self.journal.root,
                                           hosts=parse_host_specs(cfg.hosts))
             except BadInput:
                 if not self.resumed and not self.journal.records:  # nothing measured: leave no husk

@@ -280,7 +280,8 @@ def resolve(graph: ComponentGraph, args: list[str], *, root: str | Path | None =
         if classified is None:
             continue
         kind, target = classified
-        name = declared.get(split_host_argument(target)[0].lower().rstrip(".")) if kind == "host" else None
+        host = split_host_argument(target)[0].lower().rstrip(".")
+        name = declared.get(host) if kind == "host" else None
         if name is not None and local_nic_of(graph, name) is not None:
             component = str(local_nic_of(graph, name))  # the interface the host's link leaves from
         else:
@@ -289,14 +290,16 @@ def resolve(graph: ComponentGraph, args: list[str], *, root: str | Path | None =
             except BadInput as exc:
                 if strict:
                     raise
-                unresolved.append(str(exc))  # a workload's odd argument must not stop its monitoring
+                unresolved.append(str(exc))  # an odd argument must not stop the monitoring
                 continue
         paths = resolver.paths(component, remote=name is None)
         cut = resolver.cut(component, paths)
         if name is not None:
             paths, cut = remote_paths(graph, name, paths, split_host_argument(target)[1])
-        resolved.append(ResolvedArgument(argument=argument, target=target, host=name, kind=kind,  # type: ignore[arg-type]
-                                         component=component, paths=paths, cut=cut))
+        resolved.append(ResolvedArgument(
+            argument=argument, target=target, host=name, kind=kind,  # type: ignore[arg-type]
+            component=component, paths=paths, cut=cut,
+        ))
     all_paths: list[list[str]] = []
     for item in resolved:
         all_paths += [p for p in item.paths if p not in all_paths]

@@ -50,8 +50,8 @@ def find_json(text: str, where: str) -> dict[str, Any]:
             raise MalformedOutput(f"{where}:{line}:{column}", f"fio JSON is cut short or invalid ({exc.msg})") from None
         if isinstance(doc, dict) and ("jobs" in doc or "client_stats" in doc):
             return doc
-    raise MalformedOutput(where, "expected fio JSON output (--output-format=json) with a 'jobs' list "
-                                 "(or 'client_stats' in client/server mode); none found")
+    raise MalformedOutput(where, "expected fio JSON output (--output-format=json) with a 'jobs' "
+                                 "list (or 'client_stats' in client/server mode); none found")
 
 
 def _spec(name: str, unit: str, pi_type: PIType, higher: bool, description: str, gates: bool = True) -> PISpec:
@@ -73,18 +73,23 @@ def _add_direction(out: ParsedOutput, direction: str, entries: list[tuple[int, d
         return
     if len(by_group) > 1 and host is None:
         out.warnings.append(f"fio: {len(by_group)} reporting groups; {direction} rates are total bytes over the sum of group runtimes")
-    at, whose, gates = (f"@{host}", f"server {host}'s jobs", False) if host else ("", "all jobs", True)
-    out.add(_spec(f"{direction}_bw{at}", "B/s", PIType.HARMONIC, True, f"fio {direction} bandwidth of the round ({whose})",
-                  gates), total_bytes / group_seconds)
+    at, whose, gates = ("", "all jobs", True)
+    if host is not None:
+        at, whose, gates = f"@{host}", f"server {host}'s jobs", False
+    out.add(_spec(f"{direction}_bw{at}", "B/s", PIType.HARMONIC, True,
+                  f"fio {direction} bandwidth of the round ({whose})", gates),
+            total_bytes / group_seconds)
     out.add(_spec(f"{direction}_iops{at}", "IOPS", PIType.HARMONIC, True,
-                  f"fio {direction} I/O operations per second ({whose})", gates), total_ios / group_seconds)
+                  f"fio {direction} I/O operations per second ({whose})", gates),
+            total_ios / group_seconds)
     lats = [s["lat_ns"] for g in by_group.values() for s in g if s.get("lat_ns", {}).get("N", 0) > 0]
     if lats:
         n = np.array([lat["N"] for lat in lats], dtype=float)
         means = np.array([lat["mean"] for lat in lats], dtype=float)
         out.add(_spec(f"{direction}_lat_mean{at}", "s", PIType.ARITHMETIC, False,
-                      f"fio {direction} total latency (submission + completion), mean over all I/Os ({whose})",
-                      gates), float(np.dot(n, means) / n.sum()) / 1e9)
+                      f"fio {direction} total latency (submission + completion), mean over all "
+                      f"I/Os ({whose})", gates),
+                float(np.dot(n, means) / n.sum()) / 1e9)
     if host is not None:
         return
     flat = [s for g in by_group.values() for s in g]
@@ -203,8 +208,8 @@ def parse(captured: CapturedOutput) -> ParsedOutput:
     jobs = client_jobs(doc) if clients else doc.get("jobs") or []
     if not jobs:
         raise MalformedOutput(captured.stdout_name, "fio JSON has no jobs; did the job file define any?")
-    errors = [f"{j.get('hostname', '') + ' ' if clients else ''}{j.get('jobname', '?')}: error {j['error']}"
-              for j in jobs if j.get("error")]
+    errors = [f"{j.get('hostname', '') + ' ' if clients else ''}{j.get('jobname', '?')}: "
+              f"error {j['error']}" for j in jobs if j.get("error")]
     if errors:
         raise MalformedOutput(captured.stdout_name, "fio jobs failed (" + "; ".join(errors) + ")")
     hosts = sorted({str(j.get("hostname", "?")) for j in jobs}) if clients else []
@@ -213,8 +218,9 @@ def parse(captured: CapturedOutput) -> ParsedOutput:
             entries = [(int(j.get("groupid", 0)), j[direction]) for j in jobs if j.get(direction, {}).get("io_bytes", 0) > 0]
             _add_direction(out, direction, entries)
             for host in hosts:
-                _add_direction(out, direction, [(g, e) for (g, e), j in zip(entries, _with_io(jobs, direction))
-                                                if j.get("hostname") == host], host)
+                mine = [(g, e) for (g, e), j in zip(entries, _with_io(jobs, direction))
+                        if j.get("hostname") == host]
+                _add_direction(out, direction, mine, host)
         moved = sum(j[d]["io_bytes"] for j in jobs for d in DIRECTIONS if d in j)
     except (KeyError, TypeError) as exc:
         raise MalformedOutput(captured.stdout_name, f"fio JSON lacks the expected field {exc}") from None
