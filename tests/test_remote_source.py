@@ -240,3 +240,20 @@ def test_host_plugins_ask_at_the_sampling_rate_but_at_most_ten_times_a_second() 
     assert slow.interval_s == pytest.approx(0.5) and links.NAME == "host-links"
     fast, _ = host_plugins([SRV], 100.0)
     assert fast.interval_s == pytest.approx(0.1)
+
+
+def test_the_first_model_counts_one_remote_sample_per_tick_up_to_the_cap() -> None:
+    def cost(rate: float) -> MonitorCost:
+        return MonitorCost(
+            rate_hz=rate,
+            cpu_seconds_per_second=1e-4 * rate,
+            cpu_seconds_per_sample=1e-4,
+            wakeups_per_second=rate,
+            memory_bytes=0.0,
+            source_cpu_seconds_per_second=0.02 * min(rate, 10.0) / 10.0,  # 2 ms a remote sample
+        )
+
+    # below the cap each tick asks the hosts once: 2 ms more per tick
+    assert cost(5.0).total_cpu_seconds_per_sample == pytest.approx(1e-4 + 2e-3)
+    # above it the sources still ran 10 times a second: the same 2 ms per remote sample
+    assert cost(100.0).total_cpu_seconds_per_sample == pytest.approx(1e-4 + 2e-3)

@@ -208,8 +208,15 @@ class MonitorCost(BaseModel):
 
     @property
     def total_cpu_seconds_per_sample(self) -> float:
-        """This host's CPU per tick, sources included: the tuner's first model of overhead."""
-        return self.cpu_seconds_per_sample + self.source_cpu_seconds_per_second / self.rate_hz
+        """This host's CPU per tick, sources included: the tuner's first model of overhead.
+
+        A remote host's source asks it once per tick up to its own cap
+        (``remote.source.MAX_RATE_HZ``), so below the cap each tick costs one remote sample per
+        host: the sources' CPU per second over the rate they ran at, not over the tick rate."""
+        from pilot_sys.monitor.remote.source import MAX_RATE_HZ
+
+        source_rate = min(self.rate_hz, MAX_RATE_HZ)
+        return self.cpu_seconds_per_sample + self.source_cpu_seconds_per_second / source_rate
 
     def with_remote(self, per_host: Mapping[str, float]) -> MonitorCost:
         """This cost with the remote hosts' engine CPU per second added."""
