@@ -120,3 +120,31 @@ def test_graph_targets_name_a_declared_host_by_name_or_address() -> None:
     by_address = _found([ADDRESS], strict=True).data_path
     assert by_name.paths == by_address.paths and by_name.cut == LINK
     assert by_name.arguments[0].kind == "host" and by_name.arguments[0].host == "srv"
+
+
+def test_the_server_of_a_network_file_system_joins_the_path_when_declared() -> None:
+    root = SYS_FIXTURES / "nfs-bond"  # /mnt/nfs is nfs4 from 10.0.100.5, over bond0.100
+    nas = parse_host_spec("nas=http://10.0.100.5:9100")
+    inventory = node_exporter.inventory_from_samples(
+        "nas", node_exporter.parse(INVENTORY.read_text())
+    )
+    found = find_data_path(
+        ["/mnt/nfs/run1/out.dat"],
+        hosts=[nas],
+        graph=discover(root),
+        root=root,
+        inventories={"nas": inventory},
+    )
+    assert found.on_path == ["nas"] and found.loud == []
+    assert {"network:host~nas", "nic:nas/eth0", "memory:nas", "cpu:nas"} <= set(
+        found.data_path.components
+    )
+    assert found.graph.component("network:host~nas").attrs["nics"] == [
+        "nic:bond0.100",
+        "nic:nas/eth0",
+    ]
+    undeclared = find_data_path(["/mnt/nfs/run1/out.dat"], graph=discover(root), root=root)
+    assert undeclared.loud == [
+        "server 10.0.100.5 is on the data path but not monitored "
+        "(add --host 10.0.100.5=http://10.0.100.5:9100)"
+    ]
