@@ -1,4 +1,5 @@
-"""`pilot-sys report`: rebuild result.json, report.md and plots from a result directory."""
+"""`pilot-sys report`: rebuild result.json, report.md, report.html and plots from a result
+directory."""
 
 from __future__ import annotations
 
@@ -27,8 +28,12 @@ report says how it stopped. It reads the journal and never changes it.
 @click.option("--schema", is_flag=True, help="Print the JSON Schema of result.json and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print the rebuilt result.json to stdout.")
 @click.option("--no-plots", is_flag=True, help="Skip the PNG plots.")
-def report(directory: Path | None, schema: bool, as_json: bool, no_plots: bool) -> None:
-    """Rebuild result.json, report.md and plots/ in DIRECTORY from its round journal."""
+@click.option("--no-html", is_flag=True, help="Skip report.html.")
+def report(
+    directory: Path | None, schema: bool, as_json: bool, no_plots: bool, no_html: bool
+) -> None:
+    """Rebuild result.json, report.md, report.html and plots/ in DIRECTORY from its round
+    journal. report.html is one self-contained file (plots embedded, nothing fetched)."""
     if schema:
         from pilot_sys.session.result import result_schema
 
@@ -42,7 +47,7 @@ def report(directory: Path | None, schema: bool, as_json: bool, no_plots: bool) 
     from pilot_sys.cli.present.summary import print_summary
     from pilot_sys.report.rebuild import rebuild
 
-    result = rebuild(directory, plots=not no_plots)
+    result = rebuild(directory, plots=not no_plots, html=not no_html)
     print_summary(result, as_json=as_json)
     if result.comparison is not None and not as_json:
         print_comparison(result.comparison, result)

@@ -10,7 +10,9 @@ from pilot_sys.session.result import SessionResult, save_result
 from pilot_sys.session.summary import KILLED, analyse_journal, build_result, offline_stop_reason
 
 
-def rebuild(directory: Path, plots: bool = True) -> SessionResult:
+def rebuild(directory: Path, plots: bool = True, html: bool = True) -> SessionResult:
+    """result.json, report.md, report.html (unless ``html`` is False) and plots/ (unless
+    ``plots`` is False) from the journal of ``directory``."""
     journal = Journal.open(directory, repair=False)
     assert journal.manifest is not None
     analyses = analyse_journal(journal)
@@ -30,5 +32,5 @@ def rebuild(directory: Path, plots: bool = True) -> SessionResult:
     if last is not None and last.monitor_cost:
         result.overhead.monitor_cost = last.monitor_cost
     save_result(result, journal.root)
-    write_reports(journal, result, analyses, plots=plots)
+    write_reports(journal, result, analyses, plots=plots, html=html)
     return result
