@@ -47,7 +47,7 @@ def _tuned(kind: str) -> TuneResult:
 @pytest.fixture()
 def no_host(monkeypatch: pytest.MonkeyPatch) -> None:
     """No component discovery: the commands build their sampler factory from this host."""
-    monkeypatch.setattr(monitoring, "session_sampler_factory", lambda args: None)
+    monkeypatch.setattr(monitoring, "session_sampler_factory", lambda args, hosts=(): None)
 
 
 def _with(monkeypatch: pytest.MonkeyPatch, result: TuneResult) -> None:

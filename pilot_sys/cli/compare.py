@@ -34,6 +34,7 @@ RUN_ONLY = {
     "cut": "--cut",
     "no_monitor": "--no-monitor",
     "quiet": "--quiet",
+    "host_specs": "--host",
 }
 
 
@@ -153,6 +154,13 @@ input; with --run the exit codes of `pilot-sys run` (0 all separated, 4 limit re
     metavar="COMPONENT",
     help="--run: component under test, e.g. block:vda (default: end of the data path).",
 )
+@click.option(
+    "--host",
+    "host_specs",
+    multiple=True,
+    metavar="NAME=URL",
+    help="--run: monitor a remote host too (repeatable), as for `pilot-sys run`.",
+)
 @click.option("--no-monitor", is_flag=True, help="--run: do not sample utilization.")
 @click.option(
     "--quiet",
@@ -183,6 +191,7 @@ def compare(
     cut: str | None,
     no_monitor: bool,
     quiet: bool,
+    host_specs: tuple[str, ...] = (),
 ) -> None:
     """Is A different from B? Welch's t-test, honest under autocorrelation, on two data files,
     two result directories, or workloads run live and interleaved (--run NAME='CMD' ...).
@@ -212,6 +221,7 @@ def compare(
         from pilot_sys.cli.run import parse_ci_perc, parse_work_amount
         from pilot_sys.session.compare_launch import CompareRequest
         from pilot_sys.session.launch import RunRequest
+        from pilot_sys.topology.remote_hosts import parse_host_specs
 
         request = RunRequest(
             work_amount=parse_work_amount(work_amount) if work_amount else None,
@@ -227,6 +237,7 @@ def compare(
             work_unit=work_unit,
             timeout=timeout,
             cut=cut,
+            hosts=[h.spec for h in parse_host_specs(host_specs)],
             monitor=not no_monitor,
             quiet=quiet,
             as_json=as_json,

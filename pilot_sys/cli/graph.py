@@ -46,6 +46,8 @@ Examples:
   pilot-sys graph                         # the whole host
   pilot-sys graph /mnt/data/file /dev/sdb # data paths of a file and a device
   pilot-sys graph 10.0.0.5                # a host: the interface that routes to it
+  pilot-sys graph -- iperf3 -c 10.0.0.5   # a command's data path, found as `run` finds it
+  pilot-sys graph --host nas1=http://nas1:9100 -- fio --client=nas1 job.fio
   pilot-sys graph --devices               # the device-level view (paper Fig. 4)
   pilot-sys graph /tmp --load graphs/rated-virtual-disk.json --png path.png
   pilot-sys graph --json > host-graph.json
@@ -54,7 +56,10 @@ Each limit is shown per direction with its unit and source; an unknown limit is 
 Exit status: 0, or 2 on bad input (one line naming the argument, option or FILE:LINE:COL).
 """,
 )
-@click.argument("targets", nargs=-1, metavar="[PATH|DEVICE|HOST]...")
+@click.argument("targets", nargs=-1, metavar="[PATH|DEVICE|HOST]... | -- CMD [ARGS]...")
+@click.option("--host", "host_specs", multiple=True, metavar="NAME=URL",
+              help="Add a remote host's components, from its engine (repeatable): http://H:9100 is "
+                   "node_exporter, pcp://H:44322 is PCP's pmproxy.")
 @click.option("--load", "loads", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="Merge a user-designated graph (JSON node-link or GraphML); repeatable. "
                    "Its limits fill in unknown ones (source=user).")
@@ -74,24 +79,30 @@ Exit status: 0, or 2 on bad input (one line naming the argument, option or FILE:
               help="Read /proc and /sys under this directory (a captured tree) instead of this machine.")
 def graph(targets: tuple[str, ...], loads: tuple[str, ...], override: bool, no_discover: bool, devices: bool,
           as_json: bool, graphml: str | None,
-          dot: str | None, png: str | None, svg: str | None, probe: bool, root: str) -> None:
+          dot: str | None, png: str | None, svg: str | None, probe: bool, root: str,
+          host_specs: tuple[str, ...] = ()) -> None:
     """Discover the component data-link graph and the data path of PATH, DEVICE or HOST.
 
     Without arguments, shows every component of this host from the CPU outward, each limit with
     its source (sysfs, dmi, probe, user, derived) or why it is unknown. With arguments, shows
     the data path of each (memory -> PCIe -> controller -> disk -> partition/dm/md -> mount, or
-    memory -> NIC -> network -> remote host) and the default component under test.
+    memory -> NIC -> network -> remote host) and the default component under test. A command
+    (``graph -- CMD ARGS``) shows the data path that ``run`` and ``monitor`` find for it.
     """
     if not os.path.isdir(os.path.join(root, "sys")) and not os.path.isdir(os.path.join(root, "proc")):
         raise BadInput("--root", f"{root} holds neither proc/ nor sys/")
     for option, path in (("--graphml", graphml), ("--dot", dot), ("--png", png), ("--svg", svg)):
         _writable(option, path)
 
+    from pilot_sys.monitor.data_path import command_data_path, find_data_path
     from pilot_sys.topology.derive import derive_limits
     from pilot_sys.topology.discover import discover
     from pilot_sys.topology.graph import ComponentGraph
-    from pilot_sys.topology.resolve import DataPath, resolve
+    from pilot_sys.topology.remote_hosts import parse_host_specs
+    from pilot_sys.topology.resolve import DataPath, is_command
     from pilot_sys.topology.userspec import apply_user_graph, load_user_graph
+
+    hosts = parse_host_specs(host_specs)
 
     if no_discover and not loads:
         raise BadInput("--no-discover", "needs at least one --load FILE to show")
@@ -103,7 +114,12 @@ def graph(targets: tuple[str, ...], loads: tuple[str, ...], override: bool, no_d
         notes += apply_user_graph(component_graph, load_user_graph(path), path, override=override)
     if loads:
         derive_limits(component_graph)  # user ratings of disks give their partitions and arrays limits
-    data_path: DataPath | None = resolve(component_graph, list(targets), strict=True) if targets else None
+    if targets and is_command(targets[0]):  # a command line: its data path as `run` finds it
+        found = command_data_path(targets, hosts=hosts, graph=component_graph, root=root)
+    else:
+        found = find_data_path(targets, hosts=hosts, graph=component_graph, root=root, strict=True)
+    notes += [*found.loud, *found.notes]
+    data_path: DataPath | None = found.data_path if targets else None
     shown = component_graph if data_path is None else component_graph.subgraph(data_path.components)
 
     if graphml or dot or png or svg:

@@ -106,6 +106,7 @@ Examples:
   pilot-sys monitor -- fio --name=w --filename=/tmp/f --rw=write --bs=1M --size=1G --direct=1
   pilot-sys monitor --rate 20 --json run.json --plot run.png -- dd if=/dev/zero of=/tmp/x bs=512 count=1000000
   pilot-sys monitor --cut nic:eth0 --load my-rated-graph.json -- iperf3 -c 10.0.0.5 -t 10
+  pilot-sys monitor --host srv=http://10.0.0.5:9100 -- iperf3 -c 10.0.0.5 -t 10
 \b
 Exit status: CMD's own (so scripts see whether the workload worked); with --strict, 3 when
 CMD succeeded but a hidden bottleneck made the result invalid; 2 for bad options; 130 after
@@ -131,6 +132,9 @@ Ctrl-C (what was measured is still written).
 @click.option("--load", "loads", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="Merge a user-designated component graph (JSON node-link or GraphML) whose "
                    "limits fill in unknown ones; repeatable.")
+@click.option("--host", "host_specs", multiple=True, metavar="NAME=URL",
+              help="Monitor a remote host too (repeatable): http://H:9100 is node_exporter, "
+                   "pcp://H:44322 is PCP's pmproxy. Hosts CMD names are placed on its data path.")
 @click.option("--spill-dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Keep raw samples here as .npy chunks (bounded memory on long runs).")
 @click.option("--strict", is_flag=True, help="Exit 3 when CMD succeeded but the result is invalid.")
@@ -139,7 +143,7 @@ Ctrl-C (what was measured is still written).
 def monitor(
     cmd: tuple[str, ...], rate: float, cut: str | None, threshold: float, max_hot_fraction: float,
     json_path: str | None, plot_path: str | None, loads: tuple[str, ...], spill_dir: str | None,
-    strict: bool, live: bool | None,
+    strict: bool, live: bool | None, host_specs: tuple[str, ...] = (),
 ) -> None:
     """Run CMD while sampling the utilization of its data path; name hidden bottlenecks.
 
@@ -151,12 +155,15 @@ def monitor(
     unknown is judged by what can be measured instead (a single-queue disk's busy time) and
     said so.
     """
-    from pilot_sys.monitor.session_monitor import NO_COMMAND, discover_path, run_monitored
+    from pilot_sys.monitor.data_path import command_data_path
+    from pilot_sys.monitor.session_monitor import NO_COMMAND, run_monitored
+    from pilot_sys.topology.remote_hosts import parse_host_specs
 
     if not cmd:
         raise BadInput("CMD", NO_COMMAND)
     if not (rate > 0) or rate > 10_000:
         raise BadInput("--rate", f"must be in (0, 10000] Hz, got {rate:g}")
+    hosts = parse_host_specs(host_specs)
     _fraction("--threshold", threshold)
     _fraction("--max-hot-fraction", max_hot_fraction, allow_zero=True)
     _writable("--json", json_path)
@@ -178,7 +185,10 @@ def monitor(
         for path in loads:
             for note in apply_user_graph(graph, load_user_graph(path), path):
                 click.echo(f"pilot-sys: {note}", err=True)
-    graph, data_path, notes = discover_path(cmd, graph=graph)
+    found = command_data_path(cmd, hosts=hosts, graph=graph)
+    graph, data_path, notes = found.graph, found.data_path, [*found.loud, *found.notes]
+    for line in found.loud:
+        click.echo(f"pilot-sys monitor: WARNING: {line}", err=True)
 
     show_live = sys.stdout.isatty() if live is None else live
     kwargs: dict[str, Any] = {}
@@ -197,7 +207,7 @@ def monitor(
         result = run_monitored(
             list(cmd), rate_hz=rate, cut=cut, threshold=threshold, max_hot_fraction=max_hot_fraction,
             graph=graph, data_path=data_path, spill_dir=Path(spill_dir) if spill_dir else None,
-            notes=notes, **kwargs,
+            notes=notes, hosts=hosts, **kwargs,
         )
     finally:
         if view is not None:

@@ -108,6 +108,10 @@ continue with --resume DIR, rebuild reports with `pilot-sys report DIR`).
               help="Start every round inside this cgroup: a path inside the hierarchies (/bench: every "
                    "mounted v1 hierarchy that has it, or the v2 leaf) or one hierarchy's directory. "
                    "Its limits are discovered and judged. Default: the cgroup pilot-sys runs in.")
+@click.option("--host", "host_specs", multiple=True, metavar="NAME=URL",
+              help="Monitor a remote host too (repeatable): http://H:9100 is node_exporter, "
+                   "pcp://H:44322 is PCP's pmproxy. Hosts the command names are placed on its "
+                   "data path.")
 @click.option("--no-monitor", is_flag=True, help="Do not sample utilization (no bottleneck verdict).")
 @click.option("--sample-rate", type=float, metavar="HZ", help="Monitor sampling rate (default 10 Hz).")
 @click.option("--overhead-budget", metavar="PCT",
@@ -125,7 +129,7 @@ def run(command: tuple[str, ...], work_amount: str | None, output_dir: Path | No
         name: str | None, cut: str | None, no_monitor: bool, sample_rate: float | None, overhead_budget: str | None,
         resume: Path | None,
         cgroup: str | None,
-        no_plots: bool, quiet: bool, as_json: bool) -> None:
+        no_plots: bool, quiet: bool, as_json: bool, host_specs: tuple[str, ...] = ()) -> None:
     """Run a workload in rounds until every performance index meets its CI target.
 
     With no COMMAND, benchmarks the storage under the current directory (or --dir) with the
@@ -138,6 +142,9 @@ def run(command: tuple[str, ...], work_amount: str | None, output_dir: Path | No
     budget = parse_budget(overhead_budget, "--overhead-budget") if overhead_budget is not None else None
     from pilot_sys.cli.launch import execute_run
     from pilot_sys.session.launch import RunRequest
+    from pilot_sys.topology.remote_hosts import parse_host_specs
+
+    parse_host_specs(host_specs)  # one line naming the bad --host before anything runs
 
     request = RunRequest(
         command=list(command), work_amount=parse_work_amount(work_amount) if work_amount else None,
@@ -148,6 +155,7 @@ def run(command: tuple[str, ...], work_amount: str | None, output_dir: Path | No
         parser=None if parser == "auto" else parser, work_unit=work_unit, timeout=timeout,
         accept_rc=parse_codes(accept_rc), env=parse_env(env), directory=directory, name=name, cut=cut,
         cgroup=cgroup,
+        hosts=list(host_specs),
         monitor=not no_monitor, sample_rate=sample_rate,
         overhead_budget=budget,
         resume=resume, plots=not no_plots, quiet=quiet,

@@ -285,6 +285,14 @@ Exit codes (a script can act on each):
     help="Write a PNG of overhead against rate with the model and the choice.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@click.option(
+    "--host",
+    "host_specs",
+    multiple=True,
+    metavar="NAME=URL",
+    help="Monitor a remote host too (repeatable), as `pilot-sys run --host` would: its scrapes "
+    "are part of the overhead measured.",
+)
 @click.argument(
     "command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS]..."
 )
@@ -304,6 +312,7 @@ def tune(
     plot: Path | None,
     as_json: bool,
     command: tuple[str, ...],
+    host_specs: tuple[str, ...] = (),
 ) -> None:
     """Find the highest sampling rate whose overhead stays within a budget (Newton's method).
 
@@ -312,6 +321,9 @@ def tune(
     resolution. Prints each iteration, the chosen rate and the overhead measured at it (the rate
     carries over to run --sample-rate: see below).
     """
+    from pilot_sys.topology.remote_hosts import parse_host_specs
+
+    hosts = parse_host_specs(host_specs)
     budget_value = parse_budget(budget)
     spike_s = parse_duration(min_spike, "--min-spike")
     if max_measurements < 1:
@@ -329,7 +341,8 @@ def tune(
 
     bounds = rate_bounds(spike_s, max_rate)  # refuses impossible bounds before any round runs
     workload = _command_workload(list(command), timeout)
-    factory = session_sampler_factory(workload.data_path_args())  # what `run -- CMD` samples with
+    # what `run -- CMD` samples with
+    factory = session_sampler_factory(workload.data_path_args(), hosts)
 
     if not as_json:
         click.echo(f"tuning the sampling rate of: {' '.join(command)}")

@@ -200,6 +200,28 @@ class MonitorCost(BaseModel):
     cpu_seconds_per_sample: float
     wakeups_per_second: float
     memory_bytes: float
+    # the sources' threads here (remote scrapes), per second and per sampler tick
+    source_cpu_seconds_per_second: float = 0.0
+    # what the remote hosts' engines spent serving the samples, per second, summed over hosts
+    # (where the engine reports its own CPU time; 0 without remote hosts)
+    remote_cpu_seconds_per_second: float = 0.0
+
+    @property
+    def total_cpu_seconds_per_sample(self) -> float:
+        """This host's CPU per tick, sources included: the tuner's first model of overhead.
+
+        A remote host's source asks it once per tick up to its own cap
+        (``remote.source.MAX_RATE_HZ``), so below the cap each tick costs one remote sample per
+        host: the sources' CPU per second over the rate they ran at, not over the tick rate."""
+        from pilot_sys.monitor.remote.source import MAX_RATE_HZ
+
+        source_rate = min(self.rate_hz, MAX_RATE_HZ)
+        return self.cpu_seconds_per_sample + self.source_cpu_seconds_per_second / source_rate
+
+    def with_remote(self, per_host: Mapping[str, float]) -> MonitorCost:
+        """This cost with the remote hosts' engine CPU per second added."""
+        total = float(sum(per_host.values()))
+        return self.model_copy(update={"remote_cpu_seconds_per_second": total})
 
     @classmethod
     def from_sampler(cls, rate_hz: float, cost: Any) -> MonitorCost:
@@ -211,7 +233,10 @@ class MonitorCost(BaseModel):
             data = cost.model_dump() if hasattr(cost, "model_dump") else dict(vars(cost))
         per_s = float(data["cpu_seconds_per_second"])
         per_sample = data.get("cpu_seconds_per_sample")
+        seconds = float(data.get("seconds") or 0.0)
+        source_cpu = float(data.get("source_cpu_seconds") or 0.0)
         return cls(
+            source_cpu_seconds_per_second=source_cpu / seconds if seconds > 0 else 0.0,
             rate_hz=rate_hz,
             cpu_seconds_per_second=per_s,
             cpu_seconds_per_sample=float(per_sample) if per_sample is not None else per_s / rate_hz,
@@ -230,14 +255,27 @@ class MonitorCost(BaseModel):
             cpu_seconds_per_sample=float(np.mean([c.cpu_seconds_per_sample for c in costs])),
             wakeups_per_second=float(np.mean([c.wakeups_per_second for c in costs])),
             memory_bytes=float(max(c.memory_bytes for c in costs)),
+            source_cpu_seconds_per_second=float(
+                np.mean([c.source_cpu_seconds_per_second for c in costs])
+            ),
+            remote_cpu_seconds_per_second=float(
+                np.mean([c.remote_cpu_seconds_per_second for c in costs])
+            ),
         )
 
     def describe(self) -> str:
-        """``1.27 % of a CPU (126 µs/sample), 100 wake-ups/s, 16.0 MiB``."""
+        """``1.27 % of a CPU (126 µs/sample), 100 wake-ups/s, 16.0 MiB``, and what sampling the
+        remote hosts cost here and on the hosts when there are any."""
+        remote = ""
+        if self.source_cpu_seconds_per_second or self.remote_cpu_seconds_per_second:
+            remote = (
+                f"; remote hosts: {units.percent(self.source_cpu_seconds_per_second, 2)} of a CPU "
+                f"here, {units.percent(self.remote_cpu_seconds_per_second, 2)} on the hosts"
+            )
         return (
             f"{units.percent(self.cpu_seconds_per_second, 2)} of a CPU "
             f"({units.duration(self.cpu_seconds_per_sample)}/sample), "
-            f"{self.wakeups_per_second:.0f} wake-ups/s, {units.size(self.memory_bytes)}"
+            f"{self.wakeups_per_second:.0f} wake-ups/s, {units.size(self.memory_bytes)}{remote}"
         )
 
 

@@ -643,12 +643,14 @@ def _pairs_advice(est: OverheadEstimate, budget: float) -> str:
 def prior_slope_from_cost(cost: MonitorCost | None, share: float = 1.0) -> float:
     """Overhead per Hz if the sampler's CPU time is taken from the workload (``share`` of it).
 
-    ``share = 1`` is a CPU-bound workload sharing the sampler's core (the worst case); with idle
-    cores the true slope is lower and the first measurement corrects it.
+    The sources' threads (remote hosts' scrapes) count too: they run as often as the sampler
+    ticks, up to their own cap. ``share = 1`` is a CPU-bound workload sharing the sampler's
+    core (the worst case); with idle cores the true slope is lower and the first measurement
+    corrects it.
     """
     if cost is None:
         return 0.0
-    return max(cost.cpu_seconds_per_sample, 0.0) * share
+    return max(cost.total_cpu_seconds_per_sample, 0.0) * share
 
 
 def tune_for_workload(

@@ -425,6 +425,13 @@ def overhead(doc: ReportInput) -> list[str]:
             f"{units.count(mc.get('wakeups_per_second', 0), 'wake-ups/s')}, "
             f"{units.size(mc.get('memory_bytes', 0))}"
         )
+        if mc.get("source_cpu_seconds_per_second") or mc.get("remote_cpu_seconds_per_second"):
+            lines.append(
+                "- Sampling the remote hosts: "
+                f"{units.percent(mc.get('source_cpu_seconds_per_second', 0), 3)} of a CPU here, "
+                f"{units.percent(mc.get('remote_cpu_seconds_per_second', 0), 3)} of a CPU on the "
+                "hosts (their engines' own CPU time, all hosts together)"
+            )
     if o.engine_seconds_per_round is not None:
         lines.append(
             f"- pilot-sys bookkeeping between rounds: {units.duration(o.engine_seconds_per_round)} "

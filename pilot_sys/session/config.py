@@ -89,6 +89,7 @@ class SessionConfig(BaseModel):
     sample_rate_source: str = "default"  # "default", "--sample-rate", "tuner"
     bottleneck_threshold: float = Field(0.8, gt=0, le=1)
     cut: str | None = None  # component id of the component under test, if the user names one
+    hosts: list[str] = Field(default_factory=list)  # --host NAME=URL: remote hosts monitored too
     compare_p_threshold: float = Field(0.01, gt=0, lt=1)
     compare_pi: str | None = None  # the PI an interleaved comparison ranks by (None: the first shared)
     remove_nonstable: bool = True

@@ -107,6 +107,8 @@ class MonitorSummary(BaseModel):
     hidden_bottlenecks: list[str] = Field(default_factory=list)
     max_utilization: dict[str, float] = Field(default_factory=dict)
     error: str | None = None
+    # stretches a source (a remote host) gave no sample: "remote:srv 3.1-4.5 s"
+    gaps: list[str] = Field(default_factory=list)
 
 
 class RoundRecord(BaseModel):

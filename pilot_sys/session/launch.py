@@ -57,6 +57,7 @@ class RunRequest(BaseModel):
     name: str | None = None
     cut: str | None = None
     cgroup: str | None = None  # --cgroup: start every round inside this cgroup
+    hosts: list[str] = Field(default_factory=list)  # --host NAME=URL, validated by the CLI
     monitor: bool = True
     sample_rate: float | None = None
     overhead_budget: float | None = None  # --overhead-budget: tune the rate first (fraction of the PI)
@@ -78,6 +79,7 @@ def build_config(req: RunRequest, work: tuple[float, float], fixed: bool, unit: 
         ci_perc=req.ci_perc, confidence=req.confidence, first_result_seconds=req.first_result,
         min_round_seconds=req.min_round_seconds, max_round_seconds=req.max_round_seconds,
         min_rounds=req.min_rounds, max_rounds=req.max_rounds, cut=req.cut, monitor=req.monitor,
+        hosts=req.hosts,
         sample_rate_hz=req.sample_rate, work_unit=unit,
         work_min=work[0], work_max=work[0] if fixed else work[1],
     )
@@ -149,11 +151,14 @@ def open_run(req: RunRequest, progress: Progress) -> Session:
 
     if req.cut is not None and not req.monitor:
         raise BadInput("--cut", "names the component the monitor judges; it needs monitoring (drop --no-monitor)")
+    if req.hosts and not req.monitor:
+        raise BadInput("--host", "names a host to monitor; it needs monitoring (drop --no-monitor)")
     refuse_conflicts(req.overhead_budget, req.sample_rate, req.monitor, req.resume is not None)
 
     if req.resume is not None:
-        if req.command or req.work_amount is not None:
-            raise BadInput("--resume", "continues the session as it was configured; give no COMMAND or -w with it")
+        if req.command or req.work_amount is not None or req.hosts:
+            raise BadInput("--resume", "continues the session as it was configured; give no "
+                           "COMMAND, -w or --host with it")
         session = Session.resume(req.resume, req.command_line, progress=progress)
         m = session.manifest
         if req.session_limit is not None:

@@ -137,11 +137,14 @@ class Session:
         if cfg.monitor:
             from pilot_sys.session.monitoring import RoundMonitoring
 
+            from pilot_sys.topology.remote_hosts import parse_host_specs
+
             args = [a for s in m.workloads for a in s.data_path_args]
             try:
                 cgroup = next((s.options["cgroup"] for s in m.workloads if s.options.get("cgroup")), None)
-                monitor = RoundMonitoring(cfg.sample_rate_hz, cfg.bottleneck_threshold, cfg.cut, args,
-                                          self.journal.root, cgroup=cgroup)
+                monitor = RoundMonitoring(cfg.sample_rate_hz, cfg.bottleneck_threshold, cfg.cut,
+                                          args, self.journal.root,
+                                          hosts=parse_host_specs(cfg.hosts), cgroup=cgroup)
             except BadInput:
                 if not self.resumed and not self.journal.records:  # nothing measured: leave no husk
                     self.journal.discard_empty()
@@ -153,6 +156,8 @@ class Session:
             if monitor.error:
                 inv.monitor_error = monitor.error
                 self.progress.emit(Note(monitor.error, loud=True))
+            for note in monitor.loud:  # e.g. a server on the data path that nobody monitors
+                self.progress.emit(Note(note, loud=True))
             self.journal.save_manifest()
 
         tracks = [

@@ -77,10 +77,11 @@ def tune_session_rate(
         tune_for_workload,
     )
     from pilot_sys.session.monitoring import session_sampler_factory
+    from pilot_sys.topology.remote_hosts import parse_host_specs
 
     work = tuning_work_amount(cfg)
     bounds = rate_bounds()
-    factory = session_sampler_factory(workload.data_path_args())
+    factory = session_sampler_factory(workload.data_path_args(), parse_host_specs(cfg.hosts))
     unit = f" {cfg.work_unit}" if cfg.work_unit else ""
     at = "" if cfg.fixed_work else f", rounds of {work:g}{unit} (the first planned round)"
     note(
