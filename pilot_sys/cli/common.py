@@ -2,12 +2,47 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 import click
 
 from pilot_sys.errors import BadInput
+
+# --ci-perc: one meaning for every command (run, analyze, compare --run)
+CI_PERC_HELP = (
+    "Target full CI width (high - low) as a percentage of the mean: 5, 5% and 0.5 (= 0.5 %) are "
+    "all percentages. The output shows the target as ± half of it (5% is shown as ± 2.5 %)."
+)
+MAX_CI_PERC = 1000.0  # a CI ten times as wide as the mean says nothing
+
+
+def parse_percent(text: str, option: str = "--ci-perc", upper: float = MAX_CI_PERC) -> float:
+    """``"5"``, ``"5%"``, ``"5 %"`` -> 5.0; ``"0.5"`` -> 0.5 (always a percentage, never a
+    fraction: one reading for every command, so the same text never means two targets)."""
+    raw = text.strip()
+    number = raw[:-1].rstrip() if raw.endswith("%") else raw
+    try:
+        value = float(number)
+    except ValueError:
+        raise BadInput(option, f"expected a percentage such as 5 or 5%, got {text!r}") from None
+    if not math.isfinite(value) or not 0 < value < upper:
+        raise BadInput(option, f"{raw} must be > 0 and below {upper:g} (a percentage, e.g. 5%)")
+    return value
+
+
+DECIMAL_HELP = (
+    "Decimal mark of the numbers: ',' reads 1,65 as 1.65 (columns then separated by ';', tabs or "
+    "spaces); '.' says commas separate columns. Default: refuse headerless data that could be "
+    "either."
+)
+
+
+def decimal_option(function: Any) -> Any:
+    """``--decimal [.|,]`` for the commands that read a column of numbers."""
+    return click.option("--decimal", type=click.Choice([".", ","]), default=None, metavar="[.|,]",
+                        help=DECIMAL_HELP)(function)
 
 
 class OneLineErrors(click.Command):

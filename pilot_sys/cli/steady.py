@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pilot_sys.cli.changepoints import check_plot_path, load_series, save_figure
+from pilot_sys.cli.common import decimal_option
 from pilot_sys.errors import BadInput, InsufficientData
 
 if TYPE_CHECKING:
@@ -116,6 +117,7 @@ Exit status: 0 on success (also when no steady state is reached), 2 on bad input
 )
 @click.argument("source", metavar="[FILE|-]", default="-", required=False)
 @click.option("--column", "-c", metavar="NAME|INDEX", help="Latency column (header name or 0-based index).")
+@decimal_option
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.option("--window", type=int, metavar="N", help="Iterations per window (default: from the data, up to 10000).")
 @click.option("--history", type=int, default=5, show_default=True, metavar="H", help="Consecutive stable windows required.")
@@ -129,6 +131,7 @@ Exit status: 0 on success (also when no steady state is reached), 2 on bad input
 def steady(
     source: str,
     column: str | None,
+    decimal: str | None,
     as_json: bool,
     window: int | None,
     history: int,
@@ -150,10 +153,10 @@ def steady(
     if timestamps is not None and source == "-":
         raise BadInput("--timestamps", "needs a FILE: stdin can be read only once")
     plot_path = check_plot_path(plot)
-    values, name, header_unit, label = load_series(source, column)
+    values, name, header_unit, label = load_series(source, column, decimal)
     stamps = None
     if timestamps is not None:
-        stamps, _, _, _ = load_series(source, timestamps)
+        stamps, _, _, _ = load_series(source, timestamps, decimal)
         if (stamps[1:] < stamps[:-1]).any():
             raise BadInput(f"{name} --timestamps {timestamps}", "timestamps go backwards; give start times in seconds")
     unit_name, seconds_per_unit, assumed = _unit_scale(unit, header_unit, label)
