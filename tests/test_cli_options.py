@@ -137,6 +137,16 @@ def test_the_sample_rate_range_is_up_to_user_hz() -> None:
 
 
 @pytest.mark.live
+def test_a_command_that_does_not_exist_leaves_no_directory(tmp_path: Path) -> None:
+    out = tmp_path / "res"
+    for command in (["no-such-program-xyz", "1"], [str(tmp_path / "missing.sh")]):
+        r = run_cli("run", "-o", str(out), "--no-monitor", "--", *command)
+        assert r.returncode == 2, r.stderr
+        assert f"{command[0]}: command not found or not executable" in r.stderr
+        assert not out.exists()
+
+
+@pytest.mark.live
 def test_an_empty_output_dir_is_refused(tmp_path: Path) -> None:
     before = sorted(os.listdir(tmp_path))
     r = subprocess_in(tmp_path, "run", "-o", "", "--no-monitor", "--parser", "none", "--", "true")

@@ -8,6 +8,8 @@ the summary (``pilot_sys.cli.launch``).
 from __future__ import annotations
 
 import math
+import os
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -133,9 +135,26 @@ def validated(values: dict[str, Any]) -> SessionConfig:
         raise _option_error(exc) from None
 
 
+def check_program(argv: list[str], env: dict[str, str]) -> None:
+    """The program exists and is executable, checked before a result directory is made: a typo
+    would otherwise leave a session of one failed round where -o is to be used again."""
+    program = argv[0] if argv else ""
+    if not program or "%" in program:  # a macro in the program name: known only per round
+        return
+    if "/" in program:
+        found = os.path.isfile(program) and os.access(program, os.X_OK)
+    else:
+        found = shutil.which(program, path=env.get("PATH", os.environ.get("PATH"))) is not None
+    if not found:
+        raise BadInput(program, "command not found or not executable (check the spelling and "
+                                "PATH); nothing was run")
+
+
 def _command_workload(req: RunRequest) -> tuple[WorkloadSpec, Workload, tuple[float, float], bool, str]:
     from pilot_sys.workload import macros
     from pilot_sys.workload.runner import CommandWorkload
+
+    check_program(req.command, req.env)
 
     unit = req.work_unit or "work"
     fixed = not macros.uses_work_amount(req.command)
