@@ -136,6 +136,25 @@ def test_the_sample_rate_range_is_up_to_user_hz() -> None:
     assert f"at most {top:g} Hz (USER_HZ" in err.value.problem
 
 
+def test_library_warnings_become_one_note_each(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 15 item 22: what numpy or matplotlib warn about never reaches stderr raw."""
+    import warnings
+
+    from pilot_sys.cli.common import library_warnings_as_notes
+
+    @library_warnings_as_notes
+    def command() -> int:
+        for _ in range(3):
+            np.array([1e300]) ** 2  # numpy: overflow encountered in square, three times
+        warnings.warn("tight_layout not applied", UserWarning, stacklevel=1)  # cosmetic
+        return 5
+
+    assert command() == 5
+    err = capsys.readouterr().err
+    assert err.count("pilot-sys: note: overflow encountered in square (a RuntimeWarning") == 1
+    assert "tight_layout" not in err and "Warning:" not in err and err.count("\n") == 1
+
+
 @pytest.mark.live
 def test_a_command_that_does_not_exist_leaves_no_directory(tmp_path: Path) -> None:
     out = tmp_path / "res"

@@ -19,6 +19,7 @@ from pilot_sys.cli.common import (
     CI_PERC_HELP,
     OneLineErrors,
     decimal_option,
+    library_warnings_as_notes,
     parse_percent,
     save_figure,
 )
@@ -194,6 +195,7 @@ Exit status: 0 on success, 2 on bad input (one line naming the file:line:column)
 @decimal_option
 @click.option("--json", "as_json", is_flag=True, help="Print one machine-readable JSON object.")
 @click.option("--plot", metavar="FILE.png", help="Draw the samples, the removed ranges and the mean with its CI.")
+@library_warnings_as_notes
 def analyze(
     source: str,
     column: str | None,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pilot_sys.cli.common import decimal_option, save_figure
+from pilot_sys.cli.common import decimal_option, library_warnings_as_notes, save_figure
 from pilot_sys.errors import BadInput, InsufficientData
 
 if TYPE_CHECKING:  # numpy, scipy and matplotlib load only when the command runs
@@ -157,6 +157,7 @@ Exit status: 0 on success, 2 on bad input (one line naming the file:line:column)
     show_default=True,
     help="sign: O(n), consistent split location; median: the literal EDM median difference.",
 )
+@library_warnings_as_notes
 def changepoints(
     source: str,
     column: str | None,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import math
+import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -43,6 +46,38 @@ def decimal_option(function: Any) -> Any:
     """``--decimal [.|,]`` for the commands that read a column of numbers."""
     return click.option("--decimal", type=click.Choice([".", ","]), default=None, metavar="[.|,]",
                         help=DECIMAL_HELP)(function)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def library_warnings_as_notes(function: F) -> F:
+    """A command's stderr holds pilot-sys's own lines only: warnings of the libraries it calls
+    (numpy, pandas, matplotlib) are caught where the command runs. A numeric one
+    (RuntimeWarning: an overflow, an empty slice) says something about the numbers and is told
+    once as a ``pilot-sys: note:`` line; the cosmetic ones (a layout or legend that does not fit)
+    are dropped."""
+
+    @functools.wraps(function)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")  # once per place: a warning per round stays one
+            try:
+                return function(*args, **kwargs)
+            finally:
+                told: set[str] = set()
+                for w in caught:
+                    if not issubclass(w.category, RuntimeWarning):
+                        continue
+                    origin = Path(w.filename).parts
+                    where = next((p for p in origin if p in ("numpy", "pandas", "matplotlib",
+                                                              "scipy", "pilot_sys")), "a library")
+                    text = f"{w.message} (a {w.category.__name__} in {where})"
+                    if text not in told:
+                        told.add(text)
+                        click.echo(f"pilot-sys: note: {text}", err=True)
+
+    return command  # type: ignore[return-value]
 
 
 class OneLineErrors(click.Command):

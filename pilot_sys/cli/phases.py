@@ -14,7 +14,7 @@ import click
 import numpy as np
 from pydantic import BaseModel, Field
 
-from pilot_sys.cli.common import OneLineErrors, save_figure
+from pilot_sys.cli.common import OneLineErrors, library_warnings_as_notes, save_figure
 from pilot_sys.errors import BadInput
 from pilot_sys.monitor.phase_traces import WORKLOAD_SERIES
 from pilot_sys.monitor.trace_io import (
@@ -258,6 +258,7 @@ Exit status: 0 whatever the verdicts (they are in the output), 2 on bad input.
 @click.option("--rate", "rate_hz", type=click.FloatRange(min=0.0, min_open=True), default=None, help="Resample every run to this rate in Hz (default: the baseline's).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write a picture of the signatures and correlations (PNG, SVG, PDF).")
+@library_warnings_as_notes
 def phases(
     runs: tuple[str, ...],
     baseline_path: str | None,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from pilot_sys.cli.common import library_warnings_as_notes
 from pilot_sys.errors import BadInput
 
 EXAMPLES = """
@@ -32,6 +33,7 @@ damaged one (round folders the journal does not know): the error says how to rep
 @click.option("--no-plots", is_flag=True, help="Skip the PNG plots.")
 @click.option("--stdout", "to_stdout", is_flag=True,
               help="Write nothing: print report.md (or, with --json, result.json) to stdout.")
+@library_warnings_as_notes
 def report(
     directory: Path | None, schema: bool, as_json: bool, no_plots: bool, to_stdout: bool
 ) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from pilot_sys.cli.common import CI_PERC_HELP, parse_percent
+from pilot_sys.cli.common import CI_PERC_HELP, library_warnings_as_notes, parse_percent
 from pilot_sys.errors import BadInput
 
 PARSER_CHOICES = ["auto", "fio", "iperf3", "dd", "csv", "lines", "none"]
@@ -136,6 +136,7 @@ After the last round, a first Ctrl-C lets the result and the reports be finished
 @click.option("--quiet", "-q", is_flag=True,
               help="No progress output; print only the status line and the result directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print result.json to stdout at the end.")
+@library_warnings_as_notes
 def run(command: tuple[str, ...], work_amount: str | None, output_dir: str | None,
         session_limit: float | None,
         ci_perc: str | None, confidence: float | None, preset: str, min_rounds: int | None, max_rounds: int | None,

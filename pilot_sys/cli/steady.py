@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pilot_sys.cli.changepoints import check_plot_path, load_series, save_figure
-from pilot_sys.cli.common import decimal_option
+from pilot_sys.cli.common import decimal_option, library_warnings_as_notes
 from pilot_sys.errors import BadInput, InsufficientData
 
 if TYPE_CHECKING:
@@ -128,6 +128,7 @@ Exit status: 0 on success (also when no steady state is reached), 2 on bad input
 )
 @click.option("--timestamps", metavar="NAME|INDEX", help="Column of per-iteration timestamps in seconds (files only).")
 @click.option("--plot", metavar="FILE.png", help="Draw latency per iteration with the warm-up shaded.")
+@library_warnings_as_notes
 def steady(
     source: str,
     column: str | None,
