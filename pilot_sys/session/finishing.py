@@ -40,15 +40,23 @@ class Finishing:
             except Exception:  # noqa: BLE001 - a message lost is better than a report lost
                 pass
 
-    def __enter__(self) -> Finishing:
-        if threading.current_thread() is threading.main_thread():
+    def start(self) -> None:
+        """Defer signals from now on (until :meth:`stop`)."""
+        if not self._saved and threading.current_thread() is threading.main_thread():
             for sig in SIGNALS:
                 self._saved[sig] = signal.signal(sig, self._handler)
+
+    def stop(self) -> None:
+        """Give the signals back to the handlers they had; safe to call twice."""
+        saved, self._saved = self._saved, {}
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+    def __enter__(self) -> Finishing:
+        self.start()
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        saved, self._saved = self._saved, {}
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
+        self.stop()

@@ -16,9 +16,11 @@ appended (a full disk fails here, at once, and the line is cut back so the journ
 lines); their fsyncs run in parallel (:class:`SyncBatch`) and complete before the next round
 starts. A round is part of the session exactly when its journal line is complete, so a crash
 at any point leaves a consistent directory: a torn last line is cut off on resume (its bytes
-kept in ``rounds.jsonl.torn``), a round folder without a journal line is renamed
+kept in ``rounds.jsonl.torn``), the round folder a crash left without a journal line is renamed
 ``*.incomplete`` (kept, not analysed), and a ``units.npz`` torn by a power loss costs that
-round its unit readings, not the session. One process writes a directory at a time (``.lock``).
+round its unit readings, not the session. Any other gap between the journal and the folders is
+reported, never repaired silently (:meth:`Journal.check`). One process writes a directory at a
+time (``.lock``); readers can tell whether one is writing (:meth:`Journal.writer_pid`).
 """
 
 from __future__ import annotations

@@ -182,6 +182,7 @@ class Session:
                 self.journal.discard_empty()
             raise
         finally:
+            self.finishing.stop()
             self.journal.unlock()
 
     def _run(self) -> SessionResult:
@@ -230,49 +231,47 @@ class Session:
         self._bound_rounds_by_limit(cfg.session_limit)
         disk_full: JournalWriteFailed | None = None
         outcome = engine.run()
-        with self.finishing:  # the rounds are over: a first Ctrl-C no longer stops the saving
-            stop_reason = outcome.stop_reason
-            cut = [w for w in self.workloads if getattr(w, "cut_by_limit", None)]
-            if stop_reason is StopReason.WORKLOAD_FAILED and cut:  # the limit cut a round short
-                stop_reason = StopReason.SESSION_LIMIT
-            # how the rounds ended is on disk before the slower final analysis: a second Ctrl-C
-            # from here on leaves a directory `pilot-sys report DIR` rebuilds this result from
-            inv.ended_at = time.time()
-            inv.stop_reason = str(stop_reason)
-            inv.failure = None if cut else outcome.failure
-            try:
-                self.journal.save_manifest()
-            except OSError:
-                pass  # a full disk: said, and raised, when the result is saved below
-            engine.finalize()
-            limits = (StopReason.SESSION_LIMIT, StopReason.MAX_ROUNDS)
-            if stop_reason in limits and engine.targets_met():
-                stop_reason = StopReason.TARGETS_MET_AT_END
-            if outcome.stop_reason is StopReason.DISK_FULL:
-                disk_full = JournalWriteFailed(outcome.failure or "journal write failed")
-            elapsed_before = sum(((i.ended_at or i.started_at) - i.started_at)
-                                 for i in m.invocations[:-1])
-            analyses = self.analyses = {t.name: t.analysis for t in tracks}
-            comparison = self.comparison(tracks) if self.comparison is not None else None
-            notes = []
-            if outcome.failure and stop_reason is StopReason.WORKLOAD_FAILED:
-                notes.append(f"workload failed: {outcome.failure}")
-            notes += [f"round cut at the session limit: {w.cut_by_limit}" for w in cut]
-            result = build_result(self.journal, analyses, str(stop_reason),
-                                  elapsed_before + outcome.elapsed, notes=notes,
-                                  comparison=comparison)
-            if monitor is not None:
-                result.overhead.monitor_cost = monitor.mean_cost()
-                inv.monitor_cost = result.overhead.monitor_cost
-                if monitor.error and not inv.monitor_error:
-                    inv.monitor_error = monitor.error
-            inv.ended_at = time.time()
-            inv.stop_reason = str(stop_reason)
-            inv.status = str(result.status)
-            inv.exit_code = result.exit_code
-            inv.engine_seconds_per_round = result.overhead.engine_seconds_per_round
-            self.result = result
-            self._save_or_raise(result, disk_full)
+        # the rounds are over: a first Ctrl-C no longer stops the saving (until run() ends)
+        self.finishing.start()
+        stop_reason = outcome.stop_reason
+        cut = [w for w in self.workloads if getattr(w, "cut_by_limit", None)]
+        if stop_reason is StopReason.WORKLOAD_FAILED and cut:  # the limit cut a round short
+            stop_reason = StopReason.SESSION_LIMIT
+        # how the rounds ended is on disk before the slower final analysis: a second Ctrl-C
+        # from here on leaves a directory `pilot-sys report DIR` rebuilds this result from
+        inv.ended_at = time.time()
+        inv.stop_reason = str(stop_reason)
+        inv.failure = None if cut else outcome.failure
+        try:
+            self.journal.save_manifest()
+        except OSError:
+            pass  # a full disk: said, and raised, when the result is saved below
+        engine.finalize()
+        if stop_reason in (StopReason.SESSION_LIMIT, StopReason.MAX_ROUNDS) and engine.targets_met():
+            stop_reason = StopReason.TARGETS_MET_AT_END
+        if outcome.stop_reason is StopReason.DISK_FULL:
+            disk_full = JournalWriteFailed(outcome.failure or "journal write failed")
+        elapsed_before = sum(((i.ended_at or i.started_at) - i.started_at) for i in m.invocations[:-1])
+        analyses = self.analyses = {t.name: t.analysis for t in tracks}
+        comparison = self.comparison(tracks) if self.comparison is not None else None
+        notes = []
+        if outcome.failure and stop_reason is StopReason.WORKLOAD_FAILED:
+            notes.append(f"workload failed: {outcome.failure}")
+        notes += [f"round cut at the session limit: {w.cut_by_limit}" for w in cut]
+        result = build_result(self.journal, analyses, str(stop_reason), elapsed_before + outcome.elapsed,
+                              notes=notes, comparison=comparison)
+        if monitor is not None:
+            result.overhead.monitor_cost = monitor.mean_cost()
+            inv.monitor_cost = result.overhead.monitor_cost
+            if monitor.error and not inv.monitor_error:
+                inv.monitor_error = monitor.error
+        inv.ended_at = time.time()
+        inv.stop_reason = str(stop_reason)
+        inv.status = str(result.status)
+        inv.exit_code = result.exit_code
+        inv.engine_seconds_per_round = result.overhead.engine_seconds_per_round
+        self.result = result
+        self._save_or_raise(result, disk_full)
         if disk_full is not None:  # result.json says how the session ended: the same exit code
             disk_full.exit_code = result.exit_code
             raise disk_full
