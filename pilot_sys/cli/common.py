@@ -30,8 +30,11 @@ def parse_percent(text: str, option: str = "--ci-perc", upper: float = MAX_CI_PE
         value = float(number)
     except ValueError:
         raise BadInput(option, f"expected a percentage such as 5 or 5%, got {text!r}") from None
-    if not math.isfinite(value) or not 0 < value < upper:
-        raise BadInput(option, f"{raw} must be > 0 and below {upper:g} (a percentage, e.g. 5%)")
+    if not (math.isfinite(value) and value > 0):
+        raise BadInput(option, f"{number} must be > 0 and finite, e.g. 10 for 10% of the mean")
+    if value >= upper:
+        raise BadInput(option, f"{raw}: a CI {value:g} % as wide as the mean says nothing; give "
+                               f"less than {upper:g}, e.g. 10 for 10% of the mean")
     return value
 
 
