@@ -47,7 +47,7 @@ def test_a_hanging_round_ends_at_the_session_limit(tmp_path: Path) -> None:
         "15",
     )
     took = time.monotonic() - t0
-    assert took < 9, f"{took:.1f} s"  # 3 s, the 5 % grace, the interpreter's start and the reports
+    assert took < 12, f"{took:.1f} s"  # 3 s + 5 %, then start-up and reports on a busy host
     assert r.returncode == 4, r.stderr
     result = json.loads(r.stdout)
     assert result["stop_reason"] == "session time limit reached"
