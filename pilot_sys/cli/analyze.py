@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Literal
 import click
 from pydantic import BaseModel, ConfigDict
 
-from pilot_sys.cli.common import OneLineErrors, save_figure
+from pilot_sys.cli.common import (
+    CI_PERC_HELP,
+    OneLineErrors,
+    decimal_option,
+    library_warnings_as_notes,
+    parse_percent,
+    save_figure,
+)
 from pilot_sys.errors import BadInput, InsufficientData
 from pilot_sys.stats.ci import Summary  # the JSON model nests it; loaded only when analyze runs
 
@@ -175,7 +182,7 @@ Exit status: 0 on success, 2 on bad input (one line naming the file:line:column)
     help="arithmetic: times and sizes; harmonic: rates of equal work units (throughput); proportion: 0/1 outcomes.",
 )
 @click.option("--confidence", type=float, default=0.95, show_default=True, help="Confidence level of the interval.")
-@click.option("--ci-perc", type=float, default=None, metavar="PCT", help="Target CI width in percent of the mean  [default: 10].")
+@click.option("--ci-perc", default=None, metavar="PCT", help=f"{CI_PERC_HELP}  [default: 10]")
 @click.option("--ci-abs", type=float, default=None, metavar="X", help="Target CI width as an absolute value (overrides --ci-perc).")
 @click.option("--autocorr-limit", type=float, default=0.1, show_default=True, help="Largest |lag-1 autocorrelation| of subsession means.")
 @click.option(
@@ -185,17 +192,20 @@ Exit status: 0 on success, 2 on bad input (one line naming the file:line:column)
     show_default=True,
     help="Warm-up/cool-down removal: EDM dominant segment, dual-gate steady state, or none.",
 )
+@decimal_option
 @click.option("--json", "as_json", is_flag=True, help="Print one machine-readable JSON object.")
 @click.option("--plot", metavar="FILE.png", help="Draw the samples, the removed ranges and the mean with its CI.")
+@library_warnings_as_notes
 def analyze(
     source: str,
     column: str | None,
     pi_type: str,
     confidence: float,
-    ci_perc: float | None,
+    ci_perc: str | None,
     ci_abs: float | None,
     autocorr_limit: float,
     warmup: WarmupMethod,
+    decimal: str | None,
     as_json: bool,
     plot: str | None,
 ) -> None:
@@ -207,8 +217,7 @@ def analyze(
     """
     if not 0.0 < confidence < 1.0:
         raise BadInput("--confidence", f"{confidence:g} must be between 0 and 1, e.g. 0.95")
-    if ci_perc is not None and not (0 < ci_perc < math.inf):  # "not <": nan fails too
-        raise BadInput("--ci-perc", f"{ci_perc:g} must be > 0 and finite, e.g. 10 for 10% of the mean")
+    percent = parse_percent(ci_perc, "--ci-perc") if ci_perc is not None else None
     if ci_abs is not None and not (0 < ci_abs < math.inf):
         raise BadInput("--ci-abs", f"{ci_abs:g} must be > 0 and finite, in the unit of the data")
     if not 0.0 < autocorr_limit < 1.0:
@@ -225,9 +234,9 @@ def analyze(
     from pilot_sys.stats.ci import CITarget, summarize
     from pilot_sys.stats.pi import PIType
 
-    col = read_table_column(source, column)
+    col = read_table_column(source, column, decimal=decimal)
     values = col.values
-    target = CITarget(absolute=ci_abs) if ci_abs is not None else CITarget(percent=ci_perc or 10.0)
+    target = CITarget(absolute=ci_abs) if ci_abs is not None else CITarget(percent=percent or 10.0)
     kind = PIType(pi_type)
 
     def run(samples: np.ndarray) -> Summary:

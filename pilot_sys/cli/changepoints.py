@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pilot_sys.cli.common import save_figure
+from pilot_sys.cli.common import decimal_option, library_warnings_as_notes, save_figure
 from pilot_sys.errors import BadInput
 
 if TYPE_CHECKING:  # numpy, scipy and matplotlib load only when the command runs
@@ -37,13 +37,16 @@ def check_plot_path(plot: str | None, option: str = "--plot") -> Path | None:
     return path
 
 
-def load_series(source: str, column: str | None) -> tuple[np.ndarray, str, str | None, str]:
-    """Values, display name, header unit and axis label of one column of ``source`` (file or ``-``)."""
+def load_series(
+    source: str, column: str | None, decimal: str | None = None
+) -> tuple[np.ndarray, str, str | None, str]:
+    """Values, display name, header unit and axis label of one column of ``source`` (file or
+    ``-``); ``decimal`` is the decimal mark (``pilot_sys.dataio.read_table_column``)."""
     if source == "-" and sys.stdin.isatty():
         raise BadInput("FILE", "no input: give a file, or pipe numbers into stdin (use - for stdin)")
     from pilot_sys.dataio import read_table_column
 
-    col = read_table_column(source, column)
+    col = read_table_column(source, column, decimal=decimal)
     label = col.name if col.name is not None else f"column {col.index}"
     return col.values, col.source, col.unit, label
 
@@ -150,6 +153,7 @@ Exit status: 0 on success (also for a series too short to show a change),
 )
 @click.argument("source", metavar="[FILE|-]", default="-", required=False)
 @click.option("--column", "-c", metavar="NAME|INDEX", help="Column to read (header name or 0-based index).")
+@decimal_option
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.option("--plot", metavar="FILE.png", help="Draw the series with segments shaded and the stable one marked.")
 @click.option("--min-size", type=int, metavar="N", help="Shortest segment (default: largest power of 2 <= sqrt(n), at least 10).")
@@ -173,9 +177,11 @@ Exit status: 0 on success (also for a series too short to show a change),
     show_default=True,
     help="Drop change points that a straight line through both segments explains (a trend).",
 )
+@library_warnings_as_notes
 def changepoints(
     source: str,
     column: str | None,
+    decimal: str | None,
     as_json: bool,
     plot: str | None,
     min_size: int | None,
@@ -196,7 +202,7 @@ def changepoints(
     if not 0.0 < significance < 1.0:
         raise BadInput("--significance", f"{significance} must be between 0 and 1, e.g. 0.01")
     plot_path = check_plot_path(plot)
-    values, name, unit, label = load_series(source, column)
+    values, name, unit, label = load_series(source, column, decimal)
     from pilot_sys.stats.changepoint import default_min_size, detect
 
     size = default_min_size(values.size) if min_size is None else min_size

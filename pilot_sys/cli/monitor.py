@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pilot_sys.errors import BadInput, ExitCode
 
 
 PICTURE_SUFFIXES = (".png", ".svg", ".pdf")
+PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 
 
 def _writable(option: str, path: str | None) -> None:
@@ -91,6 +93,76 @@ def _how_it_ended(returncode: int) -> str:
     return f"CMD was killed by {name}"
 
 
+def samples_to_judge(max_hot_fraction: float) -> int:
+    """Samples a run needs before the share of its time above the threshold can be held
+    against ``max_hot_fraction``: one of n sampled intervals is 1/n of the run, so n >= 1 /
+    fraction intervals (n + 1 samples); a run of fewer is not judged on one hot sample."""
+    intervals = math.ceil(1.0 / max_hot_fraction - 1e-9) if max_hot_fraction > 0 else 1
+    return max(intervals, 2) + 1
+
+
+def too_short_text(
+    samples: int, rate: float, seconds: float, max_hot_fraction: float
+) -> str | None:
+    """``too short to judge: 4 samples at 10 Hz ...``, or None when the run can be judged."""
+    needed = samples_to_judge(max_hot_fraction)
+    if samples >= needed:
+        return None
+    faster = (needed - 1) / seconds if seconds > 0 else math.inf
+    hint = "use a longer command"
+    if faster <= 100:
+        hint = f"use --rate {math.ceil(faster):d} or a longer command"
+    share = units.percent(max_hot_fraction, None)
+    return (f"too short to judge: {samples} samples at {rate:g} Hz, {needed} needed to judge a "
+            f"share of {share} of the run; {hint}")
+
+
+def _become_subreaper() -> bool:
+    """Orphans of CMD's tree (a daemon it forked) are re-parented to pilot-sys instead of init
+    (``prctl(PR_SET_CHILD_SUBREAPER)``), so they can be found when CMD exits."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def still_running_note(trace: Any) -> str | None:
+    """What CMD left running when it exited (a daemon), and whether the trace saw it: after it
+    left CMD's process tree, its load is not in the workload's series."""
+    import psutil
+
+    me = psutil.Process()
+    left: list[psutil.Process] = []
+    for child in me.children(recursive=True):
+        try:
+            if child.status() == psutil.STATUS_ZOMBIE:
+                os.waitpid(child.pid, os.WNOHANG)  # an orphan that already ended: reap it
+            else:
+                left.append(child)
+        except (psutil.Error, ChildProcessError):
+            continue
+    if not left:
+        return None
+    names = []
+    for proc in left[:5]:
+        try:
+            names.append(f"pid {proc.pid} {proc.name()}")
+        except psutil.Error:
+            names.append(f"pid {proc.pid}")
+    more = f" and {len(left) - 5} more" if len(left) > 5 else ""
+    tree = [max((v for v in values if v is not None), default=0)
+            for key, values in trace.series.items() if key.endswith("/processes")]
+    seen = max(tree, default=0)
+    sampled = (f"while CMD ran its process tree held up to {seen:g} processes: they were "
+               "sampled only while in it, not after CMD exited" if seen > 1
+               else "they were not sampled: no sample saw more than CMD itself in its tree")
+    return (f"CMD exited, but {len(left)} process(es) it started still run "
+            f"({', '.join(names)}{more}); {sampled}, so the trace covers CMD's own run only")
+
+
 def _fraction(option: str, value: float, *, allow_zero: bool = False) -> None:
     low_ok = value >= 0 if allow_zero else value > 0
     if not (low_ok and value <= 1):
@@ -109,8 +181,9 @@ Examples:
   pilot-sys monitor --host srv=http://10.0.0.5:9100 -- iperf3 -c 10.0.0.5 -t 10
 \b
 Exit status: CMD's own (so scripts see whether the workload worked); with --strict, 3 when
-CMD succeeded but a hidden bottleneck made the result invalid; 2 for bad options; 130 after
-Ctrl-C (what was measured is still written).
+CMD succeeded but a hidden bottleneck made the result invalid (a run too short to judge, with
+fewer sampled intervals than 1 / --max-hot-fraction, is not called invalid); 2 for bad options;
+130 after Ctrl-C (what was measured is still written).
 """,
 )
 @click.argument("cmd", nargs=-1, required=False, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
@@ -203,6 +276,7 @@ def monitor(
             "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT,
         }
         view.__enter__()
+    subreaper = _become_subreaper()
     try:
         result = run_monitored(
             list(cmd), rate_hz=rate, cut=cut, threshold=threshold, max_hot_fraction=max_hot_fraction,
@@ -215,6 +289,9 @@ def monitor(
 
     trace, verdict = result.trace, result.verdict
     err = click.get_text_stream("stderr")
+    leftover = still_running_note(trace) if subreaper else None
+    if leftover is not None:
+        trace.notes.append(leftover)
     cost = trace.monitor_cost or {}
     seconds = trace.timestamps[-1] if trace.timestamps else 0.0
     used = units.percent(cost.get("cpu_seconds_per_second", 0.0), 2)
@@ -227,8 +304,14 @@ def monitor(
     )
     from pilot_sys.cli.present.monitor import verdict_lines
 
+    short = too_short_text(len(trace.timestamps), rate, seconds, max_hot_fraction)
+    if short is not None:
+        trace.notes.append(short)
+        click.echo(f"pilot-sys monitor: {short}", file=err)
     for line in verdict_lines(verdict):
         click.echo(f"pilot-sys monitor: {line}", file=err)
+    if leftover is not None:
+        click.echo(f"pilot-sys monitor: note: {leftover}", file=err)
     _write_outputs(result, json_path, plot_path, err)
 
     if result.interrupted:
@@ -236,6 +319,6 @@ def monitor(
     code = result.returncode
     if code < 0:  # killed by a signal: the shell convention
         code = 128 - code
-    if strict and code == 0 and not verdict.valid:
+    if strict and code == 0 and not verdict.valid and short is None:  # too short: not judged
         code = int(ExitCode.INVALID_RESULT)
     sys.exit(code)

@@ -14,10 +14,16 @@ import click
 import numpy as np
 from pydantic import BaseModel, Field
 
-from pilot_sys.cli.common import OneLineErrors, save_figure
+from pilot_sys.cli.common import OneLineErrors, library_warnings_as_notes, save_figure
 from pilot_sys.errors import BadInput
 from pilot_sys.monitor.phase_traces import WORKLOAD_SERIES
-from pilot_sys.monitor.trace_io import LoadedTrace, MetricMatrix, load_traces, metric_matrix
+from pilot_sys.monitor.trace_io import (
+    MIN_SAMPLES,
+    LoadedTrace,
+    MetricMatrix,
+    load_traces,
+    metric_matrix,
+)
 from pilot_sys.stats.phases import (
     DEFAULT_MATCH_THRESHOLD,
     DEFAULT_SMOOTH,
@@ -93,8 +99,48 @@ def _signature_report(loaded: LoadedTrace, mm: MetricMatrix, sig: Signature, not
     )
 
 
+def load_path(path: str) -> list[LoadedTrace]:
+    """The traces one argument names: a trace file, a session's result directory (each round's
+    ``rounds/NNNN/monitor.json``, in journal order), or a directory holding ``monitor.json``
+    or ``monitor/*.json``."""
+    root = Path(path)
+    if root.is_dir() and (root / "session.json").is_file():
+        return _session_traces(root)
+    return load_traces(path)
+
+
+def _session_traces(root: Path) -> list[LoadedTrace]:
+    """Every journaled round's monitor trace; rounds with too few samples for transitions are
+    left out, and said so on stderr."""
+    from pilot_sys.session.journal import Journal
+
+    journal = Journal.open(root, repair=False)
+    found: list[LoadedTrace] = []
+    short: list[int] = []
+    for rec in journal.records:
+        if rec.monitor is None or not rec.monitor.file:
+            continue
+        path = root / rec.dir / rec.monitor.file
+        if not path.is_file():
+            continue
+        if rec.monitor.samples < MIN_SAMPLES:
+            short.append(rec.index)
+            continue
+        loaded = load_traces(str(path))[0]
+        found.append(LoadedTrace(loaded.trace, loaded.path, f"{path} (round {rec.index})"))
+    if short:
+        listed = ", ".join(map(str, short[:8])) + (" ..." if len(short) > 8 else "")
+        click.echo(f"pilot-sys phases: {root}: {len(short)} round(s) left out, fewer than "
+                   f"{MIN_SAMPLES} samples each (round {listed})", err=True)
+    if not found:
+        why = "was it run with --no-monitor?" if not short else "every round is too short"
+        raise BadInput(str(root), "no round of this session has a usable "
+                                  f"rounds/NNNN/monitor.json ({why})")
+    return found
+
+
 def _load_all(paths: tuple[str, ...]) -> list[LoadedTrace]:
-    return [lt for p in paths for lt in load_traces(p)]
+    return [lt for p in paths for lt in load_path(p)]
 
 
 def _times(seconds: list[float], limit: int = 12) -> str:
@@ -147,7 +193,7 @@ def build_report(
     threshold = params.match_threshold
     base_notes: list[str] = []
     if baseline_path is not None:
-        candidates = load_traces(baseline_path)
+        candidates = load_path(baseline_path)
     else:
         candidates, run_traces = run_traces[:1], run_traces[1:]
         base_notes.append("no --baseline: the first run is the baseline")
@@ -212,6 +258,7 @@ Exit status: 0 whatever the verdicts (they are in the output), 2 on bad input.
 @click.option("--rate", "rate_hz", type=click.FloatRange(min=0.0, min_open=True), default=None, help="Resample every run to this rate in Hz (default: the baseline's).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write a picture of the signatures and correlations (PNG, SVG, PDF).")
+@library_warnings_as_notes
 def phases(
     runs: tuple[str, ...],
     baseline_path: str | None,
@@ -228,8 +275,9 @@ def phases(
 ) -> None:
     """Recurrent phase signatures of recorded runs and how well they match a baseline.
 
-    Each DIR_OR_TRACE is a trace written by `pilot-sys monitor --json`, or a result directory
-    holding monitor.json or monitor/*.json (one trace per round). The signature of a run is
+    Each DIR_OR_TRACE is a trace written by `pilot-sys monitor --json`, or a session's result
+    directory (each round's rounds/NNNN/monitor.json, in round order), or a directory holding
+    monitor.json or monitor/*.json. The signature of a run is
     where its metric mix changes (transitions), cleaned of glitches and gradients; a run
     matches the baseline when its signature, at the best shift, correlates with the blurred
     baseline signature much better than at other shifts (the matching score of Isci and

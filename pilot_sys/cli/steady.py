@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pilot_sys.cli.changepoints import check_plot_path, load_series, save_figure
+from pilot_sys.cli.common import decimal_option, library_warnings_as_notes
 from pilot_sys.errors import BadInput, InsufficientData
 
 if TYPE_CHECKING:
@@ -124,6 +125,7 @@ Exit status: 0 on success (also when no steady state is reached), 2 on bad input
 )
 @click.argument("source", metavar="[FILE|-]", default="-", required=False)
 @click.option("--column", "-c", metavar="NAME|INDEX", help="Latency column (header name or 0-based index).")
+@decimal_option
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.option(
     "--method",
@@ -152,9 +154,11 @@ Exit status: 0 on success (also when no steady state is reached), 2 on bad input
 )
 @click.option("--timestamps", metavar="NAME|INDEX", help="Column of per-iteration timestamps in seconds (files only).")
 @click.option("--plot", metavar="FILE.png", help="Draw latency per iteration with the warm-up shaded.")
+@library_warnings_as_notes
 def steady(
     source: str,
     column: str | None,
+    decimal: str | None,
     as_json: bool,
     method: str,
     tolerance: float,
@@ -183,10 +187,10 @@ def steady(
     if timestamps is not None and source == "-":
         raise BadInput("--timestamps", "needs a FILE: stdin can be read only once")
     plot_path = check_plot_path(plot)
-    values, name, header_unit, label = load_series(source, column)
+    values, name, header_unit, label = load_series(source, column, decimal)
     stamps = None
     if timestamps is not None:
-        stamps, _, _, _ = load_series(source, timestamps)
+        stamps, _, _, _ = load_series(source, timestamps, decimal)
         if (stamps[1:] < stamps[:-1]).any():
             raise BadInput(f"{name} --timestamps {timestamps}", "timestamps go backwards; give start times in seconds")
     unit_name, seconds_per_unit, assumed = _unit_scale(unit, header_unit, label)

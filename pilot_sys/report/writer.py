@@ -9,6 +9,9 @@ written from what it returned.
 from __future__ import annotations
 
 import json
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,13 +19,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pilot_sys import palette, units
-from pilot_sys.errors import BadInput
 from pilot_sys.monitor.plot import Usage
 from pilot_sys.report.headline import VerdictView, verdict_view
 from pilot_sys.report.html import DATA_PATH_PICTURE
 from pilot_sys.report.plots import ANALYSED
 from pilot_sys.session.analysis import WPS_PI, TrackAnalysis
 from pilot_sys.session.journal import Journal, JournalWriteFailed, RoundRecord
+from pilot_sys.session.progress import Note
 from pilot_sys.session.result import SessionResult, WorkloadResult
 from pilot_sys.session.summary import analysed_indices
 from pilot_sys.topology.graph import ComponentGraph
@@ -435,6 +438,20 @@ def rounds_table(journal: Journal, analyses: dict[str, TrackAnalysis]) -> list[l
     return rows
 
 
+@contextmanager
+def library_warnings(notes: list[str], what: str) -> Iterator[None]:
+    """Warnings of the libraries called inside (matplotlib, numpy) never reach stderr, whose
+    lines are pilot-sys's own; a numeric one (RuntimeWarning: an empty or all-NaN series) is
+    kept as a report note, the cosmetic ones (a legend with nothing to list) are dropped."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        note = f"{what}: {w.message}"
+        if issubclass(w.category, RuntimeWarning) and note not in notes:
+            notes.append(note)
+
+
 def write_reports(
     journal: Journal,
     result: SessionResult,
@@ -450,10 +467,11 @@ def write_reports(
     from pilot_sys.session.journal import atomic_write_text
 
     notes: list[str] = []
-    if plots:
-        figs = make_plots(journal, result, analyses, notes)
-    else:
-        figs = path_figures(journal, result, analyses, notes)[0]
+    with library_warnings(notes, "plots"):
+        if plots:
+            figs = make_plots(journal, result, analyses, notes)
+        else:
+            figs = path_figures(journal, result, analyses, notes)[0]
     if notes:
         result = result.model_copy(update={"notes": result.notes + notes})
     table = rounds_table(journal, analyses)
@@ -473,21 +491,28 @@ def run_and_report(session: Session, plots: bool = True) -> SessionResult:
 
     When the journal fills the disk mid-session, the session still returns what it measured
     (on ``session.result``) before raising: the reports are attempted from it, and a failure to
-    write them then adds nothing to the disk-full error that is raised.
-    """
+    write them then adds nothing to the disk-full error that is raised. Reports that cannot be
+    written (a full disk) or are cut short by a second Ctrl-C cost the reports, not the result:
+    one loud note says so and how to finish them (``pilot-sys report DIR``), and the result,
+    saved in result.json already, is returned (its exit code is the session's)."""
     try:
         result = session.run()
     except JournalWriteFailed:
         if session.result is not None:
             try:
-                write_reports(session.journal, session.result, session.analyses, plots=plots)
-            except OSError:
+                with session.finishing:
+                    write_reports(session.journal, session.result, session.analyses, plots=plots)
+            except (OSError, KeyboardInterrupt):
                 pass
         raise
+    finish = f"`pilot-sys report {session.journal.root}` writes them"
     try:
-        write_reports(session.journal, result, session.analyses, plots=plots)
+        with session.finishing:  # the first Ctrl-C waits for the reports; the second stops them
+            write_reports(session.journal, result, session.analyses, plots=plots)
     except OSError as exc:
-        raise BadInput(
-            str(session.journal.root), f"cannot write the reports: {exc.strerror}"
-        ) from None
+        session.progress.emit(Note(f"the reports were not written ({exc.strerror or exc}); "
+                                   f"result.json is: free some space, then {finish}", loud=True))
+    except KeyboardInterrupt:
+        session.progress.emit(Note(f"the reports were not finished (interrupted); result.json is "
+                                   f"complete: {finish}", loud=True))
     return result

@@ -19,9 +19,17 @@ from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.context import collect_context
 from pilot_sys.session.engine import Engine, StopReason, make_track
-from pilot_sys.session.journal import Invocation, Journal, JournalWriteFailed, SessionManifest, WorkloadSpec
+from pilot_sys.session.finishing import Finishing
+from pilot_sys.session.journal import (
+    Invocation,
+    Journal,
+    JournalWriteFailed,
+    SessionManifest,
+    WorkloadSpec,
+    unwritable,
+)
 from pilot_sys.session.progress import NoProgress, Note, Progress
-from pilot_sys.session.result import SessionResult, save_result
+from pilot_sys.session.result import RESULT_FILE, SessionResult, save_result
 from pilot_sys.session.summary import build_result
 from pilot_sys.workload.base import Workload
 
@@ -89,6 +97,12 @@ class Session:
         self.comparison = comparison
         self.result: SessionResult | None = None
         self.analyses: dict[str, TrackAnalysis] = {}
+        # targets and limits a --resume changed (field -> [old, new]); recorded in the invocation
+        self.config_changes: dict[str, list[Any]] = {}
+        # after the last round: the first Ctrl-C lets the result and the reports be finished
+        self.finishing = Finishing(lambda: self.progress.emit(Note(
+            "finishing the result and the reports (Ctrl-C again to stop now; "
+            f"`pilot-sys report {self.journal.root}` finishes them later)", loud=True)))
         if self.manifest.mode == "compare" and comparison is None:  # e.g. a resumed comparison
             from pilot_sys.session.interleave import compare_analyses
 
@@ -110,17 +124,67 @@ class Session:
         return cls(journal, workloads, command_line=command_line, **kw)
 
     @classmethod
-    def resume(cls, root: Path, command_line: list[str], **kw: Any) -> Session:
-        journal = Journal.open(root, repair=True)
+    def resume(
+        cls, root: Path, command_line: list[str], set_aside: bool = False, **kw: Any
+    ) -> Session:
+        """Continue the session in ``root``; ``set_aside`` (``--repair``) sets aside round folders
+        the journal does not know, which are otherwise refused as damage."""
+        journal = Journal.open(root, repair=True, set_aside=set_aside)
         assert journal.manifest is not None
         workloads = [build_workload(s) for s in journal.manifest.workloads]
         return cls(journal, workloads, command_line=command_line, resumed=True, **kw)
 
+    def _bound_rounds_by_limit(self, limit: float | None) -> None:
+        """Give command workloads the session's deadline, so that a round still running at the
+        session limit is cut there (``CommandWorkload.session_deadline``) instead of holding the
+        session past it. The engine counts the limit from its start, just after
+        ``statsapi.preload()``: that runs first here, so the two clocks agree."""
+        if limit is None:
+            return
+        from pilot_sys.session import statsapi
+
+        statsapi.preload()
+        spent_before = 0.0  # session time earlier invocations count toward -s (per invocation: 0)
+        deadline = time.monotonic() + limit - spent_before
+        for workload in self.workloads:
+            if hasattr(workload, "session_deadline"):
+                workload.session_deadline = deadline
+                workload.session_limit = limit
+
+    def _save_or_raise(
+        self, result: SessionResult, disk_full: JournalWriteFailed | None = None
+    ) -> None:
+        """session.json and result.json. A full disk is said once, through progress, and raised
+        as :class:`JournalWriteFailed` (exit 4); a result.json that could not be written leaves
+        none behind (an older one would contradict the journal)."""
+        root = self.journal.root
+        try:
+            self.journal.save_manifest()
+            save_result(result, root)
+        except OSError as exc:
+            err = unwritable(root, exc)
+            try:
+                (root / RESULT_FILE).unlink(missing_ok=True)
+            except OSError:
+                pass
+            if disk_full is not None:  # the engine said it already
+                raise disk_full from None
+            if isinstance(err, JournalWriteFailed):
+                self.progress.emit(Note(str(err), loud=True))
+            raise err from None
+
     def run(self) -> SessionResult:
-        """Run until a stop rule fires; the directory stays locked against other writers meanwhile."""
+        """Run until a stop rule fires; the directory stays locked against other writers meanwhile.
+        A new session that fails before its first round leaves no directory behind (it would
+        block reusing ``-o``)."""
         try:
             return self._run()
+        except BaseException:
+            if not self.resumed and not self.journal.records:
+                self.journal.discard_empty()
+            raise
         finally:
+            self.finishing.stop()
             self.journal.unlock()
 
     def _run(self) -> SessionResult:
@@ -129,9 +193,16 @@ class Session:
         for note in self.journal.repairs:
             self.progress.emit(Note(note))
         inv = Invocation(started_at=time.time(), command_line=self.command_line,
-                         first_round=len(self.journal.records) + 1)
+                         first_round=len(self.journal.records) + 1,
+                         config_changes=self.config_changes)
+        if self.config_changes:
+            changed = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in self.config_changes.items())
+            self.progress.emit(Note(f"resumed with new targets and limits: {changed}"))
         m.invocations.append(inv)
-        self.journal.save_manifest()
+        try:
+            self.journal.save_manifest()
+        except OSError as exc:  # read-only or full since it was opened: one line, nothing run
+            raise unwritable(self.journal.root, exc) from None
 
         monitor = None
         if cfg.monitor:
@@ -166,10 +237,25 @@ class Session:
         engine = Engine(self.journal, cfg, tracks, progress=self.progress, monitor=monitor, extra_stop=self.extra_stop)
         if self.resumed:
             engine.replay()
+        self._bound_rounds_by_limit(cfg.session_limit)
         disk_full: JournalWriteFailed | None = None
         outcome = engine.run()
-        engine.finalize()
+        # the rounds are over: a first Ctrl-C no longer stops the saving (until run() ends)
+        self.finishing.start()
         stop_reason = outcome.stop_reason
+        cut = [w for w in self.workloads if getattr(w, "cut_by_limit", None)]
+        if stop_reason is StopReason.WORKLOAD_FAILED and cut:  # the limit cut a round short
+            stop_reason = StopReason.SESSION_LIMIT
+        # how the rounds ended is on disk before the slower final analysis: a second Ctrl-C
+        # from here on leaves a directory `pilot-sys report DIR` rebuilds this result from
+        inv.ended_at = time.time()
+        inv.stop_reason = str(stop_reason)
+        inv.failure = None if cut else outcome.failure
+        try:
+            self.journal.save_manifest()
+        except OSError:
+            pass  # a full disk: said, and raised, when the result is saved below
+        engine.finalize()
         if stop_reason in (StopReason.SESSION_LIMIT, StopReason.MAX_ROUNDS) and engine.targets_met():
             stop_reason = StopReason.TARGETS_MET_AT_END
         if outcome.stop_reason is StopReason.DISK_FULL:
@@ -178,8 +264,9 @@ class Session:
         analyses = self.analyses = {t.name: t.analysis for t in tracks}
         comparison = self.comparison(tracks) if self.comparison is not None else None
         notes = []
-        if outcome.failure and outcome.stop_reason is StopReason.WORKLOAD_FAILED:
+        if outcome.failure and stop_reason is StopReason.WORKLOAD_FAILED:
             notes.append(f"workload failed: {outcome.failure}")
+        notes += [f"round cut at the session limit: {w.cut_by_limit}" for w in cut]
         result = build_result(self.journal, analyses, str(stop_reason), elapsed_before + outcome.elapsed,
                               notes=notes, comparison=comparison)
         if monitor is not None:
@@ -191,15 +278,10 @@ class Session:
         inv.stop_reason = str(stop_reason)
         inv.status = str(result.status)
         inv.exit_code = result.exit_code
-        inv.failure = outcome.failure
         inv.engine_seconds_per_round = result.overhead.engine_seconds_per_round
         self.result = result
-        try:
-            self.journal.save_manifest()
-            save_result(result, self.journal.root)
-        except OSError as exc:
-            if disk_full is None:
-                raise BadInput(str(self.journal.root), f"cannot write the reports: {exc.strerror}") from None
-        if disk_full is not None:
+        self._save_or_raise(result, disk_full)
+        if disk_full is not None:  # result.json says how the session ended: the same exit code
+            disk_full.exit_code = result.exit_code
             raise disk_full
         return result

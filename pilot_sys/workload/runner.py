@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -23,10 +24,13 @@ from pilot_sys.workload.base import PISpec, RoundOutput
 from pilot_sys.workload.cgroup_launch import CgroupTarget, in_cgroup
 from pilot_sys.workload.command_line import data_paths, program_index, program_name
 from pilot_sys.workload.parsers import PARSERS, CapturedOutput, MalformedOutput, ParsedOutput, iperf3, table
-from pilot_sys.workload.process import run_process
+from pilot_sys.workload.process import WorkloadTimeout, run_process
 
 FIO_LOG_PREFIX = "fio"  # logs land in the round directory as fio_bw.1.log, fio_lat.1.log...
 REPRESENTATIVE_WORK_AMOUNT = 1.0  # what data_path_args() substitutes: paths rarely depend on it
+# a round still running at the session limit is cut once it overruns the limit by this share of
+# it: a round the planner sized to fit, a little slower than predicted, is still kept whole
+LIMIT_GRACE = 0.05
 
 
 def detect_parser(argv: list[str]) -> str:
@@ -39,8 +43,17 @@ def _has_option(args: Iterable[str], *names: str) -> bool:
     return any(arg == name or arg.startswith(name + "=") for arg in args for name in names)
 
 
+class RoundCutByLimit(WorkloadFailed):
+    """A round still running at the session limit, killed with its process tree: the session
+    ends at its limit (not a workload failure), and the round is journaled as cut."""
+
+
 class CommandWorkload:
-    """Runs ``argv`` once per round and parses its output into readings and unit readings."""
+    """Runs ``argv`` once per round and parses its output into readings and unit readings.
+
+    ``session_deadline`` (``time.monotonic()`` seconds, set by the session when it has a limit)
+    bounds every round: one that hangs is cut at the limit (plus ``LIMIT_GRACE`` of it) and
+    ``cut_by_limit`` says why, instead of holding the session past its limit."""
 
     def __init__(
         self,
@@ -79,6 +92,9 @@ class CommandWorkload:
         self.work_amount_unit = work_amount_unit
         self.cgroup = cgroup  # every round starts inside it (``cgroup_launch.in_cgroup``)
         self.nominal_work_amount = not macros.uses_work_amount(self.argv + list(self.env.values()))
+        self.session_deadline: float | None = None
+        self.session_limit: float | None = None  # the limit the deadline comes from, for messages
+        self.cut_by_limit: str | None = None
         self._overrides = {spec.name: spec for spec in pi_specs or []}
         self._specs: list[PISpec] = list(pi_specs or [])
         if self.parser == "none":
@@ -180,8 +196,19 @@ class CommandWorkload:
         argv = self.command_for(work_amount, round_dir)
         text = macros.format_work_amount(work_amount, integer=self.integer_work_amount)
         amount = float(work_amount) if self.nominal_work_amount else float(text)
-        result = run_process(argv, stdout=round_dir / "stdout.txt", stderr=round_dir / "stderr.txt",
-                             env=self._environment(text, round_dir), cwd=self.cwd, timeout=self.timeout)
+        timeout, by_limit = self._round_timeout()
+        try:
+            result = run_process(argv, stdout=round_dir / "stdout.txt",
+                                 stderr=round_dir / "stderr.txt",
+                                 env=self._environment(text, round_dir), cwd=self.cwd,
+                                 timeout=timeout)
+        except WorkloadTimeout:
+            if not by_limit:
+                raise
+            self.cut_by_limit = (f"{self.name}: still running at the session limit, cut after "
+                                 f"{timeout:.3g} s with its child processes [output kept in "
+                                 f"{round_dir}]")
+            raise RoundCutByLimit(self.cut_by_limit) from None
         captured = self._captured(argv, round_dir)
         if result.returncode not in self.accepted_returncodes:
             raise self._failure(result.returncode, captured)
@@ -197,6 +224,17 @@ class CommandWorkload:
             readings=parsed.readings, unit_readings=parsed.unit_readings, unit_timestamps=parsed.unit_timestamps,
             work_done=parsed.work_done if parsed.work_done is not None else (None if self.nominal_work_amount else amount),
             output_files=sorted(p for p in round_dir.iterdir() if p.is_file()), warnings=warnings)
+
+    def _round_timeout(self) -> tuple[float | None, bool]:
+        """This round's timeout: ``--timeout``, or the time to the session's deadline (plus the
+        grace) when that comes first; and whether it is the deadline's."""
+        if self.session_deadline is None:
+            return self.timeout, False
+        grace = LIMIT_GRACE * self.session_limit if self.session_limit else 0.0
+        left = max(0.0, self.session_deadline + grace - time.monotonic())
+        if self.timeout is not None and self.timeout <= left:
+            return self.timeout, False
+        return left, True
 
     def data_path_args(self) -> list[str]:
         """File, directory and device arguments, with the macros substituted."""

@@ -9,9 +9,10 @@ stdout stays machine-readable. The renderers receive the session's events
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
 from pilot_sys import units
 from pilot_sys.session.journal import RoundRecord
@@ -78,13 +79,57 @@ def round_head(record: RoundRecord, work_unit: str = "") -> str:
     return f"round {record.index} [{record.workload}] work={work} {units.duration(record.duration)}"
 
 
+class ClosableStream:
+    """The progress stream, which the reader may close (``2>&1 | head``): from the first write
+    that fails, progress output stops and the measurement goes on; the session's result and
+    exit code never depend on whether anyone still reads its progress."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if self.gone:
+            return len(text)
+        try:
+            return self.stream.write(text)
+        except (OSError, ValueError):  # EPIPE, EIO (terminal gone), or a closed file
+            self._lost()
+            return len(text)
+
+    def flush(self) -> None:
+        if self.gone:
+            return
+        try:
+            self.stream.flush()
+        except (OSError, ValueError):
+            self._lost()
+
+    def _lost(self) -> None:
+        """Stop writing; what is still buffered, and anything written to the descriptor later,
+        goes to /dev/null, so that no write (Python's own flush at exit included) fails again."""
+        self.gone = True
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self.stream.fileno())
+            os.close(null)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def isatty(self) -> bool:
+        return not self.gone and self.stream.isatty()
+
+    def __getattr__(self, name: str) -> Any:  # encoding, fileno ... as the stream has them
+        return getattr(self.stream, name)
+
+
 class QuietProgress:
     """--quiet: only loud events (a hidden bottleneck, a full disk) reach stderr."""
 
     def __init__(
         self, stream: TextIO | None = None, network: NetworkOf = _storage, work_unit: str = ""
     ) -> None:
-        self.stream = stream or sys.stderr
+        self.stream: TextIO = ClosableStream(stream or sys.stderr)  # type: ignore[assignment]
         self.network = network
         self.work_unit = work_unit
 
@@ -133,7 +178,7 @@ class RichProgress(QuietProgress):
         from rich.live import Live
 
         super().__init__(sys.stderr, network, work_unit)
-        self.console = Console(stderr=True)
+        self.console = Console(file=self.stream, force_terminal=True)
         self.live = Live(console=self.console, refresh_per_second=4, transient=True)
 
     def round_done(self, event: RoundDone) -> None:
