@@ -90,7 +90,8 @@ def test_targets_met_and_unknown_and_unseen_analyses() -> None:
         (rec(4), 0, 0.0, 3),
         (rec(9, "resumed"), 2, 3.0, 8),  # its analysis ran before this invocation: the engine's numbers
     ])
-    assert lines == ["rounds needed: ?", "rounds needed: ?", "targets met", "targets met (as of round 3)",
+    assert lines == ["rounds needed: not known yet", "rounds needed: not known yet", "targets met",
+                     "targets met (as of round 3)",
                      "~2 more round(s), ETA 3 s (estimate as of round 8)"]
 
 
@@ -115,7 +116,7 @@ class Noisy:
 
 LINE = re.compile(r"^round (\d+) \[noisy\].*\| (?:~(\d+) more round\(s\)[^|]*?"
                   r"(?: \(estimate as of round (\d+)\))?|(checking at the next analysis.*)|(targets met.*)"
-                  r"|(rounds needed: \?))$")
+                  r"|(rounds needed: not known yet))$")
 
 
 @pytest.mark.live

@@ -42,6 +42,7 @@ def _run(
 
         progress.network = network
         progress.work_unit = session.manifest.config.work_unit
+        progress.fixed_work = session.manifest.config.fixed_work
         if not quiet and not as_json:
             progress.note(f"result directory: {session.journal.root}")
         return run_and_report(session, plots=plots)

@@ -20,6 +20,7 @@ from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.journal import Journal, JournalWriteFailed, RoundRecord
 from pilot_sys.session.result import SessionResult
 from pilot_sys.session.summary import analysed_indices
+from pilot_sys.session.verdict import is_excluded
 
 if TYPE_CHECKING:  # running a session loads the engine: only run_and_report needs it
     from pilot_sys.session.session import Session
@@ -208,6 +209,10 @@ def rounds_table(journal: Journal, analyses: dict[str, TrackAnalysis]) -> list[l
         readings = ", ".join(f"{k}={units.quantity(v, pi_units.get((r.workload, k), ''), net)}"
                              for k, v in r.readings.items())
         state = _state(r, analysed) + (f": {r.failure}" if r.failure else "")
+        if is_excluded(r):
+            state = f"excluded: hidden bottleneck at {', '.join(r.monitor.hidden_bottlenecks) if r.monitor else '?'}"
+        elif state == "excluded":
+            state = "below alpha"
         rows.append([str(r.index), r.workload, units.work(r.work_amount, work_unit),
                      units.duration(r.duration), r.phase, state, readings])
     return rows

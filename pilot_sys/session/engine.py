@@ -4,7 +4,9 @@ Stop rules, checked before every round (seeds/002 §III-E, §III-F):
 
 - every PI of every workload meets its CI target, at least ``min_rounds`` rounds were analysed,
   and (interleaved comparisons) every adjacent pair of the ranking is separated -> done;
-- the session limit (seconds of this invocation) or ``max_rounds`` -> limit reached;
+- the session limit or ``max_rounds`` -> limit reached; the limit counts the session's time:
+  this invocation's, plus that of earlier ones (``--resume``; ``elapsed_before``), never the
+  idle gaps between them;
 - Ctrl-C or SIGTERM -> interrupted (the round in flight is set aside, all earlier ones kept);
 - a round whose workload failed -> workload failure (the failed round is journaled too).
 
@@ -23,40 +25,31 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from types import FrameType
 from typing import Protocol
 
 import numpy as np
 
+from pilot_sys import units
 from pilot_sys.errors import PilotError, WorkloadFailed
 from pilot_sys.session import statsapi
 from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import Journal, JournalWriteFailed, MonitorSummary, RoundRecord, SyncBatch, WorkloadSpec
 from pilot_sys.session.planner import Planner
+from pilot_sys.session.result import StopReason
 from pilot_sys.session.progress import (
+    Budget,
     Countdown,
-    HiddenBottleneckSeen,
     Note,
     NoProgress,
     Progress,
     RoundDone,
+    RoundExcluded,
 )
+from pilot_sys.session.verdict import excluded_round, is_excluded, unjudged_sighting
 from pilot_sys.workload.base import PISpec, RoundOutput, Workload
-
-
-class StopReason(StrEnum):
-    TARGETS_MET = "every CI target met"
-    # the limit stopped the rounds, and the final analysis (which sees the rounds since the last
-    # paced one) meets every target: a valid result, not a near miss
-    TARGETS_MET_AT_END = "every CI target met at the final analysis (the limit came first)"
-    SESSION_LIMIT = "session time limit reached"
-    MAX_ROUNDS = "maximum number of rounds reached"
-    INTERRUPTED = "interrupted by the user"
-    WORKLOAD_FAILED = "the workload failed"
-    DISK_FULL = "the round journal could not be written"
 
 
 @dataclass
@@ -169,6 +162,7 @@ class Engine:
         monitor: RoundMonitor | None = None,
         extra_stop: Callable[[list[Track]], bool] | None = None,
         on_round: Callable[[Track, RoundRecord], None] | None = None,
+        elapsed_before: float = 0.0,
     ) -> None:
         self.journal = journal
         self.cfg = config
@@ -183,7 +177,8 @@ class Engine:
         self._turn = 0
         self.engine_seconds: list[float] = []  # per round: workload end -> next workload start
         self.sync_wait_seconds: list[float] = []  # of which: waiting for the round's fsyncs
-        self._announced: set[str] = set()  # hidden bottlenecks already shouted about
+        self.elapsed_before = elapsed_before  # session time of earlier invocations (--resume)
+        self._told_unjudged = False  # the note on rounds too short to judge, once
 
     # -- resume ------------------------------------------------------------------------------
     def replay(self) -> None:
@@ -228,7 +223,7 @@ class Engine:
                     return outcome(StopReason.DISK_FULL, str(exc))
                 if self._last_failure is not None:
                     return outcome(StopReason.WORKLOAD_FAILED, self._last_failure)
-                reason = self._should_stop(time.monotonic() - start)
+                reason = self._should_stop(self.elapsed_before + time.monotonic() - start)
                 if reason is not None:
                     return outcome(reason)
                 track = self._next_track()
@@ -273,6 +268,7 @@ class Engine:
         return not stale or self.targets_met()
 
     def _should_stop(self, elapsed: float) -> StopReason | None:
+        """``elapsed``: the session's time so far, earlier invocations included."""
         if self._interrupted:
             return StopReason.INTERRUPTED
         if self.targets_met() and self._confirmed():
@@ -298,7 +294,7 @@ class Engine:
 
     def _one_round(self, track: Track, session_start: float) -> RoundRecord:
         limit = self.cfg.session_limit
-        left = None if limit is None else limit - (time.monotonic() - session_start)
+        left = None if limit is None else limit - self._used(session_start)
         plan = track.planner.next_round(left)
         wr = track.rounds + 1
         round_dir, rel = self.journal.round_dir(track.name, wr, several=len(self.tracks) > 1)
@@ -440,6 +436,10 @@ class Engine:
         for track in self.tracks:
             self._analyse(track, force=True)
 
+    def _used(self, session_start: float) -> float:
+        """The session time so far: earlier invocations' and this one's."""
+        return self.elapsed_before + time.monotonic() - session_start
+
     def _report_progress(self, track: Track, rec: RoundRecord, session_start: float) -> None:
         analysed = track.analysis.counts.analysed
         needed = track.analysis.rounds_needed(analysed)
@@ -452,9 +452,16 @@ class Engine:
         pis = list(track.analysis.results.values())
         as_of = track.analysed_index if track.analysed_index < rec.index else None
         forecast = self._countdown.update(rec, needed, eta, as_of)
-        self.progress.emit(RoundDone(rec, pis, forecast, time.monotonic() - session_start, as_of))
-        if rec.monitor is not None and rec.monitor.valid is False and not rec.short:
-            new = [h for h in rec.monitor.hidden_bottlenecks if h not in self._announced]
-            if new or not self._announced:  # once per component (an unnamed one once)
-                self._announced.update(new or [""])
-                self.progress.emit(HiddenBottleneckSeen(rec.index, new))
+        used = self._used(session_start)
+        budget = Budget(self.cfg.session_limit, used, str(self.cfg.preset))
+        self.progress.emit(RoundDone(rec, pis, forecast, used, as_of, budget))
+        if is_excluded(rec):
+            trace = self.journal.load_monitor(rec)
+            self.progress.emit(RoundExcluded(excluded_round(rec, trace.verdict if trace is not None else None)))
+        elif unjudged_sighting(rec) and not self._told_unjudged:
+            self._told_unjudged = True
+            seen = ", ".join(rec.monitor.hidden_bottlenecks) if rec.monitor is not None else ""
+            self.progress.emit(Note(
+                f"round {rec.index} saw {seen or 'a component other than the CUT'} above "
+                f"{units.percent(self.cfg.bottleneck_threshold, 0)}, "
+                "but is too short to judge on its own: the rounds are judged together at the end"))

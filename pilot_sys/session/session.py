@@ -22,7 +22,7 @@ from pilot_sys.session.engine import Engine, StopReason, make_track
 from pilot_sys.session.journal import Invocation, Journal, JournalWriteFailed, SessionManifest, WorkloadSpec
 from pilot_sys.session.progress import NoProgress, Note, Progress
 from pilot_sys.session.result import SessionResult, save_result
-from pilot_sys.session.summary import build_result
+from pilot_sys.session.summary import build_result, session_seconds
 from pilot_sys.workload.base import Workload
 
 DEFAULT_RESULTS = Path("pilot-results")
@@ -126,6 +126,7 @@ class Session:
         cfg = m.config
         for note in self.journal.repairs:
             self.progress.emit(Note(note))
+        before = session_seconds(self.journal)  # earlier invocations' time counts toward -s
         inv = Invocation(started_at=time.time(), command_line=self.command_line,
                          first_round=len(self.journal.records) + 1)
         m.invocations.append(inv)
@@ -154,7 +155,8 @@ class Session:
         tracks = [
             make_track(spec, wl, cfg, list(spec.pis) or wl.pi_specs()) for spec, wl in zip(m.workloads, self.workloads)
         ]
-        engine = Engine(self.journal, cfg, tracks, progress=self.progress, monitor=monitor, extra_stop=self.extra_stop)
+        engine = Engine(self.journal, cfg, tracks, progress=self.progress, monitor=monitor,
+                        extra_stop=self.extra_stop, elapsed_before=before)
         if self.resumed:
             engine.replay()
         disk_full: JournalWriteFailed | None = None
@@ -165,13 +167,12 @@ class Session:
             stop_reason = StopReason.TARGETS_MET_AT_END
         if outcome.stop_reason is StopReason.DISK_FULL:
             disk_full = JournalWriteFailed(outcome.failure or "journal write failed")
-        elapsed_before = sum(((i.ended_at or i.started_at) - i.started_at) for i in m.invocations[:-1])
         analyses = self.analyses = {t.name: t.analysis for t in tracks}
         comparison = self.comparison(tracks) if self.comparison is not None else None
         notes = []
         if outcome.failure and outcome.stop_reason is StopReason.WORKLOAD_FAILED:
             notes.append(f"workload failed: {outcome.failure}")
-        result = build_result(self.journal, analyses, str(stop_reason), elapsed_before + outcome.elapsed,
+        result = build_result(self.journal, analyses, str(stop_reason), before + outcome.elapsed,
                               notes=notes, comparison=comparison)
         if monitor is not None:
             result.overhead.monitor_cost = monitor.mean_cost()

@@ -41,6 +41,10 @@ means when r > 0, and r >= ``WANDER_LAG1`` gives no interval. On the simulated r
 raised the final coverage of sequential sessions from 93.0% to 94.7% for 1.09x -> 1.17x the
 oracle's rounds (``benchmarks/session_oracle.py --scenario units-rounds --reps 300``).
 
+A drifting or wandering session still averaged *something*: the same interval over its round
+means is returned beside the refusal (``RoundsSummary.drifting``), so that a report can state
+the session's average over a drifting level, labelled as such, rather than nothing.
+
 ``benchmarks/session_oracle.py --scenario units-rounds`` measures coverage and time on simulated
 sessions with a round effect.
 """
@@ -88,6 +92,9 @@ class RoundsSummary:
     summary: ci.Summary
     basis: Basis
     heterogeneity_p: float | None  # F test of round-level against pooled variance (None: not run)
+    # the round means drift or wander, so ``summary`` has no interval; this is the interval over
+    # round means all the same: the session's average over a drifting level, not a stable one
+    drifting: ci.Summary | None = None
 
 
 def round_level(groups: Sequence[np.ndarray]) -> RoundLevel:
@@ -198,17 +205,21 @@ def summarize_rounds(
         why = (f"the readings pooled across rounds give no interval (the rounds differ): "
                f"the interval is over {level.rounds} round means")
     trend = trend_p(level.round_means)
-    if trend < TREND_LEVEL:
-        reason = f"{DRIFT} (linear trend p = {trend:.2g}): there is no stable level to estimate yet"
-        return RoundsSummary(_without_interval(pooled, reason), "rounds", p)
     lag1 = float(subsession.corrected_lag1(level.round_means))
-    if lag1 >= WANDER_LAG1:
-        reason = f"{WANDER} (lag-1 {lag1:.2f}): the level wanders"
-        return RoundsSummary(_without_interval(pooled, reason), "rounds", p)
-    if lag1 > 0:
+    if lag1 > 0 and lag1 < 1:
         inflation = (1 + lag1) / (1 - lag1)
         variance *= inflation
         why += f"; consecutive rounds are correlated (lag-1 {lag1:.2f}), so the variance is {inflation:.2f}x the independent one"
+    refused = None
+    if trend < TREND_LEVEL:
+        refused = f"{DRIFT} (linear trend p = {trend:.2g}): there is no stable level to estimate yet"
+    elif lag1 >= WANDER_LAG1:
+        refused = f"{WANDER} (lag-1 {lag1:.2f}): the level wanders"
+    if refused is not None:
+        drifting = None
+        if lag1 < 1:
+            drifting = _over_rounds(level, variance, lag1, pooled, pi_type, confidence, target, why)
+        return RoundsSummary(_without_interval(pooled, refused), "rounds", p, drifting)
     return RoundsSummary(_over_rounds(level, variance, lag1, pooled, pi_type, confidence, target, why), "rounds", p)
 
 
