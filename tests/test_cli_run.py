@@ -167,3 +167,19 @@ def test_the_readme_first_command_on_a_small_range(tmp_path: Path) -> None:
     assert (out / "graph.json").is_file()
     assert (out / "rounds" / "0001" / "monitor.json").is_file()
     assert not list(data.iterdir())  # the workload's file is removed
+
+
+def test_a_command_without_a_parser_reports_its_round_time(tmp_path: Path) -> None:
+    """`sleep 0.05` timed: "round_time: 5x ms ± ...", never "work_rate: 19.6 work/s"; -q prints
+    the status, the verdict's headline and the result directory, and nothing else."""
+    out = tmp_path / "res"
+    r = run_cli("run", "-q", "-o", str(out), "--no-monitor", "--no-plots", "--max-rounds", "12",
+                "--min-round-seconds", "0", "--", "sleep", "0.05")
+    assert r.returncode in (0, 4), r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 3 and lines[0].startswith("status: ") and lines[2] == f"result directory: {out}"
+    assert "round_time" in lines[1] and " ms" in lines[1] and "work_rate" not in r.stdout
+    result = json.loads((out / "result.json").read_text())
+    pi = result["workloads"][0]["pis"]["round_time"]
+    assert pi["unit"] == "s" and 0.05 <= pi["mean"] < 0.5 and pi["higher_is_better"] is False
+    assert result["verdict"]["headline"] == lines[1]

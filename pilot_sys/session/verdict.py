@@ -171,14 +171,11 @@ def alpha_text(w: WPSResult) -> str:
 
 # -- seconds -----------------------------------------------------------------------------------
 def nice_limit(seconds: float) -> int:
-    """A session limit to suggest: ``seconds`` rounded up to 1, 2 or 5 times a power of ten
-    (with 1.5 and 3 in between), at least 10 s."""
+    """A session limit to suggest: ``seconds`` rounded up to one significant digit (840 -> 900),
+    at least 10 s."""
     s = max(10.0, seconds)
     power = 10 ** math.floor(math.log10(s))
-    for step in (1, 1.5, 2, 3, 5, 10):
-        if step * power >= s:
-            return int(step * power)
-    return int(10 * power)
+    return int(math.ceil(s / power - 1e-9) * power)
 
 
 def limit_advice(needed_seconds: float | None, preset: str | None) -> str:

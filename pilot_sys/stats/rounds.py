@@ -41,8 +41,9 @@ means when r > 0, and r >= ``WANDER_LAG1`` gives no interval. On the simulated r
 raised the final coverage of sequential sessions from 93.0% to 94.7% for 1.09x -> 1.17x the
 oracle's rounds (``benchmarks/session_oracle.py --scenario units-rounds --reps 300``).
 
-A drifting or wandering session still averaged *something*: the same interval over its round
-means is returned beside the refusal (``RoundsSummary.drifting``), so that a report can state
+A drifting or wandering session still averaged *something*: the interval over its round means
+(their spread, trend included, without the lag-1 correction, since the trend is what correlates
+them) is returned beside the refusal (``RoundsSummary.drifting``), so that a report can state
 the session's average over a drifting level, labelled as such, rather than nothing.
 
 ``benchmarks/session_oracle.py --scenario units-rounds`` measures coverage and time on simulated
@@ -206,20 +207,21 @@ def summarize_rounds(
                f"the interval is over {level.rounds} round means")
     trend = trend_p(level.round_means)
     lag1 = float(subsession.corrected_lag1(level.round_means))
-    if lag1 > 0 and lag1 < 1:
-        inflation = (1 + lag1) / (1 - lag1)
-        variance *= inflation
-        why += f"; consecutive rounds are correlated (lag-1 {lag1:.2f}), so the variance is {inflation:.2f}x the independent one"
     refused = None
     if trend < TREND_LEVEL:
         refused = f"{DRIFT} (linear trend p = {trend:.2g}): there is no stable level to estimate yet"
     elif lag1 >= WANDER_LAG1:
         refused = f"{WANDER} (lag-1 {lag1:.2f}): the level wanders"
     if refused is not None:
-        drifting = None
-        if lag1 < 1:
-            drifting = _over_rounds(level, variance, lag1, pooled, pi_type, confidence, target, why)
+        # the spread of the round means, trend included, without the lag-1 correction (the
+        # trend is what correlates them): the range of levels this session's rounds averaged
+        spread = why + "; the round means drift, so this is the session's average over a drifting level"
+        drifting = _over_rounds(level, variance, 0.0, pooled, pi_type, confidence, target, spread)
         return RoundsSummary(_without_interval(pooled, refused), "rounds", p, drifting)
+    if lag1 > 0:
+        inflation = (1 + lag1) / (1 - lag1)
+        variance *= inflation
+        why += f"; consecutive rounds are correlated (lag-1 {lag1:.2f}), so the variance is {inflation:.2f}x the independent one"
     return RoundsSummary(_over_rounds(level, variance, lag1, pooled, pi_type, confidence, target, why), "rounds", p)
 
 
