@@ -11,7 +11,7 @@ from pilot_sys.cli.present.comparison import comparison_lines
 from pilot_sys.cli.present.progress import PlainProgress, QuietProgress
 from pilot_sys.cli.present.summary import alarm_lines, quiet_lines, summary_lines
 from pilot_sys.session.journal import RoundRecord
-from pilot_sys.session.progress import Budget, Forecast, Note, RoundDone, RoundExcluded
+from pilot_sys.session.progress import Forecast, Note, RoundDone, RoundExcluded
 from pilot_sys.session.result import (
     BottleneckSection,
     Comparison,
@@ -92,7 +92,9 @@ def test_the_summary_states_each_pi_with_its_half_width_and_target_the_same_way(
     )
     lines = summary_lines(_result(Status.VALID, ["fio"], [_bw(), iops, lat]))
     assert lines[0] == "status: valid (every CI target met); 31.2 s session time"
-    assert lines[1].startswith("valid: every CI target met over 10 analysed rounds; write_bw 2.17 GiB/s")
+    assert lines[1].startswith(
+        "valid: every CI target met over 10 analysed rounds; write_bw 2.17 GiB/s"
+    )
     assert lines[2] == "w: 12 rounds, 10 analysed, 2 short"
     # 0.07 / 2.17 = 3.2 %; the 10 % full-width target is ± 5 %
     assert lines[3] == (
@@ -189,7 +191,8 @@ def test_a_progress_line_per_round_and_the_events_it_renders() -> None:
     progress.emit(RoundDone(_record(37), [_bw()], Forecast(3, 6.0), 14.5))
     progress.emit(Note("WPS alpha raises the smallest work amount"))
     progress.emit(RoundExcluded(ExcludedRound(
-        index=20, workload="w", components=["cpu:host (compute)"], busy={"cpu:host (compute)": 0.94},
+        index=20, workload="w", components=["cpu:host (compute)"],
+        busy={"cpu:host (compute)": 0.94},
         text="round 20 excluded: hidden bottleneck at cpu:host (compute), 94 % busy")))
     progress.emit(
         RoundDone(

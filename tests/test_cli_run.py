@@ -177,7 +177,8 @@ def test_a_command_without_a_parser_reports_its_round_time(tmp_path: Path) -> No
                 "--min-round-seconds", "0", "--", "sleep", "0.05")
     assert r.returncode in (0, 4), r.stderr
     lines = r.stdout.splitlines()
-    assert len(lines) == 3 and lines[0].startswith("status: ") and lines[2] == f"result directory: {out}"
+    assert len(lines) == 3 and lines[0].startswith("status: ")
+    assert lines[2] == f"result directory: {out}"
     assert "round_time" in lines[1] and " ms" in lines[1] and "work_rate" not in r.stdout
     result = json.loads((out / "result.json").read_text())
     pi = result["workloads"][0]["pis"]["round_time"]

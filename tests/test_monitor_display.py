@@ -66,15 +66,16 @@ def test_a_saturated_cut_beside_a_hidden_bottleneck_says_which_governs() -> None
     n = 21
     trace = MonitorTrace(
         rate_hz=10.0, start_time=0.0, timestamps=[0.1 * i for i in range(n)],
-        series={"cpu:host/util_compute": [None] + [0.95] * (n - 1), "block:vda/busy": [None] + [0.97] * (n - 1)},
+        series={"cpu:host/util_compute": [None] + [0.95] * (n - 1),
+                "block:vda/busy": [None] + [0.97] * (n - 1)},
         component_under_test="block:vda",
     )
     verdict = assess(trace)
     assert verdict.cut_saturated and verdict.judged_invalid and verdict.governing == "cpu:host"
     lines = verdict_lines(verdict)
     assert lines[0].startswith("INVALID: 1 hidden bottleneck(s) besides the CUT (block:vda)")
-    assert ("CUT block:vda: saturated, but the hidden bottleneck governs the verdict: the number may be "
-            "cpu:host's limit, not block:vda's") in lines
+    assert ("CUT block:vda: saturated, but the hidden bottleneck governs the verdict: the number "
+            "may be cpu:host's limit, not block:vda's") in lines
     assert "CUT block:vda: saturated" not in lines  # never the bare state beside INVALID
 
 
@@ -87,7 +88,7 @@ def test_a_run_of_a_few_samples_is_not_judged() -> None:
     verdict = assess(trace)
     assert not verdict.valid and not verdict.enough_samples and not verdict.judged_invalid
     lines = verdict_lines(verdict)
-    assert lines[0] == ("not judged: 2 sampled interval(s), 10 needed to judge a share of 10 % of the run "
-                        "(raise --rate or run longer); seen above 80 %: cpu:host (compute)")
+    assert lines[0] == ("not judged: 2 sampled interval(s), 10 needed to judge a share of 10 % of "
+                        "the run (raise --rate or run longer); seen above 80 %: cpu:host (compute)")
     assert not any(line.startswith("INVALID") for line in lines)
     assert not any(line.startswith("note: only 2 sampled") for line in lines)

@@ -141,8 +141,9 @@ def test_round_means_that_drift_give_no_interval() -> None:
     means = np.array([g.mean() for g in groups])
     half = sps.t.ppf(0.975, 11) * math.sqrt(means.var(ddof=1) / 12)
     assert d.mean == pytest.approx(means.mean())
-    assert d.ci_low == pytest.approx(means.mean() - half) and d.ci_high == pytest.approx(means.mean() + half)
-    assert d.ci_high - d.ci_low > 0.05  # the levels 1.00 .. 1.22 the rounds went through, not their noise
+    assert d.ci_low == pytest.approx(means.mean() - half)
+    assert d.ci_high == pytest.approx(means.mean() + half)
+    assert d.ci_high - d.ci_low > 0.05  # the levels 1.00 .. 1.22 the rounds went through
 
 
 def test_fewer_rounds_than_subsessions_are_left_to_the_pooled_analysis() -> None:

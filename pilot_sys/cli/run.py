@@ -85,8 +85,8 @@ def preset_help() -> str:
     rows = preset_rows()
     width = max(len(label) for label, _ in rows)
     cols = [max(len(p.value), *(len(v[i]) for _, v in rows)) for i, p in enumerate(Preset)]
-    head = " " * (width + 2) + "  ".join(p.value.ljust(c) for p, c in zip(Preset, cols))
-    body = [f"{label.ljust(width)}  " + "  ".join(v.ljust(c) for v, c in zip(values, cols))
+    head = " " * (width + 2) + "  ".join(p.value.ljust(c) for p, c in zip(Preset, cols, strict=True))
+    body = [f"{label.ljust(width)}  " + "  ".join(v.ljust(c) for v, c in zip(values, cols, strict=True))
             for label, values in rows]
     return "\n".join(["Presets (--preset; each value can be overridden by its own option):", "",
                       *(f"  {line.rstrip()}" for line in [head, *body])])
@@ -104,7 +104,8 @@ class RunCommand(click.Command):
         head, _, table = preset_help().partition("\n\n")
         formatter.write_text(head)
         formatter.write_paragraph()
-        formatter.write("".join(f"{' ' * formatter.current_indent}{line}\n" for line in table.splitlines()))
+        indent = " " * formatter.current_indent
+        formatter.write("".join(f"{indent}{line}\n" for line in table.splitlines()))
         formatter.write_paragraph()
         formatter.write_text("Terms in the output:")
         with formatter.indentation():
@@ -117,19 +118,24 @@ class RunCommand(click.Command):
 @click.option("-w", "--work-amount", "work_amount", metavar="MIN,MAX",
               help="Valid range of %WORK_AMOUNT% (built-in workload: MiB, default 16,1024 capped by free space).")
 @click.option("-o", "--output-dir", type=click.Path(path_type=Path), help="Result directory (default: ./pilot-results/<time>-<name>).")
-@click.option("-s", "--session-limit", type=float, metavar="SECONDS", help="Stop after this much session time (0: no limit): every invocation's, --resume "
+@click.option("-s", "--session-limit", type=float, metavar="SECONDS",
+              help="Stop after this much session time (0: no limit): every invocation's, --resume "
                    "included, not the gaps between them. Default: the preset's (table below).")
 @click.option("--ci-perc", metavar="PCT",
               help="Target full CI width as % of the mean, e.g. 10% or 0.1 (10% is shown as "
                    "± 5 %). Default: the preset's.")
-@click.option("--confidence", type=float, help="Confidence level of the CIs. Default: the preset's.")
+@click.option("--confidence", type=float,
+              help="Confidence level of the CIs. Default: the preset's.")
 @click.option("--preset", type=click.Choice(["quick", "normal", "strict"]), default="normal", show_default=True,
               help="Targets and limits: quick, normal, strict (table below).")
-@click.option("--min-rounds", type=int, help="Analysed rounds needed before stopping. Default: the preset's.")
+@click.option("--min-rounds", type=int,
+              help="Analysed rounds needed before stopping. Default: the preset's.")
 @click.option("--max-rounds", type=int, help="Stop after this many rounds.")
 @click.option("--first-result", type=float, metavar="SECONDS", help="t of the k heuristic: a first rough result within t seconds.")
-@click.option("--min-round-seconds", type=float, help="Shorter rounds are stored but not analysed. Default: the preset's.")
-@click.option("--max-round-seconds", type=float, help="Longest planned round. Default: the preset's.")
+@click.option("--min-round-seconds", type=float,
+              help="Shorter rounds are stored but not analysed. Default: the preset's.")
+@click.option("--max-round-seconds", type=float,
+              help="Longest planned round. Default: the preset's.")
 @click.option("--parser", type=click.Choice(PARSER_CHOICES), default="auto", show_default=True,
               help="How to read the command's output (auto: from the program name: fio, iperf3, dd; else none).")
 @click.option("--work-unit", default=None, help="Name of the work amount's unit, for reports (e.g. MiB, requests).")

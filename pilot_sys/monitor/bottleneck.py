@@ -94,8 +94,10 @@ class Verdict(BaseModel):
     per_component: list[ComponentStats] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     intervals: int = 0  # sampled intervals the shares are over
-    enough_samples: bool = True  # intervals >= min_intervals(max_hot_fraction): the run can be judged
-    governing: str | None = None  # whose limit the result reflects: a hidden bottleneck, else a saturated CUT
+    # intervals >= min_intervals(max_hot_fraction): the run can be judged
+    enough_samples: bool = True
+    # whose limit the result reflects: a hidden bottleneck, else a saturated CUT
+    governing: str | None = None
 
     @property
     def judged_invalid(self) -> bool:
@@ -122,7 +124,8 @@ def governs_text(hidden: list[str], cut: str | None, cut_saturated: bool) -> str
     if not hidden or not cut or not cut_saturated:
         return None
     first = hidden[0].split(" (", 1)[0]
-    return f"the hidden bottleneck governs the verdict: the number may be {first}'s limit, not {cut}'s"
+    return (f"the hidden bottleneck governs the verdict: the number may be {first}'s limit, "
+            f"not {cut}'s")
 
 
 def cut_line(cut: str, cut_saturated: bool, hidden: list[str]) -> str:

@@ -74,7 +74,8 @@ def header(doc: ReportInput) -> list[str]:
     lines: list[str] = ["# pilot-sys session report", ""]
     if result.status is Status.INVALID:
         lines += [
-            f'<p style="color:red"><b>&#9940; {verdict.headline.replace("INVALID", "INVALID RESULT", 1)}. '
+            '<p style="color:red"><b>&#9940; '
+            f'{verdict.headline.replace("INVALID", "INVALID RESULT", 1)}. '
             "The numbers below do not describe the component under test.</b></p>",
             "",
         ]
@@ -87,7 +88,8 @@ def header(doc: ReportInput) -> list[str]:
         f"- **Result directory:** `{result.result_dir}`",
         f"- **Time:** {units.duration(result.elapsed_seconds)} session time{measured} (session "
         "time: the wall time of every invocation, without the gaps between them; what -s limits); "
-        f"report written {time.strftime('%Y-%m-%d %H:%M:%S %Z', time.localtime(result.created_at))}",
+        "report written "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S %Z', time.localtime(result.created_at))}",
         f"- **Targets:** every CI within {units.target(cfg.get('ci_perc', 0))} of the mean at "
         f"{100 * cfg.get('confidence', 0):g}% confidence, |autocorrelation| <= "
         f"{cfg.get('autocorr_limit')}, preset `{cfg.get('preset')}`",
@@ -253,7 +255,8 @@ def wps_fit(result: SessionResult, w: WorkloadResult) -> list[str]:
         return units.quantity(value, unit, missing=UNKNOWN)
 
     if x.alpha_work_amount:
-        applied = f" = {units.work(x.alpha_work_amount, w.work_unit)} of work amount: {alpha_text(x)}"
+        amount = units.work(x.alpha_work_amount, w.work_unit)
+        applied = f" = {amount} of work amount: {alpha_text(x)}"
     else:
         applied = f" ({alpha_text(x)})"
     lines = [
@@ -391,7 +394,8 @@ def bottleneck(doc: ReportInput) -> list[str]:
     if b.error:
         lines.append(f"- Monitor problems: {b.error}")
     if b.max_utilization:
-        lines += ["", "Peak utilization (fraction of the stated limit) over the included rounds:", ""]
+        lines += ["", "Peak utilization (fraction of the stated limit) over the included rounds:",
+                  ""]
         lines += _table(
             ["series", "peak"],
             [[f"`{k}`", units.percent(v)] for k, v in list(b.max_utilization.items())[:12]],

@@ -210,7 +210,8 @@ def rounds_table(journal: Journal, analyses: dict[str, TrackAnalysis]) -> list[l
                              for k, v in r.readings.items())
         state = _state(r, analysed) + (f": {r.failure}" if r.failure else "")
         if is_excluded(r):
-            state = f"excluded: hidden bottleneck at {', '.join(r.monitor.hidden_bottlenecks) if r.monitor else '?'}"
+            where = ", ".join(r.monitor.hidden_bottlenecks) if r.monitor else "?"
+            state = f"excluded: hidden bottleneck at {where}"
         elif state == "excluded":
             state = "below alpha"
         rows.append([str(r.index), r.workload, units.work(r.work_amount, work_unit),

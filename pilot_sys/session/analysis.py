@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pilot_sys.session import statsapi
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import RoundRecord
 from pilot_sys.session.result import DriftingAverage, PIResult, Removal, RoundCounts, WPSResult
-from pilot_sys.session import statsapi
 from pilot_sys.session.verdict import is_excluded
 from pilot_sys.workload.base import PISpec, PIType
 
@@ -243,7 +243,8 @@ class TrackAnalysis:
             res.interval_basis, res.rounds_heterogeneity_p = s.basis, s.heterogeneity_p
             if s.drifting is not None:
                 low, high, rounds, reason = s.drifting
-                res.drifting = DriftingAverage(ci_low=low, ci_high=high, rounds=rounds, reason=reason)
+                res.drifting = DriftingAverage(ci_low=low, ci_high=high, rounds=rounds,
+                                               reason=reason)
         res.mean, res.ci_low, res.ci_high = s.mean, s.ci_low, s.ci_high
         res.subsession_size, res.subsession_count = s.subsession_size, s.subsession_count
         res.subsession_variance, res.autocorrelation = s.subsession_variance, s.autocorrelation

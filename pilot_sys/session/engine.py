@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 import signal
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -36,18 +36,25 @@ from pilot_sys.errors import PilotError, WorkloadFailed
 from pilot_sys.session import statsapi
 from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.config import SessionConfig
-from pilot_sys.session.journal import Journal, JournalWriteFailed, MonitorSummary, RoundRecord, SyncBatch, WorkloadSpec
+from pilot_sys.session.journal import (
+    Journal,
+    JournalWriteFailed,
+    MonitorSummary,
+    RoundRecord,
+    SyncBatch,
+    WorkloadSpec,
+)
 from pilot_sys.session.planner import Planner
-from pilot_sys.session.result import StopReason
 from pilot_sys.session.progress import (
     Budget,
     Countdown,
-    Note,
     NoProgress,
+    Note,
     Progress,
     RoundDone,
     RoundExcluded,
 )
+from pilot_sys.session.result import StopReason
 from pilot_sys.session.verdict import excluded_round, is_excluded, unjudged_sighting
 from pilot_sys.workload.base import PISpec, RoundOutput, Workload
 
@@ -457,7 +464,8 @@ class Engine:
         self.progress.emit(RoundDone(rec, pis, forecast, used, as_of, budget))
         if is_excluded(rec):
             trace = self.journal.load_monitor(rec)
-            self.progress.emit(RoundExcluded(excluded_round(rec, trace.verdict if trace is not None else None)))
+            saved = trace.verdict if trace is not None else None
+            self.progress.emit(RoundExcluded(excluded_round(rec, saved)))
         elif unjudged_sighting(rec) and not self._told_unjudged:
             self._told_unjudged = True
             seen = ", ".join(rec.monitor.hidden_bottlenecks) if rec.monitor is not None else ""

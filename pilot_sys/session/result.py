@@ -347,7 +347,8 @@ class SessionResult(BaseModel):
     stop_reason: str
     verdict: SessionVerdict | None = None  # None only in result files older than the verdict
     elapsed_seconds: float = Field(0.0, description=(
-        "wall time of every invocation (resumes included, idle gaps between them not): what -s limits"))
+        "wall time of every invocation (resumes included, idle gaps between them not): "
+        "what -s limits"))
     measured_seconds: float | None = Field(None, description="the sum of the round times")
     config: dict[str, Any] = Field(default_factory=dict)
     workloads: list[WorkloadResult] = Field(default_factory=list)

@@ -140,17 +140,19 @@ def bottleneck_section(journal: Journal, included: set[int], cut: str | None, mo
     hidden = [f"{h.component} ({h.direction})" for h in verdict.hidden_bottlenecks]
     peaks = {s.metric: float(s.peak) for s in verdict.per_component if s.peak is not None and s.kind == "utilization"}
     sec.max_utilization = dict(sorted(peaks.items(), key=lambda kv: -kv[1]))
-    busy = {f"{s.component} ({s.direction})": float(s.time_above_fraction) for s in verdict.per_component
+    busy = {f"{s.component} ({s.direction})": float(s.time_above_fraction)
+            for s in verdict.per_component
             if s.judged and s.component != cut and (s.time_above_fraction or 0.0) >= BUSY_SHARE}
     sec.detail = {
-        "rounds_judged": sum(1 for r in journal.records if judged(r)), "samples": len(trace.timestamps),
-        "intervals": verdict.intervals, "threshold": threshold, "cut_saturated": verdict.cut_saturated,
+        "rounds_judged": sum(1 for r in journal.records if judged(r)),
+        "samples": len(trace.timestamps), "intervals": verdict.intervals, "threshold": threshold,
+        "cut_saturated": verdict.cut_saturated,
         "evidence": {f"{h.component} ({h.direction})": h.evidence for h in verdict.hidden_bottlenecks},
         "busy": busy, "notes": verdict.notes[:12],
     }
     if not verdict.enough_samples:
-        sec.detail["not_judged"] = (f"the included rounds hold {verdict.intervals} sampled interval(s) "
-                                    f"together, {min_intervals()} are needed")
+        sec.detail["not_judged"] = (f"the included rounds hold {verdict.intervals} sampled "
+                                    f"interval(s) together, {min_intervals()} are needed")
         sec.detail["seen"] = hidden
         return sec
     sec.valid = verdict.valid
@@ -194,13 +196,15 @@ def build_result(
     bsec = bottleneck_section(journal, analysed, m.cut or cfg.cut, monitored, cfg.bottleneck_threshold)
     if last is not None and last.monitor_error:
         bsec.error = last.monitor_error if not bsec.error else f"{last.monitor_error}; {bsec.error}"
-    excluded = [excluded_round(r, _round_verdict(journal, r)) for r in journal.records if is_excluded(r)]
+    excluded = [excluded_round(r, _round_verdict(journal, r))
+                for r in journal.records if is_excluded(r)]
     judged_rounds = sum(1 for r in journal.records if judged(r))
     more = _more_rounds(analyses, workloads)
     needed = None
     if more is not None and journal.records and elapsed > 0:
         needed = elapsed + more * len(workloads) * elapsed / len(journal.records)
-    failure = next((n.removeprefix("workload failed: ") for n in notes or [] if n.startswith("workload failed: ")), None)
+    failed = "workload failed: "
+    failure = next((n.removeprefix(failed) for n in notes or [] if n.startswith(failed)), None)
     verdict = decide(
         stop_reason=str(stop_reason), workloads=workloads, bsec=bsec, excluded=excluded,
         judged_rounds=judged_rounds, cfg=cfg, comparison=comparison,
@@ -236,7 +240,8 @@ def build_result(
     return SessionResult(
         created_at=time.time(), result_dir=str(journal.root), status=status, exit_code=int(STATUS_EXIT[status]),
         stop_reason=str(stop_reason), verdict=verdict, elapsed_seconds=float(elapsed),
-        measured_seconds=float(sum(r.duration for r in journal.records)), config=cfg.model_dump(mode="json"),
+        measured_seconds=float(sum(r.duration for r in journal.records)),
+        config=cfg.model_dump(mode="json"),
         workloads=workloads, comparison=comparison, bottleneck=bsec,
         graph_file=GRAPH_FILE if (journal.root / GRAPH_FILE).is_file() else None,
         overhead=overhead, context=m.context, notes=list(dict.fromkeys(all_notes)),
@@ -267,7 +272,7 @@ def _round_verdict(journal: Journal, rec: RoundRecord) -> dict[str, Any] | None:
 
 
 def _more_rounds(analyses: dict[str, TrackAnalysis], workloads: list[WorkloadResult]) -> int | None:
-    """Rounds each workload still needs for its targets, at most over the workloads (None: unknown)."""
+    """Rounds each workload still needs for its targets, the most of any (None: unknown)."""
     most: int | None = None
     for w in workloads:
         ta = analyses.get(w.name)

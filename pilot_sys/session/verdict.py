@@ -64,8 +64,13 @@ MAX_EXCLUDED_SHARE = 0.5
 def judged(rec: RoundRecord, max_hot_fraction: float = DEFAULT_MAX_HOT_FRACTION) -> bool:
     """A usable round whose monitor verdict covers enough samples to stand on its own."""
     m = rec.monitor
-    return (not rec.failed and not rec.short and m is not None and m.valid is not None
-            and enough_to_judge(m.samples, max_hot_fraction))
+    return (
+        not rec.failed
+        and not rec.short
+        and m is not None
+        and m.valid is not None
+        and enough_to_judge(m.samples, max_hot_fraction)
+    )
 
 
 def is_excluded(rec: RoundRecord, max_hot_fraction: float = DEFAULT_MAX_HOT_FRACTION) -> bool:
@@ -76,8 +81,13 @@ def is_excluded(rec: RoundRecord, max_hot_fraction: float = DEFAULT_MAX_HOT_FRAC
 def unjudged_sighting(rec: RoundRecord, max_hot_fraction: float = DEFAULT_MAX_HOT_FRACTION) -> bool:
     """A usable round that saw a hidden bottleneck but is too short to be judged on its own."""
     m = rec.monitor
-    return (not rec.failed and not rec.short and m is not None and m.valid is False
-            and not enough_to_judge(m.samples, max_hot_fraction))
+    return (
+        not rec.failed
+        and not rec.short
+        and m is not None
+        and m.valid is False
+        and not enough_to_judge(m.samples, max_hot_fraction)
+    )
 
 
 def _busy(label: str, value: float | None) -> str:
@@ -94,8 +104,13 @@ def excluded_round(rec: RoundRecord, round_verdict: dict[str, Any] | None) -> Ex
         if label in busy and h.get("mean") is not None:
             busy[label] = float(h["mean"])
     where = "; ".join(_busy(c, busy[c]) for c in components) or "a component other than the CUT"
-    return ExcludedRound(index=rec.index, workload=rec.workload, components=components, busy=busy,
-                         text=f"round {rec.index} excluded: hidden bottleneck at {where}")
+    return ExcludedRound(
+        index=rec.index,
+        workload=rec.workload,
+        components=components,
+        busy=busy,
+        text=f"round {rec.index} excluded: hidden bottleneck at {where}",
+    )
 
 
 def ranges(indices: Iterable[int]) -> str:
@@ -120,8 +135,10 @@ def excluded_text(excluded: list[ExcludedRound], judged_rounds: int) -> str | No
         return None
     which = ranges(e.index for e in excluded)
     word = "round" if len(excluded) == 1 else "rounds"
-    return (f"{len(excluded)} of {judged_rounds} judged rounds excluded ({word} {which}): "
-            f"hidden bottleneck at {_components(excluded)}")
+    return (
+        f"{len(excluded)} of {judged_rounds} judged rounds excluded ({word} {which}): "
+        f"hidden bottleneck at {_components(excluded)}"
+    )
 
 
 # -- the words for one PI ------------------------------------------------------------------------
@@ -140,8 +157,10 @@ def estimate_text(p: PIResult, network: bool = False) -> str:
     d = p.drifting
     if d is not None:
         mean, low, high = units.ci_parts(p.mean, d.ci_low, d.ci_high, p.unit, network)
-        return (f"{mean}, {conf} [{low}, {high}] over {d.rounds} round means (the session's "
-                "average over a drifting level, not a stable one)")
+        return (
+            f"{mean}, {conf} [{low}, {high}] over {d.rounds} round means (the session's "
+            "average over a drifting level, not a stable one)"
+        )
     return f"{units.quantity(p.mean, p.unit, network)} so far, no interval yet"
 
 
@@ -153,15 +172,19 @@ def needs_text(p: PIResult) -> str:
     if p.drifting is not None:
         return p.drifting.reason
     if p.required_sample_size:
-        return (f"needs about {p.required_sample_size} samples ({MIN_EFFECTIVE_SAMPLES} "
-                f"effective), has {p.sample_size}")
+        return (
+            f"needs about {p.required_sample_size} samples ({MIN_EFFECTIVE_SAMPLES} "
+            f"effective), has {p.sample_size}"
+        )
     return f"needs {MIN_EFFECTIVE_SAMPLES} effective samples, has {p.sample_size}"
 
 
 def alpha_text(w: WPSResult) -> str:
     """What became of the WPS alpha bound, consistent with alpha's own interval."""
     if w.alpha_bound == "applied" or (w.alpha_bound == "none" and w.alpha_work_amount):
-        return "rounds below it are not analysed, and it raised the lower end of the work-amount range"
+        return (
+            "rounds below it are not analysed, and it raised the lower end of the work-amount range"
+        )
     if w.alpha_bound == "not_above_zero":
         return "not applied: alpha's CI reaches 0, so alpha is not shown to be above 0"
     if w.alpha_bound == "above_range":
@@ -195,11 +218,16 @@ def _first_missed(workloads: list[WorkloadResult]) -> tuple[WorkloadResult, PIRe
     return next(((w, p) for w, p in _gating(workloads) if not p.ci_reached), None)
 
 
-def _lead(workloads: list[WorkloadResult], network: Callable[[WorkloadResult], bool],
-          missed_first: bool = True) -> str:
+def _lead(
+    workloads: list[WorkloadResult],
+    network: Callable[[WorkloadResult], bool],
+    missed_first: bool = True,
+) -> str:
     """The best estimate the headline leads with: the first PI that missed its target (when
     ``missed_first``), else the first the session waited for, else the first."""
-    pair = (_first_missed(workloads) if missed_first else None) or next(iter(_gating(workloads)), None)
+    pair = (_first_missed(workloads) if missed_first else None) or next(
+        iter(_gating(workloads)), None
+    )
     if pair is None:
         pair = next(((w, p) for w in workloads for p in w.pis.values()), None)
     if pair is None:
@@ -215,57 +243,97 @@ def _busy_evidence(bsec: BottleneckSection, excluded: list[ExcludedRound]) -> st
     busy = bsec.detail.get("busy") or {}
     threshold = bsec.detail.get("threshold", 0.8)
     for label, share in busy.items():
-        parts.append(f"{label} above {units.percent(threshold, 0)} for {units.percent(share, 0)} "
-                     "of the included rounds' time")
+        parts.append(
+            f"{label} above {units.percent(threshold, 0)} for {units.percent(share, 0)} "
+            "of the included rounds' time"
+        )
     if excluded:
-        parts.append(f"{len(excluded)} round(s) excluded for a hidden bottleneck at {_components(excluded)}")
+        parts.append(
+            f"{len(excluded)} round(s) excluded for a hidden bottleneck at {_components(excluded)}"
+        )
     if bsec.rounds_unjudged:
         parts.append(f"{len(bsec.rounds_unjudged)} round(s) too short to judge saw one")
     return "; ".join(parts) or None
 
 
 def _missed(
-    workloads: list[WorkloadResult], cfg: SessionConfig, bsec: BottleneckSection,
-    excluded: list[ExcludedRound], comparison: Comparison | None,
-    needed_seconds: float | None, more_rounds: int | None,
+    workloads: list[WorkloadResult],
+    cfg: SessionConfig,
+    bsec: BottleneckSection,
+    excluded: list[ExcludedRound],
+    comparison: Comparison | None,
+    needed_seconds: float | None,
+    more_rounds: int | None,
 ) -> tuple[Reason, str, str]:
     """Why the targets were missed and the one thing to do (limit reached or incomplete)."""
     preset = str(cfg.preset)
     advice = limit_advice(needed_seconds, preset)
-    at_rate = (f"; at this rate it needs about {units.duration(needed_seconds)} in all"
-               if needed_seconds is not None and math.isfinite(needed_seconds) else "")
+    at_rate = (
+        f"; at this rate it needs about {units.duration(needed_seconds)} in all"
+        if needed_seconds is not None and math.isfinite(needed_seconds)
+        else ""
+    )
     analysed = min((w.rounds.analysed for w in workloads), default=0)
     pair = _first_missed(workloads)
     if analysed < cfg.min_rounds:
         short = max((w.rounds.short for w in workloads), default=0)
-        why = f"only {analysed} round(s) could be analysed; a result needs at least {cfg.min_rounds}"
+        why = (
+            f"only {analysed} round(s) could be analysed; a result needs at least {cfg.min_rounds}"
+        )
         if short:
-            why += f" ({short} were shorter than {units.duration(cfg.min_round_seconds)} and not analysed)"
-            return Reason.TOO_FEW_ROUNDS, why, "raise -w MAX so that rounds last longer, or " + advice
+            shortest = units.duration(cfg.min_round_seconds)
+            why += f" ({short} were shorter than {shortest} and not analysed)"
+            return (
+                Reason.TOO_FEW_ROUNDS,
+                why,
+                "raise -w MAX so that rounds last longer, or " + advice,
+            )
         return Reason.TOO_FEW_ROUNDS, why + at_rate, advice
     if pair is None:
         if comparison is not None and not comparison.all_separated:
-            return (Reason.NOT_SEPARATED, "every interval met its target, but some workloads' intervals "
-                    "still overlap" + at_rate, advice)
-        return Reason.TOO_FEW_ROUNDS, "the targets were not confirmed before the limit" + at_rate, advice
+            return (
+                Reason.NOT_SEPARATED,
+                "every interval met its target, but some workloads' intervals "
+                "still overlap" + at_rate,
+                advice,
+            )
+        return (
+            Reason.TOO_FEW_ROUNDS,
+            "the targets were not confirmed before the limit" + at_rate,
+            advice,
+        )
     w, p = pair
     name = f"[{w.name}] {p.name}" if len(workloads) > 1 else p.name
     if p.drifting is not None:
-        return (Reason.DRIFT, f"{name}: {p.drifting.reason}, so there is no stable level to estimate; "
-                "the interval shown is the session's average over a drifting level",
-                "find what moves the level (other work on the host, a filling cache) and run on a "
-                "quieter host, or with a longer -s to see whether the level settles")
+        return (
+            Reason.DRIFT,
+            f"{name}: {p.drifting.reason}, so there is no stable level to estimate; "
+            "the interval shown is the session's average over a drifting level",
+            "find what moves the level (other work on the host, a filling cache) and run on a "
+            "quieter host, or with a longer -s to see whether the level settles",
+        )
     if p.ci_low is None or p.ci_high is None:
         more = f"; about {more_rounds} more round(s)" if more_rounds else ""
-        return Reason.TOO_FEW_ROUNDS, f"{name}: no interval yet: {needs_text(p)}{more}{at_rate}", advice
+        return (
+            Reason.TOO_FEW_ROUNDS,
+            f"{name}: no interval yet: {needs_text(p)}{more}{at_rate}",
+            advice,
+        )
     width = units.plus_minus(units.relative_half_width(p.mean, p.ci_low, p.ci_high))
     noise = f"{name}: the interval is {width} for the target {units.target(p.target)}"
     evidence = _busy_evidence(bsec, excluded)
     if evidence is not None:
-        return Reason.BUSY_HOST, f"{noise}, and the host was busy: {evidence}", (
-            "run on a quieter host (stop what keeps it busy), or " + advice)
+        return (
+            Reason.BUSY_HOST,
+            f"{noise}, and the host was busy: {evidence}",
+            ("run on a quieter host (stop what keeps it busy), or " + advice),
+        )
     more = f"; about {more_rounds} more round(s) needed" if more_rounds else ""
-    return Reason.NOISE, f"{noise}: the readings vary too much for the rounds run{more}{at_rate}", advice
+    return (
+        Reason.NOISE,
+        f"{noise}: the readings vary too much for the rounds run{more}{at_rate}",
+        advice,
+    )
 
 
 def bottleneck_line(bsec: BottleneckSection, included: int) -> str:
@@ -280,8 +348,10 @@ def bottleneck_line(bsec: BottleneckSection, included: int) -> str:
     over = f"over the {included} included rounds taken together"
     if bsec.valid:
         return f"bottleneck check: passed {over} (component under test: {cut})"
-    return (f"bottleneck check: FAILED {over}: hidden bottleneck at "
-            f"{', '.join(bsec.hidden_bottlenecks) or '?'} (component under test: {cut})")
+    return (
+        f"bottleneck check: FAILED {over}: hidden bottleneck at "
+        f"{', '.join(bsec.hidden_bottlenecks) or '?'} (component under test: {cut})"
+    )
 
 
 def status_of(stop_reason: str, any_result: bool, invalid: bool) -> tuple[Status, Reason | None]:
@@ -332,47 +402,74 @@ def decide(
         governs = cut_line(cut, True, hidden)
     why = next_step = None
     lead = _lead(workloads, network)
-    resume = f"`pilot-sys run --resume {result_dir}` continues" if result_dir else "--resume continues"
+    resume = (
+        f"`pilot-sys run --resume {result_dir}` continues" if result_dir else "--resume continues"
+    )
     if status is Status.INVALID:
         if too_many:
             reason = Reason.TOO_MANY_EXCLUDED
             comps = _components(excluded)
-            headline = (f"INVALID: {len(excluded)} of {judged_rounds} judged rounds were excluded for a "
-                        f"hidden bottleneck at {comps}, more than half: the numbers may describe "
-                        f"{governing or comps}, not the component under test ({cut or 'unknown'})")
+            headline = (
+                f"INVALID: {len(excluded)} of {judged_rounds} judged rounds were excluded for a "
+                f"hidden bottleneck at {comps}, more than half: the numbers may describe "
+                f"{governing or comps}, not the component under test ({cut or 'unknown'})"
+            )
         else:
             reason = Reason.HIDDEN_BOTTLENECK
-            headline = (f"INVALID: hidden bottleneck at {', '.join(hidden) or '?'} over the included "
-                        "rounds taken together: the numbers may describe "
-                        f"{governing or 'it'}, not the component under test ({cut or 'unknown'})")
+            headline = (
+                f"INVALID: hidden bottleneck at {', '.join(hidden) or '?'} over the included "
+                "rounds taken together: the numbers may describe "
+                f"{governing or 'it'}, not the component under test ({cut or 'unknown'})"
+            )
         target = governing or "it"
-        next_step = (f"run on a quieter host (stop what keeps {target} busy), or name it with "
-                     f"--cut {target} if it is what you meant to measure")
+        next_step = (
+            f"run on a quieter host (stop what keeps {target} busy), or name it with "
+            f"--cut {target} if it is what you meant to measure"
+        )
     elif status is Status.VALID:
-        headline = (f"valid: every CI target met over {included} analysed rounds; "
-                    f"{_lead(workloads, network, missed_first=False)}")
+        headline = (
+            f"valid: every CI target met over {included} analysed rounds; "
+            f"{_lead(workloads, network, missed_first=False)}"
+        )
     elif status is Status.INTERRUPTED:
-        how = "interrupted" if reason is Reason.INTERRUPTED else "stopped without a clean stop (killed or crashed)"
-        headline = f"{how} after {sum(w.rounds.total for w in workloads)} rounds (all kept); so far: {lead}"
+        how = (
+            "interrupted"
+            if reason is Reason.INTERRUPTED
+            else "stopped without a clean stop (killed or crashed)"
+        )
+        total = sum(w.rounds.total for w in workloads)
+        headline = f"{how} after {total} rounds (all kept); so far: {lead}"
         next_step = resume
     elif status is Status.WORKLOAD_FAILED:
         headline = f"the workload failed: {failure or 'see the notes'}"
         next_step = f"fix the workload; the rounds before it are kept: {resume}"
     elif status is Status.INCOMPLETE and reason is Reason.DISK_FULL:
-        headline = f"incomplete: the round journal could not be written (disk full?); so far: {lead}"
+        headline = (
+            f"incomplete: the round journal could not be written (disk full?); so far: {lead}"
+        )
         next_step = f"free space; {resume}"
     else:
-        reason, why, next_step = _missed(workloads, cfg, bsec, excluded, comparison, needed_seconds,
-                                         more_rounds)
+        reason, why, next_step = _missed(
+            workloads, cfg, bsec, excluded, comparison, needed_seconds, more_rounds
+        )
         if status is Status.LIMIT_REACHED:
             headline = f"limit reached before the CI target; best estimate: {lead}"
         else:
             headline = f"incomplete: too few rounds for any result; {lead}"
     return SessionVerdict(
-        status=status, reason=reason or Reason.TOO_FEW_ROUNDS, headline=headline,
-        bottleneck=bottleneck_line(bsec, included), excluded=excluded_text(excluded, judged_rounds),
-        governs=governs, why=why, next_step=next_step, governing=governing, cut=cut,
-        cut_saturated=bsec.cut_saturated, hidden_bottlenecks=hidden, excluded_rounds=excluded,
+        status=status,
+        reason=reason or Reason.TOO_FEW_ROUNDS,
+        headline=headline,
+        bottleneck=bottleneck_line(bsec, included),
+        excluded=excluded_text(excluded, judged_rounds),
+        governs=governs,
+        why=why,
+        next_step=next_step,
+        governing=governing,
+        cut=cut,
+        cut_saturated=bsec.cut_saturated,
+        hidden_bottlenecks=hidden,
+        excluded_rounds=excluded,
         judged_rounds=judged_rounds,
     )
 
@@ -387,10 +484,17 @@ def verdict_of(result: SessionResult) -> SessionVerdict:
     except ValueError:
         cfg = SessionConfig()
     bsec = result.bottleneck
-    v = decide(stop_reason=result.stop_reason, workloads=result.workloads, bsec=bsec, excluded=[],
-               judged_rounds=0, cfg=cfg, comparison=result.comparison,
-               network=lambda w: units.network_traffic(w.command, bsec.cut),
-               result_dir=result.result_dir)
+    v = decide(
+        stop_reason=result.stop_reason,
+        workloads=result.workloads,
+        bsec=bsec,
+        excluded=[],
+        judged_rounds=0,
+        cfg=cfg,
+        comparison=result.comparison,
+        network=lambda w: units.network_traffic(w.command, bsec.cut),
+        result_dir=result.result_dir,
+    )
     if v.status is not result.status:
         v = v.model_copy(update={"status": result.status})
     return v

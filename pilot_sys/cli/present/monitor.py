@@ -60,7 +60,8 @@ def verdict_lines(verdict: Verdict) -> list[str]:
             f"  - {h.component} ({h.direction}): {h.evidence}" for h in verdict.hidden_bottlenecks
         ]
     if verdict.cut is not None:
-        lines.append(cut_line(verdict.cut, verdict.cut_saturated, hidden if verdict.enough_samples else []))
+        judged = hidden if verdict.enough_samples else []
+        lines.append(cut_line(verdict.cut, verdict.cut_saturated, judged))
     # the headline already says how many intervals there were
     lines += [f"note: {n}" for n in verdict.notes
               if verdict.enough_samples or not n.startswith(f"only {verdict.intervals} sampled")]

@@ -135,7 +135,8 @@ class PlainProgress(QuietProgress):
         record = event.record
         flags = " SHORT(not analysed)" if record.short else ""
         flags += failure_text(record)
-        head = f"{round_head(record, self.work_unit, self.fixed_work)}{flags} | t={event.elapsed:.1f}s"
+        first = round_head(record, self.work_unit, self.fixed_work)
+        head = f"{first}{flags} | t={event.elapsed:.1f}s"
         network = self.network(record.workload)
         body = "; ".join(pi_line(p, network) for p in event.pis)
         stale = f" (CIs as of round {event.cis_as_of})" if event.cis_as_of else ""
@@ -167,7 +168,8 @@ class RichProgress(QuietProgress):
         as_of = f" | CIs as of round {event.cis_as_of}" if event.cis_as_of else ""
         table = Table(
             title=escape(
-                f"{round_head(record, self.work_unit, self.fixed_work)}{' (short)' if record.short else ''} | "
+                f"{round_head(record, self.work_unit, self.fixed_work)}"
+                f"{' (short)' if record.short else ''} | "
                 f"{event.elapsed:.0f}s | {eta_text(event.forecast, event.budget)}{as_of}"
             ),
             title_justify="left",

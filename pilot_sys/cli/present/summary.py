@@ -93,7 +93,8 @@ def summary_lines(result: SessionResult) -> list[str]:
         lines.append(rounds_text(w))
         network = network_of(result, w)
         lines += [pi_summary(p, network) for p in w.pis.values()]
-        ph = w.phase_check  # the report also says why a check was not done; the terminal, what it found
+        # the report also says why a check was not done; the terminal, what it found
+        ph = w.phase_check
         if (
             ph is not None
             and ph.checked_rounds
