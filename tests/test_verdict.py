@@ -156,11 +156,11 @@ def run(
     outcome = engine.run()
     engine.finalize()
     journal.unlock()
+    reason = outcome.stop_reason
+    if reason is StopReason.MAX_ROUNDS and engine.targets_met():  # as Session.run does
+        reason = StopReason.TARGETS_MET_AT_END
     result = build_result(
-        journal,
-        {t.name: t.analysis for t in engine.tracks},
-        str(stop or outcome.stop_reason),
-        outcome.elapsed,
+        journal, {t.name: t.analysis for t in engine.tracks}, str(stop or reason), outcome.elapsed
     )
     warnings = [line for line in stream.getvalue().splitlines() if "WARNING" in line]
     return result, warnings, journal

@@ -277,17 +277,20 @@ def _missed(
     pair = _first_missed(workloads)
     if analysed < cfg.min_rounds:
         short = max((w.rounds.short for w in workloads), default=0)
+        below = max((w.rounds.below_alpha for w in workloads), default=0)
         why = (
             f"only {analysed} round(s) could be analysed; a result needs at least {cfg.min_rounds}"
         )
-        if short:
-            shortest = units.duration(cfg.min_round_seconds)
-            why += f" ({short} were shorter than {shortest} and not analysed)"
-            return (
-                Reason.TOO_FEW_ROUNDS,
-                why,
-                "raise -w MAX so that rounds last longer, or " + advice,
-            )
+        left_out = [
+            f"{short} shorter than {units.duration(cfg.min_round_seconds)}" if short else "",
+            f"{len(excluded)} excluded" if excluded else "",
+            f"{below} below the smallest useful work (alpha)" if below else "",
+        ]
+        if any(left_out):
+            why += f" (not analysed: {', '.join(x for x in left_out if x)})"
+        if short or below:
+            todo = "raise -w MAX so that rounds do more work, or " + advice
+            return Reason.TOO_FEW_ROUNDS, why, todo
         return Reason.TOO_FEW_ROUNDS, why + at_rate, advice
     if pair is None:
         if comparison is not None and not comparison.all_separated:

@@ -174,7 +174,7 @@ class RichProgress(QuietProgress):
             ),
             title_justify="left",
         )
-        for col in ("PI", "mean", "CI", "±", "target", "n", "needed"):
+        for col in ("PI", "mean", "CI", "±", "target", "samples", "needed"):
             table.add_column(col)
         network = self.network(record.workload)
         for p in event.pis:
@@ -187,7 +187,7 @@ class RichProgress(QuietProgress):
                 f"[{style}]{precision(p)}[/{style}]",
                 units.target(p.target),
                 str(p.sample_size),
-                "?" if p.required_sample_size is None else str(p.required_sample_size),
+                "not known" if p.required_sample_size is None else f"about {p.required_sample_size}",
             )
         if not self.live.is_started:
             self.live.start()
