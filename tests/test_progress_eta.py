@@ -145,3 +145,14 @@ def test_a_real_session_counts_down_between_analyses(tmp_path: Path) -> None:
             made = int(re.search(r"round (\d+)'s", checking)[1])  # type: ignore[index]
             assert index - made >= fresh[made], m[0]
     assert stale > 0  # the engine did skip analyses, so the countdown was exercised
+
+
+def test_an_excluded_round_brings_the_target_no_closer() -> None:
+    from pilot_sys.session.journal import MonitorSummary
+
+    hot = rec(2).model_copy(update={"monitor": MonitorSummary(
+        samples=21, valid=False, hidden_bottlenecks=["cpu:host (compute)"])})
+    lines = tails([(rec(1), 3, 6.0, None), (hot, 2, 4.0, 1), (rec(3), 2, 4.0, 1)])
+    assert lines == ["~3 more round(s), ETA 6 s",
+                     "~3 more round(s), ETA 6 s (estimate as of round 1)",
+                     "~2 more round(s), ETA 4 s (estimate as of round 1)"]

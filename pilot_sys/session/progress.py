@@ -18,6 +18,7 @@ from typing import Protocol
 
 from pilot_sys.session.journal import RoundRecord
 from pilot_sys.session.result import ExcludedRound, PIResult
+from pilot_sys.session.verdict import is_excluded
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ class Countdown:
 
     Fresh forecasts come with ``as_of=None`` (the engine analysed after this round); later
     rounds carry ``as_of``, the round of that analysis. Only rounds that count (not short, not
-    failed) bring the target closer. When the analysis was not seen (a resumed session), the
+    failed, not excluded for a hidden bottleneck) bring the target closer. When the analysis was not seen (a resumed session), the
     engine's own numbers are passed on as they are."""
 
     def __init__(self) -> None:
@@ -124,7 +125,7 @@ class Countdown:
         made = self._made.get(record.workload)
         if made is None or made.at != as_of:
             return Forecast(rounds_needed, eta, as_of)
-        if not record.short and not record.failed:
+        if not record.short and not record.failed and not is_excluded(record):
             made.since += 1
         if pace is not None:
             made.seconds_per_round = pace
