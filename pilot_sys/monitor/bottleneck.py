@@ -1,4 +1,5 @@
-"""Hidden-bottleneck detection (seeds/002 §III-B): did the run measure the component under test?
+"""Hidden-bottleneck detection (the Pilot paper, §III-B): did the run measure the component
+under test?
 
 Pure functions of a ``MonitorTrace`` (no I/O). For every component and direction the trace has a
 saturation signal for: mean, p95 and peak, and the share of the run's *time* above the threshold

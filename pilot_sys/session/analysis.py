@@ -1,7 +1,7 @@
 """Per-round analysis of one workload's rounds: which rounds count, non-stable removal, CIs.
 
 The statistics themselves live in ``pilot_sys.stats`` (pure functions); this module decides
-*what* goes into them (seeds/002 §III-A, §III-E):
+*what* goes into them (the Pilot paper, §III-A, §III-E):
 
 - short rounds, failed rounds, rounds excluded for a hidden bottleneck in their own monitor
   verdict (``pilot_sys.session.verdict``) and rounds doing less than the smallest useful work
@@ -141,7 +141,8 @@ class TrackAnalysis:
                 results[spec.name] = res
         if self.wps is not None and self.wps.v is not None:
             wps = self._wps_pi()
-            # WPS is the non-stable removal for readings-only PIs (seeds/000); when every PI
+            # WPS is the non-stable removal for readings-only PIs (Pilot's documentation on
+            # warm-up and cool-down detection); when every PI
             # has unit readings, EDM already did that job and v is reported, not waited for.
             wps.gates_stop = any(p.source == "readings" for p in results.values())
             results[WPS_PI] = wps

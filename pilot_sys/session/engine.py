@@ -1,6 +1,6 @@
 """The round loop: plan, run (monitored), journal, analyse, decide; until a stop rule fires.
 
-Stop rules, checked before every round (seeds/002 §III-E, §III-F):
+Stop rules, checked before every round (the Pilot paper, §III-E, §III-F):
 
 - every PI of every workload meets its CI target, at least ``min_rounds`` rounds were analysed,
   and (interleaved comparisons) every adjacent pair of the ranking is separated -> done;
@@ -104,14 +104,11 @@ def analysis_step(usable_rounds: int, rounds_needed: int | None, to_first_interv
     with its length. It cannot reach its target before about the required sample size, so the
     engine re-analyses once ``FORECAST_MARGIN`` of the forecast rounds have run, and at the latest
     after ``ANALYSIS_GROWTH`` more rounds: O(log n) full analyses per session, each decision on
-    fresh numbers, and ``cost_floor`` bounds what they cost per round. Until 2026-11-21 the values
-    were 0.8 and 10%, to temper optional stopping (stopping on a lucky, briefly narrow CI); that
-    cost 4-9% more rounds than analysing after every round and bought no coverage:
-    ``benchmarks/session_oracle.py --reps 300`` at 0.5 and 2% gave 1.44x / 1.14x / 1.15x the
-    oracle (readings, units, readings at 1%) with coverage 95.0% / 94.3% / 95.3%, against
-    1.54x / 1.14x / 1.18x and 95.0% / 94.0% / 95.0% before. Before any interval exists, the
-    stats' estimate of the samples one needs at all is used the same way (it is rough from few
-    samples, so it only ever brings the next analysis closer)."""
+    fresh numbers, and ``cost_floor`` bounds what they cost per round. Analysing less often, to
+    temper optional stopping (stopping on a lucky, briefly narrow CI), cost more rounds and
+    bought no coverage (``benchmarks/session_oracle.py``, benchmarks/results/session.md). Before
+    any interval exists, the stats' estimate of the samples one needs at all is used the same way
+    (it is rough from few samples, so it only ever brings the next analysis closer)."""
     growth = max(1, math.ceil(ANALYSIS_GROWTH * usable_rounds))
     forecast = rounds_needed if rounds_needed is not None else to_first_interval
     if forecast is None:
@@ -119,7 +116,6 @@ def analysis_step(usable_rounds: int, rounds_needed: int | None, to_first_interv
     return max(1, min(growth, math.floor(FORECAST_MARGIN * forecast)))
 
 
-# 2 ms until 2026-11-21: with EDM, the journal and its fsync that broke the 5 ms a round
 ANALYSIS_BUDGET = 0.001  # seconds of full re-analysis per round, amortised, at the least ...
 ANALYSIS_SHARE = 0.02  # ... or this share of a round's duration, whichever is larger
 
@@ -292,7 +288,7 @@ class Engine:
         return None
 
     def _next_track(self) -> Track:
-        """Round-robin over workloads (seeds/002 Fig. 6: interleaving lowers temporal
+        """Round-robin over workloads (the Pilot paper, Fig. 6: interleaving lowers temporal
         correlation); a workload whose targets are met still takes its turn in a comparison,
         because the pair decisions need fresh, interleaved rounds of both."""
         track = self.tracks[self._turn % len(self.tracks)]

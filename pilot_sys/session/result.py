@@ -16,7 +16,7 @@ Schema (``pilot-sys report --schema`` prints the full JSON Schema of :class:`Ses
     (``None`` while unknown), the ``confidence`` level, the ``target`` relative width and
     whether it was ``ci_reached``, the ``source`` of its samples (``unit_readings`` after EDM,
     ``readings``, or ``wps`` for the work-per-second regression), the subsession size, the
-    subsession sample count and variance (what a later comparison needs, seeds/002 §III-F),
+    subsession sample count and variance (what a later comparison needs, the Pilot paper §III-F),
     the ``required_sample_size`` and what non-stable removal took away
   - ``wps``: the WPS fit ``t = alpha + w / v`` (alpha in seconds, v in work units/s with CI,
     ``alpha_work``: the smallest useful work, where alpha is at most 10% of a round's time,
@@ -24,7 +24,8 @@ Schema (``pilot-sys report --schema`` prints the full JSON Schema of :class:`Ses
   - ``rounds``: counts of rounds run, analysed, short, below alpha, excluded (a hidden
     bottleneck in the round), failed
   - ``phase_check``: whether the analysed rounds' monitor traces show the same phase behaviour
-    (transition signatures, seeds/004): the rounds checked, those that do not match their
+    (transition signatures, Isci and Martonosi's phase detection): the rounds checked, those
+    that do not match their
     siblings (``inconsistent_rounds``), their scores and a one-line ``note``
 - ``comparison``: for interleaved runs, the ranking with differences, CIs and Welch p-values,
   and ``phase_behaviour``: a note per pair of workloads whose phase behaviour differs
@@ -246,7 +247,7 @@ class RoundCounts(BaseModel):
 
 
 class PhaseCheck(BaseModel):
-    """Whether a workload's analysed rounds show the same phase behaviour (seeds/004: their
+    """Whether a workload's analysed rounds show the same phase behaviour (Isci and Martonosi: their
     transition signatures match). A round that does not ran something else or hit a different
     system state; it is named, not removed, since the reader decides what it means."""
 
@@ -290,7 +291,7 @@ class PairComparison(BaseModel):
 
 
 class PhaseComparison(BaseModel):
-    """Whether two workloads change their resource mix at the same moments (seeds/004)."""
+    """Whether two workloads change their resource mix at the same moments (Isci and Martonosi)."""
 
     a: str
     b: str
