@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pilot_sys.cli.present.progress import PlainProgress, eta_text, pi_line
+from pilot_sys.cli.present.progress import PlainProgress, QuietProgress, eta_text, pi_line
 from pilot_sys.cli.present.summary import quiet_lines, summary_lines
 from pilot_sys.monitor.bottleneck import assess
 from pilot_sys.monitor.trace import MonitorTrace
@@ -33,10 +33,11 @@ from pilot_sys.session.journal import (
     SyncBatch,
     WorkloadSpec,
 )
-from pilot_sys.session.progress import Budget, Forecast
+from pilot_sys.session.progress import Budget, Forecast, RoundExcluded
 from pilot_sys.session.result import (
     BottleneckSection,
     DriftingAverage,
+    ExcludedRound,
     PIResult,
     Reason,
     RoundCounts,
@@ -166,6 +167,13 @@ def run(
     return result, warnings, journal
 
 
+def test_quiet_lists_no_excluded_round() -> None:
+    stream = io.StringIO()
+    event = RoundExcluded(ExcludedRound(index=3, workload="w", text="round 3 excluded"))
+    QuietProgress(stream).emit(event)
+    assert stream.getvalue() == ""
+
+
 def excluded_in_warnings(warnings: list[str]) -> list[int]:
     return [int(w.split("round ")[1].split(" ")[0]) for w in warnings if " excluded: " in w]
 
@@ -188,6 +196,12 @@ def test_two_hot_rounds_are_excluded_and_every_output_says_so(tmp_path: Path) ->
     assert (
         result.status is Status.VALID and v.reason is Reason.TARGETS_MET and result.exit_code == 0
     )
+    # -q prints no line per round; its headline counts them
+    assert v.headline.startswith(
+        f"valid: every CI target met over {n - 2} analysed rounds (2 excluded for a hidden "
+        "bottleneck at cpu:host (compute)); value "
+    )
+    assert quiet_lines(result)[1] == v.headline
     # the summary: never a bare "passed" after a warning; the excluded line names the same rounds
     lines = summary_lines(result)
     assert (

@@ -430,8 +430,13 @@ def decide(
             f"--cut {target} if it is what you meant to measure"
         )
     elif status is Status.VALID:
+        dropped = (
+            f" ({len(excluded)} excluded for a hidden bottleneck at {_components(excluded)})"
+            if excluded
+            else ""
+        )
         headline = (
-            f"valid: every CI target met over {included} analysed rounds; "
+            f"valid: every CI target met over {included} analysed rounds{dropped}; "
             f"{_lead(workloads, network, missed_first=False)}"
         )
     elif status is Status.INTERRUPTED:

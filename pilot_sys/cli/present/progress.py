@@ -98,7 +98,8 @@ def round_head(record: RoundRecord, work_unit: str = "", fixed_work: bool = Fals
 
 
 class QuietProgress:
-    """--quiet: only loud events (a hidden bottleneck, a full disk) reach stderr."""
+    """--quiet: only loud notes (a full disk, a monitor that cannot start) reach stderr; the
+    excluded rounds are counted in the verdict's headline at the end, not listed."""
 
     def __init__(
         self, stream: TextIO | None = None, network: NetworkOf = _storage, work_unit: str = ""
@@ -112,11 +113,15 @@ class QuietProgress:
         if isinstance(event, RoundDone):
             self.round_done(event)
         elif isinstance(event, RoundExcluded):
-            self.note(excluded_text(event), loud=True)
+            self.excluded(event)
         elif isinstance(event, Note):
             self.note(event.text, event.loud)
 
     def round_done(self, event: RoundDone) -> None:
+        return None
+
+    def excluded(self, event: RoundExcluded) -> None:
+        """--quiet: the headline at the end counts the excluded rounds; no line per round."""
         return None
 
     def note(self, text: str, loud: bool = False) -> None:
@@ -130,6 +135,9 @@ class QuietProgress:
 
 class PlainProgress(QuietProgress):
     """One line per round, for logs and pipes."""
+
+    def excluded(self, event: RoundExcluded) -> None:
+        self.note(excluded_text(event), loud=True)
 
     def round_done(self, event: RoundDone) -> None:
         record = event.record
@@ -149,6 +157,9 @@ class PlainProgress(QuietProgress):
 
 class RichProgress(QuietProgress):
     """A live table in a terminal (started at the first round); notes above it, loud ones in red."""
+
+    def excluded(self, event: RoundExcluded) -> None:
+        self.note(excluded_text(event), loud=True)
 
     def __init__(self, network: NetworkOf = _storage, work_unit: str = "") -> None:
         from rich.console import Console
@@ -187,7 +198,8 @@ class RichProgress(QuietProgress):
                 f"[{style}]{precision(p)}[/{style}]",
                 units.target(p.target),
                 str(p.sample_size),
-                "not known" if p.required_sample_size is None else f"about {p.required_sample_size}",
+                "not known" if p.required_sample_size is None
+                else f"about {p.required_sample_size}",
             )
         if not self.live.is_started:
             self.live.start()
