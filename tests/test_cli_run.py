@@ -83,9 +83,10 @@ def test_workload_failing_at_round_3(tmp_path: Path) -> None:
                 "--", "sh", "-c", script, "sh", str(counter))
     assert r.returncode == 5, r.stderr
     assert "exited with code 7" in r.stderr or "exited with code 7" in (out / "report.md").read_text()
-    # --quiet: the one-line status and where the result is, nothing else
-    status, where = r.stdout.splitlines()
-    assert status.startswith("status: workload_failed (the workload failed), ")
+    # --quiet: the one-line status, the verdict's headline and where the result is, nothing else
+    status, headline, where = r.stdout.splitlines()
+    assert status.startswith("status: workload_failed (the workload failed); ")
+    assert headline.startswith("the workload failed: ") and "exited with code 7" in headline
     assert where == f"result directory: {out}"
     recs = _lines(out)
     assert [rec["index"] for rec in recs] == [1, 2, 3] and recs[2]["failed"] is True
