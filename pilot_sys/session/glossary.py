@@ -65,7 +65,8 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
     ("work amount", "what %WORK_AMOUNT% is set to in a round, in the workload's unit (-w MIN,MAX)"),
     (
         "round_time",
-        "the PI of a command with no parser and no %WORK_AMOUNT%: the time one round takes",
+        "the PI of a command with no parser, no %WORK_AMOUNT% and no --work-unit: the time "
+        "one round takes",
     ),
     (
         "CUT",

@@ -98,11 +98,16 @@ class CommandWorkload:
             name="round_time", unit="s", pi_type=PIType.ARITHMETIC, higher_is_better=False,
             description="the round's wall-clock duration (the command has no %WORK_AMOUNT%)"))
 
+    @property
+    def _times_rounds(self) -> bool:
+        """Every round does the same, unnamed work (no %WORK_AMOUNT%, no --work-unit)."""
+        return self.nominal_work_amount and self.work_amount_unit == "work"
+
     def _timing_spec(self) -> PISpec:
-        """What ``--parser none`` measures: the rate of work when the work amount varies, else
-        (every round does the same, unnamed work) the time a round takes: ``sleep 0.1`` is
-        about 102 ms a round, not 9.8 work/s."""
-        return self._round_time_spec() if self.nominal_work_amount else self._work_rate_spec()
+        """What ``--parser none`` measures: the rate of work when the work amount varies or has
+        a unit (``--work-unit requests``: a round is one request), else the time a round takes:
+        ``sleep 0.1`` is about 102 ms a round, not 9.8 work/s."""
+        return self._round_time_spec() if self._times_rounds else self._work_rate_spec()
 
     def pi_specs(self) -> list[PISpec]:
         """The PIs: known up front for ``--parser none`` or given ``pi_specs``, else after a first round."""
@@ -155,7 +160,7 @@ class CommandWorkload:
             out = ParsedOutput()
             if duration <= 0:
                 raise MalformedOutput(captured.stdout_name, "the round took no measurable time")
-            if self.nominal_work_amount:
+            if self._times_rounds:
                 out.add(self._round_time_spec(), duration)
             else:
                 out.add(self._work_rate_spec(), work_amount / duration)
