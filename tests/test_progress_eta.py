@@ -23,11 +23,12 @@ def rec(index: int, workload: str = "w", short: bool = False) -> RoundRecord:
                        started_at=0.0, work_amount=1.0, duration=0.5, phase="test", short=short)
 
 
-def tails(calls: list[tuple[RoundRecord, int | None, float | None, int | None]]) -> list[str]:
+def tails(calls: list[tuple[RoundRecord, int | None, float | None, int | None]],
+          cut: str | None = None) -> list[str]:
     """Count down and emit as the engine does; the text after the last '|' of every printed line."""
     stream = io.StringIO()
     progress = PlainProgress(stream)
-    countdown = Countdown()
+    countdown = Countdown(cut)
     for record, needed, eta, as_of in calls:
         forecast = countdown.update(record, needed, eta, as_of)
         progress.emit(RoundDone(record, [], forecast, 1.0, as_of))
@@ -152,7 +153,7 @@ def test_an_excluded_round_brings_the_target_no_closer() -> None:
 
     hot = rec(2).model_copy(update={"monitor": MonitorSummary(
         samples=21, valid=False, hidden_bottlenecks=["cpu:host (compute)"])})
-    lines = tails([(rec(1), 3, 6.0, None), (hot, 2, 4.0, 1), (rec(3), 2, 4.0, 1)])
+    lines = tails([(rec(1), 3, 6.0, None), (hot, 2, 4.0, 1), (rec(3), 2, 4.0, 1)], cut="block:vda")
     assert lines == ["~3 more round(s), ETA 6 s",
                      "~3 more round(s), ETA 6 s (estimate as of round 1)",
                      "~2 more round(s), ETA 4 s (estimate as of round 1)"]

@@ -84,8 +84,14 @@ class HotMonitor:
     """Writes a trace per round: ``samples`` samples, cpu:host at 95 % in the ``hot`` rounds
     (30 % otherwise), the CUT block:vda at ``cut_level`` of its limit; judged by ``assess``."""
 
-    def __init__(self, hot: set[int], samples: int = 21, cut_level: float = 0.5) -> None:
-        self.hot, self.samples, self.cut_level = hot, samples, cut_level
+    def __init__(
+        self,
+        hot: set[int],
+        samples: int = 21,
+        cut_level: float = 0.5,
+        cut: str | None = "block:vda",
+    ) -> None:
+        self.hot, self.samples, self.cut_level, self.cut = hot, samples, cut_level, cut
         self.round = 0
 
     def start(self) -> None:
@@ -103,7 +109,7 @@ class HotMonitor:
                 "block:vda/util_write": [None] + [self.cut_level] * (n - 1),
             },
             limits={"cpu:host/compute": TWO_CORES, "block:vda/write": DISK},
-            component_under_test="block:vda",
+            component_under_test=self.cut,
         )
         verdict = assess(trace)
         trace.verdict = verdict.model_dump(mode="json")
@@ -120,6 +126,9 @@ class HotMonitor:
 
     def abort(self) -> None:
         return None
+
+
+OUTPUT: list[str] = []  # what the last ``run`` printed
 
 
 def run(
@@ -163,8 +172,26 @@ def run(
     result = build_result(
         journal, {t.name: t.analysis for t in engine.tracks}, str(stop or reason), outcome.elapsed
     )
-    warnings = [line for line in stream.getvalue().splitlines() if "WARNING" in line]
+    OUTPUT[:] = stream.getvalue().splitlines()
+    warnings = [line for line in OUTPUT if "WARNING" in line]
     return result, warnings, journal
+
+
+def test_without_a_cut_no_round_is_excluded(tmp_path: Path) -> None:
+    """A hot CPU may be what a CPU benchmark exercises: without a CUT no round is excluded, a
+    note says so once, and the session's verdict over all rounds still names the component."""
+    result, warnings, _ = run(
+        tmp_path, HotMonitor(hot={2, 4, 6}, cut=None), ci_perc=0.0001, cut=None
+    )
+    v = result.verdict
+    assert v is not None and warnings == [] and v.excluded_rounds == []
+    assert result.workloads[0].rounds.excluded == 0 and result.workloads[0].rounds.analysed == 20
+    assert result.bottleneck.rounds_invalid == []
+    notes = [line for line in OUTPUT if "no component under test is known" in line]
+    assert notes == [
+        "pilot-sys: round 2 saw cpu:host (compute) above 80 %, but no component under "
+        "test is known, so no round is excluded for it: name one with --cut"
+    ]
 
 
 def test_quiet_lists_no_excluded_round() -> None:

@@ -35,7 +35,8 @@ def ci_history(journal: Journal, name: str, analysis: TrackAnalysis) -> dict[str
     """(round index, mean, ci_low, ci_high) of every PI after successive rounds, by replaying
     the analysis over growing prefixes of the journal (EDM results are reused per round)."""
     recs = journal.rounds_of(name)
-    replay = TrackAnalysis(config=analysis.config, pis=analysis.pis, work_unit=analysis.work_unit)
+    replay = TrackAnalysis(config=analysis.config, pis=analysis.pis, work_unit=analysis.work_unit,
+                           cut=analysis.cut)
     replay.stable, replay.kept_units = analysis.stable, analysis.kept_units  # same rounds, same EDM
     ends = np.unique(np.linspace(1, len(recs), min(len(recs), MAX_HISTORY_POINTS)).round().astype(int)) if recs else []
     out: dict[str, list[tuple[int, float, float, float]]] = {}
@@ -209,7 +210,7 @@ def rounds_table(journal: Journal, analyses: dict[str, TrackAnalysis]) -> list[l
         readings = ", ".join(f"{k}={units.quantity(v, pi_units.get((r.workload, k), ''), net)}"
                              for k, v in r.readings.items())
         state = _state(r, analysed) + (f": {r.failure}" if r.failure else "")
-        if is_excluded(r):
+        if is_excluded(r, m.cut or m.config.cut):
             where = ", ".join(r.monitor.hidden_bottlenecks) if r.monitor else "?"
             state = f"excluded: hidden bottleneck at {where}"
         elif state == "excluded":

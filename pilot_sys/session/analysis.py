@@ -74,6 +74,7 @@ class TrackAnalysis:
     config: SessionConfig
     pis: list[PISpec]
     work_unit: str = ""
+    cut: str | None = None  # the component under test: rounds are excluded only when it is known
     stable: dict[tuple[int, str], Stable] = field(default_factory=dict)
     kept_units: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)
     time_windows: dict[str, bool] = field(default_factory=dict)  # PI -> guessed: units are equal-time windows
@@ -111,8 +112,8 @@ class TrackAnalysis:
         cfg = self.config
         self.new_round_seconds = 0.0
         usable = [r for r in records if not r.failed and not r.short]
-        excluded = [r for r in usable if is_excluded(r)]
-        usable = [r for r in usable if not is_excluded(r)]
+        excluded = [r for r in usable if is_excluded(r, self.cut)]
+        usable = [r for r in usable if not is_excluded(r, self.cut)]
         self.counts = RoundCounts(
             total=len(records),
             short=sum(r.short for r in records),

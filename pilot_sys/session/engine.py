@@ -55,7 +55,7 @@ from pilot_sys.session.progress import (
     RoundExcluded,
 )
 from pilot_sys.session.result import StopReason
-from pilot_sys.session.verdict import excluded_round, is_excluded, unjudged_sighting
+from pilot_sys.session.verdict import excluded_round, is_excluded, judged, unjudged_sighting
 from pilot_sys.workload.base import PISpec, RoundOutput, Workload
 
 
@@ -128,10 +128,12 @@ def cost_floor(analysis_seconds: float, mean_round_seconds: float) -> int:
     return max(1, math.ceil(analysis_seconds / budget))
 
 
-def make_track(spec: WorkloadSpec, workload: Workload, config: SessionConfig, pis: list[PISpec]) -> Track:
+def make_track(spec: WorkloadSpec, workload: Workload, config: SessionConfig, pis: list[PISpec],
+               cut: str | None = None) -> Track:
     return Track(
         spec=spec, workload=workload, planner=Planner(config),
-        analysis=TrackAnalysis(config=config, pis=pis, work_unit=config.work_unit),
+        analysis=TrackAnalysis(config=config, pis=pis, work_unit=config.work_unit,
+                               cut=cut or config.cut),
     )
 
 
@@ -171,7 +173,9 @@ class Engine:
         self.cfg = config
         self.tracks = tracks
         self.progress: Progress = progress or NoProgress()
-        self._countdown = Countdown()  # the forecast between analyses
+        manifest = journal.manifest
+        self.cut = (manifest.cut if manifest is not None else None) or config.cut
+        self._countdown = Countdown(self.cut)  # the forecast between analyses
         self.monitor = monitor
         self.extra_stop = extra_stop  # interleaved comparison: are all pairs separated?
         self.on_round = on_round
@@ -182,6 +186,7 @@ class Engine:
         self.sync_wait_seconds: list[float] = []  # of which: waiting for the round's fsyncs
         self.elapsed_before = elapsed_before  # session time of earlier invocations (--resume)
         self._told_unjudged = False  # the note on rounds too short to judge, once
+        self._told_no_cut = False  # the note on a hot component without a CUT, once
 
     # -- resume ------------------------------------------------------------------------------
     def replay(self) -> None:
@@ -458,10 +463,18 @@ class Engine:
         used = self._used(session_start)
         budget = Budget(self.cfg.session_limit, used, str(self.cfg.preset))
         self.progress.emit(RoundDone(rec, pis, forecast, used, as_of, budget))
-        if is_excluded(rec):
+        if is_excluded(rec, self.cut):
             trace = self.journal.load_monitor(rec)
             saved = trace.verdict if trace is not None else None
             self.progress.emit(RoundExcluded(excluded_round(rec, saved)))
+        elif judged(rec) and rec.monitor is not None and rec.monitor.valid is False \
+                and self.cut is None and not self._told_no_cut:
+            self._told_no_cut = True
+            seen = ", ".join(rec.monitor.hidden_bottlenecks) or "a component"
+            self.progress.emit(Note(
+                f"round {rec.index} saw {seen} "
+                f"above {units.percent(self.cfg.bottleneck_threshold, 0)}, but no component under "
+                "test is known, so no round is excluded for it: name one with --cut"))
         elif unjudged_sighting(rec) and not self._told_unjudged:
             self._told_unjudged = True
             seen = ", ".join(rec.monitor.hidden_bottlenecks) if rec.monitor is not None else ""

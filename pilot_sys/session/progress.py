@@ -111,8 +111,9 @@ class Countdown:
     failed, not excluded for a hidden bottleneck) bring the target closer. When the analysis was not seen (a resumed session), the
     engine's own numbers are passed on as they are."""
 
-    def __init__(self) -> None:
+    def __init__(self, cut: str | None = None) -> None:
         self._made: dict[str, _Made] = {}
+        self.cut = cut  # rounds excluded for a hidden bottleneck need a known CUT
 
     def update(
         self, record: RoundRecord, rounds_needed: int | None, eta: float | None, as_of: int | None
@@ -125,7 +126,7 @@ class Countdown:
         made = self._made.get(record.workload)
         if made is None or made.at != as_of:
             return Forecast(rounds_needed, eta, as_of)
-        if not record.short and not record.failed and not is_excluded(record):
+        if not record.short and not record.failed and not is_excluded(record, self.cut):
             made.since += 1
         if pace is not None:
             made.seconds_per_round = pace

@@ -153,7 +153,8 @@ class Session:
             self.journal.save_manifest()
 
         tracks = [
-            make_track(spec, wl, cfg, list(spec.pis) or wl.pi_specs()) for spec, wl in zip(m.workloads, self.workloads)
+            make_track(spec, wl, cfg, list(spec.pis) or wl.pi_specs(), cut=m.cut or cfg.cut)
+            for spec, wl in zip(m.workloads, self.workloads)
         ]
         engine = Engine(self.journal, cfg, tracks, progress=self.progress, monitor=monitor,
                         extra_stop=self.extra_stop, elapsed_before=before)

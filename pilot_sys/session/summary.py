@@ -41,7 +41,8 @@ def analyse_journal(journal: Journal) -> dict[str, TrackAnalysis]:
     cfg = journal.manifest.config
     out: dict[str, TrackAnalysis] = {}
     for spec in journal.manifest.workloads:
-        ta = TrackAnalysis(config=cfg, pis=list(spec.pis), work_unit=cfg.work_unit)
+        ta = TrackAnalysis(config=cfg, pis=list(spec.pis), work_unit=cfg.work_unit,
+                           cut=journal.manifest.cut or cfg.cut)
         ta.update(journal.rounds_of(spec.name), journal.load_units)
         out[spec.name] = ta
     return out
@@ -50,7 +51,8 @@ def analyse_journal(journal: Journal) -> dict[str, TrackAnalysis]:
 def analysed_indices(analysis: TrackAnalysis, records: list[RoundRecord]) -> set[int]:
     """The rounds the PI analysis used: not failed, short, excluded or below alpha."""
     aw = analysis.alpha_work
-    return {r.index for r in records if not r.failed and not r.short and not is_excluded(r)
+    return {r.index for r in records
+            if not r.failed and not r.short and not is_excluded(r, analysis.cut)
             and not (aw > 0 and r.work_amount < aw)}
 
 
@@ -125,7 +127,7 @@ def bottleneck_section(journal: Journal, included: set[int], cut: str | None, mo
     errors = {r.monitor.error for r in journal.records if r.monitor is not None and r.monitor.error}
     if errors:
         sec.error = "; ".join(sorted(errors))
-    sec.rounds_invalid = [r.index for r in journal.records if is_excluded(r)]
+    sec.rounds_invalid = [r.index for r in journal.records if is_excluded(r, cut)]
     sec.rounds_unjudged = [r.index for r in journal.records if unjudged_sighting(r)]
     if not monitored:
         return sec
@@ -197,7 +199,7 @@ def build_result(
     if last is not None and last.monitor_error:
         bsec.error = last.monitor_error if not bsec.error else f"{last.monitor_error}; {bsec.error}"
     excluded = [excluded_round(r, _round_verdict(journal, r))
-                for r in journal.records if is_excluded(r)]
+                for r in journal.records if is_excluded(r, bsec.cut)]
     judged_rounds = sum(1 for r in journal.records if judged(r))
     more = _more_rounds(analyses, workloads)
     needed = None

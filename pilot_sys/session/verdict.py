@@ -7,9 +7,11 @@ Semantics (also in docs/verdict.md; every output uses these words):
   ``monitor.bottleneck.min_intervals``). A shorter round is not judged on its own account.
 - **Excluded round.** A judged round whose own monitor verdict names a *hidden bottleneck* (a
   component other than the component under test, the CUT, above the threshold, default 80 %, for
-  more than 10 % of the round's time). It is kept in the journal, counted and shown ("round 20
-  excluded: hidden bottleneck at cpu:host (compute), 94 % busy") and left out of the PI analysis
-  (intervals, WPS fit, the alpha bound): it measured that component, not the CUT.
+  more than 10 % of the round's time); only when the CUT is known (named or resolved), since
+  without one a hot component may be the very one the workload exercises. It is kept in the
+  journal, counted and shown ("round 20 excluded: hidden bottleneck at cpu:host (compute), 94 %
+  busy") and left out of the PI analysis (intervals, WPS fit, the alpha bound): it measured that
+  component, not the CUT.
 - **Invalid session.** More than half of the judged rounds were excluded, or the verdict over
   the *included* rounds' traces taken together still names a hidden bottleneck (a sustained
   problem that short rounds hide). Otherwise the status follows the CI targets over the
@@ -73,9 +75,19 @@ def judged(rec: RoundRecord, max_hot_fraction: float = DEFAULT_MAX_HOT_FRACTION)
     )
 
 
-def is_excluded(rec: RoundRecord, max_hot_fraction: float = DEFAULT_MAX_HOT_FRACTION) -> bool:
-    """A judged round whose own verdict names a hidden bottleneck: out of the PI analysis."""
-    return judged(rec, max_hot_fraction) and rec.monitor is not None and rec.monitor.valid is False
+def is_excluded(
+    rec: RoundRecord, cut: str | None, max_hot_fraction: float = DEFAULT_MAX_HOT_FRACTION
+) -> bool:
+    """A judged round whose own verdict names a hidden bottleneck: out of the PI analysis.
+    Only with a known component under test: without one, a hot component may be the very one
+    the workload exercises (a CPU benchmark without --cut), and no round is excluded for it
+    (the session's verdict still names it)."""
+    return (
+        cut is not None
+        and judged(rec, max_hot_fraction)
+        and rec.monitor is not None
+        and rec.monitor.valid is False
+    )
 
 
 def unjudged_sighting(rec: RoundRecord, max_hot_fraction: float = DEFAULT_MAX_HOT_FRACTION) -> bool:
