@@ -601,3 +601,22 @@ def test_the_session_limit_counts_the_earlier_invocations(tmp_path: Path) -> Non
     outcome = engine.run()
     journal.unlock()
     assert outcome.stop_reason is StopReason.SESSION_LIMIT and journal.records == []
+
+
+@pytest.mark.live
+def test_the_live_result_and_report_dir_count_the_same_session_time(tmp_path: Path) -> None:
+    from pilot_sys.session.session import Session
+    from pilot_sys.session.summary import offline_stop_reason
+
+    config = SessionConfig.from_preset(
+        "normal", monitor=False, work_min=1.0, work_max=1.0, min_round_seconds=0.0, max_rounds=12
+    )
+    workload = Sim()
+    spec = WorkloadSpec(name="sim", kind="function", pis=workload.pi_specs())
+    session = Session.create(tmp_path / "res", config, [spec], [workload], ["test"])  # type: ignore[list-item]
+    result = session.run()
+    journal = Journal.open(session.journal.root, repair=False)
+    _, elapsed = offline_stop_reason(journal)
+    assert elapsed == pytest.approx(result.elapsed_seconds, abs=1e-6)
+    # the rounds' own times (simulated here: 10 ms each), not the wall clock
+    assert result.measured_seconds == pytest.approx(0.01 * len(journal.records))

@@ -173,14 +173,17 @@ class Session:
         notes = []
         if outcome.failure and outcome.stop_reason is StopReason.WORKLOAD_FAILED:
             notes.append(f"workload failed: {outcome.failure}")
-        result = build_result(self.journal, analyses, str(stop_reason), before + outcome.elapsed,
+        # the invocation's time ends here: the live result and `report DIR` count the same span
+        stopped = time.time()
+        elapsed = before + stopped - inv.started_at
+        result = build_result(self.journal, analyses, str(stop_reason), elapsed,
                               notes=notes, comparison=comparison)
         if monitor is not None:
             result.overhead.monitor_cost = monitor.mean_cost()
             inv.monitor_cost = result.overhead.monitor_cost
             if monitor.error and not inv.monitor_error:
                 inv.monitor_error = monitor.error
-        inv.ended_at = time.time()
+        inv.ended_at = stopped
         inv.stop_reason = str(stop_reason)
         inv.status = str(result.status)
         inv.exit_code = result.exit_code
