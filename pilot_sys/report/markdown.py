@@ -15,7 +15,7 @@ from pathlib import Path
 from pilot_sys import units
 from pilot_sys.session.glossary import glossary_lines
 from pilot_sys.session.result import SessionResult, Status, WorkloadResult
-from pilot_sys.session.verdict import alpha_text, verdict_of
+from pilot_sys.session.verdict import alpha_text, ranges, verdict_of
 
 EXIT_MEANING = {
     0: "valid result",
@@ -37,19 +37,6 @@ class ReportInput:
         default_factory=dict
     )  # title -> path relative to the result directory
     rounds_table: list[list[str]] = field(default_factory=list)
-
-
-def ranges(indices: list[int]) -> str:
-    """``[1, 2, 3, 7, 9, 10]`` -> ``1-3, 7, 9-10``."""
-    out: list[str] = []
-    for i in sorted(indices):
-        if out and "-" not in out[-1].split(", ")[-1] and int(out[-1]) == i - 1:
-            out[-1] = f"{out[-1]}-{i}"
-        elif out and "-" in out[-1] and int(out[-1].split("-")[1]) == i - 1:
-            out[-1] = f"{out[-1].split('-')[0]}-{i}"
-        else:
-            out.append(str(i))
-    return ", ".join(out)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
