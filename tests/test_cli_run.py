@@ -83,9 +83,10 @@ def test_workload_failing_at_round_3(tmp_path: Path) -> None:
                 "--", "sh", "-c", script, "sh", str(counter))
     assert r.returncode == 5, r.stderr
     assert "exited with code 7" in r.stderr or "exited with code 7" in (out / "report.md").read_text()
-    # --quiet: the one-line status and where the result is, nothing else
-    status, where = r.stdout.splitlines()
-    assert status.startswith("status: workload_failed (the workload failed), ")
+    # --quiet: the one-line status, the verdict's headline and where the result is, nothing else
+    status, headline, where = r.stdout.splitlines()
+    assert status.startswith("status: workload_failed (the workload failed); ")
+    assert headline.startswith("the workload failed: ") and "exited with code 7" in headline
     assert where == f"result directory: {out}"
     recs = _lines(out)
     assert [rec["index"] for rec in recs] == [1, 2, 3] and recs[2]["failed"] is True
@@ -167,3 +168,20 @@ def test_the_readme_first_command_on_a_small_range(tmp_path: Path) -> None:
     assert (out / "graph.json").is_file()
     assert (out / "rounds" / "0001" / "monitor.json").is_file()
     assert not list(data.iterdir())  # the workload's file is removed
+
+
+def test_a_command_without_a_parser_reports_its_round_time(tmp_path: Path) -> None:
+    """`sleep 0.05` timed: "round_time: 5x ms ± ...", never "work_rate: 19.6 work/s"; -q prints
+    the status, the verdict's headline and the result directory, and nothing else."""
+    out = tmp_path / "res"
+    r = run_cli("run", "-q", "-o", str(out), "--no-monitor", "--no-plots", "--max-rounds", "12",
+                "--min-round-seconds", "0", "--", "sleep", "0.05")
+    assert r.returncode in (0, 4), r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 3 and lines[0].startswith("status: ")
+    assert lines[2] == f"result directory: {out}"
+    assert "round_time" in lines[1] and " ms" in lines[1] and "work_rate" not in r.stdout
+    result = json.loads((out / "result.json").read_text())
+    pi = result["workloads"][0]["pis"]["round_time"]
+    assert pi["unit"] == "s" and 0.05 <= pi["mean"] < 0.5 and pi["higher_is_better"] is False
+    assert result["verdict"]["headline"] == lines[1]

@@ -59,3 +59,36 @@ def test_forced_live_view_relays_the_command_output(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "relayed-line" in result.stdout  # through the pipe, printed above the table
     assert "pilot-sys monitor" in result.stdout and "cpu:host" in result.stdout  # the table itself
+
+
+def test_a_saturated_cut_beside_a_hidden_bottleneck_says_which_governs() -> None:
+    """`monitor` never says INVALID and "CUT saturated" without saying which one governs."""
+    n = 21
+    trace = MonitorTrace(
+        rate_hz=10.0, start_time=0.0, timestamps=[0.1 * i for i in range(n)],
+        series={"cpu:host/util_compute": [None] + [0.95] * (n - 1),
+                "block:vda/busy": [None] + [0.97] * (n - 1)},
+        component_under_test="block:vda",
+    )
+    verdict = assess(trace)
+    assert verdict.cut_saturated and verdict.judged_invalid and verdict.governing == "cpu:host"
+    lines = verdict_lines(verdict)
+    assert lines[0].startswith("INVALID: 1 hidden bottleneck(s) besides the CUT (block:vda)")
+    assert ("CUT block:vda: saturated, but the hidden bottleneck governs the verdict: the number "
+            "may be cpu:host's limit, not block:vda's") in lines
+    assert "CUT block:vda: saturated" not in lines  # never the bare state beside INVALID
+
+
+def test_a_run_of_a_few_samples_is_not_judged() -> None:
+    """Two sampled intervals cannot show a share of 10 %: the hot CPU is named, not judged."""
+    trace = MonitorTrace(
+        rate_hz=10.0, start_time=0.0, timestamps=[0.0, 0.1, 0.2],
+        series={"cpu:host/util_compute": [None, 0.95, 0.95]}, component_under_test="block:vda",
+    )
+    verdict = assess(trace)
+    assert not verdict.valid and not verdict.enough_samples and not verdict.judged_invalid
+    lines = verdict_lines(verdict)
+    assert lines[0] == ("not judged: 2 sampled interval(s), 10 needed to judge a share of 10 % of "
+                        "the run (raise --rate or run longer); seen above 80 %: cpu:host (compute)")
+    assert not any(line.startswith("INVALID") for line in lines)
+    assert not any(line.startswith("note: only 2 sampled") for line in lines)

@@ -24,11 +24,12 @@ def rec(index: int, workload: str = "w", short: bool = False) -> RoundRecord:
                        started_at=0.0, work_amount=1.0, duration=0.5, phase="test", short=short)
 
 
-def tails(calls: list[tuple[RoundRecord, int | None, float | None, int | None]]) -> list[str]:
+def tails(calls: list[tuple[RoundRecord, int | None, float | None, int | None]],
+          cut: str | None = None) -> list[str]:
     """Count down and emit as the engine does; the text after the last '|' of every printed line."""
     stream = io.StringIO()
     progress = PlainProgress(stream)
-    countdown = Countdown()
+    countdown = Countdown(cut)
     for record, needed, eta, as_of in calls:
         forecast = countdown.update(record, needed, eta, as_of)
         progress.emit(RoundDone(record, [], forecast, 1.0, as_of))
@@ -91,7 +92,8 @@ def test_targets_met_and_unknown_and_unseen_analyses() -> None:
         (rec(4), 0, 0.0, 3),
         (rec(9, "resumed"), 2, 3.0, 8),  # its analysis ran before this invocation: the engine's numbers
     ])
-    assert lines == ["rounds needed: ?", "rounds needed: ?", "targets met", "targets met (as of round 3)",
+    assert lines == ["rounds needed: not known yet", "rounds needed: not known yet", "targets met",
+                     "targets met (as of round 3)",
                      "~2 more round(s), ETA 3 s (estimate as of round 8)"]
 
 
@@ -116,7 +118,7 @@ class Noisy:
 
 LINE = re.compile(r"^round (\d+) \[noisy\].*\| (?:~(\d+) more round\(s\)[^|]*?"
                   r"(?: \(estimate as of round (\d+)\))?|(checking at the next analysis.*)|(targets met.*)"
-                  r"|(rounds needed: \?))$")
+                  r"|(rounds needed: not known yet))$")
 
 
 @pytest.mark.live
@@ -145,3 +147,14 @@ def test_a_real_session_counts_down_between_analyses(tmp_path: Path) -> None:
             made = int(re.search(r"round (\d+)'s", checking)[1])  # type: ignore[index]
             assert index - made >= fresh[made], m[0]
     assert stale > 0  # the engine did skip analyses, so the countdown was exercised
+
+
+def test_an_excluded_round_brings_the_target_no_closer() -> None:
+    from pilot_sys.session.journal import MonitorSummary
+
+    hot = rec(2).model_copy(update={"monitor": MonitorSummary(
+        samples=21, valid=False, hidden_bottlenecks=["cpu:host (compute)"])})
+    lines = tails([(rec(1), 3, 6.0, None), (hot, 2, 4.0, 1), (rec(3), 2, 4.0, 1)], cut="block:vda")
+    assert lines == ["~3 more round(s), ETA 6 s",
+                     "~3 more round(s), ETA 6 s (estimate as of round 1)",
+                     "~2 more round(s), ETA 4 s (estimate as of round 1)"]

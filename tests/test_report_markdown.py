@@ -77,10 +77,11 @@ def test_sections_render_in_their_one_order() -> None:
 
     md = render(_result(Status.VALID, True), {"p": Path("plots/p.png")}, [["1", "fio", "1", "1", "x", "analysed", ""]])
     heads = [line for line in md.splitlines() if line.startswith("## ")]
-    assert heads == ["## Results: fio", "## Bottleneck verdict", "## Monitoring overhead", "## Plots", "## Rounds",
-                     "## Context"]
-    assert [f.__name__ for f in markdown.SECTIONS] == ["header", "workloads", "comparison", "bottleneck", "overhead",
-                                                       "plot_list", "rounds", "context", "notes"]
+    assert heads == ["## Verdict", "## Results: fio", "## Bottleneck verdict",
+                     "## Monitoring overhead", "## Plots", "## Rounds", "## Context", "## Terms"]
+    assert [f.__name__ for f in markdown.SECTIONS] == [
+        "header", "verdict_section", "workloads", "comparison", "bottleneck", "overhead",
+        "plot_list", "rounds", "context", "notes", "terms"]
 
 
 def test_a_comparison_and_network_rates_in_their_units() -> None:

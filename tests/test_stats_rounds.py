@@ -134,6 +134,17 @@ def test_round_means_that_drift_give_no_interval() -> None:
     assert out.summary.ci_low is None and out.summary.ci_high is None
     assert any("drift" in w for w in out.summary.warnings)
     assert out.summary.required_sample_size is None  # more rounds of a moving level are no cure
+    # the session's average over the drifting level is still given, over the round means:
+    # Cochran's estimator (equal rounds: their plain variance / R, trend included, no lag-1
+    # correction), or the pooled variance of the mean when larger; t with R - 1 degrees of freedom
+    d = out.drifting
+    assert d is not None and d.n_subsessions == 12
+    means = np.array([g.mean() for g in groups])
+    half = sps.t.ppf(0.975, 11) * math.sqrt(means.var(ddof=1) / 12)
+    assert d.mean == pytest.approx(means.mean())
+    assert d.ci_low == pytest.approx(means.mean() - half)
+    assert d.ci_high == pytest.approx(means.mean() + half)
+    assert d.ci_high - d.ci_low > 0.05  # the levels 1.00 .. 1.22 the rounds went through
 
 
 def test_fewer_rounds_than_subsessions_are_left_to_the_pooled_analysis() -> None:

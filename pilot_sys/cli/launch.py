@@ -45,6 +45,7 @@ def _run(
 
         progress.network = network
         progress.work_unit = session.manifest.config.work_unit
+        progress.fixed_work = session.manifest.config.fixed_work
         if not quiet and not as_json:
             progress.note(f"result directory: {session.journal.root}")
         try:

@@ -181,9 +181,9 @@ Examples:
   pilot-sys monitor --host srv=http://10.0.0.5:9100 -- iperf3 -c 10.0.0.5 -t 10
 \b
 Exit status: CMD's own (so scripts see whether the workload worked); with --strict, 3 when
-CMD succeeded but a hidden bottleneck made the result invalid (a run too short to judge, with
-fewer sampled intervals than 1 / --max-hot-fraction, is not called invalid); 2 for bad options;
-130 after Ctrl-C (what was measured is still written).
+CMD succeeded but a hidden bottleneck made the result invalid (a run of fewer sampled intervals
+than 1 / --max-hot-fraction is not judged, and not called invalid); 2 for bad options; 130 after
+Ctrl-C (what was measured is still written).
 """,
 )
 @click.argument("cmd", nargs=-1, required=False, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
@@ -319,6 +319,6 @@ def monitor(
     code = result.returncode
     if code < 0:  # killed by a signal: the shell convention
         code = 128 - code
-    if strict and code == 0 and not verdict.valid and short is None:  # too short: not judged
+    if strict and code == 0 and verdict.judged_invalid:
         code = int(ExitCode.INVALID_RESULT)
     sys.exit(code)

@@ -93,23 +93,64 @@ After the last round, a first Ctrl-C lets the result and the reports be finished
 """
 
 
-@click.command("run", epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
+def preset_help() -> str:
+    """The presets as a table, from ``session.config.PRESETS`` at help time."""
+    from pilot_sys.session.config import Preset, preset_rows
+
+    rows = preset_rows()
+    width = max(len(label) for label, _ in rows)
+    cols = [max(len(p.value), *(len(v[i]) for _, v in rows)) for i, p in enumerate(Preset)]
+    head = " " * (width + 2) + "  ".join(p.value.ljust(c) for p, c in zip(Preset, cols, strict=True))
+    body = [f"{label.ljust(width)}  " + "  ".join(v.ljust(c) for v, c in zip(values, cols, strict=True))
+            for label, values in rows]
+    return "\n".join(["Presets (--preset; each value can be overridden by its own option):", "",
+                      *(f"  {line.rstrip()}" for line in [head, *body])])
+
+
+class RunCommand(click.Command):
+    """`run`: the preset table (``session.config.PRESETS``) and the terms (``session.glossary``,
+    as report.md's Terms section) are read from the code when --help is asked."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from pilot_sys.session.glossary import GLOSSARY
+
+        super().format_epilog(ctx, formatter)
+        formatter.write_paragraph()
+        head, _, table = preset_help().partition("\n\n")
+        formatter.write_text(head)
+        formatter.write_paragraph()
+        indent = " " * formatter.current_indent
+        formatter.write("".join(f"{indent}{line}\n" for line in table.splitlines()))
+        formatter.write_paragraph()
+        formatter.write_text("Terms in the output:")
+        with formatter.indentation():
+            formatter.write_dl(list(GLOSSARY), col_max=18)
+
+
+@click.command("run", cls=RunCommand, epilog=EXAMPLES,
+               context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.option("-w", "--work-amount", "work_amount", metavar="MIN,MAX",
               help="Valid range of %WORK_AMOUNT% (built-in workload: MiB, default 16,1024 capped by free space).")
 @click.option("-o", "--output-dir", metavar="DIR",
               help="Result directory: new, empty, or a result directory with --resume "
                    "(default: ./pilot-results/<time>-<name>).")
-@click.option("-s", "--session-limit", type=float, metavar="SECONDS", help="Stop after this long (0: no limit). Preset: 30/600/3600.")
-@click.option("--ci-perc", metavar="PCT", help=f"{CI_PERC_HELP} Preset: 10/10/5%.")
-@click.option("--confidence", type=float, help="Confidence level of the CIs. Preset: 0.95/0.95/0.99.")
+@click.option("-s", "--session-limit", type=float, metavar="SECONDS",
+              help="Stop after this much session time (0: no limit): every invocation's, --resume "
+                   "included, not the gaps between them. Default: the preset's (table below).")
+@click.option("--ci-perc", metavar="PCT", help=f"{CI_PERC_HELP} Default: the preset's.")
+@click.option("--confidence", type=float,
+              help="Confidence level of the CIs. Default: the preset's.")
 @click.option("--preset", type=click.Choice(["quick", "normal", "strict"]), default="normal", show_default=True,
-              help="quick (~30 s), normal, strict: targets and limits (see `pilot_sys.session.config`).")
-@click.option("--min-rounds", type=int, help="Analysed rounds needed before stopping. Preset: 3/5/10.")
+              help="Targets and limits: quick, normal, strict (table below).")
+@click.option("--min-rounds", type=int,
+              help="Analysed rounds needed before stopping. Default: the preset's.")
 @click.option("--max-rounds", type=int, help="Stop after this many rounds.")
 @click.option("--first-result", type=float, metavar="SECONDS", help="t of the k heuristic: a first rough result within t seconds.")
-@click.option("--min-round-seconds", type=float, help="Shorter rounds are stored but not analysed. Preset: 0.1/0.5/1.")
-@click.option("--max-round-seconds", type=float, help="Longest planned round. Preset: 0.5/20/60.")
+@click.option("--min-round-seconds", type=float,
+              help="Shorter rounds are stored but not analysed. Default: the preset's.")
+@click.option("--max-round-seconds", type=float,
+              help="Longest planned round. Default: the preset's.")
 @click.option("--parser", type=click.Choice(PARSER_CHOICES), default="auto", show_default=True,
               help="How to read the command's output (auto: from the program name: fio, iperf3, dd; else none).")
 @click.option("--work-unit", default=None, help="Name of the work amount's unit, for reports (e.g. MiB, requests).")

@@ -1,4 +1,5 @@
-"""Hidden-bottleneck detection (seeds/002 §III-B): did the run measure the component under test?
+"""Hidden-bottleneck detection (the Pilot paper, §III-B): did the run measure the component
+under test?
 
 Pure functions of a ``MonitorTrace`` (no I/O). For every component and direction the trace has a
 saturation signal for: mean, p95 and peak, and the share of the run's *time* above the threshold
@@ -42,10 +43,21 @@ at least 10 % of the result was produced against a different limit, which is mor
 confidence intervals pilot-sys targets. Also flagged: nothing (the CUT included) near saturation
 (the limit lies elsewhere: latency, locks, an unmonitored component), and a CUT whose limit is
 unknown (then what was measured instead is stated).
+
+A run is **judged** only with enough sampled intervals to resolve that share: at least
+``1 / max_hot_fraction`` (10 at the default), never fewer than ``MIN_INTERVALS``. With fewer, a
+component above the threshold is still listed in ``hidden_bottlenecks`` (what was seen), but
+``enough_samples`` is False and the run is not called invalid on its own account: one hot
+sample of three is a third of the run, and says nothing about a tenth.
+
+When the CUT is saturated *and* another component is a hidden bottleneck, both are reported and
+the hidden bottleneck governs (``governing``): the number may be that component's limit, not the
+CUT's. ``cut_line`` says so in the words every output uses.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 import numpy as np
@@ -102,7 +114,7 @@ class HiddenBottleneck(BaseModel):
 
 
 class Verdict(BaseModel):
-    valid: bool
+    valid: bool  # no hidden bottleneck seen (read with ``enough_samples``: see ``judged_invalid``)
     threshold: float
     max_hot_fraction: float
     cut: str | None
@@ -112,6 +124,48 @@ class Verdict(BaseModel):
     hidden_bottlenecks: list[HiddenBottleneck] = Field(default_factory=list)
     per_component: list[ComponentStats] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    intervals: int = 0  # sampled intervals the shares are over
+    # intervals >= min_intervals(max_hot_fraction): the run can be judged
+    enough_samples: bool = True
+    # whose limit the result reflects: a hidden bottleneck, else a saturated CUT
+    governing: str | None = None
+
+    @property
+    def judged_invalid(self) -> bool:
+        """A hidden bottleneck over enough samples to call the run invalid."""
+        return not self.valid and self.enough_samples
+
+
+def min_intervals(max_hot_fraction: float = DEFAULT_MAX_HOT_FRACTION) -> int:
+    """Sampled intervals a run needs before the share of its time above the threshold can be
+    compared with ``max_hot_fraction``: one interval is 1/n of the run, so n >= 1 / fraction."""
+    if max_hot_fraction <= 0:
+        return MIN_INTERVALS
+    return max(MIN_INTERVALS, math.ceil(1.0 / max_hot_fraction - 1e-9))
+
+
+def enough_to_judge(samples: int, max_hot_fraction: float = DEFAULT_MAX_HOT_FRACTION) -> bool:
+    """Whether ``samples`` samples (``samples - 1`` intervals) can be judged on their own."""
+    return samples - 1 >= min_intervals(max_hot_fraction)
+
+
+def governs_text(hidden: list[str], cut: str | None, cut_saturated: bool) -> str | None:
+    """The clause every output uses when a hidden bottleneck and a saturated CUT meet
+    (``hidden``: "cpu:host (compute)" labels); None when there is nothing to decide."""
+    if not hidden or not cut or not cut_saturated:
+        return None
+    first = hidden[0].split(" (", 1)[0]
+    return (f"the hidden bottleneck governs the verdict: the number may be {first}'s limit, "
+            f"not {cut}'s")
+
+
+def cut_line(cut: str, cut_saturated: bool, hidden: list[str]) -> str:
+    """``CUT block:vda: saturated, but the hidden bottleneck governs the verdict: ...``, or the
+    CUT's state alone: the line `monitor`, `run` and report.md share."""
+    governs = governs_text(hidden, cut, cut_saturated)
+    if governs is not None:
+        return f"CUT {cut}: saturated, but {governs}"
+    return f"CUT {cut}: {'saturated' if cut_saturated else 'not saturated'}"
 
 
 def assess(
@@ -168,9 +222,11 @@ def assess(
     if warning:
         notes.append(warning)
     longest = max(len(t) - 1, 0)  # intervals sampled
-    if longest < MIN_INTERVALS:
+    needed = min_intervals(max_hot_fraction)
+    if longest < needed:
         notes.append(
-            f"only {longest} sampled interval(s): too short to judge; raise --rate or run longer"
+            f"only {longest} sampled interval(s), {needed} needed to judge a share of "
+            f"{_pct(max_hot_fraction)}: too short to judge; raise --rate or run longer"
         )
     cut_measured = cut is not None and any(key.rsplit("/", 1)[0] == cut for key in trace.series)
     if cut is None:
@@ -179,7 +235,7 @@ def assess(
         notes.append(f"nothing was measured for the CUT {cut} (no dynamic plug-in covers it)")
     if cut_limit_unknown and cut_measured:
         notes.append(_instead(cut, cut_stats, trace, graph))
-    if nothing_saturated and longest >= MIN_INTERVALS:
+    if nothing_saturated and longest >= needed:
         notes.append(
             f"nothing monitored, the CUT included, was above {_pct(threshold)} for more than "
             f"{_pct(max_hot_fraction)} of the run: the limit lies elsewhere (latency, locks, an "
@@ -224,6 +280,9 @@ def assess(
         hidden_bottlenecks=hidden,
         per_component=stats,
         notes=notes,
+        intervals=longest,
+        enough_samples=longest >= needed,
+        governing=hidden[0].component if hidden else (cut if cut_saturated else None),
     )
 
 

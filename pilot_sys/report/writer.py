@@ -28,6 +28,7 @@ from pilot_sys.session.journal import Journal, JournalWriteFailed, RoundRecord
 from pilot_sys.session.progress import Note
 from pilot_sys.session.result import SessionResult, WorkloadResult
 from pilot_sys.session.summary import analysed_indices
+from pilot_sys.session.verdict import is_excluded
 from pilot_sys.topology.graph import ComponentGraph
 
 if TYPE_CHECKING:  # running a session loads the engine: only run_and_report needs it
@@ -46,7 +47,8 @@ def ci_history(
     the analysis over growing prefixes of the journal (EDM results are reused per round); the
     bounds are NaN after a round that left the PI with a mean but no interval."""
     recs = journal.rounds_of(name)
-    replay = TrackAnalysis(config=analysis.config, pis=analysis.pis, work_unit=analysis.work_unit)
+    replay = TrackAnalysis(config=analysis.config, pis=analysis.pis, work_unit=analysis.work_unit,
+                           cut=analysis.cut)
     replay.stable, replay.kept_units = analysis.stable, analysis.kept_units  # same rounds, same EDM
     ends = (
         np.unique(np.linspace(1, len(recs), min(len(recs), MAX_HISTORY_POINTS)).round().astype(int))
@@ -424,17 +426,13 @@ def rounds_table(journal: Journal, analyses: dict[str, TrackAnalysis]) -> list[l
             for k, v in r.readings.items()
         )
         state = _state(r, analysed) + (f": {r.failure}" if r.failure else "")
-        rows.append(
-            [
-                str(r.index),
-                r.workload,
-                units.work(r.work_amount, work_unit),
-                units.duration(r.duration),
-                r.phase,
-                state,
-                readings,
-            ]
-        )
+        if is_excluded(r, m.cut or m.config.cut):
+            where = ", ".join(r.monitor.hidden_bottlenecks) if r.monitor else "?"
+            state = f"excluded: hidden bottleneck at {where}"
+        elif state == "excluded":
+            state = "below alpha"
+        rows.append([str(r.index), r.workload, units.work(r.work_amount, work_unit),
+                     units.duration(r.duration), r.phase, state, readings])
     return rows
 
 

@@ -1,10 +1,11 @@
 """Per-round analysis of one workload's rounds: which rounds count, non-stable removal, CIs.
 
 The statistics themselves live in ``pilot_sys.stats`` (pure functions); this module decides
-*what* goes into them (seeds/002 §III-A, §III-E):
+*what* goes into them (the Pilot paper, §III-A, §III-E):
 
-- short rounds, failed rounds and rounds doing less than the smallest useful work (from the
-  WPS alpha) are not analysed;
+- short rounds, failed rounds, rounds excluded for a hidden bottleneck in their own monitor
+  verdict (``pilot_sys.session.verdict``) and rounds doing less than the smallest useful work
+  (from the WPS alpha) are not analysed;
 - a PI with unit readings: EDM on each analysed round's unit readings, the round's dominant
   stable segment kept (cached per round: a round is examined once, so a session's cost per
   round stays flat), all kept segments together are the samples; when the rounds' levels
@@ -24,10 +25,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pilot_sys.session import statsapi
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import RoundRecord
-from pilot_sys.session.result import PIResult, Removal, RoundCounts, WPSResult
-from pilot_sys.session import statsapi
+from pilot_sys.session.result import DriftingAverage, PIResult, Removal, RoundCounts, WPSResult
+from pilot_sys.session.verdict import is_excluded
 from pilot_sys.stats.pi import PIType
 from pilot_sys.workload.base import PISpec
 
@@ -73,6 +75,7 @@ class TrackAnalysis:
     config: SessionConfig
     pis: list[PISpec]
     work_unit: str = ""
+    cut: str | None = None  # the component under test: rounds are excluded only when it is known
     stable: dict[tuple[int, str], Stable] = field(default_factory=dict)
     kept_units: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)
     time_windows: dict[str, bool] = field(default_factory=dict)  # PI -> guessed: units are equal-time windows
@@ -110,10 +113,13 @@ class TrackAnalysis:
         cfg = self.config
         self.new_round_seconds = 0.0
         usable = [r for r in records if not r.failed and not r.short]
+        excluded = [r for r in usable if is_excluded(r, self.cut)]
+        usable = [r for r in usable if not is_excluded(r, self.cut)]
         self.counts = RoundCounts(
             total=len(records),
             short=sum(r.short for r in records),
             failed=sum(r.failed for r in records),
+            excluded=len(excluded),
         )
         self._fit_wps(usable)
         below = [r for r in usable if self.alpha_work > 0 and r.work_amount < self.alpha_work]
@@ -137,7 +143,8 @@ class TrackAnalysis:
                 results[spec.name] = res
         if self.wps is not None and self.wps.v is not None:
             wps = self._wps_pi()
-            # WPS is the non-stable removal for readings-only PIs (seeds/000); when every PI
+            # WPS is the non-stable removal for readings-only PIs (Pilot's documentation on
+            # warm-up and cool-down detection); when every PI
             # has unit readings, EDM already did that job and v is reported, not waited for.
             wps.gates_stop = any(p.source == "readings" for p in results.values())
             results[WPS_PI] = wps
@@ -237,6 +244,10 @@ class TrackAnalysis:
         else:
             s = statsapi.summarize_rounds(samples, spec.pi_type, cfg.confidence, cfg.ci_perc, cfg.autocorr_limit)
             res.interval_basis, res.rounds_heterogeneity_p = s.basis, s.heterogeneity_p
+            if s.drifting is not None:
+                low, high, rounds, reason = s.drifting
+                res.drifting = DriftingAverage(ci_low=low, ci_high=high, rounds=rounds,
+                                               reason=reason)
         res.mean, res.ci_low, res.ci_high = s.mean, s.ci_low, s.ci_high
         res.subsession_size, res.subsession_count = s.subsession_size, s.subsession_count
         res.subsession_variance, res.autocorrelation = s.subsession_variance, s.autocorrelation
@@ -280,6 +291,7 @@ class TrackAnalysis:
         significant = self.wps.alpha_ci_low is not None and self.wps.alpha_ci_low > 0
         if not significant and self.wps.alpha is not None and self.wps.alpha > 0:
             self.wps.warnings.append("alpha's CI reaches 0: no lower bound on the work amount is applied")
+            self.wps.alpha_bound = "not_above_zero"
         bound = float(aw * ratio) if significant and aw is not None and math.isfinite(aw) and aw > 0 and ratio > 0 else 0.0
         if bound >= self.config.work_max > 0:
             # every allowed round is dominated by alpha: dropping them all would leave nothing
@@ -287,6 +299,9 @@ class TrackAnalysis:
                 f"the smallest useful work amount ({bound:.6g} {self.work_unit}) is above the range's maximum "
                 f"({self.config.work_max:g}): every round spends over 10% of its time in setup/warm-up; raise -w MAX")
             bound = 0.0
+            self.wps.alpha_bound = "above_range"
+        elif bound > 0:
+            self.wps.alpha_bound = "applied"
         self.alpha_work = bound
         self.wps.v_unit = self.wps_unit
         self.wps.alpha_work_amount = self.alpha_work or None

@@ -30,7 +30,7 @@ from pilot_sys.session.journal import (
 )
 from pilot_sys.session.progress import NoProgress, Note, Progress
 from pilot_sys.session.result import RESULT_FILE, SessionResult, save_result
-from pilot_sys.session.summary import build_result
+from pilot_sys.session.summary import build_result, session_seconds
 from pilot_sys.workload.base import Workload
 
 DEFAULT_RESULTS = Path("pilot-results")
@@ -134,17 +134,17 @@ class Session:
         workloads = [build_workload(s) for s in journal.manifest.workloads]
         return cls(journal, workloads, command_line=command_line, resumed=True, **kw)
 
-    def _bound_rounds_by_limit(self, limit: float | None) -> None:
+    def _bound_rounds_by_limit(self, limit: float | None, spent_before: float = 0.0) -> None:
         """Give command workloads the session's deadline, so that a round still running at the
         session limit is cut there (``CommandWorkload.session_deadline``) instead of holding the
-        session past it. The engine counts the limit from its start, just after
+        session past it; ``spent_before``: the session time of earlier invocations, which counts
+        toward the limit. The engine counts the limit from its start, just after
         ``statsapi.preload()``: that runs first here, so the two clocks agree."""
         if limit is None:
             return
         from pilot_sys.session import statsapi
 
         statsapi.preload()
-        spent_before = 0.0  # session time earlier invocations count toward -s (per invocation: 0)
         deadline = time.monotonic() + limit - spent_before
         for workload in self.workloads:
             if hasattr(workload, "session_deadline"):
@@ -192,6 +192,7 @@ class Session:
         cfg = m.config
         for note in self.journal.repairs:
             self.progress.emit(Note(note))
+        before = session_seconds(self.journal)  # earlier invocations' time counts toward -s
         inv = Invocation(started_at=time.time(), command_line=self.command_line,
                          first_round=len(self.journal.records) + 1,
                          config_changes=self.config_changes)
@@ -232,12 +233,14 @@ class Session:
             self.journal.save_manifest()
 
         tracks = [
-            make_track(spec, wl, cfg, list(spec.pis) or wl.pi_specs()) for spec, wl in zip(m.workloads, self.workloads)
+            make_track(spec, wl, cfg, list(spec.pis) or wl.pi_specs(), cut=m.cut or cfg.cut)
+            for spec, wl in zip(m.workloads, self.workloads)
         ]
-        engine = Engine(self.journal, cfg, tracks, progress=self.progress, monitor=monitor, extra_stop=self.extra_stop)
+        engine = Engine(self.journal, cfg, tracks, progress=self.progress, monitor=monitor,
+                        extra_stop=self.extra_stop, elapsed_before=before)
         if self.resumed:
             engine.replay()
-        self._bound_rounds_by_limit(cfg.session_limit)
+        self._bound_rounds_by_limit(cfg.session_limit, before)
         disk_full: JournalWriteFailed | None = None
         outcome = engine.run()
         # the rounds are over: a first Ctrl-C no longer stops the saving (until run() ends)
@@ -260,21 +263,23 @@ class Session:
             stop_reason = StopReason.TARGETS_MET_AT_END
         if outcome.stop_reason is StopReason.DISK_FULL:
             disk_full = JournalWriteFailed(outcome.failure or "journal write failed")
-        elapsed_before = sum(((i.ended_at or i.started_at) - i.started_at) for i in m.invocations[:-1])
         analyses = self.analyses = {t.name: t.analysis for t in tracks}
         comparison = self.comparison(tracks) if self.comparison is not None else None
         notes = []
         if outcome.failure and stop_reason is StopReason.WORKLOAD_FAILED:
             notes.append(f"workload failed: {outcome.failure}")
         notes += [f"round cut at the session limit: {w.cut_by_limit}" for w in cut]
-        result = build_result(self.journal, analyses, str(stop_reason), elapsed_before + outcome.elapsed,
+        # the invocation's time ends here: the live result and `report DIR` count the same span
+        stopped = time.time()
+        elapsed = before + stopped - inv.started_at
+        result = build_result(self.journal, analyses, str(stop_reason), elapsed,
                               notes=notes, comparison=comparison)
         if monitor is not None:
             result.overhead.monitor_cost = monitor.mean_cost()
             inv.monitor_cost = result.overhead.monitor_cost
             if monitor.error and not inv.monitor_error:
                 inv.monitor_error = monitor.error
-        inv.ended_at = time.time()
+        inv.ended_at = stopped
         inv.stop_reason = str(stop_reason)
         inv.status = str(result.status)
         inv.exit_code = result.exit_code

@@ -35,6 +35,8 @@ class SummaryView:
     warnings: list[str] = field(default_factory=list)
     basis: str = "samples"  # "rounds": the interval is over round means (``pilot_sys.stats.rounds``)
     heterogeneity_p: float | None = None
+    # no interval because the round means drift: the interval over them all the same, and why
+    drifting: tuple[float, float, int, str] | None = None
 
 
 def preload() -> None:
@@ -125,8 +127,14 @@ def summarize_rounds(
         )
     except InsufficientData as exc:
         return _refused(exc.problem)
+    from pilot_sys.stats.rounds import refusal
+
     view = _view(r.summary)
     view.basis, view.heterogeneity_p = r.basis, r.heterogeneity_p
+    d = r.drifting
+    if d is not None and d.ci_low is not None and d.ci_high is not None and d.n_subsessions:
+        view.drifting = (float(d.ci_low), float(d.ci_high), int(d.n_subsessions),
+                         refusal(view.warnings) or "the round means drift")
     return view
 
 

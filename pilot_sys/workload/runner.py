@@ -98,7 +98,7 @@ class CommandWorkload:
         self._overrides = {spec.name: spec for spec in pi_specs or []}
         self._specs: list[PISpec] = list(pi_specs or [])
         if self.parser == "none":
-            self._specs = [self._work_rate_spec()]
+            self._specs = [self._timing_spec()]
         if not self.cwd.is_dir():
             raise BadInput(str(self.cwd), "working directory does not exist")
 
@@ -106,6 +106,22 @@ class CommandWorkload:
         return self._overrides.get("work_rate", PISpec(
             name="work_rate", unit=f"{self.work_amount_unit}/s", pi_type=PIType.HARMONIC,
             description="work amount divided by the round's wall-clock duration"))
+
+    def _round_time_spec(self) -> PISpec:
+        return self._overrides.get("round_time", PISpec(
+            name="round_time", unit="s", pi_type=PIType.ARITHMETIC, higher_is_better=False,
+            description="the round's wall-clock duration (the command has no %WORK_AMOUNT%)"))
+
+    @property
+    def _times_rounds(self) -> bool:
+        """Every round does the same, unnamed work (no %WORK_AMOUNT%, no --work-unit)."""
+        return self.nominal_work_amount and self.work_amount_unit == "work"
+
+    def _timing_spec(self) -> PISpec:
+        """What ``--parser none`` measures: the rate of work when the work amount varies or has
+        a unit (``--work-unit requests``: a round is one request), else the time a round takes:
+        ``sleep 0.1`` is about 102 ms a round, not 9.8 work/s."""
+        return self._round_time_spec() if self._times_rounds else self._work_rate_spec()
 
     def pi_specs(self) -> list[PISpec]:
         """The PIs: known up front for ``--parser none`` or given ``pi_specs``, else after a first round."""
@@ -157,7 +173,10 @@ class CommandWorkload:
             out = ParsedOutput()
             if duration <= 0:
                 raise MalformedOutput(captured.stdout_name, "the round took no measurable time")
-            out.add(self._work_rate_spec(), work_amount / duration)
+            if self._times_rounds:
+                out.add(self._round_time_spec(), duration)
+            else:
+                out.add(self._work_rate_spec(), work_amount / duration)
             return out
         if self.parser in ("csv", "lines"):
             out = table.parse(captured, one_column=self.parser == "lines", specs=self._overrides)
