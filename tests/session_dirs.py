@@ -3,17 +3,23 @@ component graph, and rounds with unit readings and monitor traces whose every nu
 
 No process runs and nothing of this host is read, so the reports drawn from them are checked
 without the ``live`` marker. ``make_session`` gives a storage benchmark (CUT ``block:vda``) whose
-rounds have a known warm-up and cool-down; with ``hidden=True`` the CPU is above the threshold
-through every round (a hidden bottleneck).
+rounds have a known warm-up and cool-down. ``hidden`` puts the CPU above the threshold in every
+round (``True``) or in some; each round's monitor summary and saved verdict are the monitor's
+own judgement of its trace (``monitor.bottleneck.assess``, as ``RoundMonitoring.stop`` makes
+them), so a round whose trace is long enough to be judged on its own and saw the CPU is
+excluded by the session verdict, and with ``judged=False`` (traces too short to judge a round
+on its own) the rounds are analysed and judged together at the end.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
 
+from pilot_sys.monitor.bottleneck import assess, enough_to_judge
 from pilot_sys.monitor.trace import MonitorTrace
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.engine import StopReason
@@ -34,7 +40,10 @@ COMMAND = ["fio", "--name=w<1>", "--filename=/tmp/a<b>&c.dat", "--size=%WORK_AMO
 READINGS = 200  # unit readings a round
 WARM, COOL = 20, 10  # readings of each round at a lower rate before and after the stable part
 RATE = 1e8  # bytes/s of the stable part
-SAMPLES = 11  # monitor samples a round (10 Hz over one second)
+ALPHA = 0.02  # seconds a round spends beyond its work at RATE (start-up): t = ALPHA + w / RATE
+SAMPLES = 11  # monitor samples a round (10 intervals): enough to judge it on its own
+FEW_SAMPLES = 6  # too few to judge a round on its own
+THRESHOLD = 0.8
 
 
 def graph() -> ComponentGraph:
@@ -82,13 +91,16 @@ def units_of(rng: np.random.Generator, level: float = 1.0) -> np.ndarray:
     return values
 
 
-def trace_of(start: float, hidden: bool) -> MonitorTrace:
-    """One round's monitor trace: the disk at 70 % of its rating and busy 95 % of the time,
-    the CPU at 30 % (97 % with ``hidden``), a core and a NIC off the path."""
-    t = [i / 10 for i in range(SAMPLES)]
+def trace_of(
+    start: float, hidden: bool, samples: int = SAMPLES, duration: float = 1.0
+) -> MonitorTrace:
+    """One round's monitor trace over ``duration`` seconds: the disk at 70 % of its rating and
+    busy 95 % of the time, the CPU at 30 % (97 % with ``hidden``), a core and a NIC off the
+    path."""
+    t = [duration * i / (samples - 1) for i in range(samples)]
 
     def flat(value: float) -> list[float | None]:
-        return [None] + [value] * (SAMPLES - 1)
+        return [None] + [value] * (samples - 1)
 
     series = {
         "block:vda/util_write": flat(0.7),
@@ -101,7 +113,7 @@ def trace_of(start: float, hidden: bool) -> MonitorTrace:
         "nic:eth0/util_send": flat(0.4),
     }
     return MonitorTrace(
-        rate_hz=10.0,
+        rate_hz=(samples - 1) / duration,
         start_time=start,
         timestamps=t,
         series=series,
@@ -114,15 +126,20 @@ def make_session(
     root: Path,
     *,
     rounds: int = 12,
-    hidden: bool = False,
+    hidden: bool | Collection[int] = False,
+    judged: bool = True,
     seed: int = 0,
     stop_reason: str = StopReason.TARGETS_MET,
     spread: float = 0.0,
 ) -> Path:
     """A finished session's result directory, stopped for ``stop_reason`` (no result.json
-    yet: ``rebuild`` writes it); ``spread``: the relative standard deviation of the rounds'
-    levels (rounds that differ give an interval over round means)."""
+    yet: ``rebuild`` writes it, with its verdict). ``hidden``: the rounds in which the CPU is
+    above the threshold (``True``: all); ``judged``: whether each round's trace is long enough
+    to be judged on its own; ``spread``: the relative standard deviation of the rounds' levels
+    (rounds that differ give an interval over round means). Rounds 1 and 2 are short; round i
+    does 16 i MiB in ``ALPHA`` + its work at ``RATE`` seconds, within 1 %."""
     rng = np.random.default_rng(seed)
+    timing = np.random.default_rng([seed, 1])
     config = SessionConfig(
         preset="quick",
         ci_perc=0.1,
@@ -153,13 +170,17 @@ def make_session(
     for i in range(1, rounds + 1):
         short = i <= 2
         work = 16.0 * i
-        duration = 1.0
+        duration = (ALPHA + work * 2**20 / RATE) * (1 + 0.01 * timing.standard_normal())
         rdir, rel = journal.round_dir("fio", i, several=False)
         values = units_of(rng, 1.0 + spread * rng.standard_normal())
         Journal.write_units(rdir, {"bw": values}, {})
-        trace = trace_of(clock, hidden)
+        hot = hidden if isinstance(hidden, bool) else i in hidden
+        trace = trace_of(clock, hot, SAMPLES if judged else FEW_SAMPLES, duration)
+        trace.data_path = list(PATH)
+        assert enough_to_judge(len(trace.timestamps)) == judged  # the premise of ``judged``
+        verdict = assess(trace, None, "block:vda", threshold=THRESHOLD, data_path=PATH)
+        trace.verdict = verdict.model_dump(mode="json")
         (rdir / "monitor.json").write_text(trace.model_dump_json())
-        hot = ["cpu:host (compute)"] if hidden else []
         record = RoundRecord(
             index=i,
             workload="fio",
@@ -174,7 +195,12 @@ def make_session(
             unit_counts={"bw": READINGS},
             work_done=work * 2**20,
             monitor=MonitorSummary(
-                file="monitor.json", samples=SAMPLES, valid=not hidden, hidden_bottlenecks=hot
+                file="monitor.json",
+                samples=len(trace.timestamps),
+                valid=bool(verdict.valid),
+                hidden_bottlenecks=[
+                    f"{h.component} ({h.direction})" for h in verdict.hidden_bottlenecks
+                ],
             ),
         )
         journal.append(record)

@@ -82,11 +82,13 @@ def test_primary_is_never_wps_and_a_round_time_leads_a_timed_command() -> None:
         _pi("read_bw", source="unit_readings"),
     ]
     assert primary_pi(builtin) == "write_bw"
-    # a timed command: `--parser none` reports the work rate; with a round time, that leads
+    # a timed command without a work amount: `--parser none` reports the round time, which leads
     timed = CommandWorkload(["sleep", "0.1"], parser="none").pi_specs()
-    assert [s.name for s in timed] == ["work_rate"] and primary_pi(timed) == "work_rate"
+    assert [s.name for s in timed] == ["round_time"] and primary_pi(timed) == "round_time"
+    # beside a work rate, the round time still leads
+    work_rate = _pi("work_rate", unit="work/s")
     round_time = _pi("round_time", unit="s", pi_type="arithmetic", higher_is_better=False)
-    assert primary_pi([*timed, round_time]) == "round_time"
+    assert primary_pi([work_rate, round_time]) == "round_time"
     # a fio latency column is not a bandwidth, a reported-only PI does not lead
     assert primary_pi([_pi("lat_p99", "s", "arithmetic", gates=False), _pi("lat", "s")]) == "lat"
     assert primary_pi([_pi("wps", source="wps")]) == "wps"  # nothing else to lead with

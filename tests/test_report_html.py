@@ -4,6 +4,7 @@ without asking the network for anything."""
 
 from __future__ import annotations
 
+import html as html_lib
 import re
 import shutil
 import subprocess
@@ -22,15 +23,17 @@ from pilot_sys.session.engine import StopReason
 
 @pytest.fixture(scope="module")
 def sessions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Any]]:
-    """An invalid session (hidden bottleneck), a valid one and one that hit its time limit."""
+    """An invalid session (a hidden bottleneck through rounds too short to judge on their own,
+    found over them together), a valid one with two rounds excluded for a hidden bottleneck,
+    and one that hit its time limit."""
     base = tmp_path_factory.mktemp("html")
     made = {}
-    for name, hidden, stop in (
-        ("invalid", True, StopReason.TARGETS_MET),
-        ("valid", False, StopReason.TARGETS_MET),
-        ("limit", False, StopReason.SESSION_LIMIT),
+    for name, hidden, judged, stop in (
+        ("invalid", True, False, StopReason.TARGETS_MET),
+        ("valid", {5, 9}, True, StopReason.TARGETS_MET),
+        ("limit", False, True, StopReason.SESSION_LIMIT),
     ):
-        root = make_session(base / name, hidden=hidden, stop_reason=stop)
+        root = make_session(base / name, hidden=hidden, judged=judged, stop_reason=stop)
         made[name] = (root, rebuild(root))
     return made
 
@@ -49,7 +52,11 @@ def test_the_page_needs_nothing_from_outside(sessions: dict[str, tuple[Path, Any
     assert "<script" not in page.lower() and "<link" not in page.lower()
     embedded = re.findall(r'<img alt="[^"]*" src="data:image/png;base64,', page)
     drawn = {p.name for p in (sessions["invalid"][0] / "plots").glob("*.png")}
-    assert len(embedded) == len(drawn - {html.DATA_PATH_PICTURE}) >= 3
+    assert len(embedded) == len(drawn - {html.DATA_PATH_PICTURE}) >= 5
+
+
+def _banner(page: str) -> str:
+    return page[page.index('<header class="banner"') : page.index("</header>") + len("</header>")]
 
 
 def test_the_verdict_comes_first_in_its_colour(sessions: dict[str, tuple[Path, Any]]) -> None:
@@ -58,7 +65,27 @@ def test_the_verdict_comes_first_in_its_colour(sessions: dict[str, tuple[Path, A
     assert body.startswith(
         f'<header class="banner" id="verdict" style="background:{palette.HIDDEN}">'
     )
-    assert "INVALID: cpu:host limited the benchmark, not block:vda" in body[:600]
+    # the banner is result.json's verdict, line for line, and the page says it once
+    for name, (_, result) in sessions.items():
+        v, banner = result.verdict, _banner(_page(sessions, name))
+        assert v is not None
+        shown = [
+            v.headline,
+            *(f"{k}: {x}" for k, x in (("why", v.why), ("excluded", v.excluded)) if x),
+            v.bottleneck,
+            *([v.governs] if v.governs else []),
+        ]
+        assert re.findall(r'<div class="(?:headline|reason)">([^<]*)</div>', banner) == [
+            html_lib.escape(line, quote=False) for line in shown
+        ]
+        advice = f"What to do: {v.next_step}" if v.next_step else None
+        assert (advice in banner) if advice else ("What to do" not in banner)
+    v = sessions["invalid"][1].verdict
+    assert v is not None and v.headline.startswith("INVALID: hidden bottleneck at cpu:host")
+    assert "--cut cpu:host" in _banner(page) and "<h2>Verdict</h2>" not in page
+    assert "excluded: 2 of 10 judged rounds excluded (rounds 5, 9)" in _banner(
+        _page(sessions, "valid")
+    )
     order = [
         "Results: fio",
         'id="data-path"',
@@ -75,7 +102,7 @@ def test_the_verdict_comes_first_in_its_colour(sessions: dict[str, tuple[Path, A
         ("limit", palette.STATUS["limit_reached"]),
     ):
         assert f'class="banner" id="verdict" style="background:{colour}"' in _page(sessions, name)
-    assert "--resume" in _page(sessions, "limit")  # what to do: continue the session
+    assert "use -s 20 or --preset normal" in _banner(_page(sessions, "limit"))  # more time
 
 
 def test_the_data_path_is_filled_by_utilization_and_framed_by_role(

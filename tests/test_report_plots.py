@@ -15,9 +15,9 @@ from pilot_sys.monitor.plot import OTHERS, Usage, others_max, path_panels, usage
 from pilot_sys.report import plots
 from pilot_sys.report.headline import verdict_view
 from pilot_sys.report.rebuild import rebuild
-from pilot_sys.session.engine import StopReason
 from pilot_sys.session.journal import Journal
 from pilot_sys.session.summary import analyse_journal
+from pilot_sys.session.verdict import alpha_text, estimate_text
 from pilot_sys.topology import graphio
 
 
@@ -157,7 +157,8 @@ def test_graph_png_and_the_session_picture_frame_roles_in_the_palettes_colours(
     img = _pixels(plain)
     assert _has(img, palette.CUT) and not _has(img, palette.HIDDEN)
     assert not _has(img, "#d62728")  # the old rule framed the CUT in red
-    root = make_session(tmp_path / "s", hidden=True)
+    # the CPU hot through every round, each too short to judge: analysed, invalid together
+    root = make_session(tmp_path / "s", hidden=True, judged=False)
     rebuild(root)
     img = _pixels(root / "plots" / "data-path.png")
     assert _has(img, palette.CUT) and _has(img, palette.HIDDEN)
@@ -166,32 +167,57 @@ def test_graph_png_and_the_session_picture_frame_roles_in_the_palettes_colours(
 
 
 # -- a whole result directory ------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def drawn(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The plots' inputs, captured while a hand-written session is rebuilt."""
-    calls: dict[str, Any] = {}
-    mp = pytest.MonkeyPatch()
-    for name in ("plot_units", "plot_readings", "plot_utilization"):
+EXCLUDED_ROUNDS = {5, 9}  # the CPU above the threshold in these rounds, long enough to judge
+
+
+def _spy(mp: pytest.MonkeyPatch, calls: dict[str, Any], drawn: dict[str, list[str]]) -> None:
+    """Keep each plot function's arguments (of a per-PI plot: the ``bw`` PI's call),
+    and the texts (titles, legends) of every figure as it is saved."""
+    for name in ("plot_units", "plot_readings", "plot_utilization", "plot_wps"):
         real = getattr(plots, name)
 
         def spy(*args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
-            calls[_name] = (args, kw)
+            if not isinstance(args[0], str) or args[0] == "bw":
+                calls[_name] = (args, kw)
             return _real(*args, **kw)
 
         mp.setattr(plots, name, spy)
-    root = make_session(
-        tmp_path_factory.mktemp("s") / "res", hidden=True, stop_reason=StopReason.SESSION_LIMIT
-    )
+    save = plots._save
+
+    def texts(fig: Any, path: Path) -> Path:
+        found = [t.get_text() for t in fig.texts]
+        found += [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+        for ax in fig.axes:
+            found.append(ax.get_title(loc="left"))
+            if ax.get_legend() is not None:
+                found += [t.get_text() for t in ax.get_legend().get_texts()]
+        drawn[path.name] = found
+        return save(fig, path)
+
+    mp.setattr(plots, "_save", texts)
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The plots' inputs and texts, captured while a hand-written session is rebuilt whose
+    rounds 5 and 9 saw the CPU above the threshold (excluded: the session is valid over the
+    other eight)."""
+    calls: dict[str, Any] = {}
+    texts: dict[str, list[str]] = {}
+    mp = pytest.MonkeyPatch()
+    _spy(mp, calls, texts)
+    root = make_session(tmp_path_factory.mktemp("s") / "res", hidden=EXCLUDED_ROUNDS)
     try:
         result = rebuild(root)
     finally:
         mp.undo()
-    return {"root": root, "result": result, "calls": calls}
+    return {"root": root, "result": result, "calls": calls, "texts": texts}
 
 
 def test_every_plot_is_written(drawn: dict[str, Any]) -> None:
     names = {p.name for p in (drawn["root"] / "plots").iterdir()}
-    assert {"bw-units.png", "bw-rounds.png", "utilization.png", "data-path.png"} <= names
+    wanted = {"bw-units.png", "bw-rounds.png", "utilization.png", "data-path.png", "wps-fit.png"}
+    assert wanted <= names
     assert not [n for n in drawn["result"].notes if "failed" in n]
 
 
@@ -202,7 +228,8 @@ def test_units_are_summarised_over_the_kept_readings_edm_left(drawn: dict[str, A
     analysed = [r for r in rounds if r.state == plots.ANALYSED]
     assert [r.index for r in rounds] == list(range(1, 13))
     assert [r.state for r in rounds[:2]] == ["short", "short"]
-    assert len(analysed) == 10
+    assert [r.index for r in rounds if r.state == plots.EXCLUDED] == sorted(EXCLUDED_ROUNDS)
+    assert len(analysed) == 8
     for r in analysed:
         np.testing.assert_array_equal(
             r.values[r.start : r.end], analysis.kept_units[(r.index, "bw")]
@@ -211,17 +238,49 @@ def test_units_are_summarised_over_the_kept_readings_edm_left(drawn: dict[str, A
         assert WARM <= r.start and r.end <= READINGS - COOL and r.end - r.start > READINGS / 2
     pi = drawn["result"].workloads[0].pis["bw"]
     assert (estimate.mean, estimate.low, estimate.high) == (pi.mean, pi.ci_low, pi.ci_high)
+    assert "excluded: hidden bottleneck" in drawn["texts"]["bw-units.png"]
 
 
 def test_the_rounds_plot_says_what_result_json_says(drawn: dict[str, Any]) -> None:
     args, _ = drawn["calls"]["plot_readings"]
     _, _, rounds, history, estimate, *_rest = args
     pi = drawn["result"].workloads[0].pis["bw"]
-    assert estimate.title("bw", "B/s", False).startswith("bw: 95.3 MiB/s ± ")
+    title = f"bw: {estimate_text(pi)} (target ± 5 %)"
+    assert title.startswith("bw: 95.4 MiB/s ± 0.1 %, 95% CI [")
+    for name in ("bw-rounds.png", "bw-units.png"):
+        assert title in drawn["texts"][name] and "session: valid" in drawn["texts"][name]
     assert (estimate.mean, estimate.low, estimate.high) == (pi.mean, pi.ci_low, pi.ci_high)
     assert history[-1][1] == pytest.approx(pi.mean)  # the last "so far" is the result
-    flagged = args[-2]
-    assert flagged == frozenset(range(3, 13))  # the analysed rounds' own checks were invalid
+    states = {r.index: r.state for r in rounds}
+    assert {i for i, s in states.items() if s == plots.EXCLUDED} == EXCLUDED_ROUNDS
+    legend = drawn["texts"]["bw-rounds.png"]
+    assert "excluded: hidden bottleneck" in legend and not any("alpha" in t for t in legend)
+    assert args[-2] == frozenset()  # no round saw one while too short to be judged
+
+
+def test_a_round_too_short_to_judge_is_ticked_not_excluded(tmp_path: Path) -> None:
+    calls: dict[str, Any] = {}
+    texts: dict[str, list[str]] = {}
+    with pytest.MonkeyPatch.context() as mp:
+        _spy(mp, calls, texts)
+        result = rebuild(make_session(tmp_path / "s", hidden=True, judged=False))
+    args, _ = calls["plot_readings"]
+    assert {r.state for r in args[2][2:]} == {plots.ANALYSED}
+    assert args[-2] == frozenset(range(3, 13)) == frozenset(result.bottleneck.rounds_unjudged)
+    assert plots.FLAGGED_WORDS in texts["bw-rounds.png"]
+    assert "session: INVALID" in texts["bw-rounds.png"]
+
+
+def test_the_wps_plot_states_the_fit_and_the_alpha_bound(drawn: dict[str, Any]) -> None:
+    result = drawn["result"]
+    wps, pi = result.workloads[0].wps, result.workloads[0].pis["wps"]
+    (work, seconds, states, fitted, unit, *_), _ = drawn["calls"]["plot_wps"]
+    assert fitted == wps and unit == "B" and len(work) == len(states) == 12
+    assert [s for s in states if s == plots.EXCLUDED] == [plots.EXCLUDED] * 2
+    texts = drawn["texts"]["wps-fit.png"]
+    assert f"wps: {estimate_text(pi)}" in texts
+    assert wps.alpha_bound == "not_above_zero"  # the fixture's 20 ms is inside alpha's CI
+    assert any(t.endswith(f"the alpha bound: {alpha_text(wps)}") for t in texts)
 
 
 def test_the_utilization_plot_gets_the_session_data_path(drawn: dict[str, Any]) -> None:
@@ -229,16 +288,57 @@ def test_the_utilization_plot_gets_the_session_data_path(drawn: dict[str, Any]) 
     t, series, data_path, cut, hidden, threshold, _path, spans = args
     assert list(data_path) == PATH and cut == "block:vda" and list(hidden) == ["cpu:host"]
     assert threshold == 0.8
-    assert len(spans) == 2  # the two short rounds are not in the analysis
+    assert len(spans) == 4  # the two short rounds and the two excluded are not in the analysis
     assert series["block:vda/busy"].size == t.size
 
 
-def test_the_verdict_is_read_in_one_place(drawn: dict[str, Any]) -> None:
-    view = verdict_view(drawn["result"])
-    assert view.status == "invalid" and view.governing == "cpu:host"
-    assert view.hidden == ("cpu:host",) and view.cut == "block:vda"
-    assert view.headline == "INVALID: cpu:host limited the benchmark, not block:vda"
-    assert "--cut" in view.advice
+@pytest.mark.parametrize(
+    "kind",
+    ["excluded rounds", "too many excluded", "sustained"],
+)
+def test_the_verdict_is_read_in_one_place(tmp_path: Path, kind: str) -> None:
+    hidden, judged = {
+        "excluded rounds": (EXCLUDED_ROUNDS, True),
+        "too many excluded": (True, True),
+        "sustained": (True, False),
+    }[kind]
+    result = rebuild(make_session(tmp_path / "s", hidden=hidden, judged=judged), plots=False)
+    v = result.verdict
+    assert v is not None
+    view = verdict_view(result)
+    assert view.status == v.status and view.headline == v.headline
+    assert view.advice == (v.next_step or "") and view.cut == "block:vda" == v.cut
+    assert view.governing == v.governing and view.hidden == ("cpu:host",)
+    assert view.excluded_rounds == {e.index for e in v.excluded_rounds}
+    lines = (
+        f"why: {v.why}" if v.why else None,
+        f"excluded: {v.excluded}" if v.excluded else None,
+        v.bottleneck,
+        v.governs,
+    )
+    assert view.details == tuple(line for line in lines if line)
+    if kind == "excluded rounds":
+        assert view.status == "valid" and view.excluded_rounds == EXCLUDED_ROUNDS
+        assert view.governing is None and view.details[0] == f"excluded: {v.excluded}"
+    else:
+        assert view.status == "invalid" and view.governing == "cpu:host"
+        assert "--cut cpu:host" in view.advice
+    if kind == "too many excluded":
+        assert view.excluded_rounds == set(range(3, 13))
+        assert v.headline.startswith("INVALID: 10 of 10 judged rounds were excluded")
+    if kind == "sustained":
+        assert view.excluded_rounds == set() and view.flagged_rounds == set(range(3, 13))
+        assert v.headline.startswith("INVALID: hidden bottleneck at cpu:host (compute) over")
+
+
+def test_with_every_round_excluded_the_path_shows_the_excluded_rounds(tmp_path: Path) -> None:
+    root = make_session(tmp_path / "s", hidden=True)
+    result = rebuild(root)
+    assert result.workloads[0].rounds.analysed == 0 and result.status == "invalid"
+    page = (root / "report.html").read_text(encoding="utf-8")
+    assert "over the excluded rounds (no round was analysed)" in page
+    img = _pixels(root / "plots" / "data-path.png")
+    assert _has(img, palette.utilization_colour(0.7), 500)  # what the rounds saw, not blank
 
 
 def test_the_data_path_is_ordered_from_the_cpu_outward_and_boxes_fit_their_text() -> None:

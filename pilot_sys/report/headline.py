@@ -1,18 +1,18 @@
 """The session's verdict as the pictures and report.html show it: one place that reads it.
 
 Every picture title, the HTML banner and the greyed rounds of the plots take the verdict from
-:func:`verdict_view` and from nowhere else, so they cannot disagree with one another. Today it
-is assembled from result.json's ``status``, ``stop_reason`` and ``bottleneck``; when result.json
-carries a verdict of its own (status, reason, headline, governing component, excluded rounds),
-:func:`verdict_view` is the one function to point at it.
+:func:`verdict_view` and from nowhere else, so they cannot disagree with one another. The view
+is result.json's ``verdict`` (``pilot_sys.session.verdict.verdict_of``, which rebuilds one for
+a result written before verdicts existed): its status, headline, lines, governing component,
+hidden bottlenecks and excluded rounds, in the words the summary and report.md use.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pilot_sys import units
-from pilot_sys.session.result import SessionResult, Status
+from pilot_sys.session.result import Reason, SessionResult, Status
+from pilot_sys.session.verdict import verdict_of
 
 STATUS_WORDS: dict[str, str] = {
     Status.VALID: "valid",
@@ -23,20 +23,24 @@ STATUS_WORDS: dict[str, str] = {
     Status.INCOMPLETE: "incomplete",
 }
 
+#: how a round excluded by the verdict is named in every picture
+EXCLUDED_WORDS = "excluded: hidden bottleneck"
+
 
 @dataclass(frozen=True)
 class VerdictView:
     """What a reader must see first."""
 
     status: str  # a ``Status`` value
-    headline: str  # one line: the status and the result in words
-    reason: str  # why the session ended this way
-    advice: str  # the one thing to do next ("" when nothing is needed)
+    headline: str  # the verdict's headline, as the summary prints it
+    details: tuple[str, ...]  # why / excluded / bottleneck check / which governs, in that order
+    advice: str  # the verdict's one thing to do next ("" when nothing is needed)
     cut: str | None  # the component under test
-    governing: str | None  # the component that limited the result (the CUT when valid)
+    governing: str | None  # the component whose limit the number may be
     hidden: tuple[str, ...] = ()  # hidden bottleneck components (ids, no direction)
     excluded_rounds: frozenset[int] = field(default_factory=frozenset)  # left out by the verdict
-    flagged_rounds: frozenset[int] = field(default_factory=frozenset)  # own verdict: invalid
+    # rounds that saw a hidden bottleneck but were too short to be judged on their own
+    flagged_rounds: frozenset[int] = field(default_factory=frozenset)
 
     @property
     def status_word(self) -> str:
@@ -44,66 +48,33 @@ class VerdictView:
 
 
 def component_of(signal: str) -> str:
-    """``cpu:host (compute)`` -> ``cpu:host`` (the bottleneck section names a direction too)."""
+    """``cpu:host (compute)`` -> ``cpu:host`` (the verdict names a direction too)."""
     return signal.split(" (", 1)[0]
 
 
-def _primary_estimate(result: SessionResult) -> str:
-    """``write_bw 2.17 GiB/s ± 3.2 %`` of the first PI with a mean, or ``no result``."""
-    for w in result.workloads:
-        network = units.network_traffic(w.command, result.bottleneck.cut)
-        for p in w.pis.values():
-            if p.mean is None:
-                continue
-            shown = units.estimate(p.mean, p.ci_low, p.ci_high, p.unit, network)
-            return f"{p.name} {shown}" + ("" if p.ci_low is not None else " (no interval)")
-    return "no result"
-
-
 def verdict_view(result: SessionResult) -> VerdictView:
-    """The verdict of ``result`` (see the module docstring: the one place to change when
-    result.json carries its own verdict)."""
-    b = result.bottleneck
-    hidden = tuple(dict.fromkeys(component_of(h) for h in b.hidden_bottlenecks))
-    status = str(result.status)
-    estimate = _primary_estimate(result)
-    cut = b.cut
-    governing: str | None = cut if b.valid else None
-    advice = ""
-    if result.status is Status.INVALID:
-        where = ", ".join(hidden) or "another component"
-        governing = hidden[0] if hidden else None
-        headline = f"INVALID: {where} limited the benchmark, not {cut or 'the CUT'}"
-        reason = f"hidden bottleneck at {', '.join(b.hidden_bottlenecks) or '?'}"
-        advice = (
-            f"Free {where} (other processes, a quieter host) and run again, or benchmark "
-            f"{where} itself with --cut."
-        )
-    elif result.status is Status.VALID:
-        headline = f"valid: {estimate}"
-        reason = result.stop_reason
-    elif result.status in (Status.LIMIT_REACHED, Status.INCOMPLETE):
-        headline = f"{STATUS_WORDS[result.status]}: {estimate}"
-        reason = result.stop_reason
-        advice = (
-            "Give it more time (a longer -s, or --preset normal) or a quieter host; "
-            f"`pilot-sys run --resume {result.result_dir}` continues this session."
-        )
-    else:
-        headline = f"{STATUS_WORDS.get(result.status, status)}: {estimate}"
-        reason = result.stop_reason
-        if result.status is Status.INTERRUPTED:
-            advice = f"`pilot-sys run --resume {result.result_dir}` continues this session."
-        elif result.status is Status.WORKLOAD_FAILED:
-            advice = "See the notes for the workload's failure; the rounds before it are kept."
+    """The verdict of ``result`` as the pictures show it. Hidden bottlenecks are those over the
+    included rounds taken together and those the excluded rounds were excluded for (the
+    headline names both)."""
+    v = verdict_of(result)
+    labels = [*v.hidden_bottlenecks, *(c for e in v.excluded_rounds for c in e.components)]
+    hidden = tuple(dict.fromkeys(component_of(h) for h in labels))
+    if v.reason is Reason.TOO_MANY_EXCLUDED and v.governing and v.governing not in hidden:
+        hidden = (v.governing, *hidden)
+    details = (
+        *([f"why: {v.why}"] if v.why else []),
+        *([f"excluded: {v.excluded}"] if v.excluded else []),
+        v.bottleneck,
+        *([v.governs] if v.governs else []),
+    )
     return VerdictView(
-        status=status,
-        headline=headline,
-        reason=reason,
-        advice=advice,
-        cut=cut,
-        governing=governing,
+        status=str(v.status),
+        headline=v.headline,
+        details=details,
+        advice=v.next_step or "",
+        cut=v.cut,
+        governing=v.governing,
         hidden=hidden,
-        excluded_rounds=frozenset(),  # today no verdict leaves rounds out of the analysis
-        flagged_rounds=frozenset(b.rounds_invalid),
+        excluded_rounds=frozenset(e.index for e in v.excluded_rounds),
+        flagged_rounds=frozenset(result.bottleneck.rounds_unjudged),
     )

@@ -1,6 +1,7 @@
 """report.html: the session in one self-contained file a person opens in a browser.
 
-The verdict comes first (a banner in the status colour: the headline, why, what to do), then
+The verdict comes first (a banner in the status colour: result.json's verdict, its headline,
+why, excluded rounds, bottleneck check and what to do, as ``report.headline`` reads it), then
 the results with their intervals, the data path coloured by utilization, the plots, the
 overhead, the rounds (collapsed), the context and the notes. Nothing is fetched: the style is
 inline, the plots are embedded as base64 PNG, and a Content-Security-Policy forbids any request,
@@ -62,7 +63,7 @@ body {{ margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, 
 .banner {{ color: #fff; padding: 22px 32px 18px; }}
 .banner .status {{ font-size: 13px; letter-spacing: .08em; text-transform: uppercase;
   font-weight: 700; opacity: .9; }}
-.banner .headline {{ font-size: 24px; font-weight: 700; margin: 2px 0 6px; }}
+.banner .headline {{ font-size: 21px; font-weight: 700; margin: 2px 0 6px; }}
 .banner .reason, .banner .advice {{ font-size: 15px; }}
 .banner .advice {{ margin-top: 6px; font-weight: 600; }}
 .banner code {{ background: rgba(255,255,255,.18); color: #fff; }}
@@ -113,18 +114,21 @@ def _markdown_html(lines: list[str]) -> str:
 
 
 def banner(view: VerdictView) -> str:
-    """The verdict first: status, headline, why, what to do, in the status colour."""
+    """The verdict first, in the status colour: status, headline, its lines (why, excluded
+    rounds, the bottleneck check, which component governs) and what to do: result.json's
+    verdict, as the summary prints it."""
     colour = palette.status_colour(view.status)
     advice = (
         f'<div class="advice">What to do: {_md().renderInline(view.advice)}</div>'
         if view.advice
         else ""
     )
+    details = "".join(f'<div class="reason">{html.escape(line)}</div>' for line in view.details)
     return (
         f'<header class="banner" id="verdict" style="background:{colour}">'
         f'<div class="status">{html.escape(view.status_word)}</div>'
         f'<div class="headline">{html.escape(view.headline)}</div>'
-        f'<div class="reason">{html.escape(view.reason)}</div>{advice}</header>'
+        f"{details}{advice}</header>"
     )
 
 
@@ -134,9 +138,10 @@ def data_path(
     path: Sequence[str],
     threshold: float,
     limits: Mapping[str, str] | None = None,
+    over: str = "the analysed rounds",
 ) -> str:
-    """The data path's components in a row, each filled by its peak utilization over the
-    analysed rounds and framed by its role (the colours of every picture)."""
+    """The data path's components in a row, each filled by its peak utilization over ``over``
+    (the analysed rounds) and framed by its role (the colours of every picture)."""
     if not path:
         return ""
     chips = []
@@ -180,7 +185,7 @@ def data_path(
     return (
         '<section id="data-path"><h2>Data path</h2>'
         '<p class="muted">Each component from the CPU outward, filled by its peak utilization '
-        "(share of its stated limit) over the analysed rounds; framed blue: the component under "
+        f"(share of its stated limit) over {html.escape(over)}; framed blue: the component under "
         "test, red: a hidden bottleneck. Busy: the share of time a request was in flight, "
         "shown for a disk whose limit is unknown (it is not a share of a limit).</p>"
         f'<div class="path">{"<span class=link>—</span>".join(chips)}</div>'
@@ -226,21 +231,24 @@ def render(
     usage: Mapping[str, Usage] | None = None,
     path: Sequence[str] = (),
     limits: Mapping[str, str] | None = None,
+    usage_over: str = "the analysed rounds",
 ) -> str:
     """report.html of ``result``: ``plots`` are files under ``root`` (title -> relative path);
-    ``path`` the data path's components, ``usage`` their peaks, ``limits`` their limits. The
-    data path's own picture (``data-path.png``) is left out: the page draws it as HTML."""
+    ``path`` the data path's components, ``usage`` their peaks (over ``usage_over``), ``limits``
+    their limits. The data path's own picture (``data-path.png``) is left out: the page draws it
+    as HTML."""
     view = verdict_view(result)
     threshold = float(result.config.get("bottleneck_threshold", palette.DEFAULT_THRESHOLD))
     doc = markdown.ReportInput(result, dict(plots), [list(r) for r in rounds_table or []])
     sections: dict[str, Callable[[], str]] = {
-        DATA_PATH: lambda: data_path(view, usage or {}, path, threshold, limits),
+        DATA_PATH: lambda: data_path(view, usage or {}, path, threshold, limits, usage_over),
         PLOTS: lambda: figures(
             {t: p for t, p in plots.items() if p.name != DATA_PATH_PICTURE}, root
         ),
         ROUNDS: lambda: rounds(rounds_table or []),
     }
-    own = {"plot_list", "rounds"}  # report.md's, drawn here by this page's own sections
+    # report.md's, drawn here by this page's own sections (the verdict is the banner)
+    own = {"plot_list", "rounds", "verdict_section"}
     for section in markdown.SECTIONS:
         name = section.__name__
         if name in own or name in sections:

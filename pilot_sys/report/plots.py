@@ -7,14 +7,17 @@
 - ``utilization.png``: the data path's components over the session (``pilot_sys.monitor.plot``);
 - ``wps-fit.png`` and ``comparison.png``.
 
-Colours are those of ``pilot_sys.palette``; numbers in titles and labels go through
-``pilot_sys.units``. The data preparation (:func:`round_quantiles`, :func:`removed_shares`) is
-pure; matplotlib is imported lazily with the Agg backend, so commands that do not plot never pay
-for it.
+Every title states the final result as result.json does (``session.verdict.estimate_text``, the
+words of the summary and report.md), and the rounds the verdict excluded are drawn as
+"excluded: hidden bottleneck". Colours are those of ``pilot_sys.palette``; numbers in titles and
+labels go through ``pilot_sys.units``. The data preparation (:func:`round_quantiles`,
+:func:`removed_shares`) is pure; matplotlib is imported lazily with the Agg backend, so commands
+that do not plot never pay for it.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +26,8 @@ from typing import Any
 import numpy as np
 
 from pilot_sys import palette, units
+from pilot_sys.session.result import PIResult, WPSResult
+from pilot_sys.session.verdict import alpha_text, estimate_text
 from pilot_sys.stats.pi import PIType, point_estimate
 
 QUANTILES = (5.0, 25.0, 50.0, 75.0, 95.0)
@@ -32,13 +37,18 @@ MAX_POINTS = 20000  # scatter points beyond this are thinned for the picture (ne
 
 # how a round took part in the analysis, and how it is drawn: marker, colour, legend text
 ANALYSED = "analysed"
+EXCLUDED = "excluded"  # by the verdict: its own monitor check found a hidden bottleneck
+EXCLUDED_WORDS = "excluded: hidden bottleneck"
 STATES: dict[str, tuple[str, str, str]] = {
     ANALYSED: ("o", palette.MEASURE, "analysed round"),
     "short": ("x", palette.EXCLUDED, "short round (not analysed)"),
     "below alpha": ("s", palette.EXCLUDED, "below the smallest useful work (not analysed)"),
-    "excluded": ("D", palette.EXCLUDED, "excluded by the verdict"),
+    EXCLUDED: ("D", palette.EXCLUDED, EXCLUDED_WORDS),
     "failed": ("X", palette.FAILED, "failed round"),
 }
+# a round that saw a hidden bottleneck but was too short to be judged on its own (the rounds
+# are judged together at the end): a tick on the round axis
+FLAGGED_WORDS = "saw a hidden bottleneck, too short to judge on its own"
 MEAN_WORDS = {"harmonic": "harmonic mean", "arithmetic": "mean", "proportion": "success share"}
 
 
@@ -116,22 +126,24 @@ class RoundUnits:
 
 @dataclass(frozen=True)
 class Estimate:
-    """The final mean of a PI and its interval (None while unknown), as result.json says."""
+    """The final mean of a PI and its interval (None while unknown), as result.json says, and
+    the words every output states it in (``text``)."""
 
     mean: float | None
     low: float | None
     high: float | None
     pi_type: str = "arithmetic"
     target: float | None = None  # full width relative to the mean
+    text: str = ""  # ``session.verdict.estimate_text`` of the final result
 
-    def title(self, pi: str, unit: str, network: bool) -> str:
-        if self.mean is None:
-            return f"{pi}: no result"
-        shown = units.estimate(self.mean, self.low, self.high, unit, network)
-        if self.low is None or self.high is None:
-            return f"{pi}: {shown}, no confidence interval"
+    @classmethod
+    def of(cls, p: PIResult, network: bool = False) -> Estimate:
+        """The final result of PI ``p`` (never a point of the interval's history)."""
+        return cls(p.mean, p.ci_low, p.ci_high, p.pi_type, p.target, estimate_text(p, network))
+
+    def title(self, pi: str) -> str:
         goal = f" (target {units.target(self.target)})" if self.target is not None else ""
-        return f"{pi}: {shown}, CI {units.interval(self.low, self.high, unit, network)}{goal}"
+        return f"{pi}: {self.text or 'no reading yet'}{goal}"
 
 
 def _estimate_band(ax: Any, est: Estimate, div: float, label: str) -> None:
@@ -177,6 +189,22 @@ def _swatch(colour: str, **kw: Any) -> Any:
     from matplotlib.patches import Patch
 
     return Patch(facecolor=colour, edgecolor=kw.pop("edgecolor", "none"), **kw)
+
+
+def _round_ticks(ax: Any, xs: Sequence[int], label: str) -> None:
+    """Red ticks on the round axis under rounds ``xs`` (a hidden bottleneck's colour)."""
+    if xs:
+        ax.plot(
+            list(xs),
+            [0.0] * len(xs),
+            "|",
+            color=palette.HIDDEN,
+            ms=9,
+            mew=1.5,
+            transform=ax.get_xaxis_transform(),
+            clip_on=False,
+            label=label,
+        )
 
 
 def plot_units(
@@ -230,7 +258,9 @@ def plot_units(
     ax.grid(axis="y", color=palette.GRID, lw=0.6)
     ax.set_axisbelow(True)
     ax.tick_params(labelsize=7)
-    _titles(fig, ax, estimate.title(pi, unit, network), subtitle, badge)
+    _titles(fig, ax, estimate.title(pi), subtitle, badge)
+    excluded = [r.index for r in rounds if r.state == EXCLUDED]
+    _round_ticks(ax, excluded, f"{EXCLUDED_WORDS} (the round's readings grey)")
 
     starts = np.array([r.start if r.state == ANALYSED else 0 for r in rounds])
     ends = np.array([r.end if r.state == ANALYSED else r.values.size for r in rounds])
@@ -285,6 +315,19 @@ def plot_units(
         handles.append(_swatch(palette.ESTIMATE, alpha=0.12, label="its confidence interval"))
     if (~analysed).any():
         handles.append(_swatch(palette.EXCLUDED, label="round not analysed (all its readings)"))
+    if excluded:
+        handles.append(
+            Line2D(
+                [],
+                [],
+                marker="|",
+                ls="none",
+                color=palette.HIDDEN,
+                ms=9,
+                mew=1.5,
+                label=EXCLUDED_WORDS,
+            )
+        )
     handles += [
         _swatch(palette.REMOVED, label="removed as warm-up (lower bar)"),
         _swatch(
@@ -341,8 +384,9 @@ def plot_readings(
     and the target around it: the interval shrinking into the target is the session converging.
 
     ``history``: (round index, mean, ci_low, ci_high) after successive rounds, NaN bounds where
-    there was no interval; ``flagged``: rounds whose own monitor check found a hidden bottleneck
-    (a red tick on the round axis)."""
+    there was no interval; ``flagged``: rounds that saw a hidden bottleneck but were too short
+    to be judged on their own (a red tick on the round axis). The title is the final result's
+    (``estimate``), not the history's last point."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(WIDTH, 4.6))
     values = np.array([np.nan if r.value is None else r.value for r in rounds], dtype=float)
@@ -399,20 +443,8 @@ def plot_readings(
             )
     if flagged:
         present = {r.index for r in rounds} | {int(i) for i in hist[:, 0]}
-        xs = sorted(i for i in flagged if i in present)
-        if xs:
-            ax.plot(
-                xs,
-                [0.0] * len(xs),
-                "|",
-                color=palette.HIDDEN,
-                ms=9,
-                mew=1.5,
-                transform=ax.get_xaxis_transform(),
-                clip_on=False,
-                label="the round's own check found a hidden bottleneck",
-            )
-    _titles(fig, ax, estimate.title(pi, unit, network), "", badge)
+        _round_ticks(ax, sorted(i for i in flagged if i in present), FLAGGED_WORDS)
+    _titles(fig, ax, estimate.title(pi), "", badge)
     ax.set_xlabel("round", fontsize=8)
     ax.set_ylabel(_axis_label(pi, label), fontsize=8)
     ax.xaxis.get_major_locator().set_params(integer=True)
@@ -469,39 +501,63 @@ def plot_utilization(
 def plot_wps(
     work: np.ndarray,
     seconds: np.ndarray,
-    analysed: np.ndarray,
-    alpha: float | None,
-    v: float | None,
+    states: Sequence[str],
+    wps: WPSResult,
     work_unit: str,
     path: Path,
+    title: str = "",
+    badge: Badge | None = None,
 ) -> Path:
-    """Round duration against work: the WPS line t = alpha + w / v."""
+    """Round duration against work: the WPS line t = alpha + w / v, each round drawn by how it
+    took part in the analysis (``states``: keys of ``STATES``), and the smallest useful work
+    from alpha where the bound was applied. ``title``: the ``wps`` PI's final result; the line
+    under it says what became of the alpha bound (``session.verdict.alpha_text``)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(WIDTH * 0.7, 3.8))
-    ax.scatter(
-        work[analysed], seconds[analysed], s=14, color=palette.MEASURE, label="analysed round"
-    )
-    if (~analysed).any():
-        ax.scatter(
-            work[~analysed],
-            seconds[~analysed],
-            s=14,
-            color=palette.EXCLUDED,
-            marker="x",
-            label="not analysed",
-        )
+    fig, ax = plt.subplots(figsize=(WIDTH, 4.4))
+    div, label = _scale(work_unit, np.asarray(work, dtype=float))
+    kinds = np.array(list(states))
+    for state, (marker, colour, name) in STATES.items():
+        sel = kinds == state
+        if sel.any():
+            ax.scatter(
+                work[sel] / div,
+                seconds[sel],
+                s=14,
+                marker=marker,
+                color=colour,
+                label="analysed round" if state == ANALYSED else name,
+            )
+    alpha, v = wps.alpha, wps.v
     if alpha is not None and v:
         xs = np.linspace(0, float(work.max()) if work.size else 1.0, 50)
         rate = units.quantity(v, f"{work_unit}/s")
         fit = f"t = {units.duration(alpha)} + w / ({rate})"
-        ax.plot(xs, alpha + xs / v, color=palette.ESTIMATE, lw=1, label=fit)
-    ax.set_xlabel(f"work ({work_unit})", fontsize=8)
+        ax.plot(xs / div, alpha + xs / v, color=palette.ESTIMATE, lw=1, label=fit)
+    if wps.alpha_bound == "applied" and wps.alpha_work:
+        ax.axvline(
+            wps.alpha_work / div,
+            color=palette.ESTIMATE,
+            lw=0.9,
+            ls=(0, (4, 2)),
+            label=f"smallest useful work: {units.quantity(wps.alpha_work, work_unit)}",
+        )
+    alpha_ci = (
+        f", CI [{units.duration(wps.alpha_ci_low)}, {units.duration(wps.alpha_ci_high)}]"
+        if wps.alpha_ci_low is not None and wps.alpha_ci_high is not None
+        else ""
+    )
+    sub = (
+        f"alpha = {units.duration(alpha)}{alpha_ci}; the alpha bound: {alpha_text(wps)}"
+        if alpha is not None
+        else ""
+    )
+    _titles(fig, ax, title or "work-per-second regression", textwrap.fill(sub, 130), badge)
+    ax.set_xlabel(_axis_label("work", label), fontsize=8)
     ax.set_ylabel("round duration (s)", fontsize=8)
-    ax.set_title("work-per-second regression", fontsize=10, loc="left")
     ax.tick_params(labelsize=7)
     ax.grid(color=palette.GRID, lw=0.6)
     ax.legend(fontsize=7)
-    fig.subplots_adjust(left=0.11, right=0.97, bottom=0.14, top=0.9)
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.12, top=0.84)
     return _save(fig, path)
 
 

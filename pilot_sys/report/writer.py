@@ -22,13 +22,13 @@ from pilot_sys import palette, units
 from pilot_sys.monitor.plot import Usage
 from pilot_sys.report.headline import VerdictView, verdict_view
 from pilot_sys.report.html import DATA_PATH_PICTURE
-from pilot_sys.report.plots import ANALYSED
+from pilot_sys.report.plots import ANALYSED, EXCLUDED, EXCLUDED_WORDS
 from pilot_sys.session.analysis import WPS_PI, TrackAnalysis
 from pilot_sys.session.journal import Journal, JournalWriteFailed, RoundRecord
 from pilot_sys.session.progress import Note
 from pilot_sys.session.result import SessionResult, WorkloadResult
 from pilot_sys.session.summary import analysed_indices
-from pilot_sys.session.verdict import is_excluded
+from pilot_sys.session.verdict import estimate_text, is_excluded
 from pilot_sys.topology.graph import ComponentGraph
 
 if TYPE_CHECKING:  # running a session loads the engine: only run_and_report needs it
@@ -131,18 +131,23 @@ class Figures:
     """What the plots found, for report.md and report.html."""
 
     made: dict[str, Path] = field(default_factory=dict)  # title -> path in the result directory
-    usage: dict[str, Usage] = field(default_factory=dict)  # peaks over the analysed rounds
+    usage: dict[str, Usage] = field(default_factory=dict)  # peaks over ``usage_over``
+    # the rounds the peaks are over: the analysed ones, or, when the verdict excluded every
+    # round, the excluded ones (what the hidden bottleneck did is then all there is to show)
+    usage_over: str = "the analysed rounds"
     path: list[str] = field(default_factory=list)  # the data path's components, CPU outward
     limits: dict[str, str] = field(default_factory=dict)  # component -> its limit, short
 
 
 def _plot_state(rec: RoundRecord, analysed: set[int], excluded: frozenset[int]) -> str:
+    """How a round took part in the analysis (a key of ``plots.STATES``); ``excluded``: the
+    rounds the verdict excluded."""
     if rec.failed:
         return "failed"
     if rec.short:
         return "short"
     if rec.index in excluded:
-        return "excluded"
+        return EXCLUDED
     return ANALYSED if rec.index in analysed else "below alpha"
 
 
@@ -202,7 +207,7 @@ def _pi_plots(
         return loaded[rec.index]
 
     for pi, p in wres.pis.items():
-        est = plots.Estimate(p.mean, p.ci_low, p.ci_high, p.pi_type, p.target)
+        est = plots.Estimate.of(p, network)
         label = f"{wres.name}: {pi}" if several else pi  # the title names the workload too
         try:
             rounds: list[plots.RoundUnits] = []
@@ -274,16 +279,20 @@ def _pi_plots(
             use_done = all(r.work_done is not None for r in ok)
             work = np.array([(r.work_done if use_done else r.work_amount) for r in ok], dtype=float)
             secs = np.array([r.duration for r in ok], dtype=float)
-            mask = np.array([r.index in analysed for r in ok], dtype=bool)
+            wps_pi = wres.pis.get(WPS_PI)
+            title = f"{WPS_PI}{tag}: " + (
+                estimate_text(wps_pi, network) if wps_pi is not None else "no reading yet"
+            )
             path = pdir / f"{prefix}wps-fit.png"
             plots.plot_wps(
                 work,
                 secs,
-                mask,
-                wres.wps.alpha,
-                wres.wps.v,
+                [states[r.index] for r in ok],
+                wres.wps,
                 (wres.wps.v_unit or "work/s").removesuffix("/s"),
                 path,
+                title,
+                badge,
             )
             figs.made[f"WPS fit{tag}"] = path.relative_to(journal.root)
         except Exception as exc:  # noqa: BLE001
@@ -317,7 +326,11 @@ def path_figures(
             figs.limits = {n: limit_caption(graph, n) for n in figs.path if n in graph}
         trace = session_trace(journal)
         if trace is not None:
-            figs.usage = usage_of(trace.during(_analysed(journal, analyses, view)))
+            rounds = _analysed(journal, analyses, view)
+            if not rounds and view.excluded_rounds:
+                rounds = set(view.excluded_rounds)
+                figs.usage_over = "the excluded rounds (no round was analysed)"
+            figs.usage = usage_of(trace.during(rounds))
     except Exception as exc:  # noqa: BLE001 - the data path must never cost the report
         notes.append(f"data path not read: {type(exc).__name__}: {exc}")
     return figs, graph, trace
@@ -339,7 +352,7 @@ def make_plots(
         try:
             path = pdir / DATA_PATH_PICTURE
             draw_data_path(graph, figs, view, thr, path)
-            figs.made["Data path coloured by peak utilization (analysed rounds)"] = (
+            figs.made[f"Data path coloured by peak utilization over {figs.usage_over}"] = (
                 path.relative_to(journal.root)
             )
         except Exception as exc:  # noqa: BLE001
@@ -391,13 +404,13 @@ def draw_data_path(
     graph: ComponentGraph, figs: Figures, view: VerdictView, threshold: float, path: Path
 ) -> Path:
     """The data path's components of ``graph`` filled by their peak utilization over the
-    analysed rounds (the rounds the verdict judged), the CUT and hidden bottlenecks framed."""
+    analysed rounds (``figs.usage_over``), the CUT and hidden bottlenecks framed."""
     from pilot_sys.monitor.plot import measured_looks
     from pilot_sys.topology.graphio import draw
 
     shown = graph.subgraph([n for n in figs.path if n in graph])
     looks = measured_looks(shown, figs.usage, view.cut, view.hidden, threshold)
-    title = "data path coloured by peak utilization over the analysed rounds"
+    title = f"data path coloured by peak utilization over {figs.usage_over}"
     draw(
         shown, path, title=title, cut=view.cut, hidden=view.hidden, looks=looks, threshold=threshold
     )
@@ -428,7 +441,7 @@ def rounds_table(journal: Journal, analyses: dict[str, TrackAnalysis]) -> list[l
         state = _state(r, analysed) + (f": {r.failure}" if r.failure else "")
         if is_excluded(r, m.cut or m.config.cut):
             where = ", ".join(r.monitor.hidden_bottlenecks) if r.monitor else "?"
-            state = f"excluded: hidden bottleneck at {where}"
+            state = f"{EXCLUDED_WORDS} at {where}"
         elif state == "excluded":
             state = "below alpha"
         rows.append([str(r.index), r.workload, units.work(r.work_amount, work_unit),
@@ -477,7 +490,8 @@ def write_reports(
     atomic_write_text(path, render(result, figs.made, table))
     if html:
         page = render_html(
-            result, figs.made, table, journal.root, figs.usage, figs.path, figs.limits
+            result, figs.made, table, journal.root, figs.usage, figs.path, figs.limits,
+            figs.usage_over,
         )
         atomic_write_text(journal.root / HTML_FILE, page)
     return path

@@ -133,6 +133,8 @@ def bottleneck_section(journal: Journal, included: set[int], cut: str | None, mo
         return sec
     trace = combined_trace(journal, included)
     if trace is None:
+        if not included:  # e.g. every judged round excluded: nothing is left to judge together
+            sec.detail["not_judged"] = "no round was analysed"
         return sec
     from pilot_sys.monitor.bottleneck import assess, min_intervals
 

@@ -39,7 +39,7 @@ from pilot_sys.topology.mountinfo import mount_for
 from pilot_sys.topology.routes import Route, lookup, read_routes, resolve_host
 from pilot_sys.topology.remote_path import local_nic_of, remote_paths
 from pilot_sys.topology.sysroot import SysRoot
-from pilot_sys.workload.command_line import HOST_PREFIX, split_host_argument
+from pilot_sys.workload.command_line import HOST_PREFIX, host_of, split_host_argument
 
 HOST_OPTIONS = {"-c", "--client", "-H", "--host", "--server-host"}
 FILE_KEYS = {"filename", "directory", "of", "if", "file", "dir", "path", "target"}
@@ -92,7 +92,8 @@ def candidates(args: list[str]) -> list[tuple[str, str, bool]]:
     host_next = False
     for arg in args:
         if host_next:
-            found.append((arg, "host:" + arg, True))
+            if host_of(arg) is not None:  # ``-c SCRIPT`` of another program is no host
+                found.append((arg, "host:" + arg, True))
             host_next = False
             continue
         if arg in HOST_OPTIONS:
@@ -104,7 +105,8 @@ def candidates(args: list[str]) -> list[tuple[str, str, bool]]:
             if not value or any(part in key_name for part in SKIP_KEY_PARTS):
                 continue
             if key.lstrip("-") in ("c", "client", "host"):
-                found.append((arg, "host:" + value, True))
+                if host_of(value) is not None:
+                    found.append((arg, "host:" + value, True))
                 continue
             values = _split_fio_names(value) if key_name == "filename" else [value]
             explicit = key_name in FILE_KEYS

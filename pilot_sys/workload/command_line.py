@@ -2,8 +2,14 @@
 
 ``sudo``, ``taskset``, ``numactl``, ``env`` and similar wrappers are skipped to find the program
 whose output we parse; file, directory and device arguments (fio ``--filename=``/``--directory=``,
-dd ``if=``/``of=``, existing paths) and remote hosts (iperf3 ``-c``, fio ``--client=``, other
-tools' host options) feed the data-path resolution.
+dd ``if=``/``of=``, existing paths) and remote hosts feed the data-path resolution.
+
+A remote host is read only where the program's own options say so (``host_options``): iperf3's
+and iperf's ``-c HOST``, fio's ``--client=HOST``, netperf's ``-H HOST``, and the spelled-out
+``--host``/``--server-host`` of any program; and a whole argument that is an IP address. Short
+options mean other things elsewhere (``sh -c SCRIPT``, ``gcc -c``, ``curl -H HEADER``,
+``grep -H``), and a value is a host only when it looks like one (``host_of``: a host name or an
+address, with an optional port; no spaces, no shell syntax).
 """
 
 from __future__ import annotations
@@ -102,8 +108,48 @@ def _is_data_path(candidate: str) -> bool:
     return path.is_dir()
 
 
-HOST_OPTIONS = frozenset({"-c", "--client", "-H", "--host", "--server-host"})
+#: options that name a remote host in any program: spelled out, so never a flag of another meaning
+GENERIC_HOST_OPTIONS = frozenset({"--host", "--server-host"})
+#: a program's own host options (``-c`` is a client's server only for iperf and iperf3)
+PROGRAM_HOST_OPTIONS: dict[str, frozenset[str]] = {
+    "iperf3": frozenset({"-c", "--client"}),
+    "iperf": frozenset({"-c", "--client"}),
+    "fio": frozenset({"--client"}),
+    "netperf": frozenset({"-H"}),
+}
+IPERF = frozenset({"iperf3", "iperf"})
 HOST_PREFIX = "host:"  # a data-path argument naming a remote host: host:NAME, host:NAME:/PATH
+_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+_PORT = re.compile(r"[0-9]{1,5}")
+
+
+def host_options(program: str) -> frozenset[str]:
+    """The options whose value names a remote host in ``program``'s command line."""
+    return GENERIC_HOST_OPTIONS | PROGRAM_HOST_OPTIONS.get(program, frozenset())
+
+
+def host_of(value: str) -> str | None:
+    """The host ``value`` names, without a port (``db1:5432`` -> ``db1``, ``[fd00::7]:80`` ->
+    ``fd00::7``), or None when it is neither a host name (RFC 1123 labels, the last one not all
+    digits) nor an IP address: a script, a header, a file name with a space never is."""
+    text = value.strip()
+    if not text or text != value or len(text) > 260:
+        return None
+    if text.startswith("["):  # [IPv6] or [IPv6]:port
+        inner, closed, rest = text[1:].partition("]")
+        port_ok = not rest or (rest[0] == ":" and _PORT.fullmatch(rest[1:]) is not None)
+        return inner if closed and port_ok and _is_ip(inner) else None
+    if _is_ip(text):
+        return text
+    name, colon, port = text.rpartition(":")
+    if colon and _PORT.fullmatch(port):
+        text = name
+        if _is_ip(text) and ":" not in text:  # IPv4:port (IPv6 with a port is bracketed)
+            return text
+    labels = text.removesuffix(".").split(".")
+    if len(text) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
+        return None
+    return None if labels[-1].isdigit() else text
 
 
 class HostArgument(NamedTuple):
@@ -116,7 +162,8 @@ class HostArgument(NamedTuple):
     paths: tuple[str, ...] = ()
 
 
-def _iperf3_servers(args: list[str]) -> list[tuple[str, str]]:
+def _iperf_servers(args: list[str]) -> list[tuple[str, str]]:
+    """iperf3's and iperf's ``-c HOST``, ``-cHOST``, ``--client HOST``, ``--client=HOST``."""
     found = []
     for i, arg in enumerate(args):
         if arg in ("-c", "--client") and i + 1 < len(args):
@@ -125,7 +172,7 @@ def _iperf3_servers(args: list[str]) -> list[tuple[str, str]]:
             found.append((arg, arg.partition("=")[2]))
         elif arg.startswith("-c") and not arg.startswith("--") and len(arg) > 2:
             found.append((arg, arg[2:]))
-    return found
+    return [(a, h) for a, value in found if (h := host_of(value)) is not None]
 
 
 def _fio_host(value: str) -> str | None:
@@ -137,7 +184,7 @@ def _fio_host(value: str) -> str | None:
             value = value[len(prefix) :]
             break
     host = value.rsplit(",", 1)[0] if "," in value else value
-    return host.strip("[]") or None
+    return host_of(host.strip("[]"))
 
 
 def _fio_servers(args: list[str], cwd: Path) -> list[tuple[str, str]]:
@@ -160,19 +207,20 @@ def _fio_servers(args: list[str], cwd: Path) -> list[tuple[str, str]]:
     return found
 
 
-def _generic_hosts(args: list[str]) -> list[tuple[str, str]]:
-    """``-c HOST``, ``-H HOST``, ``--host=HOST`` and the like, as other tools write them, and
-    bare IP addresses."""
+def _generic_hosts(args: list[str], options: frozenset[str]) -> list[tuple[str, str]]:
+    """The values of host ``options`` (``--host HOST``, ``--host=HOST``, netperf's ``-H HOST``)
+    that look like hosts, and arguments that are an IP address as a whole."""
     found = []
     for i, arg in enumerate(args):
-        if _is_ip(arg) and (i == 0 or args[i - 1] not in HOST_OPTIONS):
-            found.append((arg, arg))
-        elif arg in HOST_OPTIONS and i + 1 < len(args) and not args[i + 1].startswith("-"):
-            found.append((f"{arg} {args[i + 1]}", args[i + 1]))
+        if _is_ip(arg) and (i == 0 or args[i - 1] not in options):
+            found.append((arg, arg.strip("[]")))
+        elif arg in options and i + 1 < len(args):
+            if (host := host_of(args[i + 1])) is not None:
+                found.append((f"{arg} {args[i + 1]}", host))
         elif arg.startswith("-") and "=" in arg:
             key, _, value = arg.partition("=")
-            if key in HOST_OPTIONS and value:
-                found.append((arg, value))
+            if key in options and (host := host_of(value)) is not None:
+                found.append((arg, host))
     return found
 
 
@@ -185,20 +233,22 @@ def _is_ip(text: str) -> bool:
 
 
 def host_arguments(argv: list[str], cwd: Path) -> list[HostArgument]:
-    """The remote hosts ``argv`` names: iperf3's ``-c HOST``, fio's ``--client=HOST`` (a file
-    of host names is read; the job's files are then on the servers), other tools' host options."""
+    """The remote hosts ``argv`` names: iperf3's and iperf's ``-c HOST``, fio's
+    ``--client=HOST`` (a file of host names is read; the job's files are then on the servers),
+    the host options of other tools (``host_options``) and whole-argument IP addresses."""
     if not argv:
         return []
     start = program_index(argv)
     program = os.path.basename(argv[start])
     args = argv[start + 1 :]
-    if program == "iperf3":
-        return [HostArgument(a, h, "iperf3 server") for a, h in _iperf3_servers(args)]
+    if program in IPERF:
+        return [HostArgument(a, h, f"{program} server") for a, h in _iperf_servers(args)]
     if program == "fio":
         servers = _fio_servers(args, cwd)
         remote_files = tuple(_fio_files(args, cwd)) if servers else ()
         return [HostArgument(a, h, "fio server", remote_files) for a, h in servers]
-    return [HostArgument(a, h, "host option") for a, h in _generic_hosts(args)]
+    found = _generic_hosts(args, host_options(program))
+    return [HostArgument(a, h, "host option") for a, h in found]
 
 
 def host_argument(host: str, path: str | None = None) -> str:
@@ -247,7 +297,7 @@ def data_paths(argv: list[str], cwd: Path) -> list[str]:
             value = _option_value(arg, ("if", "of"))
             if value is not None and value not in PSEUDO_DEVICES:
                 found.append(value)
-    elif program != "iperf3":
+    elif program not in IPERF:
         hosts = {a for m in host_arguments(argv, cwd) for a in m.argument.split(" ")}
         for arg in args:
             if arg in hosts:
