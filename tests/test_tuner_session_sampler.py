@@ -51,8 +51,8 @@ def made(monkeypatch: pytest.MonkeyPatch) -> list[_Kept]:
     kept: list[_Kept] = []
     real = monitoring.round_sampler
 
-    def recording(graph: Any, rate_hz: float, hosts: Any = ()) -> _Kept:
-        kept.append(_Kept(real(graph, rate_hz, hosts), threading.get_native_id()))
+    def recording(graph: Any, rate_hz: float, hosts: Any = (), extra: Any = ()) -> _Kept:
+        kept.append(_Kept(real(graph, rate_hz, hosts, extra), threading.get_native_id()))
         return kept[-1]
 
     monkeypatch.setattr(monitoring, "round_sampler", recording)
