@@ -109,11 +109,16 @@ def test_window_sizing_rules() -> None:
     assert detect_steady_state(lat, method="dual-gate", window=500).window == 500
 
 
-def test_too_few_samples_and_bad_arguments_are_refused() -> None:
-    with pytest.raises(InsufficientData, match="need at least"):
-        detect_steady_state(np.ones(DEFAULT_HISTORY * MIN_WINDOW - 1), method="dual-gate")
-    with pytest.raises(InsufficientData):
-        detect_steady_state(np.ones(1000), method="dual-gate", window=400)
+def test_too_few_samples_are_answered_and_bad_arguments_refused() -> None:
+    short = detect_steady_state(np.ones(DEFAULT_HISTORY * MIN_WINDOW - 1), method="dual-gate")
+    assert short.too_short and short.steady_state_start is None
+    assert short.reason == "too short to show a steady state: 99 readings, at least 100 needed"
+    assert detect_steady_state(np.ones(1000), method="dual-gate", window=400).too_short
+    two = detect_steady_state(np.array([3.0, 1.0]))
+    assert two.too_short and two.reason.endswith("2 readings, at least 20 needed")
+    assert two.raw.n == 2 and two.raw.max == 3.0 and two.cold_start_cost == 4.0
+    with pytest.raises(InsufficientData, match="no readings"):
+        detect_steady_state(np.array([]))
     with pytest.raises(ValueError, match="NaN"):
         detect_steady_state(np.array([1.0, np.nan] * 100), method="dual-gate")
     with pytest.raises(ValueError, match="timestamps"):
