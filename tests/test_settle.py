@@ -13,7 +13,14 @@ import pytest
 from pilot_sys.errors import InsufficientData
 from pilot_sys.stats.outliers import guard_length, guarded_outliers, window_outliers
 from pilot_sys.stats.pelt import pelt_meanvar, segment_cost, variance_floor
-from pilot_sys.stats.settle import differs, ratio_interval, settle, settled_start
+from pilot_sys.stats.settle import (
+    differs,
+    dominant_run,
+    normal_differs,
+    ratio_interval,
+    settle,
+    settled_start,
+)
 from pilot_sys.stats.steady import detect_steady_state
 
 
@@ -107,6 +114,24 @@ def test_outliers_are_spikes_not_steps() -> None:
     assert {300, 1500} <= set(flagged.tolist())
     # only the 1% edge of the step (window // 100 = 2 readings a side) is taken as outliers
     assert set(range(990, 1010)) & set(flagged.tolist()) <= {998, 999, 1000, 1001}
+
+
+def test_dominant_run_joins_the_pieces_of_one_phase_and_leaves_the_edges() -> None:
+    rng = np.random.default_rng(14)
+    level = np.r_[np.linspace(0.5, 1.0, 50), np.ones(900), np.linspace(1.0, 0.6, 50)]
+    x = 100 * level * (1 + 0.02 * rng.standard_normal(1000))
+    # a detector that cut the stable phase in three: the pieces join, warm-up and cool-down stay out
+    assert dominant_run(x, [50, 400, 700, 950], tolerance=0.0) == (50, 950)
+    # the same level with three times the noise from 700 on is another state
+    y = x.copy()
+    y[700:950] = 100 + 3 * (y[700:950] - 100)
+    assert dominant_run(y, [50, 400, 700, 950], tolerance=0.0) == (50, 700)
+    # 3 % lower from 700 on: a difference at tolerance 0, none at Kalibera's 5 %
+    z = x.copy()
+    z[700:950] *= 0.97
+    assert dominant_run(z, [50, 400, 700, 950], tolerance=0.0) == (50, 700)
+    assert dominant_run(z, [50, 400, 700, 950], tolerance=0.05) == (50, 950)
+    assert normal_differs(x[50:400], 0.9 * x[400:700]) and not normal_differs(x[50:400], x[400:700])
 
 
 def test_the_guard_keeps_the_first_readings_of_a_run() -> None:

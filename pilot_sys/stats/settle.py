@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+from scipy.special import ndtri
 
 from pilot_sys.errors import InsufficientData
 from pilot_sys.stats.crops import crops, crops_elbow
@@ -108,6 +109,74 @@ def settled_start(
         if high <= 1.0 - tolerance or low >= 1.0 + tolerance:
             return bounds[k + 1]
     return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# the dominant run: where a round of a session is stable
+
+# A neighbour whose interquartile range is more than this factor wider or narrower is another
+# state of the system even at the same mean level.
+RUN_SPREAD = 2.0
+
+
+def normal_differs(
+    a: np.ndarray,
+    b: np.ndarray,
+    tolerance: float = DEFAULT_TOLERANCE,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> bool:
+    """``differs`` with the delta-method (normal) interval of the ratio: no resampling, so cheap
+    enough for every round of a session."""
+    n_a, n_b = a.size, b.size
+    m_a, m_b = float(a.mean()), float(b.mean())
+    if m_a == 0.0 or m_b == 0.0 or n_a < 2 or n_b < 2:
+        return False
+    ratio = m_a / m_b
+    rel = float(a.var(ddof=1)) / (n_a * m_a * m_a) + float(b.var(ddof=1)) / (n_b * m_b * m_b)
+    half = float(ndtri(0.5 + confidence / 2.0)) * abs(ratio) * math.sqrt(rel)
+    return ratio + half <= 1.0 - tolerance or ratio - half >= 1.0 + tolerance
+
+
+def _iqr(values: np.ndarray) -> float:
+    q1, q3 = np.percentile(values, [25.0, 75.0])
+    return float(q3 - q1)
+
+
+def dominant_run(
+    values: np.ndarray,
+    changepoints: Sequence[int],
+    tolerance: float = DEFAULT_TOLERANCE,
+    spread: float = RUN_SPREAD,
+) -> tuple[int, int]:
+    """[begin, end) of the longest segment grown over the neighbours that match it.
+
+    A neighbour on either side joins while its mean does not differ from the longest segment's
+    by more than ``tolerance`` (Kalibera's test, normal interval) and its interquartile range is
+    within a factor ``spread`` of it. A change detector cuts a long stable phase wherever its
+    noise allows; the pieces that do not differ in level or spread are one phase, and a warm-up
+    or cool-down at either end is what stays outside.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    bounds = [0, *[int(c) for c in changepoints if 0 < c < x.size], x.size]
+    longest = int(np.argmax(np.diff(bounds)))
+    anchor = x[bounds[longest] : bounds[longest + 1]]
+    anchor_iqr = _iqr(anchor)
+
+    def joins(k: int) -> bool:
+        other = x[bounds[k] : bounds[k + 1]]
+        if normal_differs(anchor, other, tolerance):
+            return False
+        other_iqr = _iqr(other)
+        if anchor_iqr > 0.0 and other_iqr > 0.0:
+            return max(anchor_iqr / other_iqr, other_iqr / anchor_iqr) <= spread
+        return True
+
+    lo, hi = longest, longest + 1
+    while lo > 0 and joins(lo - 1):
+        lo -= 1
+    while hi < len(bounds) - 1 and joins(hi):
+        hi += 1
+    return bounds[lo], bounds[hi]
 
 
 # ---------------------------------------------------------------------------------------------
