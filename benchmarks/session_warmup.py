@@ -101,7 +101,9 @@ def jmh(methods: list[str], limit: int) -> None:
         keep = groups < limit
         xs, truth = xs[keep], truth[keep]
     print(f"# (a) JMH forks as rounds: {truth.size} forks")
-    print(f"{'method':<14} {'bal':>6} {'rec_s':>6} {'rec_n':>6} {'both':>5} {'w50':>6} {'w50lab':>7}")
+    print(
+        f"{'method':<14} {'bal':>6} {'rec_s':>6} {'rec_n':>6} {'both':>5} {'w50':>6} {'w50lab':>7}"
+    )
     for name in methods:
         answers = []
         for x in xs:

@@ -73,7 +73,11 @@ def test_no_steady_state_is_exit_0_with_a_reason_from_stdin() -> None:
     [
         ("1\n2\n", (), "2 readings, at least 20 needed"),
         ("1\n2\n3\n", ("--method", "dual-gate"), "3 readings, at least 100 needed"),
-        ("\n".join(["1"] * 200), ("--method", "dual-gate", "--window", "100"), "200 readings, at least 500 needed"),
+        (
+            "\n".join(["1"] * 200),
+            ("--method", "dual-gate", "--window", "100"),
+            "200 readings, at least 500 needed",
+        ),
     ],
 )
 def test_too_short_is_exit_0_with_a_reason(

@@ -154,10 +154,12 @@ def test_real_python_workload_warms_up_and_settles() -> None:
 def test_analyze_warmup_steady_says_why_it_kept_every_sample() -> None:
     from pilot_sys.cli.analyze import find_stable_part
 
-    drift = np.linspace(2.0, 1.0, 3000) * (1 + 0.02 * np.random.default_rng(13).standard_normal(3000))
-    part, warnings = find_stable_part(drift, "steady")
+    noise = 1 + 0.02 * np.random.default_rng(13).standard_normal(3000)
+    part, warnings = find_stable_part(np.linspace(2.0, 1.0, 3000) * noise, "steady")
     assert not part.found and (part.begin, part.end) == (0, 3000)
-    assert warnings[0].startswith("warm-up removal (steady): no steady state: the level still moves")
+    assert warnings[0].startswith(
+        "warm-up removal (steady): no steady state: the level still moves"
+    )
     part, warnings = find_stable_part(np.ones(12), "steady")
     assert not part.found
     assert warnings == [
