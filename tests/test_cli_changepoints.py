@@ -53,6 +53,20 @@ def test_readable_output_lists_segments_and_stable_mark_from_stdin(series: np.nd
     assert proc.stdout.startswith("<stdin>: 3600 readings")
 
 
+def test_the_evidence_shown_is_that_of_the_kind(series: np.ndarray) -> None:
+    text = "\n".join(f"{v:.6f}" for v in series) + "\n"
+    _, kinds = explain_changes(series.round(6), detect(series.round(6)))
+    for args in ((), ("--no-trend",)):
+        proc = run_cli("changepoints", "-", *args, input=text)
+        assert proc.returncode == 0, proc.stderr
+        rows = [line.split() for line in proc.stdout.splitlines() if line.startswith("  ")][1:]
+        shown = {int(r[1]): " ".join(r[6:]).replace("<- stable", "").strip() for r in rows}
+        for k in kinds:  # the level test's own p-value, not EDM's
+            assert shown[k.index] == f"{k.kind}, p={k.p_value:.2g}"
+        if args:  # the cuts a line explains, shown without a p-value
+            assert "none" in shown.values() and len(shown) > len(kinds) + 1
+
+
 def test_plot_is_written(csv_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "cp.png"
     proc = run_cli("changepoints", str(csv_file), "-c", "1", "--plot", str(out), "--min-size", "100")

@@ -69,22 +69,40 @@ def test_no_steady_state_is_exit_0_with_a_reason_from_stdin() -> None:
 
 
 @pytest.mark.parametrize(
+    ("content", "args", "reason"),
+    [
+        ("1\n2\n", (), "2 readings, at least 20 needed"),
+        ("1\n2\n3\n", ("--method", "dual-gate"), "3 readings, at least 100 needed"),
+        (
+            "\n".join(["1"] * 200),
+            ("--method", "dual-gate", "--window", "100"),
+            "200 readings, at least 500 needed",
+        ),
+    ],
+)
+def test_too_short_is_exit_0_with_a_reason(
+    tmp_path: Path, content: str, args: tuple[str, ...], reason: str
+) -> None:
+    path = tmp_path / "lat.txt"
+    path.write_text(content)
+    proc = run_cli("steady", str(path), *args)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"{path}: too short to show a steady state: {reason}"
+    body = json.loads(run_cli("steady", str(path), "--json", *args).stdout)
+    assert body["too_short"] is True and body["steady_state_start"] is None
+    assert body["reason"].startswith("too short to show a steady state")
+
+
+@pytest.mark.parametrize(
     ("content", "args", "message"),
     [
         (None, ("/nonexistent/lat.txt",), "/nonexistent/lat.txt: no such file"),
         ("1\n2\nfast\n", (), ":3:1: 'fast' in column 0 is not a number"),
         ("1\n-inf\n", (), ":2:1: '-inf' in column 0 is not a finite number"),
         ("# only a comment\n", (), "no data"),
-        ("1\n2\n3\n", (), "3 readings: at least 20 are needed"),
-        ("1\n2\n3\n", ("--method", "dual-gate"), "3 samples: need at least 5 windows"),
         ("\n".join(["1"] * 200), ("--tolerance", "0"), "--tolerance: 0.0 must be between 0 and 1"),
         ("\n".join(["1"] * 200), ("--window", "1"), "--window: 1 is too small"),
         ("\n".join(["1"] * 200), ("--history", "1"), "--history: 1 is too small"),
-        (
-            "\n".join(["1"] * 200),
-            ("--method", "dual-gate", "--window", "100"),
-            "need at least 5 windows of 100",
-        ),
         ("t,l\n2,1\n1,1\n", ("-c", "l", "--timestamps", "t"), "timestamps go backwards"),
     ],
 )

@@ -109,11 +109,16 @@ def test_window_sizing_rules() -> None:
     assert detect_steady_state(lat, method="dual-gate", window=500).window == 500
 
 
-def test_too_few_samples_and_bad_arguments_are_refused() -> None:
-    with pytest.raises(InsufficientData, match="need at least"):
-        detect_steady_state(np.ones(DEFAULT_HISTORY * MIN_WINDOW - 1), method="dual-gate")
-    with pytest.raises(InsufficientData):
-        detect_steady_state(np.ones(1000), method="dual-gate", window=400)
+def test_too_few_samples_are_answered_and_bad_arguments_refused() -> None:
+    short = detect_steady_state(np.ones(DEFAULT_HISTORY * MIN_WINDOW - 1), method="dual-gate")
+    assert short.too_short and short.steady_state_start is None
+    assert short.reason == "too short to show a steady state: 99 readings, at least 100 needed"
+    assert detect_steady_state(np.ones(1000), method="dual-gate", window=400).too_short
+    two = detect_steady_state(np.array([3.0, 1.0]))
+    assert two.too_short and two.reason.endswith("2 readings, at least 20 needed")
+    assert two.raw.n == 2 and two.raw.max == 3.0 and two.cold_start_cost == 4.0
+    with pytest.raises(InsufficientData, match="no readings"):
+        detect_steady_state(np.array([]))
     with pytest.raises(ValueError, match="NaN"):
         detect_steady_state(np.array([1.0, np.nan] * 100), method="dual-gate")
     with pytest.raises(ValueError, match="timestamps"):
@@ -144,3 +149,20 @@ def test_real_python_workload_warms_up_and_settles() -> None:
         assert result.time_to_steady_state == pytest.approx(lat[: result.steady_state_start].sum() * 1e-6)
     else:  # a noisy shared VM may never settle; then the answer must say so
         assert "no steady state reached" in result.reason
+
+
+def test_analyze_warmup_steady_says_why_it_kept_every_sample() -> None:
+    from pilot_sys.cli.analyze import find_stable_part
+
+    noise = 1 + 0.02 * np.random.default_rng(13).standard_normal(3000)
+    part, warnings = find_stable_part(np.linspace(2.0, 1.0, 3000) * noise, "steady")
+    assert not part.found and (part.begin, part.end) == (0, 3000)
+    assert warnings[0].startswith(
+        "warm-up removal (steady): no steady state: the level still moves"
+    )
+    part, warnings = find_stable_part(np.ones(12), "steady")
+    assert not part.found
+    assert warnings == [
+        "warm-up removal (steady): too short to show a steady state: 12 readings, at least 20 "
+        "needed; all samples are used"
+    ]

@@ -45,7 +45,7 @@ class StablePart(BaseModel):
 
 
 def find_stable_part(values: np.ndarray, method: WarmupMethod) -> tuple[StablePart, list[str]]:
-    """The stable part of ``values`` by EDM's dominant segment or the dual-gate steady state."""
+    """The stable part of ``values`` by EDM's dominant segment or the steady state of ``steady``."""
     n = int(values.size)
     if method == "none":
         return StablePart(method=method, begin=0, end=n, removed=[], found=True), []
@@ -60,10 +60,11 @@ def find_stable_part(values: np.ndarray, method: WarmupMethod) -> tuple[StablePa
         else:
             from pilot_sys.stats.steady import detect_steady_state
 
-            start = detect_steady_state(values).steady_state_start
+            steady = detect_steady_state(values)
+            start = steady.steady_state_start
             begin, end = (int(start), n) if start is not None else (0, n)
             found = start is not None
-            why = "the dual-gate detector found no steady state"
+            why = steady.reason
     except InsufficientData as exc:
         found, begin, end, why = False, 0, n, f"{method} cannot run on these samples ({exc.problem})"
     if not found:

@@ -115,20 +115,25 @@ def _as_text(result: ChangePoints, source: str, unit: str | None, kinds: list[Ch
         "",
         f"  {'segment':>8}  {'begin':>9}  {'end':>9}  {'n':>9}  {'share':>6}  {'median':>12}  change",
     ]
-    evidence = {d.index: d for d in result.details}
-    kind_at = {k.index: k.kind for k in kinds}
+    kind_at = {k.index: k for k in kinds}
     stable = result.stable_segment
     for i, seg in enumerate(result.segments):
         mark = "  <- stable" if stable is not None and (seg.begin, seg.end) == tuple(stable) else ""
-        d = evidence.get(seg.begin)
-        kind = kind_at.get(seg.begin)
-        change = f"{kind}, p={d.p_value:.2g}" if d is not None else (kind or "-")
+        change = _change_text(kind_at.get(seg.begin))
         lines.append(
             f"  {i:>8}  {seg.begin:>9}  {seg.end:>9}  {seg.size:>9}  {100.0 * seg.size / result.n:>5.1f}%  "
             f"{seg.median:>12.6g}{suffix}  {change}{mark}"
         )
     lines += ["", f"stable: {result.stable_reason}"]
     return "\n".join(lines)
+
+
+def _change_text(kind: ChangeKind | None) -> str:
+    """The kind of the change that starts a segment, with the p-value of the test that named it
+    (the level, trend or spread test; "none" has no such test)."""
+    if kind is None:
+        return "-"
+    return kind.kind if kind.kind == "none" else f"{kind.kind}, p={kind.p_value:.2g}"
 
 
 def _too_short(n: int, size: int, source: str, as_json: bool) -> str:

@@ -58,6 +58,8 @@ def _method_line(result: SteadyState) -> str:
 
 def _as_text(result: SteadyState, source: str, unit: str, unit_assumed: bool) -> str:
     assumed = " (assumed; set --unit)" if unit_assumed else ""
+    if result.too_short:
+        return f"{source}: {result.reason}"
     lines = [f"{source}: {result.n} latencies, unit {unit}{assumed}, {_method_line(result)}"]
     if result.steady_state_start is None or result.steady is None:
         lines += [
@@ -121,7 +123,8 @@ Examples:
   pilot-sys steady lat_us.txt --unit us --json
   pilot-sys steady run.csv -c latency_ms --timestamps start_s --plot warmup.png
 
-Exit status: 0 on success (also when no steady state is reached), 2 on bad input.""",
+Exit status: 0 on success (also when no steady state is reached or the series is too
+short to show one), 2 on bad input.""",
 )
 @click.argument("source", metavar="[FILE|-]", default="-", required=False)
 @click.option("--column", "-c", metavar="NAME|INDEX", help="Latency column (header name or 0-based index).")
@@ -171,12 +174,13 @@ def steady(
     """Split per-iteration latencies into cold start, warm-up and steady state.
 
     The steady state starts where the level settles: the series is cut into segments of
-    constant mean and variance (PELT), and walking back from the last segment, the first one
-    whose mean differs by more than --tolerance (Kalibera's test) ends the warm-up. When the
-    settled part is under a quarter of the run, the end still moves: no steady state. Reports time
-    to steady state (iterations, seconds),
-    the cold-start cost and the steady-state distribution (median, p99, p99.9, max) beside the
-    whole run's. "No steady state reached" is a valid answer, with the reason.
+    constant mean and variance (PELT, penalty at the elbow of its CROPS path), and walking back
+    from the last segment, the first one whose mean differs by more than --tolerance
+    (Kalibera's test) ends the warm-up: the procedure of Traini et al. 2022. When the settled
+    part is under a sixth of the run, the end still moves: no steady state. Reports time to
+    steady state (iterations, seconds), the cold-start cost and the steady-state distribution
+    (median, p99, p99.9, max) beside the whole run's. "No steady state reached" and "too short
+    to show a steady state" are valid answers, with the reason.
     """
     if window is not None and window < 2:
         raise BadInput("--window", f"{window} is too small; a window needs at least 2 iterations")

@@ -170,28 +170,35 @@ def classify_changes(
 
     The weakest unexplained change point goes first, because removing it merges two segments
     and changes the evidence at its neighbours; each round tests at ``significance`` divided by
-    the number of change points left. Without ``drop`` every change point is kept,
-    and one that no effect explains is of kind "none".
+    the number of change points left. Without ``drop`` every change point is kept with the same
+    kinds: the ones a trend explains are "none", and the others are judged between the
+    segments left once those are merged away. (Judged between its immediate neighbours instead,
+    a real step next to a spurious change point would be tested on a short segment and could
+    come out "none" itself.)
     """
     x = np.asarray(values, dtype=np.float64)
     cuts = sorted(int(c) for c in changepoints if 0 < c < x.size)
     outliers = window_outliers(x, window=min(DEFAULT_WINDOW, max(x.size // 5, 2)))
+    dropped: dict[int, ChangeKind] = {}
     while True:
         bounds = [0, *cuts, x.size]
         # one test per change point: Bonferroni keeps the chance of keeping any artefact at
         # ``significance`` however many pieces the detector cut a trend into
-        level = significance / max(len(cuts), 1) if drop else significance
+        level = significance / max(len(cuts), 1)
         kinds = [
             classify_change(x, bounds[i], bounds[i + 1], bounds[i + 2], level, outliers)
             for i in range(len(cuts))
         ]
         none = [i for i, k in enumerate(kinds) if k.kind == "none"]
-        if not none or not drop:
-            return kinds
+        if not none:
+            if drop:
+                return kinds
+            return sorted([*kinds, *dropped.values()], key=lambda k: k.index)
         # drop the one whose segments one line explains best (largest p of "any change")
         worst = max(
             none, key=lambda i: _p_any(x, bounds[i], bounds[i + 1], bounds[i + 2], outliers)
         )
+        dropped[cuts[worst]] = kinds[worst]
         del cuts[worst]
 
 

@@ -42,7 +42,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from pydantic import BaseModel, ConfigDict, Field
 
 from pilot_sys.errors import InsufficientData
-from pilot_sys.stats.settle import DEFAULT_MIN_STEADY, DEFAULT_TOLERANCE, settle
+from pilot_sys.stats.settle import DEFAULT_MIN_STEADY, DEFAULT_TOLERANCE, MIN_READINGS, settle
 
 Method = Literal["segments", "dual-gate"]
 DEFAULT_METHOD: Method = "segments"
@@ -83,6 +83,9 @@ class SteadyState(BaseModel):
     steady: SteadyDistribution | None
     raw: SteadyDistribution
     method: Method = "segments"
+    too_short: bool = Field(
+        default=False, description="too few readings for the method to show a steady state"
+    )
     # segments method
     changepoints: list[int] | None = Field(default=None, description="segment starts (segments)")
     tolerance: float | None = Field(default=None, description="level difference that counts")
@@ -166,7 +169,8 @@ def detect_steady_state(
     the module doc (``window``, ``history``, ``median_tolerance``, ``tail_tolerance``).
     ``timestamps`` (seconds, one per iteration) give time_to_steady_state directly; otherwise it
     is the sum of warm-up latencies times ``seconds_per_unit`` (1e-3 for milliseconds, ...).
-    Raises InsufficientData when the series is too short for the method.
+    A series too short for the method is answered ``too_short`` (no steady state can be shown);
+    InsufficientData only for an empty one.
     """
     values = np.asarray(latencies, dtype=np.float64)
     if values.ndim != 1:
@@ -181,8 +185,18 @@ def detect_steady_state(
         stamps = np.asarray(timestamps, dtype=np.float64)
         if stamps.shape != values.shape:
             raise ValueError("timestamps must have one entry per latency")
+    if n == 0:
+        raise InsufficientData("latencies", "no readings")
     if method == "segments":
-        found = settle(values, tolerance=tolerance, penalty=penalty, min_steady=min_steady)
+        if n < MIN_READINGS:
+            return _too_short(values, MIN_READINGS, stamps, dict(method=method, tolerance=tolerance))
+        found = settle(
+            values,
+            tolerance=tolerance,
+            penalty=penalty,
+            min_steady=min_steady,
+            seconds_per_unit=seconds_per_unit,
+        )
         extra = dict(method=method, changepoints=found.changepoints, tolerance=tolerance)
         return _report(values, found.start, found.reason, stamps, seconds_per_unit, extra)
     size = choose_window(n, history) if window is None else int(window)
@@ -190,11 +204,8 @@ def detect_steady_state(
         raise ValueError("window must be at least 2 iterations")
     n_windows = n // size
     if n < history * MIN_WINDOW or n_windows < history:
-        raise InsufficientData(
-            "latencies",
-            f"{n} samples: need at least {history} windows of {max(size, MIN_WINDOW)} iterations "
-            f"({history * max(size, MIN_WINDOW)} samples) to judge stability",
-        )
+        needed = history * max(size, MIN_WINDOW)
+        return _too_short(values, needed, stamps, dict(method=method, window=size, history=history))
     q_tail = tail_quantile_for(size)
     ordered = np.sort(values[: n_windows * size].reshape(n_windows, size), axis=1)
     medians, median_se = _window_statistic(ordered, 0.5)
@@ -222,6 +233,15 @@ def detect_steady_state(
         f"from iteration {start}"
     )
     return _report(values, start, reason, stamps, seconds_per_unit, extra)
+
+
+def _too_short(
+    values: np.ndarray, needed: int, stamps: np.ndarray | None, extra: dict[str, object]
+) -> SteadyState:
+    """The answer for a series too short for the method: no steady state can be shown."""
+    reason = f"too short to show a steady state: {values.size} readings, at least {needed} needed"
+    report = _report(values, None, reason, stamps, 1.0, extra)
+    return report.model_copy(update={"too_short": True})
 
 
 def _report(
