@@ -328,3 +328,35 @@ def test_a_stop_on_met_targets_is_confirmed_on_the_latest_rounds(tmp_path: Path,
     assert engine._should_stop(0.0) is None  # but the confirmed one does not
     assert not engine.targets_met() and track.analysed_index == journal.records[-1].index
     journal.unlock()
+
+
+class BytesSim(Sim):
+    """A Sim whose rounds report the bytes they moved (4 KiB per work unit), as fio and dd do."""
+
+    def run_round(self, work_amount: float, round_dir: Path) -> RoundOutput:
+        out = super().run_round(work_amount, round_dir)
+        return out.model_copy(update={"work_done": work_amount * 4096.0})
+
+
+@pytest.mark.live
+def test_the_planner_predicts_in_work_amount_units_when_rounds_report_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The WPS fit's v is in bytes per second here; the planner caps work *amounts*, so it must
+    get v / 4096 (about 1000 work units per second), not v."""
+    from pilot_sys.session.planner import Planner
+
+    rates: list[float | None] = []
+    real = Planner.set_rate
+    monkeypatch.setattr(Planner, "set_rate", lambda self, r: (rates.append(r), real(self, r))[1])
+    s = _session(tmp_path, [BytesSim(alpha=0.05, v=1000.0, sd=0.5)], work_min=10.0,
+                 work_max=5000.0, ci_perc=0.02, min_rounds=12, max_rounds=40,
+                 first_result_seconds=5.0, max_round_seconds=10.0)
+    result = s.run()
+    w = result.workloads[0]
+    assert w.wps is not None and w.wps.v is not None
+    assert w.wps.v == pytest.approx(4096.0 * 1000.0, rel=0.1)  # bytes per second
+    given = [r for r in rates if r is not None]
+    # work units per second: every fit within 2x (bytes would be 4096x), the last within 5 %
+    assert given and all(500.0 < r < 2000.0 for r in given), given
+    assert given[-1] == pytest.approx(1000.0, rel=0.05)

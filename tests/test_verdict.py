@@ -272,6 +272,23 @@ def test_more_than_half_excluded_makes_the_session_invalid(tmp_path: Path) -> No
     assert quiet_lines(result)[1] == v.headline
 
 
+def test_every_round_excluded_names_what_governed_them_taken_together(tmp_path: Path) -> None:
+    """No round is left to judge together: the excluded rounds are, so the bottleneck check and
+    result.json name the hot component with its evidence instead of 'not done'."""
+    result, warnings, _ = run(tmp_path, HotMonitor(hot=set(range(1, 11))), rounds=10)
+    v = result.verdict
+    assert v is not None and len(warnings) == 10
+    assert result.status is Status.INVALID and v.reason is Reason.TOO_MANY_EXCLUDED
+    assert result.bottleneck.hidden_bottlenecks == ["cpu:host (compute)"]
+    assert result.bottleneck.detail["judged_over"] == "excluded rounds"
+    assert "cpu:host (compute)" in result.bottleneck.detail["evidence"]
+    assert v.bottleneck == (
+        "bottleneck check: FAILED over the 10 excluded rounds taken together (none was "
+        "included): hidden bottleneck at cpu:host (compute) (component under test: block:vda)"
+    )
+    assert v.next_step is not None and v.next_step.startswith("run on a quieter host")
+
+
 def test_short_rounds_are_judged_together_not_one_by_one(tmp_path: Path) -> None:
     # 3 samples a round: too few to judge alone; CPU hot all along: no round is excluded, no
     # warning printed, and the rounds taken together make the session invalid
@@ -620,3 +637,13 @@ def test_the_live_result_and_report_dir_count_the_same_session_time(tmp_path: Pa
     assert elapsed == pytest.approx(result.elapsed_seconds, abs=1e-6)
     # the rounds' own times (simulated here: 10 ms each), not the wall clock
     assert result.measured_seconds == pytest.approx(0.01 * len(journal.records))
+
+
+def test_a_kernel_limit_that_governs_is_to_be_lifted_not_quietened() -> None:
+    from pilot_sys.session.verdict import _invalid_next_step
+
+    assert _invalid_next_step("cgroup:/bench/io:vda").startswith(
+        "raise or remove the limit cgroup:/bench/io:vda imposes"
+    )
+    assert _invalid_next_step("qdisc:eth0").startswith("raise or remove the limit qdisc:eth0")
+    assert _invalid_next_step("cpu:host").startswith("run on a quieter host")

@@ -82,6 +82,7 @@ class TrackAnalysis:
     wps: WPSResult | None = None
     wps_unit: str = ""
     alpha_work: float = 0.0  # smallest useful work from alpha, in work-amount units (0: none)
+    amount_rate: float | None = None  # the WPS fit's v in work-amount units per second
     results: dict[str, PIResult] = field(default_factory=dict)
     counts: RoundCounts = field(default_factory=RoundCounts)
     # seconds the last update spent on EDM of rounds it had not seen: work each round needs once,
@@ -267,6 +268,7 @@ class TrackAnalysis:
         back to *work-amount* units (by the median ratio of work amount to work done) before it
         raises ``a``: the bound compares like with like (Pilot mixed seconds and nanoseconds)."""
         self.wps_unit = f"{self.work_unit}/s" if self.work_unit else "work/s"
+        self.amount_rate = None
         if self.config.fixed_work:
             self.wps = None
             return
@@ -286,6 +288,8 @@ class TrackAnalysis:
             return
         aw = self.wps.alpha_work
         ratio = float(np.median(amount / w)) if use_done else 1.0
+        # the planner predicts in work-amount units: v (work done per second) times this ratio
+        self.amount_rate = float(self.wps.v * ratio) if self.wps.v and ratio > 0 else None
         # only an alpha shown to be above zero bounds anything: an interval reaching down to 0
         # cannot say that short rounds are dominated by non-stable phases
         significant = self.wps.alpha_ci_low is not None and self.wps.alpha_ci_low > 0

@@ -432,7 +432,8 @@ class Engine:
         mean_round = track.seconds / track.rounds if track.rounds else 0.0
         track.next_analysis_at = usable + max(step, cost_floor(cost, mean_round))
         if analysis.wps is not None:
-            track.planner.set_rate(analysis.wps.v)
+            # v is in work *done* per second (bytes for fio, dd); the planner caps work amounts
+            track.planner.set_rate(analysis.amount_rate)
         if analysis.alpha_work > 0 and track.planner.raise_lower_bound(analysis.alpha_work):
             unit = f" {analysis.work_unit}" if analysis.work_unit else ""
             self.progress.emit(Note(

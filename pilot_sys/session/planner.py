@@ -176,7 +176,7 @@ class Planner:
         self.refine_index += 1
 
     def set_rate(self, work_per_second: float | None) -> None:
-        """Use the WPS fit's v (work units per second) for predictions."""
+        """Use the WPS fit's v, converted to work-amount units per second, for predictions."""
         if work_per_second is not None and math.isfinite(work_per_second) and work_per_second > 0:
             self.rate = float(work_per_second)
 

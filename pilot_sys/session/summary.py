@@ -121,7 +121,8 @@ def bottleneck_section(journal: Journal, included: set[int], cut: str | None, mo
                        threshold: float = 0.8) -> BottleneckSection:
     """The verdict over the included rounds taken together (their traces end to end): a
     component above the threshold for long enough across them is a hidden bottleneck that short
-    rounds hide. The rounds excluded on their own verdict, and those that saw one but were too
+    rounds hide. When every judged round was excluded, the excluded rounds are taken together
+    instead: the section then names what governed them, with its evidence. The rounds excluded on their own verdict, and those that saw one but were too
     short to judge, are listed (see ``pilot_sys.session.verdict``)."""
     sec = BottleneckSection(monitored=monitored, cut=cut)
     errors = {r.monitor.error for r in journal.records if r.monitor is not None and r.monitor.error}
@@ -131,9 +132,13 @@ def bottleneck_section(journal: Journal, included: set[int], cut: str | None, mo
     sec.rounds_unjudged = [r.index for r in journal.records if unjudged_sighting(r)]
     if not monitored:
         return sec
-    trace = combined_trace(journal, included)
+    judged_over = included
+    if not included and sec.rounds_invalid:
+        # every judged round excluded: their traces together still say what governed the session
+        judged_over = set(sec.rounds_invalid)
+    trace = combined_trace(journal, judged_over)
     if trace is None:
-        if not included:  # e.g. every judged round excluded: nothing is left to judge together
+        if not included:
             sec.detail["not_judged"] = "no round was analysed"
         return sec
     from pilot_sys.monitor.bottleneck import assess, min_intervals
@@ -148,6 +153,7 @@ def bottleneck_section(journal: Journal, included: set[int], cut: str | None, mo
             for s in verdict.per_component
             if s.judged and s.component != cut and (s.time_above_fraction or 0.0) >= BUSY_SHARE}
     sec.detail = {
+        "judged_over": "included rounds" if judged_over is included else "excluded rounds",
         "rounds_judged": sum(1 for r in journal.records if judged(r)),
         "samples": len(trace.timestamps), "intervals": verdict.intervals, "threshold": threshold,
         "cut_saturated": verdict.cut_saturated,

@@ -249,6 +249,23 @@ def _lead(
     return f"{tag}{p.name} {estimate_text(p, network(w))}"
 
 
+#: component kinds that are a limit the kernel imposes (issue: kernel limits), not a device
+LIMITER_PREFIXES = ("cgroup:", "qdisc:", "cpufreq:")
+
+
+def _invalid_next_step(target: str) -> str:
+    """What to do when ``target`` governed the numbers: a kernel limit is lifted, not quietened."""
+    if target.startswith(LIMITER_PREFIXES):
+        return (
+            f"raise or remove the limit {target} imposes (or run outside it), or name it with "
+            f"--cut {target} if the limit is what you meant to measure"
+        )
+    return (
+        f"run on a quieter host (stop what keeps {target} busy), or name it with "
+        f"--cut {target} if it is what you meant to measure"
+    )
+
+
 def _busy_evidence(bsec: BottleneckSection, excluded: list[ExcludedRound]) -> str | None:
     """What the monitor saw of a busy host over the included rounds, or None."""
     parts: list[str] = []
@@ -361,6 +378,9 @@ def bottleneck_line(bsec: BottleneckSection, included: int) -> str:
         why = bsec.error or bsec.detail.get("not_judged") or "no round could be judged"
         return f"bottleneck check: not done ({why})"
     over = f"over the {included} included rounds taken together"
+    if bsec.detail.get("judged_over") == "excluded rounds":
+        over = (f"over the {len(bsec.rounds_invalid)} excluded rounds taken together "
+                "(none was included)")
     if bsec.valid:
         return f"bottleneck check: passed {over} (component under test: {cut})"
     return (
@@ -437,10 +457,7 @@ def decide(
                 f"{governing or 'it'}, not the component under test ({cut or 'unknown'})"
             )
         target = governing or "it"
-        next_step = (
-            f"run on a quieter host (stop what keeps {target} busy), or name it with "
-            f"--cut {target} if it is what you meant to measure"
-        )
+        next_step = _invalid_next_step(target)
     elif status is Status.VALID:
         dropped = (
             f" ({len(excluded)} excluded for a hidden bottleneck at {_components(excluded)})"
