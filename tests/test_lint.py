@@ -21,7 +21,10 @@ def _ruff(*args: str) -> subprocess.CompletedProcess[str]:
         pytest.skip("ruff is not installed: pip install '.[test]'")
     return subprocess.run(
         [sys.executable, "-m", "ruff", *args, *CHECKED],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 

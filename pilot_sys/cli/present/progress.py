@@ -45,7 +45,7 @@ def pi_line(pi: PIResult, network: bool = False) -> str:
     needs: ``bw: 1.20 Gbit/s so far, no interval yet: needs about 400 samples (50 effective),
     has 12``."""
     if pi.mean is None:
-        return f"{pi.name}: no analysed round yet"  # none run, or all short, excluded or below alpha
+        return f"{pi.name}: no analysed round yet"  # short, excluded or below alpha
     if pi.ci_low is None or pi.ci_high is None:
         mean = units.quantity(pi.mean, pi.unit, network)
         return f"{pi.name}: {mean} so far, no interval yet: {needs_text(pi)}"
