@@ -3,7 +3,7 @@ workload's arguments, sample while each round runs, and judge each round's trace
 
 A failure of the monitor never costs a measurement: it is reported (in the terminal and the
 result) and the session goes on unmonitored. The verdict is per round; a session is invalid
-when any analysed round saw a hidden bottleneck (seeds/002 §III-B: "the monitoring is done
+when any analysed round saw a hidden bottleneck (the Pilot paper §III-B: "the monitoring is done
 throughout the workload because the utilization rates can change over time").
 
 Every round's trace also follows the workload's own processes, as ``process:workload/*``

@@ -1,4 +1,5 @@
-"""Phase behaviour of a session's rounds (seeds/004, Isci and Martonosi), from their monitor traces.
+"""Phase behaviour of a session's rounds, from their monitor traces (Isci and Martonosi,
+"Detecting Recurrent Phase Behavior under Real-System Variability").
 
 Two uses: within a workload, a round whose transition signature does not match its siblings'
 ran something else or hit a different system state (another tenant, a cache flushed, a device

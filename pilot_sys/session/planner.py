@@ -1,6 +1,7 @@
-"""Which work amount the next round gets (seeds/000, seeds/002 §III-A and §III-E).
+"""Which work amount the next round gets (the Pilot paper §III-A and §III-E, and its
+documentation on warm-up detection).
 
-The plan has three phases, each from the seeds:
+The plan has three phases, each from the Pilot paper or its documentation:
 
 1. **calibrate**: start at ``a`` (or ``b/1024`` when the user gave ``a = 0``). A round shorter
    than ``min_round_seconds`` is *short*: stored, not analysed; the work amount doubles until a
@@ -48,7 +49,7 @@ def midpoint_fractions(count: int, start: int = 1) -> np.ndarray:
     """Positions in (0, 1) of midpoint-sequence rounds ``start .. start+count-1`` (1-based).
 
     Round i sits at level L = floor(log2 i), position j = i - 2^L: fraction (2j+1) / 2^(L+1);
-    so 1/2, 1/4, 3/4, 1/8, 3/8, 5/8, 7/8, 1/16, ... (seeds/002 Fig. 3).
+    so 1/2, 1/4, 3/4, 1/8, 3/8, 5/8, 7/8, 1/16, ... (the Pilot paper, Fig. 3).
     """
     i = np.arange(start, start + count, dtype=np.int64)
     level = np.floor(np.log2(i)).astype(np.int64)
@@ -165,7 +166,7 @@ class Planner:
             if self.phase is Phase.FIXED:
                 self.b = self.a
             return
-        if short:  # the rate estimate was off: lengthen rounds from here on (seeds/000)
+        if short:  # the rate estimate was off: lengthen rounds from here on (Pilot docs)
             self.a = min(max(self.a, work_amount * 2.0), self.b)
         if self.phase is Phase.RAMP:
             self.ramp_index += 1

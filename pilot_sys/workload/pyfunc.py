@@ -1,4 +1,5 @@
-"""In-process workloads: a Python function given the work amount (the first kind of benchmark, seeds/002 §IV).
+"""In-process workloads: a Python function given the work amount (the first kind of
+benchmark, the Pilot paper §IV).
 
 Like a unit-test framework, the user writes the function and pilot-sys decides the rounds::
 

@@ -15,7 +15,7 @@ Formulas (per interval, sysstat ``iostat -x`` style):
 * ``busy`` = delta(field 10) / (delta t x 1000), clipped to [0, 1] (io_ticks advance in whole
   jiffies at request boundaries, so a short interval can read slightly over 1). It is the share
   of time with at least one request in flight: a saturation signal for a device that serves
-  one request at a time (a single-queue disk, this VM's virtio disk), misleading for devices
+  one request at a time (a single-queue disk, a virtio disk), misleading for devices
   that serve many in parallel (NVMe, RAID, multi-queue): 100 % busy can be far from their limit.
 * ``queue_depth`` = delta(field 11) / (delta t x 1000): the average number of requests in flight.
 * ``read_await_s`` = delta(field 4) / delta(field 1) / 1000 (NaN in an interval without reads);
