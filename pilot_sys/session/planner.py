@@ -66,7 +66,7 @@ def midpoint_sequence(a: float, b: float, count: int, start: int = 1) -> np.ndar
 
 
 def k_increment(t: float, s: float, n: int) -> float:
-    """k of the seeds' heuristic: each round ``k`` seconds longer than the previous one, so that
+    """k of the Pilot documentation's heuristic: each round ``k`` seconds longer than the previous one, so that
     ``n`` rounds starting at ``s`` seconds take ``t`` seconds. Never negative: when ``n`` rounds of
     ``s`` seconds already exceed ``t``, rounds stay at ``s``."""
     if n < 2:
