@@ -66,9 +66,9 @@ def midpoint_sequence(a: float, b: float, count: int, start: int = 1) -> np.ndar
 
 
 def k_increment(t: float, s: float, n: int) -> float:
-    """k of the Pilot documentation's heuristic: each round ``k`` seconds longer than the previous one, so that
-    ``n`` rounds starting at ``s`` seconds take ``t`` seconds. Never negative: when ``n`` rounds of
-    ``s`` seconds already exceed ``t``, rounds stay at ``s``."""
+    """k of the Pilot documentation's heuristic: each round ``k`` seconds longer than the
+    previous one, so that ``n`` rounds starting at ``s`` seconds take ``t`` seconds. Never
+    negative: when ``n`` rounds of ``s`` seconds already exceed ``t``, rounds stay at ``s``."""
     if n < 2:
         return 0.0
     return max(0.0, (2.0 * t - 2.0 * s * n) / (n * n - n))
