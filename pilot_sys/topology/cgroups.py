@@ -191,8 +191,12 @@ def joined_membership(sysroot: SysRoot, text: str, directories: list[str]) -> st
             for m in mounts:
                 mountpoint = m.mountpoint.rstrip("/")
                 inside = directory == mountpoint or directory.startswith(mountpoint + "/")
-                same = (m.fstype == "cgroup2") if version == 2 else (
-                    m.fstype == "cgroup" and set(controllers) <= set(m.super_options.split(","))
+                same = (
+                    (m.fstype == "cgroup2")
+                    if version == 2
+                    else (
+                        m.fstype == "cgroup" and set(controllers) <= set(m.super_options.split(","))
+                    )
                 )
                 if inside and same:
                     path = (m.root.rstrip("/") + directory[len(mountpoint) :]) or "/"
@@ -299,48 +303,36 @@ def _memory(
 def _io(
     sysroot: SysRoot, placement: CgroupPlacement, path: str, directory: str
 ) -> list[CgroupLimit]:
+    def limit(key: str, value: str, file: str, device: str, detail: str) -> CgroupLimit:
+        return CgroupLimit(
+            resource="io",
+            key=key,
+            value=float(value),
+            unit=IO_UNITS[key],
+            cgroup=path,
+            member=placement.path,
+            version=placement.version,
+            file=f"{directory}/{file}",
+            directory=directory,
+            device=device,
+            detail=detail,
+        )
+
     found = []
     if placement.version == 1:
         for name, key in V1_IO_FILES.items():
             for line in (sysroot.read(f"{directory}/{name}") or "").splitlines():
                 device, _, value = line.partition(" ")
                 if value.strip().isdigit():
-                    found.append(
-                        CgroupLimit(
-                            resource="io",
-                            key=key,
-                            value=float(value),
-                            unit=IO_UNITS[key],
-                            cgroup=path,
-                            member=placement.path,
-                            version=1,
-                            file=f"{directory}/{name}",
-                            directory=directory,
-                            device=device,
-                            detail=f"{name} {line.strip()}",
-                        )
-                    )
+                    found.append(limit(key, value, name, device, f"{name} {line.strip()}"))
         return found
     for line in (sysroot.read(f"{directory}/io.max") or "").splitlines():
         device, *pairs = line.split()
         for pair in pairs:
             name, _, value = pair.partition("=")
             if name in V2_IO_KEYS and value.isdigit():
-                key = V2_IO_KEYS[name]
                 found.append(
-                    CgroupLimit(
-                        resource="io",
-                        key=key,
-                        value=float(value),
-                        unit=IO_UNITS[key],
-                        cgroup=path,
-                        member=placement.path,
-                        version=2,
-                        file=f"{directory}/io.max",
-                        directory=directory,
-                        device=device,
-                        detail=f"io.max {device} {pair}",
-                    )
+                    limit(V2_IO_KEYS[name], value, "io.max", device, f"io.max {device} {pair}")
                 )
     return found
 
@@ -367,9 +359,7 @@ COUNTER_FILES: dict[tuple[str, int], dict[str, str]] = {
 }
 
 
-def _cpuacct_usage(
-    sysroot: SysRoot, placements: list[CgroupPlacement], path: str
-) -> str | None:
+def _cpuacct_usage(sysroot: SysRoot, placements: list[CgroupPlacement], path: str) -> str | None:
     """v1 ``cpuacct.usage`` of cgroup ``path``, when the process's cpuacct cgroup is ``path`` or
     below it (then that usage counts the same tasks as the quota or cpuset set at ``path``)."""
     for placement in placements:
