@@ -239,7 +239,8 @@ def _too_short(
     values: np.ndarray, needed: int, stamps: np.ndarray | None, extra: dict[str, object]
 ) -> SteadyState:
     """The answer for a series too short for the method: no steady state can be shown."""
-    reason = f"too short to show a steady state: {values.size} readings, at least {needed} needed"
+    readings = f"{values.size} reading{'' if values.size == 1 else 's'}"
+    reason = f"too short to show a steady state: {readings}, at least {needed} needed"
     report = _report(values, None, reason, stamps, 1.0, extra)
     return report.model_copy(update={"too_short": True})
 
