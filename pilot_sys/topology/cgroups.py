@@ -191,8 +191,12 @@ def joined_membership(sysroot: SysRoot, text: str, directories: list[str]) -> st
             for m in mounts:
                 mountpoint = m.mountpoint.rstrip("/")
                 inside = directory == mountpoint or directory.startswith(mountpoint + "/")
-                same = (m.fstype == "cgroup2") if version == 2 else (
-                    m.fstype == "cgroup" and set(controllers) <= set(m.super_options.split(","))
+                same = (
+                    (m.fstype == "cgroup2")
+                    if version == 2
+                    else (
+                        m.fstype == "cgroup" and set(controllers) <= set(m.super_options.split(","))
+                    )
                 )
                 if inside and same:
                     path = (m.root.rstrip("/") + directory[len(mountpoint) :]) or "/"
@@ -367,9 +371,7 @@ COUNTER_FILES: dict[tuple[str, int], dict[str, str]] = {
 }
 
 
-def _cpuacct_usage(
-    sysroot: SysRoot, placements: list[CgroupPlacement], path: str
-) -> str | None:
+def _cpuacct_usage(sysroot: SysRoot, placements: list[CgroupPlacement], path: str) -> str | None:
     """v1 ``cpuacct.usage`` of cgroup ``path``, when the process's cpuacct cgroup is ``path`` or
     below it (then that usage counts the same tasks as the quota or cpuset set at ``path``)."""
     for placement in placements:

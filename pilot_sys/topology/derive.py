@@ -24,11 +24,17 @@ def md_limit(level: str, values: list[float], direction: str) -> tuple[float, st
     if level == "raid0":
         return sum(values), f"raid0: sum of {n} members"
     if level == "raid1":
-        return (sum(values), f"raid1: reads from all {n} mirrors") if direction == "read" else (
-            min(values), f"raid1: every write goes to all {n} mirrors")
+        return (
+            (sum(values), f"raid1: reads from all {n} mirrors")
+            if direction == "read"
+            else (min(values), f"raid1: every write goes to all {n} mirrors")
+        )
     if level == "raid10":
-        return (sum(values), f"raid10: reads from all {n} members") if direction == "read" else (
-            sum(values) / 2, f"raid10: two copies over {n} members")
+        return (
+            (sum(values), f"raid10: reads from all {n} members")
+            if direction == "read"
+            else (sum(values) / 2, f"raid10: two copies over {n} members")
+        )
     if level in PARITY and n > PARITY[level]:
         data = n - PARITY[level]
         return min(values) * data, f"{level}: {data} data members of {n}"
@@ -53,8 +59,12 @@ def derive_limits(graph: ComponentGraph) -> None:
         if component.kind != ComponentKind.BLOCK:
             continue
         role = component.attrs.get("role")
-        below = [p for p in graph.g.predecessors(node)
-                 if graph.link(p, node).direction in OUTWARD and graph.component(p).kind == ComponentKind.BLOCK]
+        below = [
+            p
+            for p in graph.g.predecessors(node)
+            if graph.link(p, node).direction in OUTWARD
+            and graph.component(p).kind == ComponentKind.BLOCK
+        ]
         for direction in ("read", "write"):
             if not _derivable(component.limits.get(direction)):
                 continue
@@ -68,5 +78,9 @@ def derive_limits(graph: ComponentGraph) -> None:
             elif role == "md":
                 derived = md_limit(str(component.attrs.get("level")), values, direction)
             if derived is not None:
-                graph.set_limit(node, direction, Limit(value=derived[0], source=LimitSource.DERIVED, detail=derived[1]))
+                graph.set_limit(
+                    node,
+                    direction,
+                    Limit(value=derived[0], source=LimitSource.DERIVED, detail=derived[1]),
+                )
                 component = graph.component(node)

@@ -101,7 +101,14 @@ def parse_local_ipv6(if_inet6: str) -> list[Route]:
         fields = line.split()
         if len(fields) >= 6:
             addr = ipaddress.IPv6Address(bytes.fromhex(fields[0]))
-            routes.append(Route(network=ipaddress.IPv6Network(f"{addr}/128"), gateway=None, metric=0, interface="lo"))
+            routes.append(
+                Route(
+                    network=ipaddress.IPv6Network(f"{addr}/128"),
+                    gateway=None,
+                    metric=0,
+                    interface="lo",
+                )
+            )
     return routes
 
 

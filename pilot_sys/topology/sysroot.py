@@ -35,7 +35,7 @@ class SysRoot:
     def inner(self, host_path: str) -> str:
         """The path inside the machine of a host path under the root."""
         if self._prefix and host_path.startswith(self._prefix):
-            return host_path[len(self._prefix):] or "/"
+            return host_path[len(self._prefix) :] or "/"
         return host_path
 
     def read_raw(self, inner: str) -> tuple[bytes | None, int | None]:
@@ -118,7 +118,9 @@ class SysRoot:
                 import pyudev
 
                 context = pyudev.Context()
-                return sorted((d.sys_name, d.sys_path) for d in context.list_devices(subsystem=subsystem))
+                return sorted(
+                    (d.sys_name, d.sys_path) for d in context.list_devices(subsystem=subsystem)
+                )
             except Exception:  # noqa: BLE001 - any libudev failure falls back to sysfs
                 pass
         base = f"/sys/bus/{subsystem}/devices" if subsystem == "pci" else f"/sys/class/{subsystem}"

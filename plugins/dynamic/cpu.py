@@ -33,7 +33,16 @@ from pilot_sys.topology.components import Limit, LimitSource
 KIND = "dynamic"
 NAME = "cpu"
 
-FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")  # /proc/stat fields 1-8
+FIELDS = (
+    "user",
+    "nice",
+    "system",
+    "idle",
+    "iowait",
+    "irq",
+    "softirq",
+    "steal",
+)  # /proc/stat fields 1-8
 BUSY = ("user", "nice", "system", "irq", "softirq")
 SHARES = ("user", "system", "iowait", "irq", "softirq", "steal")
 HOST = "cpu:host"
@@ -66,7 +75,9 @@ class CpuProbe(Probe):
         limit = context.limit(HOST, "compute")
         if not limit.known:
             limit = Limit(
-                value=float(len(self.cores)), unit="cores", source=LimitSource.DERIVED,
+                value=float(len(self.cores)),
+                unit="cores",
+                source=LimitSource.DERIVED,
                 detail="online CPUs counted in /proc/stat",
             )
         self.limits[f"{HOST}/compute"] = limit
@@ -76,7 +87,9 @@ class CpuProbe(Probe):
             )
         self.readers = [self._stat] + ([self._psi] if self._psi is not None else [])
 
-    def derive(self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def derive(
+        self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         n_cores = len(self.cores)
         # ticks per interval: samples x cores x fields

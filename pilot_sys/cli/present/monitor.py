@@ -63,8 +63,11 @@ def verdict_lines(verdict: Verdict) -> list[str]:
         judged = hidden if verdict.enough_samples else []
         lines.append(cut_line(verdict.cut, verdict.cut_saturated, judged))
     # the headline already says how many intervals there were
-    lines += [f"note: {n}" for n in verdict.notes
-              if verdict.enough_samples or not n.startswith(f"only {verdict.intervals} sampled")]
+    lines += [
+        f"note: {n}"
+        for n in verdict.notes
+        if verdict.enough_samples or not n.startswith(f"only {verdict.intervals} sampled")
+    ]
     return lines
 
 

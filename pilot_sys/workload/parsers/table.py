@@ -105,27 +105,34 @@ def parse(
                 names = names if len(names) > 1 else ["value"]
             columns = [_Column(name) for name in names]
             if one_column and len(columns) != 1:
-                raise MalformedOutput(f"{where}:{header_line}",
-                                      f"expected one value per line, found {len(columns)} columns")
+                raise MalformedOutput(
+                    f"{where}:{header_line}",
+                    f"expected one value per line, found {len(columns)} columns",
+                )
             if header:
                 continue
         if len(cells) != len(columns):
-            raise MalformedOutput(f"{where}:{number}",
-                                  f"expected {len(columns)} columns, found {len(cells)}")
+            raise MalformedOutput(
+                f"{where}:{number}", f"expected {len(columns)} columns, found {len(cells)}"
+            )
         position = 1
         for column, cell in zip(columns, cells, strict=True):
             column.add(cell, number, position)
             position += len(cell) + 1
         rows += 1
     if columns is None:
-        raise MalformedOutput(where, "the workload printed no values (expected CSV or one number per line)")
+        raise MalformedOutput(
+            where, "the workload printed no values (expected CSV or one number per line)"
+        )
     if rows == 0:
         raise MalformedOutput(f"{where}:{header_line}", "a header but no data rows")
     for column in columns:
         if column.texts and column.values:
             line, position, cell = column.first_text  # type: ignore[misc]
-            raise MalformedOutput(f"{where}:{line}:{position}",
-                                  f"column '{column.name}' expects a number, got {cell!r}")
+            raise MalformedOutput(
+                f"{where}:{line}:{position}",
+                f"column '{column.name}' expects a number, got {cell!r}",
+            )
     numeric = [c for c in columns if not c.texts]
     if not numeric:
         raise MalformedOutput(where, "no numeric column in the workload's output")
@@ -133,9 +140,16 @@ def parse(
     for column in numeric:
         if column.non_finite:
             line, position, cell = column.first_non_finite  # type: ignore[misc]
-            out.non_finite.append(NonFinite(
-                pi=column.name, count=column.non_finite, total=len(column.values), first=cell,
-                where=f"{where}:{line}:{position}", line=line))
+            out.non_finite.append(
+                NonFinite(
+                    pi=column.name,
+                    count=column.non_finite,
+                    total=len(column.values),
+                    first=cell,
+                    where=f"{where}:{line}:{position}",
+                    line=line,
+                )
+            )
     bad = {c.name for c in numeric if c.non_finite}
     values = {c.name: np.frombuffer(c.values) for c in numeric if c.name not in bad}
     times = next((values.pop(n) for n in list(values) if n.lower() in TIME_COLUMNS), None)
@@ -145,9 +159,12 @@ def parse(
     for name, column in values.items():
         spec = specs.get(name, PISpec(name=name, unit="", description="printed by the workload"))
         if spec.pi_type is PIType.HARMONIC and np.any(column <= 0):
-            raise MalformedOutput(where, f"column '{name}' is averaged as a rate (harmonic mean), "
-                                         f"which needs positive values; {int(np.sum(column <= 0))} "
-                                         "are <= 0")
+            raise MalformedOutput(
+                where,
+                f"column '{name}' is averaged as a rate (harmonic mean), "
+                f"which needs positive values; {int(np.sum(column <= 0))} "
+                "are <= 0",
+            )
         out.add(spec, type_mean(column, spec.pi_type))
         if column.size > 1:
             out.add_units(name, column, times)
