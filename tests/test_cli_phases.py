@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, run_cli
 
+from conftest import FIXTURES, run_cli
 from pilot_sys.monitor.trace_io import load_traces, metric_matrix
 from pilot_sys.stats.phases import PhaseParams, match_runs
 

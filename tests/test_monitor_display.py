@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
 from pilot_sys.cli.present.monitor import rows_for, verdict_lines
 from pilot_sys.monitor.bottleneck import assess
 from pilot_sys.monitor.plot import draw, peak_by_component, plotted_signals
 from pilot_sys.monitor.trace import MonitorTrace
-
-from conftest import run_cli
 
 
 def test_rows_show_utilization_when_a_limit_is_known_and_what_was_measured_otherwise() -> None:

@@ -358,9 +358,9 @@ def test_compare_phase_behaviour_notes_only_a_difference() -> None:
 
 
 def test_real_traces_transition_signatures_separate_workloads_better_than_value_phases() -> None:
-    from conftest import FIXTURES
     from scipy.stats import mannwhitneyu
 
+    from conftest import FIXTURES
     from pilot_sys.monitor.trace_io import load_traces, metric_matrix
 
     files = sorted((FIXTURES / "traces").glob("*/*.json"))

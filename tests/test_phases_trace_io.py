@@ -9,11 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import FIXTURES
 from pilot_sys.errors import BadInput, InsufficientData
 from pilot_sys.monitor.trace import MonitorTrace
 from pilot_sys.monitor.trace_io import is_fraction, load_traces, metric_matrix, select_series
-
-from conftest import FIXTURES
 
 TRACES = FIXTURES / "traces"
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import FIXTURES
 
+from conftest import FIXTURES
 from pilot_sys.monitor.phase_traces import (
     WORKLOAD_SERIES,
     compare_phase_behaviour,

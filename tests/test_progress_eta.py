@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pilot_sys.cli.present.progress import PlainProgress
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import RoundRecord, WorkloadSpec
-from pilot_sys.cli.present.progress import PlainProgress
 from pilot_sys.session.progress import Countdown, RoundDone
 from pilot_sys.session.session import Session
 from pilot_sys.stats.pi import PIType

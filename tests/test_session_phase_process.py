@@ -24,7 +24,6 @@ from pilot_sys.monitor.trace_io import is_named_utilization, metric_matrix
 from pilot_sys.session.journal import MONITOR_FILE
 from pilot_sys.session.monitoring import WORKLOAD_COMPONENT, RoundMonitoring, RoundProcessesProbe
 from pilot_sys.session.phase_check import HOST, WORKLOAD, check_traces, compare_traces
-from pilot_sys.session.result import PhaseCheck
 from pilot_sys.stats.phases import consistent_rounds
 
 TRACES = FIXTURES / "traces"

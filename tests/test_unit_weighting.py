@@ -8,8 +8,8 @@ from typing import Literal
 
 import numpy as np
 import pytest
-from conftest import FIXTURES
 
+from conftest import FIXTURES
 from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import RoundRecord, WorkloadSpec

@@ -13,7 +13,6 @@ import click
 from pilot_sys.cli.common import OneLineErrors
 from pilot_sys.errors import BadInput
 
-
 PICTURE_SUFFIXES = (".png", ".svg", ".pdf")
 
 

@@ -15,7 +15,6 @@ from pilot_sys import units
 from pilot_sys.cli.common import OneLineErrors
 from pilot_sys.errors import BadInput, ExitCode
 
-
 PICTURE_SUFFIXES = (".png", ".svg", ".pdf")
 PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 

@@ -37,7 +37,6 @@ from pilot_sys.stats.phases import (
     transition_signature,
 )
 
-
 #: Below this many baseline transitions the matching score rests on a few, partly chance,
 #: alignments (on this machine's 4-10-transition traces: 89 % hits with 25 % false alarms).
 FEW_TRANSITIONS = 6

@@ -237,7 +237,6 @@ class Session:
         monitor = None
         if cfg.monitor:
             from pilot_sys.session.monitoring import RoundMonitoring
-
             from pilot_sys.topology.remote_hosts import parse_host_specs
 
             args = [a for s in m.workloads for a in s.data_path_args]

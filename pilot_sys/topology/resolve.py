@@ -36,8 +36,8 @@ from pilot_sys.topology.components import ComponentKind
 from pilot_sys.topology.effective import with_limiters
 from pilot_sys.topology.graph import ComponentGraph
 from pilot_sys.topology.mountinfo import mount_for
-from pilot_sys.topology.routes import Route, lookup, read_routes, resolve_host
 from pilot_sys.topology.remote_path import local_nic_of, remote_paths
+from pilot_sys.topology.routes import Route, lookup, read_routes, resolve_host
 from pilot_sys.topology.sysroot import SysRoot
 from pilot_sys.workload.command_line import HOST_PREFIX, host_of, split_host_argument
 

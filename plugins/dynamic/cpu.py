@@ -55,7 +55,7 @@ class CpuProbe(Probe):
         super().__init__()
         self._stat_lines = LineTable(context.path("proc", "stat"), [Wanted("cpu", 1)])
         self.cores = sorted(
-            (int(k[3:]) for k in self._stat_lines.keys() if k.startswith("cpu") and k[3:].isdigit())
+            int(k[3:]) for k in self._stat_lines.keys() if k.startswith("cpu") and k[3:].isdigit()
         )
         self._stat_lines.close()
         wanted = [Wanted(f"cpu{n}", i + 1) for n in self.cores for i in range(len(FIELDS))]

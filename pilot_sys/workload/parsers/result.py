@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from pilot_sys.errors import WorkloadFailed
 from pilot_sys.workload.base import PISpec
 
-
 Stream = Literal["stdout", "stderr"]
 _TAIL_BYTES = 65536  # enough for the last line of any sensible output
 
