@@ -229,7 +229,9 @@ def test_user_graph_limit_must_be_finite_and_positive(
 ) -> None:
     path = tmp_path / "g.json"
     path.write_text(
-        '{"nodes": [{"id": "block:vda", "limits": {"read": {"value": %s}}}], "links": []}' % limit
+        '{"nodes": [{"id": "block:vda", "limits": {"read": {"value": '
+        + limit
+        + '}}}], "links": []}'
     )
     result = run_cli("graph", "--no-discover", "--load", str(path), "--json")
     assert result.stdout == ""  # before: "Infinity" in --json output, which is not JSON

@@ -103,7 +103,7 @@ def test_load_merges_user_limits() -> None:
         nodes["network:eth0"]["limits"]["send"]["source"] == "user"
     )  # eth0 is a bond slave here: new node
     assert {"source": "remote:nfs-server", "target": "nic:nfs-server/eth0"} in [
-        {"source": l["source"], "target": l["target"]} for l in payload["links"]
+        {"source": link["source"], "target": link["target"]} for link in payload["links"]
     ]
 
 

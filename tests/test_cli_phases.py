@@ -57,7 +57,7 @@ def test_json_report_agrees_with_the_python_api() -> None:
     assert report["params"]["tolerance"] == PhaseParams().tolerance
     assert len(report["runs"]) == 2
     base = metric_matrix(load_traces(DD[0])[0].trace, ["process:workload/*"])
-    for run, path in zip(report["runs"], DD[1:3]):
+    for run, path in zip(report["runs"], DD[1:3], strict=True):
         sig = run["signature"]
         assert sig["metrics"] == [
             "process:workload/busy",

@@ -230,7 +230,7 @@ def test_an_interleaved_comparison_notes_different_phase_behaviour(tmp_path: Pat
     fio, pulses = _runs("fio_mix") * 2, _runs("stress_pulses") * 2
     out = _result_dir(
         tmp_path / "res",
-        [t for pair in zip(fio, pulses) for t in pair],
+        [t for pair in zip(fio, pulses, strict=True) for t in pair],
         workloads=["fio", "pulses"],
     )
     result = _report(out)

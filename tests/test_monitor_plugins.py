@@ -187,7 +187,7 @@ def test_a_vanished_device_reads_as_missing_not_as_a_rate(root: Path) -> None:
     (shrunk / "proc").mkdir(parents=True)
     text = (PAIR / "t1" / "proc" / "diskstats").read_text().splitlines()
     (shrunk / "proc" / "diskstats").write_text(
-        "\n".join(l for l in text if " zram0 " not in l) + "\n"
+        "\n".join(line for line in text if " zram0 " not in line) + "\n"
     )
     for name in ("pressure",):
         shutil.copytree(PAIR / "t1" / "proc" / name, shrunk / "proc" / name)

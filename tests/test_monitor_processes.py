@@ -189,7 +189,7 @@ def test_children_coming_and_going_leak_no_descriptors() -> None:
     finally:
         proc.kill()
         proc.wait()
-    arrivals = sum(1 for a, b in zip(counts, counts[1:]) if (a, b) == (1, 2))
+    arrivals = sum(1 for a, b in zip(counts, counts[1:], strict=False) if (a, b) == (1, 2))
     assert arrivals >= 5, counts  # children did come and go
     assert max(held) == 8 and min(held) == 4  # parent + child, or the parent alone: 4 files each
     assert max(ours) <= baseline + 8  # the pipe-less Popen holds none; the probe's at most 8

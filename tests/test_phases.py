@@ -305,7 +305,7 @@ def test_value_phase_correlation_matches_pearson_per_shift() -> None:
     b = rng.integers(0, 4, 40).astype(float)
     r = rng.integers(0, 4, 35).astype(float)
     lags, rho = value_phase_correlation(b, r, min_overlap=0.5)
-    for lag, value in zip(lags, rho):
+    for lag, value in zip(lags, rho, strict=True):
         # overlap: run[t + lag] with baseline[t]
         t = np.arange(len(b))
         keep = (t + lag >= 0) & (t + lag < len(r))
@@ -378,7 +378,7 @@ def test_real_traces_transition_signatures_separate_workloads_better_than_value_
     tbp = auc(score_matrix(runs))
     phases = [value_phases(median_smooth(x, 5)) for x in runs]
     vbp = np.full_like(same, np.nan, dtype=float)
-    for i, j in zip(*np.nonzero(off)):
+    for i, j in zip(*np.nonzero(off), strict=True):
         vbp[i, j] = matching_score(value_phase_correlation(phases[j], phases[i])[1])[3]
     assert tbp > 0.7
     assert tbp > auc(vbp) + 0.1

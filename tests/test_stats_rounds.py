@@ -126,7 +126,7 @@ def test_correlated_round_means_widen_the_interval_and_a_wandering_level_gives_n
     base = _rounds(rng, 40, 1000, round_sd=0.0)
     # round levels AR(1) 0.6 from round to round: a host state that changes slowly
     levels = lfilter([1.0], [1.0, -0.6], 0.005 * rng.standard_normal(40))
-    out = summarize_rounds([g + lv for g, lv in zip(base, levels)])
+    out = summarize_rounds([g + lv for g, lv in zip(base, levels, strict=True)])
     means = np.array([g.mean() for g in base]) + levels
     assert out.basis == "rounds" and out.summary.ci_low is not None
     inflation = _ar1_inflation(means)
@@ -134,10 +134,9 @@ def test_correlated_round_means_widen_the_interval_and_a_wandering_level_gives_n
     assert out.summary.subsession_variance == pytest.approx(means.var(ddof=1) * inflation, rel=1e-9)
     assert any("consecutive rounds are correlated" in w for w in out.summary.warnings)
     walk = np.cumsum(0.005 * rng.standard_normal(40))
-    walk -= np.linspace(
-        walk[0], walk[-1], 40
-    )  # a random walk with no net trend: the trend test passes
-    out = summarize_rounds([g + lv for g, lv in zip(base, walk)])
+    # a random walk with no net trend: the trend test passes
+    walk -= np.linspace(walk[0], walk[-1], 40)
+    out = summarize_rounds([g + lv for g, lv in zip(base, walk, strict=True)])
     if out.summary.ci_low is None:
         assert any("wanders" in w or "drift" in w for w in out.summary.warnings)
     else:  # a walk that happened to look calm must at least be widened

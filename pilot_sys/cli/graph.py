@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import click
@@ -183,7 +184,7 @@ def graph(
         highlight = [data_path.cut] if data_path and data_path.cut else []
         for option, picture in (("--png", png), ("--svg", svg)):
             if picture:
-                _write(option, picture, lambda: graphio.draw(shown, picture, highlight=highlight))
+                _write(option, picture, partial(graphio.draw, shown, picture, highlight=highlight))
 
     if as_json:
         payload = shown.to_node_link()

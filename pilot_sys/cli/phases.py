@@ -177,7 +177,7 @@ def _plot(
     fig, axes = plt.subplots(rows, 1, figsize=(10, 1.8 * rows), squeeze=False)
     axes = axes[:, 0]
     entries = [(base[0], base[1], None)] + runs
-    for ax, (mm, sig, match) in zip(axes, entries):
+    for ax, (mm, sig, match) in zip(axes, entries, strict=False):
         shift = match.best_shift if match else 0
         t = (np.arange(mm.values.shape[0]) - shift) / mm.rate_hz
         ax.plot(t, mm.values, linewidth=0.7, alpha=0.8)
@@ -192,7 +192,7 @@ def _plot(
         ax.set_ylabel("fraction", fontsize=7)
         ax.tick_params(labelsize=7)
     ax = axes[-1]
-    for mm, sig, match in runs:
+    for _mm, sig, match in runs:
         lags, values = cross_correlation(
             sig.refined, blur(base[1].refined, params.tolerance), params.max_shift
         )

@@ -267,7 +267,7 @@ class ProcessProbe(Probe):
         if len(ios) == 1:  # a tree of one process: its tokens as read
             io_totals = ios[0]
         elif ios:
-            io_totals = [b"%d" % sum(map(int, column)) for column in zip(*ios)]
+            io_totals = [b"%d" % sum(map(int, column)) for column in zip(*ios, strict=True)]
         else:
             io_totals = [b"0"] * (len(COUNTERS) - 1)
         return [b"%d" % cpu_ticks, *io_totals, b"%d" % len(seen), b"%d" % threads]

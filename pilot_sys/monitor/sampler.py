@@ -433,7 +433,7 @@ class Sampler:
     def schedule(self) -> list[ProbeSchedule]:
         """Which probe is read how often, from which files, and why."""
         out: list[ProbeSchedule] = []
-        for probe, every in zip(self.probes, self._every):
+        for probe, every in zip(self.probes, self._every, strict=True):
             files: list[str] = []
             for reader in probe.readers:
                 if isinstance(reader, TextReader) and str(reader.path) not in files:
@@ -519,7 +519,7 @@ class Sampler:
         self._every = [every[id(p)] for p in kept]
         ticks: list[Callable[[], bytes]] = []
         self._layouts, self._bounds = [], []
-        for reader, width in zip(self._readers, self._widths):
+        for reader, width in zip(self._readers, self._widths, strict=True):
             tick, layout, bound = tick_read(reader, width)
             ticks.append(tick)
             self._layouts.append(layout)
@@ -796,7 +796,7 @@ class Sampler:
         """Each source's own record, on the clock of the trace's timestamps, and its notes."""
         origin, end = (float(t[0]), float(t[-1])) if len(t) else (self._t0_mono, self._t_end)
         out: dict[str, SourceTrace] = {}
-        for runner, stopped, result in zip(self._runners, self._stopped, results):
+        for runner, stopped, result in zip(self._runners, self._stopped, results, strict=True):
             name = runner.source.name or type(runner.source).__name__
             while name in out:
                 name += "'"
@@ -859,7 +859,7 @@ def _parse_records(
         reads[lo : lo + len(block)] = np.where(np.isfinite(masks), masks, 0).astype(READS_DTYPE)
         tokens = np.full((len(block), sum(widths)), MISSING, dtype=TOKEN_DTYPE)
         start = 0
-        for k, (layout, width) in enumerate(zip(layouts, widths)):
+        for k, (layout, width) in enumerate(zip(layouts, widths, strict=True)):
             tokens[:, start : start + width] = parse_segments(
                 [segs[k + 1] for segs in split], layout
             )

@@ -115,7 +115,6 @@ class TrackAnalysis:
         records: list[RoundRecord],
         load_units: UnitLoader,
     ) -> dict[str, PIResult]:
-        cfg = self.config
         self.new_round_seconds = 0.0
         usable = [r for r in records if not r.failed and not r.short]
         excluded = [r for r in usable if is_excluded(r, self.cut)]

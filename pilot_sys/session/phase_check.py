@@ -260,7 +260,7 @@ def compare_saved_runs(labelled: Sequence[tuple[str, Any, str]]) -> list[PhaseCo
     sides compared; nothing when a side has no monitor traces."""
     loaded = [(label, saved_traces(d, w)) for label, d, w in labelled]
     out: list[PhaseComparison] = []
-    for (a, ta), (b, tb) in zip(loaded, loaded[1:]):
+    for (a, ta), (b, tb) in zip(loaded, loaded[1:], strict=False):
         if ta is not None and tb is not None and ta[1] and tb[1]:
             out.append(compare_traces(a, ta[0], b, tb[0]))
     return out

@@ -270,7 +270,7 @@ class Session:
 
         tracks = [
             make_track(spec, wl, cfg, list(spec.pis) or wl.pi_specs(), cut=m.cut or cfg.cut)
-            for spec, wl in zip(m.workloads, self.workloads)
+            for spec, wl in zip(m.workloads, self.workloads, strict=True)
         ]
         engine = Engine(
             self.journal,

@@ -69,9 +69,9 @@ def derive_limits(graph: ComponentGraph) -> None:
             if not _derivable(component.limits.get(direction)):
                 continue
             limits = [graph.limit(p, direction) for p in below]
-            if not limits or not all(l.known and l.value is not None for l in limits):
+            if not limits or not all(lim.known and lim.value is not None for lim in limits):
                 continue
-            values = [float(l.value) for l in limits if l.value is not None]
+            values = [float(lim.value) for lim in limits if lim.value is not None]
             derived: tuple[float, str] | None = None
             if role == "partition" or (role == "dm" and len(values) == 1):
                 derived = values[0], f"{role}: the limit of {below[0].removeprefix('block:')}"

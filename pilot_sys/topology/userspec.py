@@ -166,8 +166,8 @@ def parse_user_graph(data: Any, where: str) -> ComponentGraph:
                 f"direction must be one of {', '.join(sorted(DIRECTIONS))}",
             )
         links.append(link)
-    listed = {(l.source, l.target) for l in links}
-    for end in sorted({end for l in links for end in (l.source, l.target)} - seen):
+    listed = {(link.source, link.target) for link in links}
+    for end in sorted({end for link in links for end in (link.source, link.target)} - seen):
         # Named by a link but defined elsewhere (a discovered id): a placeholder until merged.
         prefix, _, rest = end.partition(":")
         kind = (

@@ -57,9 +57,9 @@ def _nic_type(
 def _derived_aggregate(kind: str, mode: str | None, lowers: list[Limit]) -> Limit | None:
     """A bond's limit from its slaves when its own speed is unknown: active-backup carries one
     slave's speed, the other modes spread flows over all slaves (one flow still gets one slave)."""
-    if kind != "bond" or not lowers or not all(l.known for l in lowers):
+    if kind != "bond" or not lowers or not all(lim.known for lim in lowers):
         return None
-    values = [l.value or 0.0 for l in lowers]
+    values = [lim.value or 0.0 for lim in lowers]
     if mode and mode.startswith("active-backup"):
         return Limit(
             value=max(values),
@@ -146,7 +146,7 @@ def discover(root: SysRoot) -> Discovery:
             derived = _derived_aggregate(
                 str(nic.attrs["type"]),
                 nic.attrs.get("bond_mode"),  # type: ignore[arg-type]
-                [components[l].limits["send"] for l in lowers if l in components],
+                [components[lower].limits["send"] for lower in lowers if lower in components],
             )
             if derived is not None:
                 components[name] = nic.model_copy(

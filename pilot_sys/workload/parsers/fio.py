@@ -290,7 +290,7 @@ def parse(captured: CapturedOutput) -> ParsedOutput:
             for host in hosts:
                 mine = [
                     (g, e)
-                    for (g, e), j in zip(entries, _with_io(jobs, direction))
+                    for (g, e), j in zip(entries, _with_io(jobs, direction), strict=True)
                     if j.get("hostname") == host
                 ]
                 _add_direction(out, direction, mine, host)
