@@ -137,7 +137,8 @@ def main(argv: list[str] | None = None) -> None:
         if os.environ.get("PILOT_SYS_DEBUG"):
             raise
         fail(
-            f"internal error: {type(exc).__name__}: {exc} (set PILOT_SYS_DEBUG=1 for the traceback, and please report it)",
+            f"internal error: {type(exc).__name__}: {exc} "
+            "(set PILOT_SYS_DEBUG=1 for the traceback, and please report it)",
             ExitCode.ERROR,
         )
     sys.exit(rv if isinstance(rv, int) else 0)

@@ -108,7 +108,8 @@ def _render(out: AnalyzeOutput, stable: Summary, raw: Summary) -> None:
     def line(label: str, s: Summary) -> None:
         if s.ci_low is None:
             console.print(
-                f"  {label:<7} {_fmt(s.mean)}{unit}  [red]no CI[/] (too few effective samples)  n={s.sample_size}"
+                f"  {label:<7} {_fmt(s.mean)}{unit}  [red]no CI[/] (too few effective samples)  "
+                f"n={s.sample_size}"
             )
             return
         half = (s.ci_high - s.ci_low) / 2  # type: ignore[operator]
@@ -135,7 +136,8 @@ def _render(out: AnalyzeOutput, stable: Summary, raw: Summary) -> None:
         verdict = "[green]reached[/]" if stable.ci_reached else "[yellow]not reached[/]"
         still = stable.samples_still_needed
         console.print(
-            f"  target  width {_fmt(stable.ci_width)}{unit} vs {_fmt(stable.target_width)}{unit} ({escape(stable.target)}): {verdict}; "
+            f"  target  width {_fmt(stable.ci_width)}{unit} vs {_fmt(stable.target_width)}{unit} "
+            f"({escape(stable.target)}): {verdict}; "
             f"needs {stable.required_sample_size} samples" + (f", {still} more" if still else "")
         )
     for w in out.warnings:
@@ -210,7 +212,8 @@ Exit status: 0 on success, 2 on bad input (one line naming the file:line:column)
     type=click.Choice(["arithmetic", "harmonic", "proportion"]),
     default="arithmetic",
     show_default=True,
-    help="arithmetic: times and sizes; harmonic: rates of equal work units (throughput); proportion: 0/1 outcomes.",
+    help="arithmetic: times and sizes; harmonic: rates of equal work units (throughput); "
+    "proportion: 0/1 outcomes.",
 )
 @click.option(
     "--confidence",

@@ -134,7 +134,8 @@ def _as_text(result: ChangePoints, source: str, unit: str | None, kinds: list[Ch
         f"(EDM, {result.statistic} statistic, min segment {result.min_size}, "
         f"false-alarm rate {result.significance:g} per test)",
         "",
-        f"  {'segment':>8}  {'begin':>9}  {'end':>9}  {'n':>9}  {'share':>6}  {'median':>12}  change",
+        f"  {'segment':>8}  {'begin':>9}  {'end':>9}  {'n':>9}  {'share':>6}  "
+        f"{'median':>12}  change",
     ]
     kind_at = {k.index: k for k in kinds}
     stable = result.stable_segment
@@ -142,7 +143,8 @@ def _as_text(result: ChangePoints, source: str, unit: str | None, kinds: list[Ch
         mark = "  <- stable" if stable is not None and (seg.begin, seg.end) == tuple(stable) else ""
         change = _change_text(kind_at.get(seg.begin))
         lines.append(
-            f"  {i:>8}  {seg.begin:>9}  {seg.end:>9}  {seg.size:>9}  {100.0 * seg.size / result.n:>5.1f}%  "
+            f"  {i:>8}  {seg.begin:>9}  {seg.end:>9}  {seg.size:>9}  "
+            f"{100.0 * seg.size / result.n:>5.1f}%  "
             f"{seg.median:>12.6g}{suffix}  {change}{mark}"
         )
     lines += ["", f"stable: {result.stable_reason}"]

@@ -90,7 +90,8 @@ def _write_outputs(result: Any, json_path: str | None, plot_path: str | None, er
 
 
 def _how_it_ended(returncode: int) -> str:
-    """'CMD exited with 1' or 'CMD was killed by SIGKILL (signal 9)': Popen reports a signal as -N."""
+    """'CMD exited with 1' or 'CMD was killed by SIGKILL (signal 9)': Popen reports a signal
+    as -N."""
     if returncode >= 0:
         return f"CMD exited with {returncode}"
     import signal
@@ -197,7 +198,8 @@ def _fraction(option: str, value: float, *, allow_zero: bool = False) -> None:
     epilog="""\b
 Examples:
   pilot-sys monitor -- fio --name=w --filename=/tmp/f --rw=write --bs=1M --size=1G --direct=1
-  pilot-sys monitor --rate 20 --json run.json --plot run.png -- dd if=/dev/zero of=/tmp/x bs=512 count=1000000
+  pilot-sys monitor --rate 20 --json run.json --plot run.png -- dd if=/dev/zero of=/tmp/x \
+bs=512 count=1000000
   pilot-sys monitor --cut nic:eth0 --load my-rated-graph.json -- iperf3 -c 10.0.0.5 -t 10
   pilot-sys monitor --host srv=http://10.0.0.5:9100 -- iperf3 -c 10.0.0.5 -t 10
 \b

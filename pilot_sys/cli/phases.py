@@ -161,13 +161,19 @@ def _times(seconds: list[float], limit: int = 12) -> str:
     )
 
 
+def _score_or_inf(match: RunMatch) -> float:
+    """The matching score to print; none (only the peak correlates) as inf."""
+    return match.matching_score if match.matching_score is not None else math.inf
+
+
 def _plot(
     path: Path,
     base: tuple[MetricMatrix, Signature],
     runs: list[tuple[MetricMatrix, Signature, RunMatch]],
     params: PhaseParams,
 ) -> None:
-    """Metric lines with refined transitions per run (aligned on the baseline), and the correlations."""
+    """Metric lines with refined transitions per run (aligned on the baseline), and the
+    correlations."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -186,7 +192,8 @@ def _plot(
         title = (
             "baseline"
             if match is None
-            else f"score {match.matching_score if match.matching_score is not None else math.inf:.2f} ({match.verdict}), shifted by {-shift:+d} samples"
+            else f"score {_score_or_inf(match):.2f} ({match.verdict}), "
+            f"shifted by {-shift:+d} samples"
         )
         ax.set_title(f"{title}", fontsize=8, loc="left")
         ax.set_ylabel("fraction", fontsize=7)
@@ -200,7 +207,7 @@ def _plot(
             lags,
             values,
             linewidth=0.8,
-            label=f"score {match.matching_score if match.matching_score is not None else math.inf:.2f}",
+            label=f"score {_score_or_inf(match):.2f}",
         )
     ax.set_xlabel(
         "shift (samples); dashed lines: refined transitions; time axis in seconds of the baseline",
@@ -241,8 +248,8 @@ def build_report(
     base_sig = transition_signature(base_mm.values, params)
     if base_sig.transitions.size < FEW_TRANSITIONS:
         base_notes.append(
-            f"only {base_sig.transitions.size} transitions: the matching score rests on a few alignments "
-            "and is unreliable; compare longer runs, or lower --transition-threshold"
+            f"only {base_sig.transitions.size} transitions: the matching score rests on a few "
+            "alignments and is unreliable; compare longer runs, or lower --transition-threshold"
         )
 
     results: list[tuple[MetricMatrix, Signature, RunMatch]] = []
@@ -340,7 +347,8 @@ Exit status: 0 whatever the verdicts (they are in the output), 2 on bad input.
     "--workload",
     "workload_only",
     is_flag=True,
-    help="Use the workload's own CPU and I/O series (process:*): on a shared host other tenants move every host-wide series.",
+    help="Use the workload's own CPU and I/O series (process:*): on a shared host other tenants "
+    "move every host-wide series.",
 )
 @click.option(
     "--rate",
@@ -431,7 +439,8 @@ def _print_text(report: PhasesReport, threshold: float) -> None:
         f"baseline {b.source}: {b.samples} samples at {b.rate_hz:g} Hz, {len(b.metrics)} series"
     )
     click.echo(
-        f"  {b.transitions} transitions ({b.initial_transitions} initial, {b.glitches} glitches dropped, {b.gradients} gradients merged) at {_times(b.transition_times_s)} s"
+        f"  {b.transitions} transitions ({b.initial_transitions} initial, {b.glitches} glitches "
+        f"dropped, {b.gradients} gradients merged) at {_times(b.transition_times_s)} s"
     )
     for note in b.notes:
         click.echo(f"  note: {note}")
@@ -446,10 +455,12 @@ def _print_text(report: PhasesReport, threshold: float) -> None:
         )
         click.echo(f"run {s.source}: {s.samples} samples")
         click.echo(
-            f"  {s.transitions} transitions ({s.initial_transitions} initial, {s.glitches} glitches dropped, {s.gradients} gradients merged) at {_times(s.transition_times_s)} s"
+            f"  {s.transitions} transitions ({s.initial_transitions} initial, {s.glitches} "
+            f"glitches dropped, {s.gradients} gradients merged) at {_times(s.transition_times_s)} s"
         )
         click.echo(
-            f"  best shift {r.best_shift:+d} samples ({r.best_shift_s:+.2f} s); matching score {score} {'>=' if r.verdict == 'matches' else '<'} {threshold:g}: {r.verdict}"
+            f"  best shift {r.best_shift:+d} samples ({r.best_shift_s:+.2f} s); matching score "
+            f"{score} {'>=' if r.verdict == 'matches' else '<'} {threshold:g}: {r.verdict}"
         )
         for note in s.notes:
             if note not in b.notes:  # e.g. the same series scaled in every run: said once

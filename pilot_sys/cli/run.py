@@ -150,7 +150,8 @@ class RunCommand(click.Command):
     "--work-amount",
     "work_amount",
     metavar="MIN,MAX",
-    help="Valid range of %WORK_AMOUNT% (built-in workload: MiB, default 16,1024 capped by free space).",
+    help="Valid range of %WORK_AMOUNT% "
+    "(built-in workload: MiB, default 16,1024 capped by free space).",
 )
 @click.option(
     "-o",
@@ -201,7 +202,8 @@ class RunCommand(click.Command):
     type=click.Choice(PARSER_CHOICES),
     default="auto",
     show_default=True,
-    help="How to read the command's output (auto: from the program name: fio, iperf3, dd; else none).",
+    help="How to read the command's output "
+    "(auto: from the program name: fio, iperf3, dd; else none).",
 )
 @click.option(
     "--work-unit",

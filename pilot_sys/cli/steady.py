@@ -67,7 +67,8 @@ def _as_text(result: SteadyState, source: str, unit: str, unit_assumed: bool) ->
         lines += [
             f"steady state     : {result.reason}",
             f"cold-start cost  : >= {_fmt(result.cold_start_cost, unit)} (the whole run)",
-            f"whole run        : median {_fmt(result.raw.median, unit)}, p99 {_fmt(result.raw.p99, unit)}, "
+            f"whole run        : median {_fmt(result.raw.median, unit)}, "
+            f"p99 {_fmt(result.raw.p99, unit)}, "
             f"p99.9 {_fmt(result.raw.p999, unit)}, max {_fmt(result.raw.max, unit)}",
         ]
         return "\n".join(lines)
@@ -75,21 +76,25 @@ def _as_text(result: SteadyState, source: str, unit: str, unit_assumed: bool) ->
     tts = result.time_to_steady_state
     lines += [
         f"steady state     : from iteration {result.steady_state_start} ({result.reason})",
-        f"time to steady   : {result.warmup_iterations} iterations, {tts if tts is not None else 0.0:.6g} s",
+        f"time to steady   : {result.warmup_iterations} iterations, "
+        f"{tts if tts is not None else 0.0:.6g} s",
         f"cold-start cost  : {_fmt(result.cold_start_cost, unit)} spent before steady state, "
         f"{_fmt(result.cold_start_excess or 0.0, unit)} more than at steady speed",
         "",
-        f"  {'':<13}{'n':>10}  {'median':>12}  {'p99':>12}  {'p99.9':>12}  {'max':>12}  {'mean':>12}",
+        f"  {'':<13}{'n':>10}  {'median':>12}  {'p99':>12}  {'p99.9':>12}  "
+        f"{'max':>12}  {'mean':>12}",
     ]
     for label, d in (("steady state", s), ("whole run", result.raw)):
         lines.append(
-            f"  {label:<13}{d.n:>10}  {d.median:>12.6g}  {d.p99:>12.6g}  {d.p999:>12.6g}  {d.max:>12.6g}  {d.mean:>12.6g}"
+            f"  {label:<13}{d.n:>10}  {d.median:>12.6g}  {d.p99:>12.6g}  {d.p999:>12.6g}  "
+            f"{d.max:>12.6g}  {d.mean:>12.6g}"
         )
     return "\n".join(lines)
 
 
 def plot_steady(values: np.ndarray, result: SteadyState, path: Path, title: str, unit: str) -> None:
-    """Latency per iteration (log scale) with the warm-up shaded and the steady percentiles drawn."""
+    """Latency per iteration (log scale) with the warm-up shaded and the steady percentiles
+    drawn."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -177,7 +182,8 @@ short to show one), 2 on bad input.""",
 @click.option(
     "--unit",
     type=click.Choice(sorted(UNIT_SECONDS)),
-    help="Unit of the latencies (default: from the header, e.g. 'latency (ms)' or 'latency_ms', else seconds).",
+    help="Unit of the latencies "
+    "(default: from the header, e.g. 'latency (ms)' or 'latency_ms', else seconds).",
 )
 @click.option(
     "--timestamps",

@@ -82,7 +82,8 @@ def bar(fraction: float, threshold: float) -> Text:
 def rows_for(
     component: str, latest: dict[str, float], threshold: float
 ) -> list[tuple[str, str, Text, str]]:
-    """(component, what, bar, value) rows: utilizations when a limit is known, else what was measured."""
+    """(component, what, bar, value) rows: utilizations when a limit is known, else what was
+    measured."""
     rows: list[tuple[str, str, Text, str]] = []
     prefix = f"{component}/"
     utils = sorted(k for k in latest if k.startswith(prefix + "util_"))
