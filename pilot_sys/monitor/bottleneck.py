@@ -388,8 +388,8 @@ def _signals(trace: MonitorTrace) -> list[ComponentStats]:
             note = ""
             if parallel:
                 note = (
-                    "serves requests in parallel (NVMe, RAID or multi-queue): busy time is reported "
-                    "but not judged, 100 % busy can be far from its limit"
+                    "serves requests in parallel (NVMe, RAID or multi-queue): busy time is "
+                    "reported but not judged, 100 % busy can be far from its limit"
                 )
                 if component not in with_util:
                     note += (
@@ -656,7 +656,10 @@ def _evidence(s: ComponentStats, trace: MonitorTrace, threshold: float) -> str:
         own = _workload_cores(trace)
         busy = _mean_of(trace, "cpu:host/busy_cores")
         if own is not None and busy is not None:
-            text += f"; the workload's processes used {own:.2f} cores, other processes {max(busy - own, 0.0):.2f}"
+            text += (
+                f"; the workload's processes used {own:.2f} cores, "
+                f"other processes {max(busy - own, 0.0):.2f}"
+            )
         psi = _mean_of(trace, "cpu:host/psi_some")
         if psi is not None:
             text += f"; runnable tasks waited for a CPU {_pct(psi)} of the time (PSI)"
@@ -664,8 +667,8 @@ def _evidence(s: ComponentStats, trace: MonitorTrace, threshold: float) -> str:
     if s.kind == "busy":
         depth = _mean_of(trace, f"{s.component}/queue_depth")
         text = (
-            f"requests in flight {numbers} (busy time from io_ticks: its throughput limit is unknown, "
-            "and it serves one request at a time, so busy time is its saturation signal)"
+            f"requests in flight {numbers} (busy time from io_ticks: its throughput limit is "
+            "unknown, and it serves one request at a time, so busy time is its saturation signal)"
         )
         if depth is not None:
             text += f"; mean queue depth {depth:.1f}"

@@ -22,10 +22,11 @@ Why it looks like this:
   ``every``-th tick (``every = ceil(rate / max_rate_hz)``), and on the opening and closing
   samples. On the other ticks its columns repeat its last reading (``raw()`` shows that carried
   value) and a bit mask at the start of each record says which rows were real reads. Its
-  metrics are derived from its real reads only, with their own times, so a rate is always (counter at read k -
-  counter at read k-1) / (time of read k - time of read k-1), never a jump divided by one tick;
-  the result is then spread over the grid: a rate or share of an interval to every tick inside
-  that interval (the tick that ends it included), a level from its read until the next.
+  metrics are derived from its real reads only, with their own times, so a rate is always
+  (counter at read k - counter at read k-1) / (time of read k - time of read k-1), never a jump
+  divided by one tick; the result is then spread over the grid: a rate or share of an interval
+  to every tick inside that interval (the tick that ends it included), a level from its read
+  until the next.
 * Sources never touch the tick: each runs on its own thread (``source_runner``) from
   ``start()`` until ``stop()``, which asks them all to stop and waits at most
   ``SOURCE_STOP_WAIT_S`` in all. Their samples are derived at their own times and placed on the
@@ -761,14 +762,15 @@ class Sampler:
         for k, message in sorted(self._plan.errors.items()):
             names = self._reader_columns(k)
             self.context.notes.append(
-                f"reading {names[0].split('/')[0] if names else 'a plug-in'} failed at times ({message}); "
-                "those samples are missing, not zero"
+                f"reading {names[0].split('/')[0] if names else 'a plug-in'} failed at times "
+                f"({message}); those samples are missing, not zero"
             )
         for plan in self.schedule():
             if plan.every > 1:
                 self.context.notes.append(
-                    f"{plan.probe} read at {plan.rate_hz:g} Hz (every {plan.every} ticks; its last reading is "
-                    f"carried between reads, its rates are taken between real reads): {plan.reason}"
+                    f"{plan.probe} read at {plan.rate_hz:g} Hz (every {plan.every} ticks; its last "
+                    "reading is carried between reads, its rates are taken between real reads): "
+                    f"{plan.reason}"
                 )
         raw, t, reads = self._all_rows()
         results = self._source_results(t)

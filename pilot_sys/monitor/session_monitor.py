@@ -30,7 +30,10 @@ from pilot_sys.monitor.bottleneck import (
 from pilot_sys.monitor.sampler import Sampler
 from pilot_sys.monitor.trace import MonitorTrace
 
-NO_COMMAND = "no command given; put it after --, e.g. pilot-sys monitor -- dd if=/dev/zero of=/tmp/x bs=1M count=100"
+NO_COMMAND = (
+    "no command given; put it after --, "
+    "e.g. pilot-sys monitor -- dd if=/dev/zero of=/tmp/x bs=1M count=100"
+)
 GRACE_SECONDS = 5.0  # after Ctrl-C, how long the command may take to exit before SIGTERM/SIGKILL
 
 

@@ -61,7 +61,8 @@ def _read_trace_file(path: Path) -> MonitorTrace:
     if not isinstance(raw, dict) or "series" not in raw or "timestamps" not in raw:
         raise BadInput(
             str(path),
-            "not a monitor trace (no 'timestamps' and 'series'); write one with `pilot-sys monitor --json FILE -- CMD`",
+            "not a monitor trace (no 'timestamps' and 'series'); "
+            "write one with `pilot-sys monitor --json FILE -- CMD`",
         )
     try:
         trace = MonitorTrace.model_validate(raw)
@@ -129,7 +130,8 @@ class MetricMatrix:
         return self.start + np.asarray(sample) / self.rate_hz
 
 
-#: Metric names that say "rate, amount or time": never a fraction, even if every reading is in [0, 1].
+#: Metric names that say "rate, amount or time": never a fraction, even if every reading is in
+#: [0, 1].
 _NOT_FRACTION = ("_per_s", "bytes", "count", "packets", "_s")
 
 
@@ -140,7 +142,8 @@ def is_named_utilization(key: str) -> bool:
 
 
 def is_fraction(key: str, values: NDArray[np.float64]) -> bool:
-    """Named as a utilization, or (unless named as a rate, amount or time) every reading in [0, 1]."""
+    """Named as a utilization, or (unless named as a rate, amount or time) every reading in
+    [0, 1]."""
     if is_named_utilization(key):
         return True
     metric = key.rsplit("/", 1)[-1]
@@ -158,14 +161,16 @@ def select_series(
     trace: MonitorTrace, metrics: Sequence[str] | None = None, where: str = ""
 ) -> list[str]:
     """Keys of the series to use: those matching the ``metrics`` globs; by default the ones named as
-    utilizations (``util*``, ``busy``), or, in a trace without such names, every fraction in [0, 1]."""
+    utilizations (``util*``, ``busy``), or, in a trace without such names, every fraction in
+    [0, 1]."""
     keys = list(trace.series)
     if metrics:
         chosen = [k for k in keys if any(fnmatch.fnmatchcase(k, pat) for pat in metrics)]
         if not chosen:
             raise BadInput(
                 where or "--metrics",
-                f"no series matches {', '.join(metrics)}; the trace has: {', '.join(keys[:12])}{' ...' if len(keys) > 12 else ''}",
+                f"no series matches {', '.join(metrics)}; "
+                f"the trace has: {', '.join(keys[:12])}{' ...' if len(keys) > 12 else ''}",
             )
         return chosen
     chosen = [k for k in keys if is_named_utilization(k)]
@@ -174,7 +179,8 @@ def select_series(
     if not chosen:
         raise BadInput(
             where or "trace",
-            "no utilization-like series (fractions in [0, 1]); choose series with --metrics, e.g. --metrics 'nic:*/rx_bytes_per_s'",
+            "no utilization-like series (fractions in [0, 1]); choose series with --metrics, "
+            "e.g. --metrics 'nic:*/rx_bytes_per_s'",
         )
     return chosen
 
@@ -202,7 +208,8 @@ def metric_matrix(
     rate_hz: float | None = None,
     where: str = "",
 ) -> MetricMatrix:
-    """The trace's chosen series as a matrix on a uniform grid at ``rate_hz`` (default: the trace's).
+    """The trace's chosen series as a matrix on a uniform grid at ``rate_hz`` (default: the
+    trace's).
 
     The grid matters because signatures are compared sample by sample: a sampler that fell behind
     leaves uneven timestamps, and runs recorded at different rates must be put on one rate. Each
