@@ -144,8 +144,10 @@ class TrackAnalysis:
                     # using only the rounds that happen to have enough windows would favour slow
                     # rounds (they last longer, so they log more): all rounds or none
                     res.warnings.append(
-                        f"unit readings not used: {sum(c < MIN_UNITS_PER_ROUND for c in counts)} of {len(counts)} "
-                        f"analysed rounds have fewer than {MIN_UNITS_PER_ROUND}; longer rounds (-w) give more"
+                        "unit readings not used: "
+                        f"{sum(c < MIN_UNITS_PER_ROUND for c in counts)} of {len(counts)} "
+                        f"analysed rounds have fewer than {MIN_UNITS_PER_ROUND}; "
+                        "longer rounds (-w) give more"
                     )
                 results[spec.name] = res
         if self.wps is not None and self.wps.v is not None:
@@ -240,7 +242,8 @@ class TrackAnalysis:
         res = self._summarise(spec, values, "readings", self._excluded_rounds(below))
         if self.wps is not None and self.wps.v is not None and spec.pi_type == PIType.HARMONIC:
             res.warnings.append(
-                "per-round readings include each round's non-stable phases; `wps` is the stable rate"
+                "per-round readings include each round's non-stable phases; "
+                "`wps` is the stable rate"
             )
         return res
 
@@ -251,7 +254,10 @@ class TrackAnalysis:
             Removal(
                 method="alpha",
                 rounds=len(below),
-                detail=f"rounds with work amount below the smallest useful work = {self.alpha_work:.6g} {self.work_unit}".rstrip(),
+                detail=(
+                    "rounds with work amount below the smallest useful work = "
+                    f"{self.alpha_work:.6g} {self.work_unit}"
+                ).rstrip(),
             )
         ]
 
@@ -263,7 +269,8 @@ class TrackAnalysis:
         removed: list[Removal],
     ) -> PIResult:
         """The PI's interval over ``samples``; given as a list (each analysed round's kept unit
-        readings) it may be taken over round means when the rounds disagree (``pilot_sys.stats.rounds``)."""
+        readings) it may be taken over round means when the rounds disagree
+        (``pilot_sys.stats.rounds``)."""
         cfg = self.config
         size = sum(g.size for g in samples) if isinstance(samples, list) else int(samples.size)
         res = PIResult(
@@ -359,8 +366,9 @@ class TrackAnalysis:
         if bound >= self.config.work_max > 0:
             # every allowed round is dominated by alpha: dropping them all would leave nothing
             self.wps.warnings.append(
-                f"the smallest useful work amount ({bound:.6g} {self.work_unit}) is above the range's maximum "
-                f"({self.config.work_max:g}): every round spends over 10% of its time in setup/warm-up; raise -w MAX"
+                f"the smallest useful work amount ({bound:.6g} {self.work_unit}) is above the "
+                f"range's maximum ({self.config.work_max:g}): every round spends over 10% of its "
+                "time in setup/warm-up; raise -w MAX"
             )
             bound = 0.0
             self.wps.alpha_bound = "above_range"

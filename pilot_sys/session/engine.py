@@ -219,7 +219,8 @@ class Engine:
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self) -> EngineOutcome:
-        statsapi.preload()  # scipy.stats imports take seconds: pay them before round 1, not after it
+        # scipy.stats imports take seconds: pay them before round 1, not after it
+        statsapi.preload()
         start = time.monotonic()
         old_int = signal.signal(signal.SIGINT, self._on_signal)
         old_term = signal.signal(signal.SIGTERM, self._on_signal)
@@ -415,7 +416,8 @@ class Engine:
                 self.progress.emit(
                     Note(
                         f"even the largest work amount ({track.planner.b:g}) runs shorter than "
-                        f"{self.cfg.min_round_seconds:g} s: rounds are analysed anyway; raise -w MAX"
+                        f"{self.cfg.min_round_seconds:g} s: rounds are analysed anyway; "
+                        "raise -w MAX"
                     )
                 )
             self._analyse(track, units={rec.index: (units, unit_times)})
@@ -473,7 +475,8 @@ class Engine:
             unit = f" {analysis.work_unit}" if analysis.work_unit else ""
             self.progress.emit(
                 Note(
-                    f"[{track.name}] WPS alpha raises the smallest work amount to {track.planner.a:.6g}{unit}"
+                    f"[{track.name}] WPS alpha raises the smallest work amount to "
+                    f"{track.planner.a:.6g}{unit}"
                 )
             )
 
@@ -517,8 +520,9 @@ class Engine:
             self.progress.emit(
                 Note(
                     f"round {rec.index} saw {seen} "
-                    f"above {units.percent(self.cfg.bottleneck_threshold, 0)}, but no component under "
-                    "test is known, so no round is excluded for it: name one with --cut"
+                    f"above {units.percent(self.cfg.bottleneck_threshold, 0)}, "
+                    "but no component under test is known, so no round is excluded for it: "
+                    "name one with --cut"
                 )
             )
         elif unjudged_sighting(rec) and not self._told_unjudged:
@@ -528,6 +532,7 @@ class Engine:
                 Note(
                     f"round {rec.index} saw {seen or 'a component other than the CUT'} above "
                     f"{units.percent(self.cfg.bottleneck_threshold, 0)}, "
-                    "but is too short to judge on its own: the rounds are judged together at the end"
+                    "but is too short to judge on its own: "
+                    "the rounds are judged together at the end"
                 )
             )

@@ -690,7 +690,10 @@ class Journal:
             ValueError,
             EOFError,
         ) as exc:  # torn by a power loss: the round keeps its readings
-            note = f"{record.dir}/{UNITS_FILE} unreadable ({exc}); that round's unit readings are not used"
+            note = (
+                f"{record.dir}/{UNITS_FILE} unreadable ({exc}); "
+                "that round's unit readings are not used"
+            )
             if note not in self.repairs:
                 self.repairs.append(note)
             return {}, {}

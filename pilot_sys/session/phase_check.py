@@ -107,8 +107,9 @@ def _load(journal: Journal, records: Sequence[RoundRecord]) -> list[tuple[int, A
 
 def _too_few(traced: int, eligible: int) -> str:
     return (
-        f"not checked: {eligible} of {traced} monitored round(s) have at least {MIN_SAMPLES} samples and "
-        f"{MIN_ROUNDS} are needed (longer rounds, e.g. a larger -w MAX, or a higher --sample-rate give more)"
+        f"not checked: {eligible} of {traced} monitored round(s) have at least {MIN_SAMPLES} "
+        f"samples and {MIN_ROUNDS} are needed (longer rounds, e.g. a larger -w MAX, or a higher "
+        "--sample-rate give more)"
     )
 
 
@@ -153,9 +154,9 @@ def check_traces(traces: Sequence[tuple[int, Any]], total: int | None = None) ->
         )
         which = "round" if len(odd) == 1 else "rounds"
         note = (
-            f"{which} {named} of {len(traces)} checked{sampled}{on}: phase behaviour unlike the other rounds' "
-            f"(median matching score below {params.match_threshold:g}): a different workload or system state; "
-            "look at their monitor.json"
+            f"{which} {named} of {len(traces)} checked{sampled}{on}: phase behaviour unlike the "
+            f"other rounds' (median matching score below {params.match_threshold:g}): a different "
+            "workload or system state; look at their monitor.json"
         )
     else:
         note = f"{len(traces)} rounds checked{sampled}{on}: the same phase behaviour in every one"
@@ -170,7 +171,8 @@ def check_traces(traces: Sequence[tuple[int, Any]], total: int | None = None) ->
 
 
 def check_rounds(journal: Journal, records: Sequence[RoundRecord]) -> PhaseCheck | None:
-    """The phase check over ``records`` (a workload's analysed rounds); None when none was monitored."""
+    """The phase check over ``records`` (a workload's analysed rounds); None when none was
+    monitored."""
     try:
         eligible, traced = _eligible(records)
         if traced == 0:

@@ -199,14 +199,16 @@ class PIResult(BaseModel):
     interval_basis: str = Field(
         "samples",
         description=(
-            "'samples': subsession analysis of the samples themselves; 'rounds': one mean per analysed round "
+            "'samples': subsession analysis of the samples themselves; "
+            "'rounds': one mean per analysed round "
             "(the rounds differ more than the unit readings within them explain)"
         ),
     )
     rounds_heterogeneity_p: float | None = Field(
         None,
         description=(
-            "p of the F test of the round means' variance against the pooled unit readings' (low: rounds differ)"
+            "p of the F test of the round means' variance against the pooled unit readings' "
+            "(low: rounds differ)"
         ),
     )
     removed: list[Removal] = Field(default_factory=list)

@@ -147,8 +147,9 @@ def bottleneck_section(
     """The verdict over the included rounds taken together (their traces end to end): a
     component above the threshold for long enough across them is a hidden bottleneck that short
     rounds hide. When every judged round was excluded, the excluded rounds are taken together
-    instead: the section then names what governed them, with its evidence. The rounds excluded on their own verdict, and those that saw one but were too
-    short to judge, are listed (see ``pilot_sys.session.verdict``)."""
+    instead: the section then names what governed them, with its evidence. The rounds excluded
+    on their own verdict, and those that saw one but were too short to judge, are listed (see
+    ``pilot_sys.session.verdict``)."""
     sec = BottleneckSection(monitored=monitored, cut=cut)
     errors = {r.monitor.error for r in journal.records if r.monitor is not None and r.monitor.error}
     if errors:
