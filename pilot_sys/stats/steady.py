@@ -108,7 +108,8 @@ class SteadyState(BaseModel):
 def choose_window(
     n: int, history: int = DEFAULT_HISTORY, tail_samples: int = DEFAULT_TAIL_SAMPLES
 ) -> int:
-    """Window length from the data: 10 readings above p99.9 if the run allows, else n / (2 history)."""
+    """Window length from the data: 10 readings above p99.9 if the run allows, else
+    n / (2 history)."""
     ideal = math.ceil(tail_samples / (1.0 - DEFAULT_TAIL_QUANTILE))
     return max(MIN_WINDOW, min(ideal, n // (2 * history)))
 
@@ -147,7 +148,8 @@ def _window_statistic(ordered: np.ndarray, q: float) -> tuple[np.ndarray, np.nda
 def _gate(
     stat: np.ndarray, se: np.ndarray, history: int, tolerance: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """For every run of ``history`` windows: does it pass, and its drift relative to the allowance."""
+    """For every run of ``history`` windows: does it pass, and its drift relative to the
+    allowance."""
     runs = sliding_window_view(stat, history)
     spread = runs.max(axis=1) - runs.min(axis=1)
     centre = np.abs(runs.mean(axis=1))
@@ -315,7 +317,8 @@ def _no_steady_reason(
     if not median_ok.any() and not tail_ok.any():
         return (
             f"no steady state reached: neither the median nor the {tail_name} settled {where} "
-            f"(best drift {median_drift.min():.2f}x and {tail_drift.min():.2f}x the allowance); run longer"
+            f"(best drift {median_drift.min():.2f}x and {tail_drift.min():.2f}x the allowance); "
+            "run longer"
         )
     if not median_ok.any():
         return (

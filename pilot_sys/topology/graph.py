@@ -121,7 +121,8 @@ class ComponentGraph:
         )
 
     def paths_to(self, target: str, *, source: str = ROOT_ID, limit: int = 64) -> list[list[str]]:
-        """Every data path from the CPU outward to ``target`` (at most ``limit``), shortest first."""
+        """Every data path from the CPU outward to ``target`` (at most ``limit``), shortest
+        first."""
         if target not in self.g or source not in self.g:
             return []
         view = self.outward_view()
@@ -156,7 +157,8 @@ class ComponentGraph:
                     limits[key] = limit.model_copy(update={"source": LimitSource.USER})
                 elif limit.known and current.known and current.value != limit.value:
                     notes.append(
-                        f"{theirs.id}: kept discovered {key} limit {current.value:g} ({current.source}); "
+                        f"{theirs.id}: kept discovered {key} limit {current.value:g} "
+                        f"({current.source}); "
                         f"user graph says {limit.value:g}"
                     )
             self.g.nodes[theirs.id]["component"] = ours.model_copy(

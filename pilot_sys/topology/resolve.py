@@ -332,7 +332,8 @@ def resolve(
     for item in resolved:
         all_paths += [p for p in item.paths if p not in all_paths]
     cuts = [r.cut for r in resolved if r.cut]
-    # A source like /dev/zero (memory) is rarely what is under test: prefer a storage or network CUT.
+    # A source like /dev/zero (memory) is rarely what is under test: prefer a storage or
+    # network CUT.
     preferred = [c for c in cuts if not c.startswith("memory:")] or cuts
     return DataPath(
         arguments=resolved,

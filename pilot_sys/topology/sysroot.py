@@ -101,14 +101,16 @@ class SysRoot:
         return self.inner(os.path.realpath(self.path(inner)))
 
     def link_name(self, inner: str) -> str | None:
-        """The last component of a symlink's target (``/sys/class/net/eth0/master`` -> ``bond0``)."""
+        """The last component of a symlink's target (``/sys/class/net/eth0/master`` ->
+        ``bond0``)."""
         try:
             return os.path.basename(os.readlink(self.path(inner)))
         except OSError:
             return None
 
     def class_devices(self, subsystem: str) -> list[tuple[str, str]]:
-        """``(name, resolved sysfs path)`` of every device of a class (``block``, ``net``, ``nvme``).
+        """``(name, resolved sysfs path)`` of every device of a class (``block``, ``net``,
+        ``nvme``).
 
         pyudev enumerates when a udev database exists on the live machine; otherwise, and for
         fixtures, the class directory is scanned. Both return the same resolved paths.

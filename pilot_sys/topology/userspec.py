@@ -2,7 +2,8 @@
 designated component graph"): JSON node-link or GraphML, validated by pydantic models, each
 error naming the file and the bad node or link.
 
-JSON shape (a limit or capacity is a number in B/s, or ``{"value": ..., "unit": ..., "detail": ...}``)::
+JSON shape (a limit or capacity is a number in B/s, or
+``{"value": ..., "unit": ..., "detail": ...}``)::
 
     {"nodes": [{"id": "block:vda", "limits": {"write": 2.0e8}}],
      "links": [{"source": "nic:eth0", "target": "network:lan", "direction": "send",
@@ -100,7 +101,10 @@ def _problem(exc: ValidationError) -> str:
     if field == "limits":
         key = loc[1] if len(loc) > 1 else "?"
         unit = _UNITS.get(key, "B/s")
-        return f"limit {key!r} must be a number in {unit} (or null when unknown), not {err.get('input')!r}"
+        return (
+            f"limit {key!r} must be a number in {unit} (or null when unknown), "
+            f"not {err.get('input')!r}"
+        )
     if err["type"] == "missing":
         return f"{field} is required"
     if field == "kind":
