@@ -48,7 +48,8 @@ def file_system_of(path: Path) -> tuple[str, str]:
 
 
 def supports_direct_io(directory: Path) -> bool:
-    """Whether an aligned O_DIRECT write works in ``directory`` (tmpfs before Linux 6.6, FUSE... do not)."""
+    """Whether an aligned O_DIRECT write works in ``directory`` (tmpfs before Linux 6.6,
+    FUSE... do not)."""
     probe = directory / f"{FILE_PREFIX}{os.getpid()}.probe"
     buffer = mmap.mmap(-1, ALIGNMENT)
     try:
@@ -90,7 +91,8 @@ def unit_rates(
 
 
 class SequentialIOWorkload:
-    """Sequential write then read of ``work_amount`` MiB in ``block_size`` blocks, cache kept out."""
+    """Sequential write then read of ``work_amount`` MiB in ``block_size`` blocks, cache kept
+    out."""
 
     work_amount_unit = "MiB"
 
@@ -129,7 +131,8 @@ class SequentialIOWorkload:
         """Whether rounds use O_DIRECT (probed once on the directory for ``method='auto'``)."""
         if self._direct is None:
             if self.requested_method == "auto":
-                # On memory-backed file systems the page cache is the storage: O_DIRECT means nothing.
+                # On memory-backed file systems the page cache is the storage:
+                # O_DIRECT means nothing.
                 memory = self.fs_type in MEMORY_FS
                 self._direct = not memory and supports_direct_io(self.directory)
             else:
@@ -139,7 +142,10 @@ class SequentialIOWorkload:
     def method_description(self) -> str:
         where = f"{self.fs_type} at {self.mount}"
         if self.direct:
-            text = f"O_DIRECT with a page-aligned buffer, {self.block_size // 1024} KiB blocks, page cache bypassed ({where})"
+            text = (
+                f"O_DIRECT with a page-aligned buffer, {self.block_size // 1024} KiB blocks, "
+                f"page cache bypassed ({where})"
+            )
         else:
             text = (
                 f"buffered {self.block_size // 1024} KiB blocks with fsync after each block and "
@@ -181,7 +187,8 @@ class SequentialIOWorkload:
         return stat.f_bavail * stat.f_frsize
 
     def default_work_amount_range(self) -> tuple[float, float]:
-        """16 MiB .. 1 GiB, capped at a quarter of the free space; BadInput when too little is free."""
+        """16 MiB .. 1 GiB, capped at a quarter of the free space; BadInput when too little is
+        free."""
         low, high = DEFAULT_RANGE_MIB
         free = self.free_bytes() - SPACE_MARGIN
         high = min(high, float(free // 4 // MiB))
@@ -189,7 +196,8 @@ class SequentialIOWorkload:
             raise BadInput(
                 str(self.directory),
                 f"only {max(free, 0) // MiB} MiB free after a {SPACE_MARGIN // MiB} MiB "
-                f"margin; the built-in workload needs at least {4 * low:g} MiB: free space or choose another directory",
+                f"margin; the built-in workload needs at least {4 * low:g} MiB: free space or "
+                "choose another directory",
             )
         return low, high
 
@@ -205,7 +213,8 @@ class SequentialIOWorkload:
             raise BadInput(
                 where,
                 f"a {high:g} MiB round needs {need / MiB:.0f} MiB free in {self.directory} "
-                f"(with a {SPACE_MARGIN // MiB} MiB margin), only {free / MiB:.0f} MiB are; lower MAX",
+                f"(with a {SPACE_MARGIN // MiB} MiB margin), only {free / MiB:.0f} MiB are; "
+                "lower MAX",
             )
 
     def data_path_args(self) -> list[str]:
@@ -219,14 +228,16 @@ class SequentialIOWorkload:
         free = self.free_bytes()
         if free - SPACE_MARGIN < nbytes:
             raise WorkloadFailed(
-                f"{self.directory}: a {nbytes / MiB:g} MiB round needs {(nbytes + SPACE_MARGIN) / MiB:g} MiB "
-                f"free (with margin), only {free / MiB:.0f} MiB are: lower the work amount or free space"
+                f"{self.directory}: a {nbytes / MiB:g} MiB round needs "
+                f"{(nbytes + SPACE_MARGIN) / MiB:g} MiB free (with margin), "
+                f"only {free / MiB:.0f} MiB are: lower the work amount or free space"
             )
 
     def _write(
         self, path: Path, blocks: int, buffer: mmap.mmap, ends: np.ndarray
     ) -> tuple[int, int]:
-        """Write the file, recording each block's end time; returns (start, end incl. final fsync) in ns."""
+        """Write the file, recording each block's end time; returns (start, end incl. final
+        fsync) in ns."""
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | (os.O_DIRECT if self.direct else 0)
         fd = os.open(path, flags, 0o600)
         try:

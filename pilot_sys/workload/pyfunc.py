@@ -1,4 +1,5 @@
-"""In-process workloads: a Python function given the work amount (the first kind of benchmark, seeds/002 §IV).
+"""In-process workloads: a Python function given the work amount (the first kind of benchmark,
+seeds/002 §IV).
 
 Like a unit-test framework, the user writes the function and pilot-sys decides the rounds::
 
@@ -161,7 +162,8 @@ def benchmark(
     work_amount_unit: str = "work",
     work_amount: tuple[float, float] | None = None,
 ) -> Any:
-    """Register a function as a benchmark (``@benchmark`` or ``@benchmark(...)``); returns it unchanged.
+    """Register a function as a benchmark (``@benchmark`` or ``@benchmark(...)``); returns it
+    unchanged.
 
     The registered ``FunctionWorkload`` is in ``REGISTRY`` and on the function as ``.workload``.
     """

@@ -146,7 +146,8 @@ class CommandWorkload:
         return self._round_time_spec() if self._times_rounds else self._work_rate_spec()
 
     def pi_specs(self) -> list[PISpec]:
-        """The PIs: known up front for ``--parser none`` or given ``pi_specs``, else after a first round."""
+        """The PIs: known up front for ``--parser none`` or given ``pi_specs``, else after a
+        first round."""
         return list(self._specs)
 
     def command_for(self, work_amount: float, round_dir: Path) -> list[str]:
@@ -235,7 +236,8 @@ class CommandWorkload:
             except ValueError:  # a real-time signal has no name
                 how = f"was killed by signal {-returncode}"
         else:
-            how = f"exited with code {returncode} (accepted: {', '.join(map(str, sorted(self.accepted_returncodes)))})"
+            accepted = ", ".join(map(str, sorted(self.accepted_returncodes)))
+            how = f"exited with code {returncode} (accepted: {accepted})"
         return WorkloadFailed(f"{self.name}: {how}: {why} [output kept in {captured.round_dir}]")
 
     def run_round(self, work_amount: float, round_dir: Path) -> RoundOutput:
@@ -271,7 +273,8 @@ class CommandWorkload:
         warnings = list(parsed.warnings)
         if self.nominal_work_amount:
             warnings.append(
-                "the command has no %WORK_AMOUNT%: every round does the same work, the work amount is nominal"
+                "the command has no %WORK_AMOUNT%: every round does the same work, "
+                "the work amount is nominal"
             )
         if result.leftovers_killed:
             warnings.append(f"ended {result.leftovers_killed} process(es) the command left running")

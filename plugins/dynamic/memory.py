@@ -123,9 +123,10 @@ class MemoryProbe(Probe):
         self.max_rate_hz = useful_rate_hz(interval)
         self.rate_reason = (
             f"meminfo levels and vmstat nr_* are folded from per-CPU deltas every vm.stat_interval "
-            f"({source}): {READS_PER_FOLD:g} reads per fold, at most {MAX_RATE_HZ:g} Hz; the vmstat "
-            "events used are exact at every read and cumulative, so no event is lost, only timing "
-            "finer than the read interval (memory stalls keep the full rate through memory PSI)"
+            f"({source}): {READS_PER_FOLD:g} reads per fold, at most {MAX_RATE_HZ:g} Hz; the "
+            "vmstat events used are exact at every read and cumulative, so no event is lost, only "
+            "timing finer than the read interval (memory stalls keep the full rate through memory "
+            "PSI)"
         )
         self._capacity = context.limit(HOST, "capacity")
 

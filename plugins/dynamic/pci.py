@@ -11,7 +11,8 @@ Formulas, per PCI function (``pci:<address>``), direction as the static PCI plug
 (``send`` = device to host, ``receive`` = host to device):
 
 * ``send_bytes_per_s`` = sum over child disks of ``read_bytes_per_s`` + over child NICs of
-  ``rx_bytes_per_s``; ``receive_bytes_per_s`` = disks' ``write_bytes_per_s`` + NICs' ``tx_bytes_per_s``.
+  ``rx_bytes_per_s``; ``receive_bytes_per_s`` = disks' ``write_bytes_per_s`` + NICs'
+  ``tx_bytes_per_s``.
 * ``util_send`` / ``util_receive`` = those / the link's stated ``send``/``receive`` limit
   (PCIe current link speed x width, from the graph); absent when unknown (emulated devices).
 """

@@ -126,7 +126,8 @@ class _BlockScan:
         return cid
 
     def _fabrics_upstream(self, cid: str, transport: str, address: str | None) -> None:
-        """NVMe over TCP/RDMA: the controller sits behind the network, reached via the routing NIC."""
+        """NVMe over TCP/RDMA: the controller sits behind the network, reached via the routing
+        NIC."""
         match = _ADDR_FIELD.search(address or "")
         if match is None:
             self.links += _link_pair("memory:host", cid)

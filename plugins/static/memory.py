@@ -58,7 +58,8 @@ def _dmi_bandwidth(root: SysRoot) -> tuple[Limit, list[dict[str, object]]]:
     speeds = sorted({d.configured_speed_mts or d.speed_mts for d in dimms if d.bandwidth})
     widths = sorted({d.data_width_bits for d in dimms if d.bandwidth})
     detail = (
-        f"DMI: {len(rates)} DIMMs x {'/'.join(map(str, speeds))} MT/s x {'/'.join(map(str, widths))}-bit "
+        f"DMI: {len(rates)} DIMMs x {'/'.join(map(str, speeds))} MT/s x "
+        f"{'/'.join(map(str, widths))}-bit "
         "(sum over DIMMs; DIMMs sharing a channel do not add)"
     )
     return Limit(value=float(sum(rates)), source=LimitSource.DMI, detail=detail), info

@@ -157,7 +157,8 @@ def discover(root: SysRoot) -> Discovery:
         if name in has_upper or nic.attrs["type"] == "loopback":
             continue
         if nic.attrs["virtual"] and not lowers_of[name] and name not in routed:
-            continue  # an unrouted virtual interface (ifb, dummy, a veth end) leads nowhere we can see
+            # an unrouted virtual interface (ifb, dummy, a veth end) leads nowhere we can see
+            continue
         net_id = f"network:{name}"
         components[net_id] = Component(
             id=net_id,

@@ -78,7 +78,8 @@ def discover(root: SysRoot) -> Discovery:
                 best = pcie_limit(max_gts, max_width)
                 warnings.append(
                     f"PCIe link trained below its maximum: {cur_gts:g} GT/s x{cur_width} of "
-                    f"{max_gts:g} GT/s x{max_width} ({format_value(current.value or 0.0, 'B/s')} of "
+                    f"{max_gts:g} GT/s x{max_width} "
+                    f"({format_value(current.value or 0.0, 'B/s')} of "
                     f"{format_value(best.value or 0.0, 'B/s')} per direction)"
                 )
         else:

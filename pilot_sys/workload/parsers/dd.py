@@ -52,7 +52,8 @@ def parse(captured: CapturedOutput) -> ParsedOutput:
     if summary is None:
         raise MalformedOutput(
             captured.stderr_name,
-            "expected dd's summary line 'N bytes (...) copied, T s, R MB/s' (GNU dd, LC_ALL=C); none found",
+            "expected dd's summary line 'N bytes (...) copied, T s, R MB/s' (GNU dd, LC_ALL=C); "
+            "none found",
         )
     copied = int(summary["bytes"])
     seconds = _number(summary["seconds"])
@@ -71,6 +72,7 @@ def parse(captured: CapturedOutput) -> ParsedOutput:
         )
     if partial_in > 1:  # one short last record is normal; many mean a pipe gave short reads
         out.warnings.append(
-            f"dd read {partial_in} partial record(s); with pipes add iflag=fullblock so bs*count is copied"
+            f"dd read {partial_in} partial record(s); "
+            "with pipes add iflag=fullblock so bs*count is copied"
         )
     return out

@@ -90,7 +90,8 @@ def _add_direction(
         return
     if len(by_group) > 1 and host is None:
         out.warnings.append(
-            f"fio: {len(by_group)} reporting groups; {direction} rates are total bytes over the sum of group runtimes"
+            f"fio: {len(by_group)} reporting groups; "
+            f"{direction} rates are total bytes over the sum of group runtimes"
         )
     at, whose, gates = ("", "all jobs", True)
     if host is not None:
@@ -158,12 +159,14 @@ def _add_direction(
                 )
     elif flat:
         out.warnings.append(
-            f"fio: {len(flat)} {direction} job entries; percentiles need --group_reporting to be merged"
+            f"fio: {len(flat)} {direction} job entries; "
+            "percentiles need --group_reporting to be merged"
         )
 
 
 def read_log(path: Path) -> np.ndarray:
-    """A fio log's (time ms, value, direction) columns; fio also writes block size, offset[, priority]."""
+    """A fio log's (time ms, value, direction) columns; fio also writes block size,
+    offset[, priority]."""
     if path.stat().st_size == 0:  # fio creates the file before the first window closes
         return np.empty((0, 3))
     try:
@@ -202,7 +205,8 @@ def combine_jobs(logs: list[np.ndarray], summed: bool) -> tuple[np.ndarray, np.n
 
 
 def log_window_ms(doc: dict[str, Any]) -> float | None:
-    """fio's ``log_avg_msec`` if every job logs averaged windows, else None (per-I/O rows or unknown).
+    """fio's ``log_avg_msec`` if every job logs averaged windows, else None (per-I/O rows or
+    unknown).
 
     A job's own option wins over the global one; the runner passes it on the command line before
     the job options, where fio reports it under ``global options``."""

@@ -3,8 +3,8 @@
 One data row gives one reading per numeric column. Several rows are unit readings in time order,
 and the round's reading is their mean of the PI's type (harmonic for rates). A column named
 ``time``, ``timestamp`` or ``t`` gives the unit readings' timestamps instead of a PI. Without a
-header, columns are named ``value`` (one column) or ``col1``, ``col2``...; ``specs`` renames units and
-types by PI name.
+header, columns are named ``value`` (one column) or ``col1``, ``col2``...; ``specs`` renames
+units and types by PI name.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ def _is_number(cell: str) -> bool:
 
 
 def type_mean(values: np.ndarray, pi_type: PIType) -> float:
-    """The mean a PI type calls for (harmonic for rates, so the result is total work over total time)."""
+    """The mean a PI type calls for (harmonic for rates, so the result is total work over total
+    time)."""
     if pi_type is PIType.HARMONIC:
         if np.any(values <= 0):
             return float("nan")
