@@ -1,4 +1,5 @@
-"""EDM change points: exactness of the fast paths, calibration on noise, accuracy, incremental form."""
+"""EDM change points: exactness of the fast paths, calibration on noise, accuracy, incremental
+form."""
 
 from __future__ import annotations
 
@@ -87,7 +88,8 @@ def test_default_sign_form_agrees_with_exact_edm_on_decisions() -> None:
 
 
 def test_unbalanced_shift_is_located_where_the_exact_median_form_drifts() -> None:
-    # A median stays in the majority component: the literal EDM split lands late, the sign form does not.
+    # A median stays in the majority component: the literal EDM split lands late, the sign form
+    # does not.
     rng = np.random.default_rng(1)
     x = np.concatenate([rng.normal(5, 1, 300), rng.normal(0, 1, 2300)])
     assert _near(detect(x).changepoints, [300], 3)

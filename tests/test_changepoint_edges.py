@@ -72,7 +72,8 @@ def test_edge_null_matches_hand_counts_for_twenty_readings() -> None:
 
 
 def test_edge_null_matches_enumeration_of_every_arrangement() -> None:
-    # L = 12, min_size = 3: all C(12, 6) = 924 arrangements of six ones, max |2 C_k - k| over k = 3..9.
+    # L = 12, min_size = 3: all C(12, 6) = 924 arrangements of six ones,
+    # max |2 C_k - k| over k = 3..9.
     length, min_size = 12, 3
     heights = []
     for ones in itertools.combinations(range(length), length // 2):

@@ -72,12 +72,14 @@ def test_tab_separated_header_with_spaces_keeps_names_on_their_columns(tmp_path:
         (
             "5",
             ":4:1",
-            "1 cell(s) on this line, but the header has 2: a cell is missing, so column 'tput' may be shifted",
+            "1 cell(s) on this line, but the header has 2: a cell is missing, "
+            "so column 'tput' may be shifted",
         ),
         (
             "5,6,7",
             ":4:5",
-            "3 cell(s) on this line, but the header has 2: a cell is extra, so column 'tput' may be shifted",
+            "3 cell(s) on this line, but the header has 2: a cell is extra, "
+            "so column 'tput' may be shifted",
         ),
     ],
 )
@@ -93,7 +95,8 @@ def test_duplicate_header_name_is_ambiguous(tmp_path: Path) -> None:
     path = tmp_path / "d.csv"
     path.write_text("a,a\n" + "".join(f"{v},{v}\n" for v in series(20)))
     assert one_error(run_cli("analyze", str(path), "-c", "a")) == (
-        f"{path}: column name 'a' appears 2 times in the header (columns 0, 1); choose one by its index"
+        f"{path}: column name 'a' appears 2 times in the header (columns 0, 1); "
+        "choose one by its index"
     )
 
 
@@ -236,7 +239,8 @@ def test_user_graph_limit_must_be_finite_and_positive(
     result = run_cli("graph", "--no-discover", "--load", str(path), "--json")
     assert result.stdout == ""  # before: "Infinity" in --json output, which is not JSON
     assert one_error(result) == (
-        f"{path}: node 1 (block:vda): limit 'read' must be finite and > 0 (or null when unknown), not {shown}"
+        f"{path}: node 1 (block:vda): limit 'read' must be finite and > 0 (or null when unknown), "
+        f"not {shown}"
     )
 
 
@@ -258,7 +262,10 @@ def test_monitor_trace_survives_its_directory_vanishing(tmp_path: Path) -> None:
     )
     assert "Traceback" not in result.stderr and result.returncode == 2
     last = result.stderr.strip().splitlines()[-1]
-    prefix = f"pilot-sys: error: --json: {out / 't.json'}: cannot write (No such file or directory); the trace was saved to "
+    prefix = (
+        f"pilot-sys: error: --json: {out / 't.json'}: cannot write (No such file or directory); "
+        "the trace was saved to "
+    )
     assert last.startswith(prefix) and last.endswith(" instead")
     rescue = Path(last.removeprefix(prefix).removesuffix(" instead"))
     try:
@@ -269,7 +276,8 @@ def test_monitor_trace_survives_its_directory_vanishing(tmp_path: Path) -> None:
 
 def test_monitor_plot_suffix_and_spill_dir_checked_first(tmp_path: Path) -> None:
     assert one_error(run_cli("monitor", "--plot", str(tmp_path / "x.txt"), "--", "true")) == (
-        f"--plot: {tmp_path / 'x.txt'}: the picture format comes from the suffix; use .png, .svg or .pdf"
+        f"--plot: {tmp_path / 'x.txt'}: the picture format comes from the suffix; "
+        "use .png, .svg or .pdf"
     )
     assert one_error(run_cli("monitor", "--spill-dir", "/proc/pilot-sys-spill", "--", "true")) == (
         "--spill-dir: /proc/pilot-sys-spill: cannot create (No such file or directory)"

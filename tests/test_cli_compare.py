@@ -144,7 +144,8 @@ def test_run_cut_needs_monitoring(tmp_path: Path) -> None:
     )
     assert res.returncode == 2
     assert res.stderr.strip().splitlines() == [
-        "pilot-sys: error: --cut: names the component the monitor judges; it needs monitoring (drop --no-monitor)"
+        "pilot-sys: error: --cut: names the component the monitor judges; "
+        "it needs monitoring (drop --no-monitor)"
     ]
     assert not (tmp_path / "cmp").exists()
 
@@ -167,6 +168,7 @@ def test_session_options_without_run_are_refused(
     assert res.returncode == 2, res.stdout
     assert res.stdout == "" and "Traceback" not in res.stderr
     assert res.stderr.strip().splitlines() == [
-        f"pilot-sys: error: {option}: configures a live session: it needs --run NAME='CMD' (at least two); "
+        f"pilot-sys: error: {option}: configures a live session: "
+        "it needs --run NAME='CMD' (at least two); "
         "files and result directories were measured already"
     ]

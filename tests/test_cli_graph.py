@@ -128,8 +128,8 @@ def test_bad_user_graph_names_the_link(tmp_path: Path) -> None:
     )
     line = one_error_line(run_cli("graph", "--root", NFS, "--load", str(bad)))
     assert line == (
-        f"pilot-sys: error: {bad}: link 3 (nic:eth0 -> network:lan2): capacity must be a number in B/s "
-        "(or null when unknown), not '10G'"
+        f"pilot-sys: error: {bad}: link 3 (nic:eth0 -> network:lan2): "
+        "capacity must be a number in B/s (or null when unknown), not '10G'"
     )
 
 

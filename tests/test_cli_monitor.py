@@ -49,7 +49,10 @@ def test_runs_the_command_keeps_its_output_and_exit_code_and_writes_json_and_plo
 ) -> None:
     out_json, out_png = tmp_path / "run.json", tmp_path / "run.png"
     target = tmp_path / "data"
-    script = f"dd if=/dev/zero of={target} bs=64k count=1000 2>/dev/null; echo workload-said-hello; exit 3"
+    script = (
+        f"dd if=/dev/zero of={target} bs=64k count=1000 2>/dev/null; "
+        "echo workload-said-hello; exit 3"
+    )
     result = run_cli(
         "monitor",
         "--rate",

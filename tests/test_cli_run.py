@@ -98,7 +98,10 @@ def test_an_unknown_cut_is_refused_before_anything_runs(tmp_path: Path) -> None:
 
 def test_workload_failing_at_round_3(tmp_path: Path) -> None:
     counter = tmp_path / "count"
-    script = 'n=$(($(cat "$1" 2>/dev/null || echo 0) + 1)); echo $n > "$1"; echo $((100 + n)); [ $n -ne 3 ] || exit 7'
+    script = (
+        'n=$(($(cat "$1" 2>/dev/null || echo 0) + 1)); echo $n > "$1"; '
+        "echo $((100 + n)); [ $n -ne 3 ] || exit 7"
+    )
     out = tmp_path / "res"
     r = run_cli(
         "run",

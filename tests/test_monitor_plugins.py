@@ -65,10 +65,12 @@ def last(metrics: dict[str, np.ndarray], key: str) -> float:
 def test_cpu_fractions_and_pressure(root: Path) -> None:
     probe = cpu.open_probe(ProbeContext(root=root))
     m = record([probe], root, [PAIR / "t0", PAIR / "t1"])
-    # cpu0: user 33256-33236=20, system 14081-13967=114, softirq 2102-2062=40, others 0: 174 busy of 174
+    # cpu0: user 33256-33236=20, system 14081-13967=114, softirq 2102-2062=40, others 0:
+    # 174 busy of 174
     assert last(m, "core:0/util_compute") == pytest.approx(1.0)
     assert last(m, "core:0/system") == pytest.approx(114 / 174)
-    # cpu1: user 35379-35237=142, system 15593-15562=31, steal 302-301=1: busy 173 of 174, 173 available
+    # cpu1: user 35379-35237=142, system 15593-15562=31, steal 302-301=1:
+    # busy 173 of 174, 173 available
     assert last(m, "core:1/util_compute") == pytest.approx(173 / 173)
     assert last(m, "core:1/steal") == pytest.approx(1 / 174)
     assert last(m, "cpu:host/busy") == pytest.approx(347 / 348)

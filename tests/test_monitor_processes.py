@@ -176,7 +176,11 @@ def test_children_coming_and_going_leak_no_descriptors() -> None:
     import sys
 
     baseline = _open_fds()
-    loop = "import subprocess, time\nwhile True:\n    subprocess.run(['sleep', '0.01']); time.sleep(0.01)\n"
+    loop = (
+        "import subprocess, time\n"
+        "while True:\n"
+        "    subprocess.run(['sleep', '0.01']); time.sleep(0.01)\n"
+    )
     proc = subprocess.Popen([sys.executable, "-S", "-c", loop])
     try:
         probe = process.open_process_probe(ProbeContext(pid=proc.pid))
@@ -199,7 +203,8 @@ def test_children_coming_and_going_leak_no_descriptors() -> None:
 
 @pytest.mark.live
 def test_a_child_started_by_a_second_thread_is_found_through_its_thread() -> None:
-    """Children are listed per thread: a child of a non-main thread is in that thread's file only."""
+    """Children are listed per thread: a child of a non-main thread is in that thread's file
+    only."""
     code = (
         "import subprocess, sys, threading\n"
         "def spawn():\n"
@@ -236,7 +241,8 @@ def test_a_child_started_by_a_second_thread_is_found_through_its_thread() -> Non
 
 def _stat_line(pid: int, ppid: int, utime: int, start: int, threads: int = 1) -> str:
     # fields 3.. : state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
-    # cutime cstime priority nice num_threads itrealvalue starttime ...; a ')' in the name on purpose
+    # cutime cstime priority nice num_threads itrealvalue starttime ...;
+    # a ')' in the name on purpose
     return (
         f"{pid} (a) b) S {ppid} {pid} {pid} 0 -1 0 0 0 0 0 {utime} 2 3 4 20 0 {threads} 0 {start} "
         "1000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"

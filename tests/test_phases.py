@@ -235,7 +235,8 @@ def test_cross_correlation_matches_numpy_and_orients_shifts() -> None:
 
 def test_matching_score_hand_computed() -> None:
     values = np.array([0, 1, 2, 10, 2, 1, 0, 1, 1, 1, 1, 1, 0, 3], dtype=float)
-    # literal reading: the ten next-best values after 10 are 3, 2, 2, 1, 1, 1, 1, 1, 1, 1 -> mean 1.4
+    # literal reading: the ten next-best values after 10 are 3, 2, 2, 1, 1, 1, 1, 1, 1, 1
+    # -> mean 1.4
     best, peak, mean_next, score = matching_score(values, competitors="values")
     assert (best, peak) == (3, 10.0)
     assert mean_next == pytest.approx(1.4)

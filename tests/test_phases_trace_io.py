@@ -66,7 +66,8 @@ def test_a_trace_file_and_the_two_result_directory_layouts(tmp_path: Path) -> No
             "1 samples but there are 2",
         ),
         (
-            '{"rate_hz": 10, "start_time": 0, "timestamps": [0.1, 0.1], "series": {"a/busy": [1, 1]}}',
+            '{"rate_hz": 10, "start_time": 0, "timestamps": [0.1, 0.1], '
+            '"series": {"a/busy": [1, 1]}}',
             "",
             "strictly increasing",
         ),

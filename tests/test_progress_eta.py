@@ -190,7 +190,8 @@ def test_a_real_session_counts_down_between_analyses(tmp_path: Path) -> None:
             fresh[index] = int(more)
         elif as_of is not None:
             stale += 1
-            # counted down by exactly the rounds since (all analysed here), never below 1 while shown
+            # counted down by exactly the rounds since (all analysed here),
+            # never below 1 while shown
             assert int(more) == fresh[int(as_of)] - (index - int(as_of)) >= 1, m[0]
         elif checking is not None:
             made = int(re.search(r"round (\d+)'s", checking)[1])  # type: ignore[index]

@@ -306,7 +306,8 @@ def test_an_in_process_workload_that_crashes_is_a_failed_round(tmp_path: Path) -
 
 
 class Windows(Sim):
-    """fio-like: rates over equal 20 ms windows alternating 100 and 300 (total work / time = 200)."""
+    """fio-like: rates over equal 20 ms windows alternating 100 and 300
+    (total work / time = 200)."""
 
     def pi_specs(self) -> list[PISpec]:
         return [PISpec(name="bw", unit="B/s", pi_type=PIType.HARMONIC)]

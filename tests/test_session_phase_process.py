@@ -123,7 +123,8 @@ def _round(mon: RoundMonitoring, round_dir: Path, argv: list[str] | None) -> Mon
 
 
 def _total(trace: MonitorTrace, metric: str) -> float:
-    """The integral of a rate series over the round (intervals that could not be measured skipped)."""
+    """The integral of a rate series over the round (intervals that could not be measured
+    skipped)."""
     rate = np.array(
         [np.nan if v is None else v for v in trace.series[f"{WORKLOAD_COMPONENT}/{metric}"]]
     )
@@ -217,9 +218,9 @@ def test_an_idle_tick_reads_one_file(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.slow
 @pytest.mark.live
 def test_a_stress_ng_session_checks_phases_on_its_own_processes(tmp_path: Path) -> None:
-    """`pilot-sys run` of stress-ng at 50 Hz, rounds of ~0.6-1.3 s on a quiet host (30+ samples each,
-    more when the host is busy: 2000 bogo ops took 0.9 s idle here): every round
-    trace holds the workload's own series, and the phase check says it matched on them."""
+    """`pilot-sys run` of stress-ng at 50 Hz, rounds of ~0.6-1.3 s on a quiet host (30+ samples
+    each, more when the host is busy: 2000 bogo ops took 0.9 s idle here): every round trace holds
+    the workload's own series, and the phase check says it matched on them."""
     require_tool("stress-ng")
     out = tmp_path / "res"
     r = run_cli(

@@ -37,7 +37,8 @@ def _rounds(
 
 
 def _ar1_inflation(means: np.ndarray) -> float:
-    """(1 + r) / (1 - r) at the bias-corrected lag-1 r of the round means (1 when r <= 0), by hand."""
+    """(1 + r) / (1 - r) at the bias-corrected lag-1 r of the round means (1 when r <= 0), by
+    hand."""
     d = means - means.mean()
     r = float(np.sum(d[:-1] * d[1:]) / np.sum(d * d))
     r += (1 + 3 * r) / means.size
@@ -258,7 +259,8 @@ def test_trend_p_matches_linregress_on_independent_round_means_and_is_corrected_
     assert r <= 0  # (seed 21) residuals without positive lag-1: exactly scipy's p
     assert trend_p(x) == pytest.approx(sps.linregress(np.arange(60), x).pvalue)
     assert trend_p(x) < 1e-4  # and a real trend is found
-    # false drift calls on AR(1) 0.4 round means without any trend: near the 1% level, not several times it
+    # false drift calls on AR(1) 0.4 round means without any trend:
+    # near the 1% level, not several times it
     calls = 0
     for _ in range(1000):
         walk = lfilter([1.0], [1.0, -0.4], rng.standard_normal(60))

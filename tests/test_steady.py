@@ -29,7 +29,8 @@ def test_cold_tail_is_cut_and_steady_percentiles_are_exact() -> None:
     result = detect_steady_state(lat, method="dual-gate")
     start = result.steady_state_start
     assert start is not None
-    # 376 exp(-i/400) falls below 2% of the ~4.5 floor after ~2800 iterations; windows are 10^4 long.
+    # 376 exp(-i/400) falls below 2% of the ~4.5 floor after ~2800 iterations;
+    # windows are 10^4 long.
     assert result.window == 10_000 and start == 10_000
     steady = lat[start:]
     assert result.steady is not None

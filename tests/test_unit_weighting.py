@@ -22,7 +22,8 @@ from pilot_sys.workload.pyfunc import FunctionWorkload
 
 HERE = FIXTURES / "workload"
 ROUNDS = 10
-UNITS = 42  # per round: 21 x 100 and 21 x 300, shuffled; 420 samples split evenly into subsessions of 1..7
+# per round: 21 x 100 and 21 x 300, shuffled; 420 samples split evenly into subsessions of 1..7
+UNITS = 42
 # By hand: arithmetic mean (100 + 300) / 2 = 200; harmonic 2 / (1/100 + 1/300) = 150, in every
 # round and so over all of them (order does not change either mean).
 ARITHMETIC_MEAN = 200.0

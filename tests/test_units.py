@@ -172,7 +172,8 @@ def test_an_interval_is_shown_on_one_scale_with_the_decimals_it_needs() -> None:
         "0.98 GiB/s",
         "1.02 GiB/s",
     )
-    # ± 0.11 %: three digits would show [999, 1.00 k]; the half width (0.0011 k) needs three decimals
+    # ± 0.11 %: three digits would show [999, 1.00 k];
+    # the half width (0.0011 k) needs three decimals
     assert units.ci_parts(1000.2, 999.1, 1001.3, "") == ("1.000 k", "0.999 k", "1.001 k")
     assert units.interval(998.1, 998.9, "") == "[998.1, 998.9]"  # half width 0.4: one decimal
     assert units.interval(999.1, 999.9, "") == "[0.9991 k, 0.9999 k]"  # 999.9 rounds to 1.00 k
