@@ -63,9 +63,8 @@ def _result_dir(
         rdir.mkdir(parents=True, exist_ok=True)
         shutil.copy(src, rdir / MONITOR_FILE)
         samples = len(json.loads(src.read_text())["timestamps"])
-        units = (
-            100 + 3 * names.index(name) + rng.normal(size=UNITS)
-        )  # enough unit readings for a CI
+        # enough unit readings for a CI
+        units = 100 + 3 * names.index(name) + rng.normal(size=UNITS)
         journal.write_units(rdir, {"x": units}, {"x": np.linspace(0, 7, UNITS)})
         journal.append(
             RoundRecord(

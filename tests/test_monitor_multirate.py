@@ -71,9 +71,8 @@ def test_a_slow_probe_is_read_on_its_ticks_and_its_rates_span_its_real_reads() -
     ]
     t = np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
     reads = np.array([1, 0, 0, 1, 0, 0, 1], dtype=np.uint64)  # read on ticks 0, 3, 6
-    raw = np.array(
-        [[100.0], [100.0], [100.0], [160.0], [160.0], [160.0], [400.0]]
-    )  # carried between reads
+    # carried between reads
+    raw = np.array([[100.0], [100.0], [100.0], [160.0], [160.0], [160.0], [400.0]])
     m = sampler._derive(raw, t, reads)
     rate = m["thing:x/events_per_s"]
     # (160 - 100) / (0.3 - 0.0) = 200 over ticks 1-3; (400 - 160) / (0.6 - 0.3) = 800 over ticks 4-6

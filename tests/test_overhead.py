@@ -265,9 +265,8 @@ def test_trimmed_comparison_matches_statsmodels_yuen_and_resists_an_outlier() ->
     on[4] = 0.5  # a round that a neighbour's burst... made impossibly fast: one wild value
     plain = estimate_overhead(on, off, higher_is_better=False)
     robust = estimate_overhead(on, off, higher_is_better=False, trim=0.1)
-    ref = anova_oneway(
-        [on, off], use_var="unequal", trim_frac=0.1
-    )  # Welch-Yuen, F = t^2 for 2 groups
+    # Welch-Yuen, F = t^2 for 2 groups
+    ref = anova_oneway([on, off], use_var="unequal", trim_frac=0.1)
     assert robust.p_value == pytest.approx(ref.pvalue, rel=1e-9)
     assert robust.df == pytest.approx(ref.df[1], rel=1e-9)
     assert robust.overhead == pytest.approx(trim_mean(on, 0.1) / trim_mean(off, 0.1) - 1, rel=1e-12)

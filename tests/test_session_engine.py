@@ -346,9 +346,8 @@ def test_targets_met_only_at_the_final_analysis_is_a_valid_result(
     meets every target: the result is valid (exit 0), and the stop reason says how it ended."""
     import pilot_sys.session.engine as engine_module
 
-    monkeypatch.setattr(
-        engine_module, "analysis_step", lambda *args, **kwargs: 10_000
-    )  # analyse once, then only at the end
+    # analyse once, then only at the end
+    monkeypatch.setattr(engine_module, "analysis_step", lambda *args, **kwargs: 10_000)
     s = _session(tmp_path, [Sim(sd=1.0)], ci_perc=0.05, min_rounds=8, max_rounds=150)
     result = s.run()
     pi = result.workloads[0].pis["value"]
@@ -381,9 +380,8 @@ def test_a_stop_on_met_targets_is_confirmed_on_the_latest_rounds(
     journal = Journal.open(s.journal.root)
     assert journal.manifest is not None
     cfg = journal.manifest.config.model_copy(update={"max_rounds": 10_000, "session_limit": None})
-    monkeypatch.setattr(
-        engine_module, "analysis_step", lambda *args, **kwargs: 10_000
-    )  # no paced analysis
+    # no paced analysis
+    monkeypatch.setattr(engine_module, "analysis_step", lambda *args, **kwargs: 10_000)
     wild = Sim(sd=400.0, seed=3)
     engine = Engine(
         journal, cfg, [make_track(journal.manifest.workloads[0], wild, cfg, wild.pi_specs())]

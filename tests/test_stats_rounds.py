@@ -67,9 +67,8 @@ def test_equal_rounds_reduce_to_the_variance_of_round_means() -> None:
 
 def test_rounds_that_differ_get_a_t_interval_over_round_means() -> None:
     rng = np.random.default_rng(3)
-    groups = _rounds(
-        rng, 12, 400, round_sd=0.05
-    )  # round effect 10x the within-round standard error
+    # round effect 10x the within-round standard error
+    groups = _rounds(rng, 12, 400, round_sd=0.05)
     out = summarize_rounds(groups, target=ci.CITarget(percent=1.0))
     assert out.basis == "rounds"
     s = out.summary
@@ -97,9 +96,8 @@ def test_rounds_that_differ_get_a_t_interval_over_round_means() -> None:
 
 def test_agreeing_rounds_keep_the_pooled_interval() -> None:
     rng = np.random.default_rng(5)
-    groups = [
-        1.0 + 0.05 * rng.standard_normal(300) for _ in range(10)
-    ]  # one level, independent noise
+    # one level, independent noise
+    groups = [1.0 + 0.05 * rng.standard_normal(300) for _ in range(10)]
     out = summarize_rounds(groups, target=ci.CITarget(percent=1.0))
     pooled = ci.summarize(np.concatenate(groups), target=ci.CITarget(percent=1.0))
     assert out.heterogeneity_p is not None and out.heterogeneity_p >= HETEROGENEITY_LEVEL

@@ -161,9 +161,8 @@ def graph(
     for path in loads:
         notes += apply_user_graph(component_graph, load_user_graph(path), path, override=override)
     if loads:
-        derive_limits(
-            component_graph
-        )  # user ratings of disks give their partitions and arrays limits
+        # user ratings of disks give their partitions and arrays limits
+        derive_limits(component_graph)
     if targets and is_command(targets[0]):  # a command line: its data path as `run` finds it
         found = command_data_path(targets, hosts=hosts, graph=component_graph, root=root)
     else:

@@ -58,9 +58,8 @@ NAME = "process"
 
 USER_HZ = os.sysconf("SC_CLK_TCK")
 COUNTERS = ("cpu_ticks", "rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes")
-IO_VALUES = slice(
-    1, 12, 2
-)  # the tokens of /proc/PID/io holding rchar, wchar, syscr, syscw, read_bytes, write_bytes
+# the tokens of /proc/PID/io holding rchar, wchar, syscr, syscw, read_bytes, write_bytes
+IO_VALUES = slice(1, 12, 2)
 READ_BYTES = 4096  # one pread of stat, io or a children file; a longer children file is read on
 _OPEN_FILE = os.O_RDONLY | os.O_CLOEXEC
 _OPEN_DIR = os.O_RDONLY | os.O_CLOEXEC | os.O_DIRECTORY
@@ -255,9 +254,8 @@ class ProcessProbe(Probe):
                         ios.append(io[IO_VALUES])
             seen.add(pid)
             fields = stat[stat.rfind(b")") + 2 :].split(None, 18)  # up to num_threads (20)
-            cpu_ticks += sum(
-                map(int, fields[11:15])
-            )  # utime (14), stime (15), cutime (16), cstime (17)
+            # utime (14), stime (15), cutime (16), cstime (17)
+            cpu_ticks += sum(map(int, fields[11:15]))
             num_threads = int(fields[17])  # num_threads (20)
             threads += num_threads
             pending += [(child, pid) for child in member.children(num_threads)]

@@ -33,9 +33,8 @@ class ReportInput:
     """What report.md is rendered from."""
 
     result: SessionResult
-    plots: dict[str, Path] = field(
-        default_factory=dict
-    )  # title -> path relative to the result directory
+    # title -> path relative to the result directory
+    plots: dict[str, Path] = field(default_factory=dict)
     rounds_table: list[list[str]] = field(default_factory=list)
 
 

@@ -80,9 +80,8 @@ class TrackAnalysis:
     cut: str | None = None  # the component under test: rounds are excluded only when it is known
     stable: dict[tuple[int, str], Stable] = field(default_factory=dict)
     kept_units: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)
-    time_windows: dict[str, bool] = field(
-        default_factory=dict
-    )  # PI -> guessed: units are equal-time windows
+    # PI -> guessed: units are equal-time windows
+    time_windows: dict[str, bool] = field(default_factory=dict)
     wps: WPSResult | None = None
     wps_unit: str = ""
     alpha_work: float = 0.0  # smallest useful work from alpha, in work-amount units (0: none)

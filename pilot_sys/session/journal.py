@@ -102,9 +102,8 @@ class SessionManifest(BaseModel):
     context: dict[str, Any] = Field(default_factory=dict)
     created_at: float = Field(default_factory=time.time)
     invocations: list[Invocation] = Field(default_factory=list)
-    overhead: dict[str, Any] = Field(
-        default_factory=dict
-    )  # filled by the tuner (--overhead-budget)
+    # filled by the tuner (--overhead-budget)
+    overhead: dict[str, Any] = Field(default_factory=dict)
     cut: str | None = None  # the component under test the data path resolved to
     data_path: list[str] | None = None  # component ids on the workload's data path
 

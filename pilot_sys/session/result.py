@@ -269,13 +269,11 @@ class PhaseCheck(BaseModel):
     # the same as no score at all (null).
     model_config = ConfigDict(ser_json_inf_nan="strings")
 
-    checked_rounds: list[int] = Field(
-        default_factory=list
-    )  # journal indices of the rounds compared
+    # journal indices of the rounds compared
+    checked_rounds: list[int] = Field(default_factory=list)
     inconsistent_rounds: list[int] = Field(default_factory=list)
-    scores: list[float | None] = Field(
-        default_factory=list
-    )  # median matching score, per checked round
+    # median matching score, per checked round
+    scores: list[float | None] = Field(default_factory=list)
     threshold: float | None = None  # a round scoring below it does not match its siblings
     note: str = ""
     # which series were matched: "workload" (the workload's own process:* series) or "host"

@@ -64,9 +64,8 @@ class DataPath(BaseModel):
     paths: list[list[str]] = Field(default_factory=list)
     cut: str | None = None
     components: list[str] = Field(default_factory=list)
-    unresolved: list[str] = Field(
-        default_factory=list
-    )  # "ARG: why", arguments skipped (not strict)
+    # "ARG: why", arguments skipped (not strict)
+    unresolved: list[str] = Field(default_factory=list)
 
 
 def _split_fio_names(value: str) -> list[str]:

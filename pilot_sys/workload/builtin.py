@@ -243,9 +243,8 @@ class SequentialIOWorkload:
         try:
             start = time.perf_counter_ns()
             for i in range(blocks):
-                buffer[:8] = i.to_bytes(
-                    8, "little"
-                )  # distinct blocks: no dedup or zero-block shortcuts
+                # distinct blocks: no dedup or zero-block shortcuts
+                buffer[:8] = i.to_bytes(8, "little")
                 if os.write(fd, buffer) != self.block_size:
                     raise WorkloadFailed(f"{path}: short write at block {i}")
                 if not self.direct:

@@ -33,6 +33,7 @@ from pilot_sys.topology.components import Limit, LimitSource
 KIND = "dynamic"
 NAME = "cpu"
 
+# /proc/stat fields 1-8
 FIELDS = (
     "user",
     "nice",
@@ -42,7 +43,7 @@ FIELDS = (
     "irq",
     "softirq",
     "steal",
-)  # /proc/stat fields 1-8
+)
 BUSY = ("user", "nice", "system", "irq", "softirq")
 SHARES = ("user", "system", "iowait", "irq", "softirq", "steal")
 HOST = "cpu:host"

@@ -279,9 +279,8 @@ class _BlockScan:
         ]
 
     def _partition(self, dev: _Device) -> None:
-        disk = dev.sys_path.rstrip("/").split("/")[
-            -2
-        ]  # partitions sit inside their disk's directory
+        # partitions sit inside their disk's directory
+        disk = dev.sys_path.rstrip("/").split("/")[-2]
         dev.attrs.update(
             role="partition", disk=disk, partition=self.root.read_int(f"{dev.base}/partition")
         )
@@ -307,9 +306,8 @@ class _BlockScan:
 
     def _dm(self, dev: _Device) -> None:
         uuid = self.root.read(f"{dev.base}/dm/uuid") or ""
-        target = (
-            uuid.split("-", 1)[0].lower() if "-" in uuid else "dm"
-        )  # "LVM-...", "CRYPT-LUKS2-..."
+        # "LVM-...", "CRYPT-LUKS2-..."
+        target = uuid.split("-", 1)[0].lower() if "-" in uuid else "dm"
         dev.attrs.update(
             role="dm",
             dm_name=self.root.read(f"{dev.base}/dm/name"),

@@ -123,9 +123,8 @@ class ParsedOutput(BaseModel):
     specs: list[PISpec] = Field(default_factory=list)
     readings: dict[str, float] = Field(default_factory=dict)
     unit_readings: dict[str, np.ndarray] = Field(default_factory=dict)
-    unit_timestamps: dict[str, np.ndarray] = Field(
-        default_factory=dict
-    )  # seconds since round start
+    # seconds since round start
+    unit_timestamps: dict[str, np.ndarray] = Field(default_factory=dict)
     work_done: float | None = None  # bytes the workload reports it moved, for the WPS fit
     warnings: list[str] = Field(default_factory=list)
     non_finite: list[NonFinite] = Field(default_factory=list)
