@@ -110,15 +110,38 @@ def limited_setup() -> Iterator[tuple[int, str]]:
         (dirs[3] / "memory.limit_in_bytes").write_text(str(256 << 20))
         procs = " ".join(str(d / "cgroup.procs") for d in dirs)
         join = f"for f in {procs}; do echo $$ > $f; done"
-        subprocess.run(["sh", "-c", f"{join}; exec dd if=/dev/zero of={target} bs=1M count=1 "
-                        "oflag=direct status=none"], check=True, timeout=60)
+        subprocess.run(
+            [
+                "sh",
+                "-c",
+                f"{join}; exec dd if=/dev/zero of={target} bs=1M count=1 oflag=direct status=none",
+            ],
+            check=True,
+            timeout=60,
+        )
         sleeper = subprocess.Popen(["sh", "-c", f"{join}; exec sleep 600"])
         pair = ["ip", "link", "add", f"{veth}a", "type", "veth", "peer", "name", f"{veth}b"]
         subprocess.run(pair, check=True, capture_output=True)
         for end in "ab":
             subprocess.run(["ip", "link", "set", f"{veth}{end}", "up"], check=True)
-        subprocess.run(["tc", "qdisc", "add", "dev", f"{veth}a", "root", "tbf", "rate", "100mbit",
-                        "burst", "32kbit", "latency", "50ms"], check=True)
+        subprocess.run(
+            [
+                "tc",
+                "qdisc",
+                "add",
+                "dev",
+                f"{veth}a",
+                "root",
+                "tbf",
+                "rate",
+                "100mbit",
+                "burst",
+                "32kbit",
+                "latency",
+                "50ms",
+            ],
+            check=True,
+        )
         time.sleep(0.2)  # the sleeper has joined
         yield sleeper.pid, f"{veth}a"
     finally:
@@ -160,12 +183,22 @@ def limit_probe_costs(samples: int, repeats: int) -> None:
                 floor = scheduled_floor(schedule_of(sampler))
             cases.append((name, sampler, Sampler(graph, plugins=[]), floor))
         freq = Sampler(rate_hz=10, plugins=[cpufreq], root=fixture)
-        cases.append(("cpufreq (fixture)", freq, Sampler(plugins=[], root=fixture),
-                      scheduled_floor(schedule_of(freq))))
-        print(f"\nkernel-limit probes, CPU per sample (median of {repeats} interleaved repeats of "
-              f"{samples}): a probe's own = its sampler's tick - an empty sampler's tick")
-        print(f"  {'probe':20s} {'files/reads':>11s} {'tick':>8s} {'empty':>8s} {'own':>8s} "
-              f"{'floor':>8s} {'own/floor':>9s}")
+        cases.append(
+            (
+                "cpufreq (fixture)",
+                freq,
+                Sampler(plugins=[], root=fixture),
+                scheduled_floor(schedule_of(freq)),
+            )
+        )
+        print(
+            f"\nkernel-limit probes, CPU per sample (median of {repeats} interleaved repeats of "
+            f"{samples}): a probe's own = its sampler's tick - an empty sampler's tick"
+        )
+        print(
+            f"  {'probe':20s} {'files/reads':>11s} {'tick':>8s} {'empty':>8s} {'own':>8s} "
+            f"{'floor':>8s} {'own/floor':>9s}"
+        )
         results: dict[str, dict[str, list[float]]] = {
             name: {"tick": [], "empty": [], "floor": []} for name, *_ in cases
         }
@@ -180,8 +213,10 @@ def limit_probe_costs(samples: int, repeats: int) -> None:
             reads = sum(len(p.readers) for p in sampler.probes)
             ratio = own / med["floor"] if med["floor"] > 0 else float("nan")
             verdict = "PASS" if ratio <= 1.5 else "FAIL"
-            print(f"  {name:20s} {reads:11d} {med['tick'] * 1e6:8.2f} {med['empty'] * 1e6:8.2f} "
-                  f"{own * 1e6:8.2f} {med['floor'] * 1e6:8.2f} {ratio:9.2f}  {verdict}")
+            print(
+                f"  {name:20s} {reads:11d} {med['tick'] * 1e6:8.2f} {med['empty'] * 1e6:8.2f} "
+                f"{own * 1e6:8.2f} {med['floor'] * 1e6:8.2f} {ratio:9.2f}  {verdict}"
+            )
             for plan in sampler.schedule():
                 print(f"  {'':20s} {', '.join(plan.files)}")
             sampler.close()
@@ -240,9 +275,12 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=3.0, help="length of each threaded run")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved threaded rounds")
     ap.add_argument("--rate", type=float, default=100.0, help="rate of the threaded runs, Hz")
-    ap.add_argument("--limits", action="store_true",
-                    help="also the kernel-limit probes, one by one (root: makes a scratch cgroup "
-                         "and a shaped veth)")
+    ap.add_argument(
+        "--limits",
+        action="store_true",
+        help="also the kernel-limit probes, one by one (root: makes a scratch cgroup "
+        "and a shaped veth)",
+    )
     ap.add_argument("--limits-only", action="store_true", help="only the kernel-limit probes")
     args = ap.parse_args()
     if args.limits_only:
@@ -377,8 +415,9 @@ def main() -> None:
     )
     if args.limits:
         limit_probe_costs(args.samples, args.repeats)
-        print(f"load average after the limit probes: "
-              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print(
+            f"load average after the limit probes: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+        )
 
 
 if __name__ == "__main__":

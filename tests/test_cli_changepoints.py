@@ -18,13 +18,21 @@ pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
 @pytest.fixture(scope="module")
 def series() -> np.ndarray:
     rng = np.random.default_rng(42)
-    return np.concatenate([np.linspace(40, 12, 300) + rng.normal(0, 1, 300), rng.normal(10, 1, 3000), rng.normal(15, 1, 300)])
+    return np.concatenate(
+        [
+            np.linspace(40, 12, 300) + rng.normal(0, 1, 300),
+            rng.normal(10, 1, 3000),
+            rng.normal(15, 1, 300),
+        ]
+    )
 
 
 @pytest.fixture(scope="module")
 def csv_file(tmp_path_factory: pytest.TempPathFactory, series: np.ndarray) -> Path:
     path = tmp_path_factory.mktemp("cp") / "readings.csv"
-    path.write_text("iteration,latency_ms\n" + "".join(f"{i},{v:.6f}\n" for i, v in enumerate(series)))
+    path.write_text(
+        "iteration,latency_ms\n" + "".join(f"{i},{v:.6f}\n" for i, v in enumerate(series))
+    )
     return path
 
 
@@ -41,7 +49,9 @@ def test_json_output_matches_the_library(csv_file: Path) -> None:
     assert body["stable_segment"] == list(want.stable_segment or [])
     begin, end = body["stable_segment"]
     assert 250 <= begin <= 360 and abs(end - 3300) <= 10
-    assert [s["median"] for s in body["segments"]] == pytest.approx([s.median for s in want.segments])
+    assert [s["median"] for s in body["segments"]] == pytest.approx(
+        [s.median for s in want.segments]
+    )
 
 
 def test_readable_output_lists_segments_and_stable_mark_from_stdin(series: np.ndarray) -> None:
@@ -69,7 +79,9 @@ def test_the_evidence_shown_is_that_of_the_kind(series: np.ndarray) -> None:
 
 def test_plot_is_written(csv_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "cp.png"
-    proc = run_cli("changepoints", str(csv_file), "-c", "1", "--plot", str(out), "--min-size", "100")
+    proc = run_cli(
+        "changepoints", str(csv_file), "-c", "1", "--plot", str(out), "--min-size", "100"
+    )
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
     assert "min segment 100" in proc.stdout
@@ -89,7 +101,11 @@ def test_help_has_an_example() -> None:
         ("1\ninf\n", (), ":2:1: 'inf' in column 0 is not a finite number"),
         ("", (), "no data"),
         ("\n".join(["1"] * 100), ("--min-size", "1"), "--min-size: 1 is too small"),
-        ("\n".join(["1"] * 100), ("--significance", "2"), "--significance: 2.0 must be between 0 and 1"),
+        (
+            "\n".join(["1"] * 100),
+            ("--significance", "2"),
+            "--significance: 2.0 must be between 0 and 1",
+        ),
         ("\n".join(["1"] * 100), ("--plot", "out.jpeg"), "--plot: 'out.jpeg'"),
         ("\n".join(["1"] * 100), ("--plot", "/no/such/dir/x.png"), "does not exist"),
         ("a,b\n1,2\n", (), "has 2 columns"),

@@ -106,8 +106,10 @@ def test_the_summary_states_each_pi_with_its_half_width_and_target_the_same_way(
         "  write_iops: 15.3 k IOPS ± 2.7 %, 95% CI [14.9 k IOPS, 15.7 k IOPS] "
         "(target ± 5 % NOT met; unit_readings)"
     )
-    assert lines[5] == ("  lat_p99: 324 µs so far, no interval yet: needs about 400 samples "
-                        "(50 effective), has 89 (unit_readings)")
+    assert lines[5] == (
+        "  lat_p99: 324 µs so far, no interval yet: needs about 400 samples "
+        "(50 effective), has 89 (unit_readings)"
+    )
     assert lines[-2:] == [
         "bottleneck check: passed over the 10 included rounds taken together "
         "(component under test: block:vda)",
@@ -188,10 +190,17 @@ def test_a_progress_line_per_round_and_the_events_it_renders() -> None:
     progress = PlainProgress(stream, work_unit="MiB")
     progress.emit(RoundDone(_record(37), [_bw()], Forecast(3, 6.0), 14.5))
     progress.emit(Note("WPS alpha raises the smallest work amount"))
-    progress.emit(RoundExcluded(ExcludedRound(
-        index=20, workload="w", components=["cpu:host (compute)"],
-        busy={"cpu:host (compute)": 0.94},
-        text="round 20 excluded: hidden bottleneck at cpu:host (compute), 94 % busy")))
+    progress.emit(
+        RoundExcluded(
+            ExcludedRound(
+                index=20,
+                workload="w",
+                components=["cpu:host (compute)"],
+                busy={"cpu:host (compute)": 0.94},
+                text="round 20 excluded: hidden bottleneck at cpu:host (compute), 94 % busy",
+            )
+        )
+    )
     progress.emit(
         RoundDone(
             _record(38, failed=True, failure="exited\nwith code 7"), [], Forecast(None, None), 15.0

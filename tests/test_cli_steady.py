@@ -21,11 +21,20 @@ def run_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray
     lat = 4.0 + 300.0 * np.exp(-i / 150.0) + 0.5 * rng.lognormal(0.0, 0.3, n)
     starts = np.concatenate([[0.0], np.cumsum(lat[:-1]) * 1e-3])
     path = tmp_path_factory.mktemp("steady") / "run.csv"
-    path.write_text("start_s,latency (ms)\n" + "".join(f"{s:.6f},{v:.6f}\n" for s, v in zip(starts, lat, strict=True)))
-    return path, np.loadtxt(path, delimiter=",", skiprows=1, usecols=1), np.loadtxt(path, delimiter=",", skiprows=1, usecols=0)
+    path.write_text(
+        "start_s,latency (ms)\n"
+        + "".join(f"{s:.6f},{v:.6f}\n" for s, v in zip(starts, lat, strict=True))
+    )
+    return (
+        path,
+        np.loadtxt(path, delimiter=",", skiprows=1, usecols=1),
+        np.loadtxt(path, delimiter=",", skiprows=1, usecols=0),
+    )
 
 
-def test_json_report_with_timestamps_and_header_unit(run_file: tuple[Path, np.ndarray, np.ndarray]) -> None:
+def test_json_report_with_timestamps_and_header_unit(
+    run_file: tuple[Path, np.ndarray, np.ndarray],
+) -> None:
     path, lat, starts = run_file
     proc = run_cli(
         "steady", str(path), "-c", "1", "--timestamps", "start_s", "--json", "--method", "dual-gate"
@@ -45,7 +54,9 @@ def test_json_report_with_timestamps_and_header_unit(run_file: tuple[Path, np.nd
     assert body["steady"]["n"] == steady.size
 
 
-def test_readable_report_and_plot(run_file: tuple[Path, np.ndarray, np.ndarray], tmp_path: Path) -> None:
+def test_readable_report_and_plot(
+    run_file: tuple[Path, np.ndarray, np.ndarray], tmp_path: Path
+) -> None:
     path, lat, _ = run_file
     out = tmp_path / "warmup.png"
     args = ("-c", "1", "--method", "dual-gate", "--window", "1000", "--plot", str(out))

@@ -193,7 +193,10 @@ def test_a_source_is_placed_on_the_grid_exactly_and_keeps_its_own_times() -> Non
     rates = record.series["remote:h/events_per_s"]
     assert rates[0] is None
     assert rates[1:] == pytest.approx(
-        [10.0 * (b - a) / (tb - ta) for a, b, ta, tb in zip(ks, ks[1:], times, times[1:])]
+        [
+            10.0 * (b - a) / (tb - ta)
+            for a, b, ta, tb in zip(ks, ks[1:], times, times[1:], strict=False)
+        ]
     )
     # on the grid: each tick by the rule, exactly
     grid = trace.timestamps

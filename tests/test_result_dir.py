@@ -201,9 +201,8 @@ def test_report_while_a_session_writes_the_directory(command_session: Path, tmp_
     before = {
         name: (root / name).read_bytes() for name in ("result.json", "report.md", "session.json")
     }
-    writer = Journal.open(
-        root, repair=True
-    )  # this process holds the lock, as a running session does
+    # this process holds the lock, as a running session does
+    writer = Journal.open(root, repair=True)
     try:
         rep = run_cli("report", str(root))
         assert rep.returncode == 2, rep.stderr

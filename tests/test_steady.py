@@ -29,7 +29,8 @@ def test_cold_tail_is_cut_and_steady_percentiles_are_exact() -> None:
     result = detect_steady_state(lat, method="dual-gate")
     start = result.steady_state_start
     assert start is not None
-    # 376 exp(-i/400) falls below 2% of the ~4.5 floor after ~2800 iterations; windows are 10^4 long.
+    # 376 exp(-i/400) falls below 2% of the ~4.5 floor after ~2800 iterations;
+    # windows are 10^4 long.
     assert result.window == 10_000 and start == 10_000
     steady = lat[start:]
     assert result.steady is not None
@@ -59,7 +60,11 @@ def test_time_to_steady_state_uses_timestamps_or_the_latency_unit() -> None:
 
 def test_stationary_series_is_steady_from_the_start() -> None:
     rng = np.random.default_rng(3)
-    for sample in (rng.lognormal(0, 1, 20_000), rng.exponential(1.0, 20_000), rng.normal(100, 5, 20_000)):
+    for sample in (
+        rng.lognormal(0, 1, 20_000),
+        rng.exponential(1.0, 20_000),
+        rng.normal(100, 5, 20_000),
+    ):
         result = detect_steady_state(sample, method="dual-gate")
         assert result.steady_state_start == 0
         assert result.cold_start_cost == 0.0 and result.time_to_steady_state == 0.0
@@ -146,7 +151,9 @@ def test_real_python_workload_warms_up_and_settles() -> None:
     if result.steady_state_start is not None:
         assert result.steady is not None
         assert result.steady.median == pytest.approx(np.median(lat[result.steady_state_start :]))
-        assert result.time_to_steady_state == pytest.approx(lat[: result.steady_state_start].sum() * 1e-6)
+        assert result.time_to_steady_state == pytest.approx(
+            lat[: result.steady_state_start].sum() * 1e-6
+        )
     else:  # a noisy shared VM may never settle; then the answer must say so
         assert "no steady state reached" in result.reason
 

@@ -330,9 +330,8 @@ def test_a_step_back_onto_a_measured_rate_is_nudged_or_ends_the_search() -> None
         return OverheadMeasurement(rate_hz=rate, estimate=est)
 
     measured = [at(40.0, 0.008), at(50.0, 0.0102)]
-    model = LinearModel(
-        intercept=0.00004, slope=0.0002
-    )  # root at 49.8 Hz: within 1% of 50, measured over
+    # root at 49.8 Hz: within 1% of 50, measured over
+    model = LinearModel(intercept=0.00004, slope=0.0002)
     lo, hi = _End(rate=40.0, measured=True), _End(rate=50.0, measured=True)
     step, rate = _next_rate(
         model, 50.0, 0.0002, 0.0, BUDGET, lo, hi, BOUNDS, measured, TuneTarget.ESTIMATE

@@ -30,7 +30,10 @@ def check_plot_path(plot: str | None, option: str = "--plot") -> Path | None:
         return None
     path = Path(plot)
     if path.suffix.lower() not in PLOT_SUFFIXES:
-        raise BadInput(option, f"{plot!r}: the picture format comes from the suffix; use {', '.join(PLOT_SUFFIXES)}")
+        raise BadInput(
+            option,
+            f"{plot!r}: the picture format comes from the suffix; use {', '.join(PLOT_SUFFIXES)}",
+        )
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise BadInput(option, f"{plot!r}: directory {str(parent)!r} does not exist")
@@ -43,7 +46,9 @@ def load_series(
     """Values, display name, header unit and axis label of one column of ``source`` (file or
     ``-``); ``decimal`` is the decimal mark (``pilot_sys.dataio.read_table_column``)."""
     if source == "-" and sys.stdin.isatty():
-        raise BadInput("FILE", "no input: give a file, or pipe numbers into stdin (use - for stdin)")
+        raise BadInput(
+            "FILE", "no input: give a file, or pipe numbers into stdin (use - for stdin)"
+        )
     from pilot_sys.dataio import read_table_column
 
     col = read_table_column(source, column, decimal=decimal)
@@ -51,7 +56,9 @@ def load_series(
     return col.values, col.source, col.unit, label
 
 
-def plot_changepoints(values: np.ndarray, result: ChangePoints, path: Path, title: str, ylabel: str) -> None:
+def plot_changepoints(
+    values: np.ndarray, result: ChangePoints, path: Path, title: str, ylabel: str
+) -> None:
     """The series with its segments shaded, segment medians drawn and the stable one marked."""
     import matplotlib
 
@@ -73,13 +80,24 @@ def plot_changepoints(values: np.ndarray, result: ChangePoints, path: Path, titl
             lw=0,
             label="stable segment" if is_stable else None,
         )
-        ax.hlines(seg.median, seg.begin, seg.end, colors="tab:blue", lw=1.6, label="segment median" if i == 0 else None)
+        ax.hlines(
+            seg.median,
+            seg.begin,
+            seg.end,
+            colors="tab:blue",
+            lw=1.6,
+            label="segment median" if i == 0 else None,
+        )
     for cp in result.changepoints:
         ax.axvline(cp, color="tab:red", lw=0.8, ls="--")
     ax.set_xlim(0, max(values.size - 1, 1))
     ax.set_xlabel("reading index")
     ax.set_ylabel(ylabel)
-    verdict = "stable segment marked green" if stable is not None else "no stable phase (no segment > 50%)"
+    verdict = (
+        "stable segment marked green"
+        if stable is not None
+        else "no stable phase (no segment > 50%)"
+    )
     ax.set_title(f"{title}: {len(result.changepoints)} change point(s), {verdict}", fontsize=10)
     ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
@@ -92,10 +110,13 @@ def _as_json(result: ChangePoints, source: str, kinds: list[ChangeKind]) -> str:
         "n": result.n,
         "changepoints": result.changepoints,
         "kinds": [k.model_dump() for k in kinds],
-        "stable_segment": list(result.stable_segment) if result.stable_segment is not None else None,
+        "stable_segment": list(result.stable_segment)
+        if result.stable_segment is not None
+        else None,
         "stable_reason": result.stable_reason,
         "segments": [
-            {"begin": s.begin, "end": s.end, "n": s.size, "median": s.median} for s in result.segments
+            {"begin": s.begin, "end": s.end, "n": s.size, "median": s.median}
+            for s in result.segments
         ],
         "details": [d.model_dump() for d in result.details],
         "min_size": result.min_size,
@@ -113,7 +134,8 @@ def _as_text(result: ChangePoints, source: str, unit: str | None, kinds: list[Ch
         f"(EDM, {result.statistic} statistic, min segment {result.min_size}, "
         f"false-alarm rate {result.significance:g} per test)",
         "",
-        f"  {'segment':>8}  {'begin':>9}  {'end':>9}  {'n':>9}  {'share':>6}  {'median':>12}  change",
+        f"  {'segment':>8}  {'begin':>9}  {'end':>9}  {'n':>9}  {'share':>6}  "
+        f"{'median':>12}  change",
     ]
     kind_at = {k.index: k for k in kinds}
     stable = result.stable_segment
@@ -121,7 +143,8 @@ def _as_text(result: ChangePoints, source: str, unit: str | None, kinds: list[Ch
         mark = "  <- stable" if stable is not None and (seg.begin, seg.end) == tuple(stable) else ""
         change = _change_text(kind_at.get(seg.begin))
         lines.append(
-            f"  {i:>8}  {seg.begin:>9}  {seg.end:>9}  {seg.size:>9}  {100.0 * seg.size / result.n:>5.1f}%  "
+            f"  {i:>8}  {seg.begin:>9}  {seg.end:>9}  {seg.size:>9}  "
+            f"{100.0 * seg.size / result.n:>5.1f}%  "
             f"{seg.median:>12.6g}{suffix}  {change}{mark}"
         )
     lines += ["", f"stable: {result.stable_reason}"]
@@ -157,11 +180,22 @@ Exit status: 0 on success (also for a series too short to show a change),
 2 on bad input (one line naming the file:line:column).""",
 )
 @click.argument("source", metavar="[FILE|-]", default="-", required=False)
-@click.option("--column", "-c", metavar="NAME|INDEX", help="Column to read (header name or 0-based index).")
+@click.option(
+    "--column", "-c", metavar="NAME|INDEX", help="Column to read (header name or 0-based index)."
+)
 @decimal_option
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-@click.option("--plot", metavar="FILE.png", help="Draw the series with segments shaded and the stable one marked.")
-@click.option("--min-size", type=int, metavar="N", help="Shortest segment (default: largest power of 2 <= sqrt(n), at least 10).")
+@click.option(
+    "--plot",
+    metavar="FILE.png",
+    help="Draw the series with segments shaded and the stable one marked.",
+)
+@click.option(
+    "--min-size",
+    type=int,
+    metavar="N",
+    help="Shortest segment (default: largest power of 2 <= sqrt(n), at least 10).",
+)
 @click.option(
     "--significance",
     type=float,
@@ -203,7 +237,9 @@ def changepoints(
     segments is answered "too short to show a change".
     """
     if min_size is not None and min_size < 2:
-        raise BadInput("--min-size", f"{min_size} is too small; a segment needs at least 2 readings")
+        raise BadInput(
+            "--min-size", f"{min_size} is too small; a segment needs at least 2 readings"
+        )
     if not 0.0 < significance < 1.0:
         raise BadInput("--significance", f"{significance} must be between 0 and 1, e.g. 0.01")
     plot_path = check_plot_path(plot)

@@ -33,8 +33,11 @@ def parse_percent(text: str, option: str = "--ci-perc", upper: float = MAX_CI_PE
     if not (math.isfinite(value) and value > 0):
         raise BadInput(option, f"{number} must be > 0 and finite, e.g. 10 for 10% of the mean")
     if value >= upper:
-        raise BadInput(option, f"{raw}: a CI {value:g} % as wide as the mean says nothing; give "
-                               f"less than {upper:g}, e.g. 10 for 10% of the mean")
+        raise BadInput(
+            option,
+            f"{raw}: a CI {value:g} % as wide as the mean says nothing; give "
+            f"less than {upper:g}, e.g. 10 for 10% of the mean",
+        )
     return value
 
 
@@ -47,8 +50,9 @@ DECIMAL_HELP = (
 
 def decimal_option(function: Any) -> Any:
     """``--decimal [.|,]`` for the commands that read a column of numbers."""
-    return click.option("--decimal", type=click.Choice([".", ","]), default=None, metavar="[.|,]",
-                        help=DECIMAL_HELP)(function)
+    return click.option(
+        "--decimal", type=click.Choice([".", ","]), default=None, metavar="[.|,]", help=DECIMAL_HELP
+    )(function)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -73,8 +77,14 @@ def library_warnings_as_notes(function: F) -> F:
                     if not issubclass(w.category, RuntimeWarning):
                         continue
                     origin = Path(w.filename).parts
-                    where = next((p for p in origin if p in ("numpy", "pandas", "matplotlib",
-                                                              "scipy", "pilot_sys")), "a library")
+                    where = next(
+                        (
+                            p
+                            for p in origin
+                            if p in ("numpy", "pandas", "matplotlib", "scipy", "pilot_sys")
+                        ),
+                        "a library",
+                    )
                     text = f"{w.message} (a {w.category.__name__} in {where})"
                     if text not in told:
                         told.add(text)
@@ -98,12 +108,16 @@ class OneLineErrors(click.Command):
                 where = param.human_readable_name  # its metavar, e.g. DIR_OR_TRACE...
             else:
                 where = getattr(exc, "option_name", None) or (
-                    param.opts[0] if param is not None and getattr(param, "opts", None) else ctx.command_path
+                    param.opts[0]
+                    if param is not None and getattr(param, "opts", None)
+                    else ctx.command_path
                 )
             message = exc.format_message()
             if message.startswith("Invalid value for"):
                 message = message.split(": ", 1)[-1]
-            raise BadInput(where, f"{message.rstrip('.')} (see {ctx.command_path} --help)") from None
+            raise BadInput(
+                where, f"{message.rstrip('.')} (see {ctx.command_path} --help)"
+            ) from None
 
 
 def save_figure(fig: Any, path: str | Path, *, option: str = "--plot", dpi: int = 110) -> None:

@@ -15,7 +15,6 @@ from pilot_sys import units
 from pilot_sys.cli.common import OneLineErrors
 from pilot_sys.errors import BadInput, ExitCode
 
-
 PICTURE_SUFFIXES = (".png", ".svg", ".pdf")
 PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 
@@ -32,7 +31,9 @@ def _writable(option: str, path: str | None) -> None:
     if not os.path.isdir(parent):
         raise BadInput(option, f"{path}: directory {parent} does not exist")
     if option == "--plot" and not path.lower().endswith(PICTURE_SUFFIXES):
-        raise BadInput(option, f"{path}: the picture format comes from the suffix; use .png, .svg or .pdf")
+        raise BadInput(
+            option, f"{path}: the picture format comes from the suffix; use .png, .svg or .pdf"
+        )
     existed = os.path.exists(path)
     try:
         with open(path, "a", encoding="utf-8"):
@@ -65,13 +66,21 @@ def _write_outputs(result: Any, json_path: str | None, plot_path: str | None, er
         except OSError as exc:
             rescue = _save_elsewhere(result)
             kept = f"; the trace was saved to {rescue} instead" if rescue else ""
-            raise BadInput("--json", f"{json_path}: cannot write ({exc.strerror or exc}){kept}") from None
+            raise BadInput(
+                "--json", f"{json_path}: cannot write ({exc.strerror or exc}){kept}"
+            ) from None
         click.echo(f"pilot-sys monitor: wrote {json_path}", file=err)
     if plot_path:
         from pilot_sys.monitor.plot import draw
 
         try:
-            draw(result.trace, result.verdict, plot_path, graph=result.graph, data_path=result.data_path)
+            draw(
+                result.trace,
+                result.verdict,
+                plot_path,
+                graph=result.graph,
+                data_path=result.data_path,
+            )
         except (OSError, ValueError, RuntimeError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             rescue = None if json_path else _save_elsewhere(result)
@@ -81,7 +90,8 @@ def _write_outputs(result: Any, json_path: str | None, plot_path: str | None, er
 
 
 def _how_it_ended(returncode: int) -> str:
-    """'CMD exited with 1' or 'CMD was killed by SIGKILL (signal 9)': Popen reports a signal as -N."""
+    """'CMD exited with 1' or 'CMD was killed by SIGKILL (signal 9)': Popen reports a signal
+    as -N."""
     if returncode >= 0:
         return f"CMD exited with {returncode}"
     import signal
@@ -113,8 +123,10 @@ def too_short_text(
     if faster <= 100:
         hint = f"use --rate {math.ceil(faster):d} or a longer command"
     share = units.percent(max_hot_fraction, None)
-    return (f"too short to judge: {samples} samples at {rate:g} Hz, {needed} needed to judge a "
-            f"share of {share} of the run; {hint}")
+    return (
+        f"too short to judge: {samples} samples at {rate:g} Hz, {needed} needed to judge a "
+        f"share of {share} of the run; {hint}"
+    )
 
 
 def _become_subreaper() -> bool:
@@ -153,20 +165,30 @@ def still_running_note(trace: Any) -> str | None:
         except psutil.Error:
             names.append(f"pid {proc.pid}")
     more = f" and {len(left) - 5} more" if len(left) > 5 else ""
-    tree = [max((v for v in values if v is not None), default=0)
-            for key, values in trace.series.items() if key.endswith("/processes")]
+    tree = [
+        max((v for v in values if v is not None), default=0)
+        for key, values in trace.series.items()
+        if key.endswith("/processes")
+    ]
     seen = max(tree, default=0)
-    sampled = (f"while CMD ran its process tree held up to {seen:g} processes: they were "
-               "sampled only while in it, not after CMD exited" if seen > 1
-               else "they were not sampled: no sample saw more than CMD itself in its tree")
-    return (f"CMD exited, but {len(left)} process(es) it started still run "
-            f"({', '.join(names)}{more}); {sampled}, so the trace covers CMD's own run only")
+    sampled = (
+        f"while CMD ran its process tree held up to {seen:g} processes: they were "
+        "sampled only while in it, not after CMD exited"
+        if seen > 1
+        else "they were not sampled: no sample saw more than CMD itself in its tree"
+    )
+    return (
+        f"CMD exited, but {len(left)} process(es) it started still run "
+        f"({', '.join(names)}{more}); {sampled}, so the trace covers CMD's own run only"
+    )
 
 
 def _fraction(option: str, value: float, *, allow_zero: bool = False) -> None:
     low_ok = value >= 0 if allow_zero else value > 0
     if not (low_ok and value <= 1):
-        raise BadInput(option, f"must be a fraction in {'[0' if allow_zero else '(0'}, 1], got {value:g}")
+        raise BadInput(
+            option, f"must be a fraction in {'[0' if allow_zero else '(0'}, 1], got {value:g}"
+        )
 
 
 @click.command(
@@ -176,7 +198,8 @@ def _fraction(option: str, value: float, *, allow_zero: bool = False) -> None:
     epilog="""\b
 Examples:
   pilot-sys monitor -- fio --name=w --filename=/tmp/f --rw=write --bs=1M --size=1G --direct=1
-  pilot-sys monitor --rate 20 --json run.json --plot run.png -- dd if=/dev/zero of=/tmp/x bs=512 count=1000000
+  pilot-sys monitor --rate 20 --json run.json --plot run.png -- dd if=/dev/zero of=/tmp/x \
+bs=512 count=1000000
   pilot-sys monitor --cut nic:eth0 --load my-rated-graph.json -- iperf3 -c 10.0.0.5 -t 10
   pilot-sys monitor --host srv=http://10.0.0.5:9100 -- iperf3 -c 10.0.0.5 -t 10
 \b
@@ -187,36 +210,93 @@ Ctrl-C (what was measured is still written).
 """,
 )
 @click.argument("cmd", nargs=-1, required=False, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
-@click.option("--rate", type=float, default=10.0, show_default=True, metavar="HZ",
-              help="Samples per second (absolute deadlines, no drift). /proc CPU times tick at 100 Hz.")
-@click.option("--cut", default=None, metavar="COMPONENT",
-              help="Component under test, e.g. block:vda, nic:eth0, cpu:host. Default: the end of "
-                   "the data path CMD's arguments resolve to.")
-@click.option("--threshold", type=float, default=0.8, show_default=True,
-              help="Utilization above which a component counts as saturated.")
-@click.option("--max-hot-fraction", type=float, default=0.10, show_default=True,
-              help="A component other than the CUT may be above the threshold for at most this "
-                   "share of the run before the result is called invalid.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Write the trace: sampled series, per-component statistics, the verdict "
-                   "(hidden_bottlenecks with component and evidence).")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Draw utilization over time and the data path coloured by peak utilization (PNG).")
-@click.option("--load", "loads", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
-              help="Merge a user-designated component graph (JSON node-link or GraphML) whose "
-                   "limits fill in unknown ones; repeatable.")
-@click.option("--host", "host_specs", multiple=True, metavar="NAME=URL",
-              help="Monitor a remote host too (repeatable): http://H:9100 is node_exporter, "
-                   "pcp://H:44322 is PCP's pmproxy. Hosts CMD names are placed on its data path.")
-@click.option("--spill-dir", type=click.Path(file_okay=False), metavar="DIR",
-              help="Keep raw samples here as .npy chunks (bounded memory on long runs).")
+@click.option(
+    "--rate",
+    type=float,
+    default=10.0,
+    show_default=True,
+    metavar="HZ",
+    help="Samples per second (absolute deadlines, no drift). /proc CPU times tick at 100 Hz.",
+)
+@click.option(
+    "--cut",
+    default=None,
+    metavar="COMPONENT",
+    help="Component under test, e.g. block:vda, nic:eth0, cpu:host. Default: the end of "
+    "the data path CMD's arguments resolve to.",
+)
+@click.option(
+    "--threshold",
+    type=float,
+    default=0.8,
+    show_default=True,
+    help="Utilization above which a component counts as saturated.",
+)
+@click.option(
+    "--max-hot-fraction",
+    type=float,
+    default=0.10,
+    show_default=True,
+    help="A component other than the CUT may be above the threshold for at most this "
+    "share of the run before the result is called invalid.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Write the trace: sampled series, per-component statistics, the verdict "
+    "(hidden_bottlenecks with component and evidence).",
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Draw utilization over time and the data path coloured by peak utilization (PNG).",
+)
+@click.option(
+    "--load",
+    "loads",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Merge a user-designated component graph (JSON node-link or GraphML) whose "
+    "limits fill in unknown ones; repeatable.",
+)
+@click.option(
+    "--host",
+    "host_specs",
+    multiple=True,
+    metavar="NAME=URL",
+    help="Monitor a remote host too (repeatable): http://H:9100 is node_exporter, "
+    "pcp://H:44322 is PCP's pmproxy. Hosts CMD names are placed on its data path.",
+)
+@click.option(
+    "--spill-dir",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Keep raw samples here as .npy chunks (bounded memory on long runs).",
+)
 @click.option("--strict", is_flag=True, help="Exit 3 when CMD succeeded but the result is invalid.")
-@click.option("--live/--no-live", default=None,
-              help="Live utilization table (default: on when stdout is a terminal).")
+@click.option(
+    "--live/--no-live",
+    default=None,
+    help="Live utilization table (default: on when stdout is a terminal).",
+)
 def monitor(
-    cmd: tuple[str, ...], rate: float, cut: str | None, threshold: float, max_hot_fraction: float,
-    json_path: str | None, plot_path: str | None, loads: tuple[str, ...], spill_dir: str | None,
-    strict: bool, live: bool | None, host_specs: tuple[str, ...] = (),
+    cmd: tuple[str, ...],
+    rate: float,
+    cut: str | None,
+    threshold: float,
+    max_hot_fraction: float,
+    json_path: str | None,
+    plot_path: str | None,
+    loads: tuple[str, ...],
+    spill_dir: str | None,
+    strict: bool,
+    live: bool | None,
+    host_specs: tuple[str, ...] = (),
 ) -> None:
     """Run CMD while sampling the utilization of its data path; name hidden bottlenecks.
 
@@ -245,7 +325,9 @@ def monitor(
         try:
             os.makedirs(spill_dir, exist_ok=True)
         except OSError as exc:
-            raise BadInput("--spill-dir", f"{spill_dir}: cannot create ({exc.strerror or exc})") from None
+            raise BadInput(
+                "--spill-dir", f"{spill_dir}: cannot create ({exc.strerror or exc})"
+            ) from None
         if not os.access(spill_dir, os.W_OK):
             raise BadInput("--spill-dir", f"{spill_dir}: directory is not writable")
 
@@ -270,18 +352,32 @@ def monitor(
         from pilot_sys.cli.present.monitor import LiveView
 
         components = list(data_path.components) if data_path is not None else []
-        view = LiveView(components, cut=cut or (data_path.cut if data_path is not None else None), threshold=threshold)
+        view = LiveView(
+            components,
+            cut=cut or (data_path.cut if data_path is not None else None),
+            threshold=threshold,
+        )
         kwargs = {
-            "on_tick": view.update, "on_output": lambda proc: view.relay(proc.stdout),
-            "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT,
+            "on_tick": view.update,
+            "on_output": lambda proc: view.relay(proc.stdout),
+            "stdout": subprocess.PIPE,
+            "stderr": subprocess.STDOUT,
         }
         view.__enter__()
     subreaper = _become_subreaper()
     try:
         result = run_monitored(
-            list(cmd), rate_hz=rate, cut=cut, threshold=threshold, max_hot_fraction=max_hot_fraction,
-            graph=graph, data_path=data_path, spill_dir=Path(spill_dir) if spill_dir else None,
-            notes=notes, hosts=hosts, **kwargs,
+            list(cmd),
+            rate_hz=rate,
+            cut=cut,
+            threshold=threshold,
+            max_hot_fraction=max_hot_fraction,
+            graph=graph,
+            data_path=data_path,
+            spill_dir=Path(spill_dir) if spill_dir else None,
+            notes=notes,
+            hosts=hosts,
+            **kwargs,
         )
     finally:
         if view is not None:

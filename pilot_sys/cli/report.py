@@ -33,11 +33,19 @@ damaged one (round folders the journal does not know): the error says how to rep
 @click.option("--json", "as_json", is_flag=True, help="Print the rebuilt result.json to stdout.")
 @click.option("--no-plots", is_flag=True, help="Skip the PNG plots.")
 @click.option("--no-html", is_flag=True, help="Skip report.html.")
-@click.option("--stdout", "to_stdout", is_flag=True,
-              help="Write nothing: print report.md (or, with --json, result.json) to stdout.")
+@click.option(
+    "--stdout",
+    "to_stdout",
+    is_flag=True,
+    help="Write nothing: print report.md (or, with --json, result.json) to stdout.",
+)
 @library_warnings_as_notes
 def report(
-    directory: Path | None, schema: bool, as_json: bool, no_plots: bool, no_html: bool,
+    directory: Path | None,
+    schema: bool,
+    as_json: bool,
+    no_plots: bool,
+    no_html: bool,
     to_stdout: bool,
 ) -> None:
     """Rebuild result.json, report.md, report.html and plots/ in DIRECTORY from its round

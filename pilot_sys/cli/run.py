@@ -32,8 +32,11 @@ def parse_work_amount(text: str) -> tuple[float, float]:
     if low < 0 or high <= 0 or high < low:
         raise BadInput("-w/--work-amount", f"need 0 <= MIN <= MAX and MAX > 0, got {text!r}")
     if high > MAX_WORK_AMOUNT:
-        raise BadInput("-w/--work-amount", f"MAX must be at most 2^53 = {MAX_WORK_AMOUNT:.0f} (the "
-                                           f"largest whole number held exactly), got {text!r}")
+        raise BadInput(
+            "-w/--work-amount",
+            f"MAX must be at most 2^53 = {MAX_WORK_AMOUNT:.0f} (the "
+            f"largest whole number held exactly), got {text!r}",
+        )
     return low, high
 
 
@@ -66,7 +69,9 @@ def parse_codes(text: str) -> list[int]:
     try:
         codes = [int(c) for c in text.split(",") if c.strip()]
     except ValueError:
-        raise BadInput("--accept-rc", f"expected comma-separated integers like 0,1, got {text!r}") from None
+        raise BadInput(
+            "--accept-rc", f"expected comma-separated integers like 0,1, got {text!r}"
+        ) from None
     if not codes:
         raise BadInput("--accept-rc", "no return code given")
     return codes
@@ -100,11 +105,20 @@ def preset_help() -> str:
     rows = preset_rows()
     width = max(len(label) for label, _ in rows)
     cols = [max(len(p.value), *(len(v[i]) for _, v in rows)) for i, p in enumerate(Preset)]
-    head = " " * (width + 2) + "  ".join(p.value.ljust(c) for p, c in zip(Preset, cols, strict=True))
-    body = [f"{label.ljust(width)}  " + "  ".join(v.ljust(c) for v, c in zip(values, cols, strict=True))
-            for label, values in rows]
-    return "\n".join(["Presets (--preset; each value can be overridden by its own option):", "",
-                      *(f"  {line.rstrip()}" for line in [head, *body])])
+    head = " " * (width + 2) + "  ".join(
+        p.value.ljust(c) for p, c in zip(Preset, cols, strict=True)
+    )
+    body = [
+        f"{label.ljust(width)}  " + "  ".join(v.ljust(c) for v, c in zip(values, cols, strict=True))
+        for label, values in rows
+    ]
+    return "\n".join(
+        [
+            "Presets (--preset; each value can be overridden by its own option):",
+            "",
+            *(f"  {line.rstrip()}" for line in [head, *body]),
+        ]
+    )
 
 
 class RunCommand(click.Command):
@@ -127,74 +141,193 @@ class RunCommand(click.Command):
             formatter.write_dl(list(GLOSSARY), col_max=18)
 
 
-@click.command("run", cls=RunCommand, epilog=EXAMPLES,
-               context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(
+    "run", cls=RunCommand, epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]}
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-@click.option("-w", "--work-amount", "work_amount", metavar="MIN,MAX",
-              help="Valid range of %WORK_AMOUNT% (built-in workload: MiB, default 16,1024 capped by free space).")
-@click.option("-o", "--output-dir", metavar="DIR",
-              help="Result directory: new, empty, or a result directory with --resume "
-                   "(default: ./pilot-results/<time>-<name>).")
-@click.option("-s", "--session-limit", type=float, metavar="SECONDS",
-              help="Stop after this much session time (0: no limit): every invocation's, --resume "
-                   "included, not the gaps between them. Default: the preset's (table below).")
+@click.option(
+    "-w",
+    "--work-amount",
+    "work_amount",
+    metavar="MIN,MAX",
+    help="Valid range of %WORK_AMOUNT% "
+    "(built-in workload: MiB, default 16,1024 capped by free space).",
+)
+@click.option(
+    "-o",
+    "--output-dir",
+    metavar="DIR",
+    help="Result directory: new, empty, or a result directory with --resume "
+    "(default: ./pilot-results/<time>-<name>).",
+)
+@click.option(
+    "-s",
+    "--session-limit",
+    type=float,
+    metavar="SECONDS",
+    help="Stop after this much session time (0: no limit): every invocation's, --resume "
+    "included, not the gaps between them. Default: the preset's (table below).",
+)
 @click.option("--ci-perc", metavar="PCT", help=f"{CI_PERC_HELP} Default: the preset's.")
-@click.option("--confidence", type=float,
-              help="Confidence level of the CIs. Default: the preset's.")
-@click.option("--preset", type=click.Choice(["quick", "normal", "strict"]), default="normal", show_default=True,
-              help="Targets and limits: quick, normal, strict (table below).")
-@click.option("--min-rounds", type=int,
-              help="Analysed rounds needed before stopping. Default: the preset's.")
+@click.option(
+    "--confidence", type=float, help="Confidence level of the CIs. Default: the preset's."
+)
+@click.option(
+    "--preset",
+    type=click.Choice(["quick", "normal", "strict"]),
+    default="normal",
+    show_default=True,
+    help="Targets and limits: quick, normal, strict (table below).",
+)
+@click.option(
+    "--min-rounds", type=int, help="Analysed rounds needed before stopping. Default: the preset's."
+)
 @click.option("--max-rounds", type=int, help="Stop after this many rounds.")
-@click.option("--first-result", type=float, metavar="SECONDS", help="t of the k heuristic: a first rough result within t seconds.")
-@click.option("--min-round-seconds", type=float,
-              help="Shorter rounds are stored but not analysed. Default: the preset's.")
-@click.option("--max-round-seconds", type=float,
-              help="Longest planned round. Default: the preset's.")
-@click.option("--parser", type=click.Choice(PARSER_CHOICES), default="auto", show_default=True,
-              help="How to read the command's output (auto: from the program name: fio, iperf3, dd; else none).")
-@click.option("--work-unit", default=None, help="Name of the work amount's unit, for reports (e.g. MiB, requests).")
-@click.option("--timeout", type=float, metavar="SECONDS", help="Kill a round that runs longer (a workload failure).")
-@click.option("--accept-rc", default="0", show_default=True, metavar="CODES", help="Return codes that count as success.")
-@click.option("--env", "env", multiple=True, metavar="K=V", help="Environment variable for the command (repeatable).")
-@click.option("--dir", "directory", type=click.Path(path_type=Path), help="Directory for the built-in workload (default: .).")
+@click.option(
+    "--first-result",
+    type=float,
+    metavar="SECONDS",
+    help="t of the k heuristic: a first rough result within t seconds.",
+)
+@click.option(
+    "--min-round-seconds",
+    type=float,
+    help="Shorter rounds are stored but not analysed. Default: the preset's.",
+)
+@click.option(
+    "--max-round-seconds", type=float, help="Longest planned round. Default: the preset's."
+)
+@click.option(
+    "--parser",
+    type=click.Choice(PARSER_CHOICES),
+    default="auto",
+    show_default=True,
+    help="How to read the command's output "
+    "(auto: from the program name: fio, iperf3, dd; else none).",
+)
+@click.option(
+    "--work-unit",
+    default=None,
+    help="Name of the work amount's unit, for reports (e.g. MiB, requests).",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    metavar="SECONDS",
+    help="Kill a round that runs longer (a workload failure).",
+)
+@click.option(
+    "--accept-rc",
+    default="0",
+    show_default=True,
+    metavar="CODES",
+    help="Return codes that count as success.",
+)
+@click.option(
+    "--env",
+    "env",
+    multiple=True,
+    metavar="K=V",
+    help="Environment variable for the command (repeatable).",
+)
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(path_type=Path),
+    help="Directory for the built-in workload (default: .).",
+)
 @click.option("--name", help="Workload name used in reports and the result directory.")
-@click.option("--cut", metavar="COMPONENT", help="Component under test, e.g. block:vda (default: end of the data path).")
-@click.option("--cgroup", metavar="PATH",
-              help="Start every round inside this cgroup: a path inside the hierarchies (/bench: every "
-                   "mounted v1 hierarchy that has it, or the v2 leaf) or one hierarchy's directory. "
-                   "Its limits are discovered and judged. Default: the cgroup pilot-sys runs in.")
-@click.option("--host", "host_specs", multiple=True, metavar="NAME=URL",
-              help="Monitor a remote host too (repeatable): http://H:9100 is node_exporter, "
-                   "pcp://H:44322 is PCP's pmproxy. Hosts the command names are placed on its "
-                   "data path.")
-@click.option("--no-monitor", is_flag=True, help="Do not sample utilization (no bottleneck verdict).")
-@click.option("--sample-rate", type=float, metavar="HZ",
-              help="Monitor sampling rate, above 0 and at most USER_HZ (100 Hz on Linux: the "
-                   "CPU counters' tick; faster reads the same counts). Default 10 Hz.")
-@click.option("--overhead-budget", metavar="PCT",
-              help="Tune the sampling rate first: the highest rate whose measured overhead (CI upper bound) "
-                   "stays within PCT of the PI, e.g. 1%. See `pilot-sys tune`.")
-@click.option("--resume", type=click.Path(path_type=Path), metavar="DIR",
-              help="Continue the session in DIR; targets and limits given with it (--ci-perc, "
-                   "--preset, -s, --max-rounds ...) apply from now on and are recorded.")
-@click.option("--repair", is_flag=True,
-              help="With --resume: set aside (rename to *.incomplete, never delete) round folders "
-                   "the journal does not know, which are otherwise refused as damage.")
+@click.option(
+    "--cut",
+    metavar="COMPONENT",
+    help="Component under test, e.g. block:vda (default: end of the data path).",
+)
+@click.option(
+    "--cgroup",
+    metavar="PATH",
+    help="Start every round inside this cgroup: a path inside the hierarchies (/bench: every "
+    "mounted v1 hierarchy that has it, or the v2 leaf) or one hierarchy's directory. "
+    "Its limits are discovered and judged. Default: the cgroup pilot-sys runs in.",
+)
+@click.option(
+    "--host",
+    "host_specs",
+    multiple=True,
+    metavar="NAME=URL",
+    help="Monitor a remote host too (repeatable): http://H:9100 is node_exporter, "
+    "pcp://H:44322 is PCP's pmproxy. Hosts the command names are placed on its "
+    "data path.",
+)
+@click.option(
+    "--no-monitor", is_flag=True, help="Do not sample utilization (no bottleneck verdict)."
+)
+@click.option(
+    "--sample-rate",
+    type=float,
+    metavar="HZ",
+    help="Monitor sampling rate, above 0 and at most USER_HZ (100 Hz on Linux: the "
+    "CPU counters' tick; faster reads the same counts). Default 10 Hz.",
+)
+@click.option(
+    "--overhead-budget",
+    metavar="PCT",
+    help="Tune the sampling rate first: the highest rate whose measured overhead (CI upper bound) "
+    "stays within PCT of the PI, e.g. 1%. See `pilot-sys tune`.",
+)
+@click.option(
+    "--resume",
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="Continue the session in DIR; targets and limits given with it (--ci-perc, "
+    "--preset, -s, --max-rounds ...) apply from now on and are recorded.",
+)
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="With --resume: set aside (rename to *.incomplete, never delete) round folders "
+    "the journal does not know, which are otherwise refused as damage.",
+)
 @click.option("--no-plots", is_flag=True, help="Skip the PNG plots (faster on very long sessions).")
-@click.option("--quiet", "-q", is_flag=True,
-              help="No progress output; print only the status line and the result directory.")
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="No progress output; print only the status line and the result directory.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print result.json to stdout at the end.")
 @library_warnings_as_notes
-def run(command: tuple[str, ...], work_amount: str | None, output_dir: str | None,
-        session_limit: float | None,
-        ci_perc: str | None, confidence: float | None, preset: str, min_rounds: int | None, max_rounds: int | None,
-        first_result: float | None, min_round_seconds: float | None, max_round_seconds: float | None, parser: str,
-        work_unit: str | None, timeout: float | None, accept_rc: str, env: tuple[str, ...], directory: Path | None,
-        name: str | None, cut: str | None, no_monitor: bool, sample_rate: float | None, overhead_budget: str | None,
-        resume: Path | None, repair: bool,
-        cgroup: str | None,
-        no_plots: bool, quiet: bool, as_json: bool, host_specs: tuple[str, ...] = ()) -> None:
+def run(
+    command: tuple[str, ...],
+    work_amount: str | None,
+    output_dir: str | None,
+    session_limit: float | None,
+    ci_perc: str | None,
+    confidence: float | None,
+    preset: str,
+    min_rounds: int | None,
+    max_rounds: int | None,
+    first_result: float | None,
+    min_round_seconds: float | None,
+    max_round_seconds: float | None,
+    parser: str,
+    work_unit: str | None,
+    timeout: float | None,
+    accept_rc: str,
+    env: tuple[str, ...],
+    directory: Path | None,
+    name: str | None,
+    cut: str | None,
+    no_monitor: bool,
+    sample_rate: float | None,
+    overhead_budget: str | None,
+    resume: Path | None,
+    repair: bool,
+    cgroup: str | None,
+    no_plots: bool,
+    quiet: bool,
+    as_json: bool,
+    host_specs: tuple[str, ...] = (),
+) -> None:
     """Run a workload in rounds until every performance index meets its CI target.
 
     With no COMMAND, benchmarks the storage under the current directory (or --dir) with the
@@ -204,10 +337,17 @@ def run(command: tuple[str, ...], work_amount: str | None, output_dir: str | Non
     """
     from pilot_sys.cli.tune import parse_budget
 
-    budget = parse_budget(overhead_budget, "--overhead-budget") if overhead_budget is not None else None
+    budget = (
+        parse_budget(overhead_budget, "--overhead-budget") if overhead_budget is not None else None
+    )
     ctx = click.get_current_context()
-    given = [p.opts[-1] for p in ctx.command.params if isinstance(p, click.Option) and p.name
-             and ctx.get_parameter_source(p.name) not in (None, click.core.ParameterSource.DEFAULT)]
+    given = [
+        p.opts[-1]
+        for p in ctx.command.params
+        if isinstance(p, click.Option)
+        and p.name
+        and ctx.get_parameter_source(p.name) not in (None, click.core.ParameterSource.DEFAULT)
+    ]
     from pilot_sys.cli.launch import execute_run
     from pilot_sys.session.launch import RunRequest
     from pilot_sys.topology.remote_hosts import parse_host_specs
@@ -215,20 +355,38 @@ def run(command: tuple[str, ...], work_amount: str | None, output_dir: str | Non
     parse_host_specs(host_specs)  # one line naming the bad --host before anything runs
 
     request = RunRequest(
-        command=list(command), work_amount=parse_work_amount(work_amount) if work_amount else None,
-        output_dir=parse_output_dir(output_dir), session_limit=session_limit,
-        ci_perc=parse_ci_perc(ci_perc) if ci_perc is not None else None, confidence=confidence,
+        command=list(command),
+        work_amount=parse_work_amount(work_amount) if work_amount else None,
+        output_dir=parse_output_dir(output_dir),
+        session_limit=session_limit,
+        ci_perc=parse_ci_perc(ci_perc) if ci_perc is not None else None,
+        confidence=confidence,
         preset=preset if "--preset" in given else None,
-        min_rounds=min_rounds, max_rounds=max_rounds, first_result=first_result,
-        min_round_seconds=min_round_seconds, max_round_seconds=max_round_seconds,
-        parser=None if parser == "auto" else parser, work_unit=work_unit, timeout=timeout,
-        accept_rc=parse_codes(accept_rc), env=parse_env(env), directory=directory, name=name, cut=cut,
+        min_rounds=min_rounds,
+        max_rounds=max_rounds,
+        first_result=first_result,
+        min_round_seconds=min_round_seconds,
+        max_round_seconds=max_round_seconds,
+        parser=None if parser == "auto" else parser,
+        work_unit=work_unit,
+        timeout=timeout,
+        accept_rc=parse_codes(accept_rc),
+        env=parse_env(env),
+        directory=directory,
+        name=name,
+        cut=cut,
         cgroup=cgroup,
         hosts=list(host_specs),
-        monitor=not no_monitor, sample_rate=sample_rate,
+        monitor=not no_monitor,
+        sample_rate=sample_rate,
         overhead_budget=budget,
-        resume=resume, repair=repair, plots=not no_plots, quiet=quiet,
-        as_json=as_json, command_line=["pilot-sys", *sys.argv[1:]], given=given,
+        resume=resume,
+        repair=repair,
+        plots=not no_plots,
+        quiet=quiet,
+        as_json=as_json,
+        command_line=["pilot-sys", *sys.argv[1:]],
+        given=given,
     )
     code = execute_run(request)
     sys.exit(code)

@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 UNIT_SECONDS: dict[str, float] = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
 
-def _unit_scale(unit_option: str | None, header_unit: str | None, label: str) -> tuple[str, float, bool]:
+def _unit_scale(
+    unit_option: str | None, header_unit: str | None, label: str
+) -> tuple[str, float, bool]:
     """(unit, seconds per unit, assumed?) from --unit, else the header ("latency (ms)" or
     "latency_ms"), else seconds (assumed, and said so)."""
     if unit_option is not None:
@@ -65,7 +67,8 @@ def _as_text(result: SteadyState, source: str, unit: str, unit_assumed: bool) ->
         lines += [
             f"steady state     : {result.reason}",
             f"cold-start cost  : >= {_fmt(result.cold_start_cost, unit)} (the whole run)",
-            f"whole run        : median {_fmt(result.raw.median, unit)}, p99 {_fmt(result.raw.p99, unit)}, "
+            f"whole run        : median {_fmt(result.raw.median, unit)}, "
+            f"p99 {_fmt(result.raw.p99, unit)}, "
             f"p99.9 {_fmt(result.raw.p999, unit)}, max {_fmt(result.raw.max, unit)}",
         ]
         return "\n".join(lines)
@@ -73,21 +76,25 @@ def _as_text(result: SteadyState, source: str, unit: str, unit_assumed: bool) ->
     tts = result.time_to_steady_state
     lines += [
         f"steady state     : from iteration {result.steady_state_start} ({result.reason})",
-        f"time to steady   : {result.warmup_iterations} iterations, {tts if tts is not None else 0.0:.6g} s",
+        f"time to steady   : {result.warmup_iterations} iterations, "
+        f"{tts if tts is not None else 0.0:.6g} s",
         f"cold-start cost  : {_fmt(result.cold_start_cost, unit)} spent before steady state, "
         f"{_fmt(result.cold_start_excess or 0.0, unit)} more than at steady speed",
         "",
-        f"  {'':<13}{'n':>10}  {'median':>12}  {'p99':>12}  {'p99.9':>12}  {'max':>12}  {'mean':>12}",
+        f"  {'':<13}{'n':>10}  {'median':>12}  {'p99':>12}  {'p99.9':>12}  "
+        f"{'max':>12}  {'mean':>12}",
     ]
     for label, d in (("steady state", s), ("whole run", result.raw)):
         lines.append(
-            f"  {label:<13}{d.n:>10}  {d.median:>12.6g}  {d.p99:>12.6g}  {d.p999:>12.6g}  {d.max:>12.6g}  {d.mean:>12.6g}"
+            f"  {label:<13}{d.n:>10}  {d.median:>12.6g}  {d.p99:>12.6g}  {d.p999:>12.6g}  "
+            f"{d.max:>12.6g}  {d.mean:>12.6g}"
         )
     return "\n".join(lines)
 
 
 def plot_steady(values: np.ndarray, result: SteadyState, path: Path, title: str, unit: str) -> None:
-    """Latency per iteration (log scale) with the warm-up shaded and the steady percentiles drawn."""
+    """Latency per iteration (log scale) with the warm-up shaded and the steady percentiles
+    drawn."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -97,12 +104,32 @@ def plot_steady(values: np.ndarray, result: SteadyState, path: Path, title: str,
     fig, ax = plt.subplots(figsize=(10, 4.2))
     positive = values > 0
     index = np.arange(values.size)
-    ax.plot(index[positive], values[positive], lw=0.4, color="0.35", rasterized=values.size > 20_000, label="latency")
+    ax.plot(
+        index[positive],
+        values[positive],
+        lw=0.4,
+        color="0.35",
+        rasterized=values.size > 20_000,
+        label="latency",
+    )
     if result.steady_state_start is not None and result.steady is not None:
         start = result.steady_state_start
-        ax.axvspan(0, start, color="tab:red", alpha=0.12, lw=0, label=f"warm-up ({start} iterations)")
-        for value, style, name in ((result.steady.median, "-", "median"), (result.steady.p999, "--", "p99.9")):
-            ax.hlines(value, start, values.size, colors="tab:green", linestyles=style, lw=1.4, label=f"steady {name}")
+        ax.axvspan(
+            0, start, color="tab:red", alpha=0.12, lw=0, label=f"warm-up ({start} iterations)"
+        )
+        for value, style, name in (
+            (result.steady.median, "-", "median"),
+            (result.steady.p999, "--", "p99.9"),
+        ):
+            ax.hlines(
+                value,
+                start,
+                values.size,
+                colors="tab:green",
+                linestyles=style,
+                lw=1.4,
+                label=f"steady {name}",
+            )
     if positive.all():
         ax.set_yscale("log")
     ax.set_xlim(0, max(values.size - 1, 1))
@@ -127,7 +154,9 @@ Exit status: 0 on success (also when no steady state is reached or the series is
 short to show one), 2 on bad input.""",
 )
 @click.argument("source", metavar="[FILE|-]", default="-", required=False)
-@click.option("--column", "-c", metavar="NAME|INDEX", help="Latency column (header name or 0-based index).")
+@click.option(
+    "--column", "-c", metavar="NAME|INDEX", help="Latency column (header name or 0-based index)."
+)
 @decimal_option
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.option(
@@ -153,10 +182,17 @@ short to show one), 2 on bad input.""",
 @click.option(
     "--unit",
     type=click.Choice(sorted(UNIT_SECONDS)),
-    help="Unit of the latencies (default: from the header, e.g. 'latency (ms)' or 'latency_ms', else seconds).",
+    help="Unit of the latencies "
+    "(default: from the header, e.g. 'latency (ms)' or 'latency_ms', else seconds).",
 )
-@click.option("--timestamps", metavar="NAME|INDEX", help="Column of per-iteration timestamps in seconds (files only).")
-@click.option("--plot", metavar="FILE.png", help="Draw latency per iteration with the warm-up shaded.")
+@click.option(
+    "--timestamps",
+    metavar="NAME|INDEX",
+    help="Column of per-iteration timestamps in seconds (files only).",
+)
+@click.option(
+    "--plot", metavar="FILE.png", help="Draw latency per iteration with the warm-up shaded."
+)
 @library_warnings_as_notes
 def steady(
     source: str,
@@ -196,7 +232,10 @@ def steady(
     if timestamps is not None:
         stamps, _, _, _ = load_series(source, timestamps, decimal)
         if (stamps[1:] < stamps[:-1]).any():
-            raise BadInput(f"{name} --timestamps {timestamps}", "timestamps go backwards; give start times in seconds")
+            raise BadInput(
+                f"{name} --timestamps {timestamps}",
+                "timestamps go backwards; give start times in seconds",
+            )
     unit_name, seconds_per_unit, assumed = _unit_scale(unit, header_unit, label)
     from pilot_sys.stats.steady import detect_steady_state
 
@@ -212,7 +251,11 @@ def steady(
         )
     except InsufficientData as exc:
         raise InsufficientData(name, exc.problem) from None
-    click.echo(_as_json(result, name, unit_name, assumed) if as_json else _as_text(result, name, unit_name, assumed))
+    click.echo(
+        _as_json(result, name, unit_name, assumed)
+        if as_json
+        else _as_text(result, name, unit_name, assumed)
+    )
     if plot_path is not None:
         plot_steady(values, result, plot_path, name, unit_name)
         if not as_json:

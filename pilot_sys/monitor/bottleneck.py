@@ -83,7 +83,9 @@ class ComponentStats(BaseModel):
     """One component and direction over the run."""
 
     component: str
-    direction: str  # read, write, send, receive, compute, capacity, iops_read, ..., busy, single core
+    direction: (
+        str  # read, write, send, receive, compute, capacity, iops_read, ..., busy, single core
+    )
     metric: str  # the trace key
     kind: Literal["utilization", "busy"]  # a fraction of a stated limit, or of wall time
     limit: dict[str, Any] | None = None  # the Limit a utilization is a fraction of
@@ -155,8 +157,9 @@ def governs_text(hidden: list[str], cut: str | None, cut_saturated: bool) -> str
     if not hidden or not cut or not cut_saturated:
         return None
     first = hidden[0].split(" (", 1)[0]
-    return (f"the hidden bottleneck governs the verdict: the number may be {first}'s limit, "
-            f"not {cut}'s")
+    return (
+        f"the hidden bottleneck governs the verdict: the number may be {first}'s limit, not {cut}'s"
+    )
 
 
 def cut_line(cut: str, cut_saturated: bool, hidden: list[str]) -> str:
@@ -188,7 +191,11 @@ def assess(
         weights[0] = 0.0  # a rate at row 0 covers no interval (it is NaN anyway)
         weights[1:] = np.diff(t)
     notes: list[str] = []
-    on_path = None if data_path is None else set(data_path) | set(ALWAYS_ON_PATH) | ({cut} if cut else set())
+    on_path = (
+        None
+        if data_path is None
+        else set(data_path) | set(ALWAYS_ON_PATH) | ({cut} if cut else set())
+    )
     limiters = _limiters(trace)
     if on_path is not None:  # a limit on what the data passes is on the path too
         on_path |= {lim for target, found in limiters.items() if target in on_path for lim in found}
@@ -196,19 +203,30 @@ def assess(
     stats = [_stats(s, _judged_series(trace, s), weights, threshold) for s in signals]
     _mark_applied(trace, stats, limiters)
     for s in stats:
-        if on_path is not None and s.component not in on_path and not s.component.startswith("core:"):
+        if (
+            on_path is not None
+            and s.component not in on_path
+            and not s.component.startswith("core:")
+        ):
             s.judged = False
             s.note = s.note or "not on the data path"
     _cover_by_limiters(stats, cut, limiters, max_hot_fraction)
     hot = [s for s in stats if s.judged and (s.time_above_fraction or 0.0) > max_hot_fraction]
     cut_stats = [s for s in stats if _is_cut(s.component, cut)]
-    cut_utilizations = [s for s in cut_stats if s.kind == "utilization" and s.direction != SINGLE_CORE]
+    cut_utilizations = [
+        s for s in cut_stats if s.kind == "utilization" and s.direction != SINGLE_CORE
+    ]
     cut_limit_unknown = cut is not None and not cut_utilizations
     cut_saturated = any(_is_cut(s.component, cut) for s in hot)
     hidden = [
         HiddenBottleneck(
-            component=s.component, direction=s.direction, metric=s.metric, mean=s.mean or 0.0,
-            p95=s.p95 or 0.0, peak=s.peak or 0.0, time_above_fraction=s.time_above_fraction or 0.0,
+            component=s.component,
+            direction=s.direction,
+            metric=s.metric,
+            mean=s.mean or 0.0,
+            p95=s.p95 or 0.0,
+            peak=s.peak or 0.0,
+            time_above_fraction=s.time_above_fraction or 0.0,
             evidence=_evidence(s, trace, threshold),
         )
         for s in hot
@@ -246,27 +264,42 @@ def assess(
         f"{_describe_limit(s.limit, s.component)}: "
         "the stated limit understates it, or a cache absorbed the traffic; check the limit"
         for s in stats
-        if s.kind == "utilization" and s.peak is not None and s.peak > OVER_LIMIT and s.direction != SINGLE_CORE
+        if s.kind == "utilization"
+        and s.peak is not None
+        and s.peak > OVER_LIMIT
+        and s.direction != SINGLE_CORE
         # a kernel limit is enforced: a sample above it is the kernel's dispatch granularity
         and not _limiter_kind(trace, s.metric.rsplit("/", 1)[0])
     ]
     notes += _applied_notes(stats)
-    notes += list(dict.fromkeys(
-        f"{s.component}: {s.note}" for s in stats
-        if not s.judged and s.note and s.note != "not on the data path" and s.applied is None
-        and not s.note.startswith(QUOTA_NOTE)
-    ))
-    notes += list(dict.fromkeys(
-        f"{s.component}: {s.note}" for s in stats
-        if not s.judged and s.applied == "physical" and s.note.startswith(BOUND_FIRST)
-    ))
+    notes += list(
+        dict.fromkeys(
+            f"{s.component}: {s.note}"
+            for s in stats
+            if not s.judged
+            and s.note
+            and s.note != "not on the data path"
+            and s.applied is None
+            and not s.note.startswith(QUOTA_NOTE)
+        )
+    )
+    notes += list(
+        dict.fromkeys(
+            f"{s.component}: {s.note}"
+            for s in stats
+            if not s.judged and s.applied == "physical" and s.note.startswith(BOUND_FIRST)
+        )
+    )
     off_path_hot = [
-        s for s in stats if s.note == "not on the data path" and (s.time_above_fraction or 0.0) > max_hot_fraction
+        s
+        for s in stats
+        if s.note == "not on the data path" and (s.time_above_fraction or 0.0) > max_hot_fraction
     ]
     notes += [
         f"{s.component} ({s.direction}) was above {_pct(threshold)} "
         f"for {_pct(s.time_above_fraction)} "
-        "of the run but is not on the data path" for s in off_path_hot
+        "of the run but is not on the data path"
+        for s in off_path_hot
     ]
     notes += trace.notes
     return Verdict(
@@ -290,17 +323,22 @@ def assess(
 def _signals(trace: MonitorTrace) -> list[ComponentStats]:
     """Which series are saturation signals (see the module docstring), unfilled."""
     found: list[ComponentStats] = []
-    with_util = {key.rsplit("/", 1)[0] for key in trace.series
-                 if key.rsplit("/", 1)[1].startswith("util_")}
+    with_util = {
+        key.rsplit("/", 1)[0] for key in trace.series if key.rsplit("/", 1)[1].startswith("util_")
+    }
     for key in sorted(trace.series):
         component, metric = key.rsplit("/", 1)  # ids may hold "/" (cgroup:/bench/cpu)
         quota = _judged_by(trace, component) == "throttled_periods"
         if metric.startswith("util_"):
-            direction = metric[len("util_"):]
+            direction = metric[len("util_") :]
             limit = trace.limits.get(f"{component}/{direction}")
             found.append(
                 ComponentStats(
-                    component=component, direction=direction, metric=key, kind="utilization", limit=limit,
+                    component=component,
+                    direction=direction,
+                    metric=key,
+                    kind="utilization",
+                    limit=limit,
                     # per-core series are reported; the verdict uses the host total and the
                     # busiest core; a CPU quota is judged by the periods it throttled
                     judged=not component.startswith("core:") and not quota,
@@ -310,21 +348,38 @@ def _signals(trace: MonitorTrace) -> list[ComponentStats]:
             if _limiter_kind(trace, component) == "memory limit" and metric == "util_capacity":
                 if not any(f"{component}/{m}" in trace.series for m in MEMORY_EVIDENCE):
                     found[-1].judged = False
-                    found[-1].note = ("no reclaim counter was readable: its fill is reported, "
-                                      "not judged (a full cgroup need not have hit its limit)")
+                    found[-1].note = (
+                        "no reclaim counter was readable: its fill is reported, "
+                        "not judged (a full cgroup need not have hit its limit)"
+                    )
         elif metric == "throttled_periods" and quota:
             found.append(
                 ComponentStats(
-                    component=component, direction=THROTTLED, metric=key, kind="utilization",
-                    limit={"value": 1.0, "unit": "periods", "source": "cgroup",
-                           "detail": "share of CFS enforcement periods in which the quota ran out"},
+                    component=component,
+                    direction=THROTTLED,
+                    metric=key,
+                    kind="utilization",
+                    limit={
+                        "value": 1.0,
+                        "unit": "periods",
+                        "source": "cgroup",
+                        "detail": "share of CFS enforcement periods in which the quota ran out",
+                    },
                 )
             )
         elif metric == BUSIEST_CORE:
             found.append(
                 ComponentStats(
-                    component=component, direction=SINGLE_CORE, metric=key, kind="utilization",
-                    limit={"value": 1.0, "unit": "cores", "source": "derived", "detail": "one core"},
+                    component=component,
+                    direction=SINGLE_CORE,
+                    metric=key,
+                    kind="utilization",
+                    limit={
+                        "value": 1.0,
+                        "unit": "cores",
+                        "source": "derived",
+                        "detail": "one core",
+                    },
                 )
             )
         elif metric == "busy" and component.startswith("block:"):
@@ -333,13 +388,22 @@ def _signals(trace: MonitorTrace) -> list[ComponentStats]:
             note = ""
             if parallel:
                 note = (
-                    "serves requests in parallel (NVMe, RAID or multi-queue): busy time is reported "
-                    "but not judged, 100 % busy can be far from its limit"
+                    "serves requests in parallel (NVMe, RAID or multi-queue): busy time is "
+                    "reported but not judged, 100 % busy can be far from its limit"
                 )
                 if component not in with_util:
-                    note += "; its throughput limit is unknown, so it has no usable saturation signal"
+                    note += (
+                        "; its throughput limit is unknown, so it has no usable saturation signal"
+                    )
             found.append(
-                ComponentStats(component=component, direction="busy", metric=key, kind="busy", judged=judged, note=note)
+                ComponentStats(
+                    component=component,
+                    direction="busy",
+                    metric=key,
+                    kind="busy",
+                    judged=judged,
+                    note=note,
+                )
             )
     return found
 
@@ -370,8 +434,9 @@ def _judged_series(trace: MonitorTrace, signal: ComponentStats) -> np.ndarray:
     owner, metric = signal.metric.rsplit("/", 1)
     if metric != "util_capacity" or _limiter_kind(trace, owner) != "memory limit":
         return values
-    evidence = [_series(trace, f"{owner}/{m}") for m in MEMORY_EVIDENCE
-                if f"{owner}/{m}" in trace.series]
+    evidence = [
+        _series(trace, f"{owner}/{m}") for m in MEMORY_EVIDENCE if f"{owner}/{m}" in trace.series
+    ]
     evidence = [e for e in evidence if e.size == values.size]
     if not evidence:
         return values
@@ -407,12 +472,19 @@ def _effective_for_cut(
         physical = trace.limits.get(f"{cut}/{direction}")
         if physical and physical.get("value") is not None and physical["value"] <= value:
             continue  # the hardware binds first: the physical limit applies
-        found.append(ComponentStats(
-            component=cut, direction=direction, metric=f"{limiter}/util_{direction}",
-            kind="utilization", limit=limit, applied="effective", imposed_by=limiter,
-            physical_limit=physical,
-            note=f"against its effective limit, {limiter}'s, on that limiter's own counters",
-        ))
+        found.append(
+            ComponentStats(
+                component=cut,
+                direction=direction,
+                metric=f"{limiter}/util_{direction}",
+                kind="utilization",
+                limit=limit,
+                applied="effective",
+                imposed_by=limiter,
+                physical_limit=physical,
+                note=f"against its effective limit, {limiter}'s, on that limiter's own counters",
+            )
+        )
     return found
 
 
@@ -430,35 +502,50 @@ def _mark_applied(
         if (s.component, s.direction) in effective:
             chosen = effective[(s.component, s.direction)]
             s.judged = False
-            s.note = (f"its physical limit; the tighter effective limit of {chosen.imposed_by} "
-                      "applied")
+            s.note = (
+                f"its physical limit; the tighter effective limit of {chosen.imposed_by} applied"
+            )
             continue
         tighter = [
-            lim for lim in limiters[s.component]
+            lim
+            for lim in limiters[s.component]
             if (v := (trace.limits.get(f"{lim}/{s.direction}") or {}).get("value")) is not None
             and (s.limit is None or s.limit.get("value") is None or v < s.limit["value"])
         ]
         if tighter and not s.note:
-            s.note = (f"{', '.join(tighter)} limits it more tightly; judged on "
-                      f"{'its' if len(tighter) == 1 else 'their'} own counters")
+            s.note = (
+                f"{', '.join(tighter)} limits it more tightly; judged on "
+                f"{'its' if len(tighter) == 1 else 'their'} own counters"
+            )
 
 
-def _cover_by_limiters(stats: list[ComponentStats], cut: str | None,
-                       limiters: dict[str, list[str]], max_hot_fraction: float) -> None:
+def _cover_by_limiters(
+    stats: list[ComponentStats],
+    cut: str | None,
+    limiters: dict[str, list[str]],
+    max_hot_fraction: float,
+) -> None:
     """A limiter that bound long enough speaks for what it limits: that component (unless it
     is the CUT) is reported, not blamed as well."""
     limiter_ids = {lim for found in limiters.values() for lim in found}
-    hot = {s.component: s for s in stats if s.judged and s.component in limiter_ids
-           and (s.time_above_fraction or 0.0) > max_hot_fraction}
+    hot = {
+        s.component: s
+        for s in stats
+        if s.judged
+        and s.component in limiter_ids
+        and (s.time_above_fraction or 0.0) > max_hot_fraction
+    }
     for s in stats:
         if not s.judged or _is_cut(s.component, cut):
             continue
         binding = [hot[lim] for lim in limiters.get(s.component, []) if lim in hot]
         if binding:
             s.judged = False
-            s.note = (f"{BOUND_FIRST}: {binding[0].component} ({binding[0].direction} above the "
-                      f"threshold for {_pct(binding[0].time_above_fraction)} of the run): "
-                      "the workload could not use more of it, whatever its load")
+            s.note = (
+                f"{BOUND_FIRST}: {binding[0].component} ({binding[0].direction} above the "
+                f"threshold for {_pct(binding[0].time_above_fraction)} of the run): "
+                "the workload could not use more of it, whatever its load"
+            )
 
 
 def _applied_notes(stats: list[ComponentStats]) -> list[str]:
@@ -468,20 +555,28 @@ def _applied_notes(stats: list[ComponentStats]) -> list[str]:
     for s in stats:
         if s.applied != "effective":
             continue
-        physical = (f"its physical {_describe_limit(s.physical_limit, s.component)[4:]}"
-                    if s.physical_limit and s.physical_limit.get("value") is not None
-                    else "its physical limit (unknown)")
-        out.append(f"{s.component} ({s.direction}) judged against its effective limit: "
-                   f"{s.imposed_by}'s, {_describe_limit(s.limit, s.component)[4:]}, tighter than "
-                   f"{physical}")
+        physical = (
+            f"its physical {_describe_limit(s.physical_limit, s.component)[4:]}"
+            if s.physical_limit and s.physical_limit.get("value") is not None
+            else "its physical limit (unknown)"
+        )
+        out.append(
+            f"{s.component} ({s.direction}) judged against its effective limit: "
+            f"{s.imposed_by}'s, {_describe_limit(s.limit, s.component)[4:]}, tighter than "
+            f"{physical}"
+        )
     return out
 
 
 def _series(trace: MonitorTrace, key: str) -> np.ndarray:
-    return np.array([np.nan if v is None else v for v in trace.series.get(key, [])], dtype=np.float64)
+    return np.array(
+        [np.nan if v is None else v for v in trace.series.get(key, [])], dtype=np.float64
+    )
 
 
-def _stats(signal: ComponentStats, values: np.ndarray, weights: np.ndarray, threshold: float) -> ComponentStats:
+def _stats(
+    signal: ComponentStats, values: np.ndarray, weights: np.ndarray, threshold: float
+) -> ComponentStats:
     finite = np.isfinite(values)
     if values.size != weights.size or not finite.any():
         return signal
@@ -546,8 +641,10 @@ def _evidence(s: ComponentStats, trace: MonitorTrace, threshold: float) -> str:
         total = _mean_of(trace, "cpu:host/busy")
         text = f"the busiest core was {numbers}"
         if total is not None:
-            text += (f" while all cores together averaged {_pct(total)}: "
-                     "a single thread is limited by one core")
+            text += (
+                f" while all cores together averaged {_pct(total)}: "
+                "a single thread is limited by one core"
+            )
         own = _workload_cores(trace)
         if own is not None:
             text += f"; the workload's processes used {own:.2f} cores on average"
@@ -559,7 +656,10 @@ def _evidence(s: ComponentStats, trace: MonitorTrace, threshold: float) -> str:
         own = _workload_cores(trace)
         busy = _mean_of(trace, "cpu:host/busy_cores")
         if own is not None and busy is not None:
-            text += f"; the workload's processes used {own:.2f} cores, other processes {max(busy - own, 0.0):.2f}"
+            text += (
+                f"; the workload's processes used {own:.2f} cores, "
+                f"other processes {max(busy - own, 0.0):.2f}"
+            )
         psi = _mean_of(trace, "cpu:host/psi_some")
         if psi is not None:
             text += f"; runnable tasks waited for a CPU {_pct(psi)} of the time (PSI)"
@@ -567,8 +667,8 @@ def _evidence(s: ComponentStats, trace: MonitorTrace, threshold: float) -> str:
     if s.kind == "busy":
         depth = _mean_of(trace, f"{s.component}/queue_depth")
         text = (
-            f"requests in flight {numbers} (busy time from io_ticks: its throughput limit is unknown, "
-            "and it serves one request at a time, so busy time is its saturation signal)"
+            f"requests in flight {numbers} (busy time from io_ticks: its throughput limit is "
+            "unknown, and it serves one request at a time, so busy time is its saturation signal)"
         )
         if depth is not None:
             text += f"; mean queue depth {depth:.1f}"
@@ -648,16 +748,24 @@ def _limiter_evidence(s: ComponentStats, trace: MonitorTrace, numbers: str) -> s
         return text
     if kind == "cpuset":
         cpus = attrs.get("cpus") or []
-        return (f"cgroup {cgroup} cpuset of {len(cpus) or units.quantity(limit, 'cores')} CPUs"
-                f"{' (' + ','.join(map(str, cpus)) + ')' if cpus else ''}: {numbers}")
+        return (
+            f"cgroup {cgroup} cpuset of {len(cpus) or units.quantity(limit, 'cores')} CPUs"
+            f"{' (' + ','.join(map(str, cpus)) + ')' if cpus else ''}: {numbers}"
+        )
     if kind == "I/O throttle":
         disk = attrs.get("disk") or attrs.get("device", "?")
         what = {"read": "reads", "write": "writes", "iops_read": "reads", "iops_write": "writes"}
-        rate_key = {"read": "read_bytes_per_s", "write": "write_bytes_per_s",
-                    "iops_read": "read_iops", "iops_write": "write_iops"}.get(s.direction)
+        rate_key = {
+            "read": "read_bytes_per_s",
+            "write": "write_bytes_per_s",
+            "iops_read": "read_iops",
+            "iops_write": "write_iops",
+        }.get(s.direction)
         unit = (s.limit or {}).get("unit", "B/s")
-        text = (f"cgroup {cgroup} io throttle on {disk} {s.direction.replace('_', ' ')} "
-                f"{units.quantity(limit, unit)}")
+        text = (
+            f"cgroup {cgroup} io throttle on {disk} {s.direction.replace('_', ' ')} "
+            f"{units.quantity(limit, unit)}"
+        )
         held = _active_mean(trace, f"{c}/{rate_key}") if rate_key else None
         if held is None:
             return f"{text}: {numbers}"
@@ -685,12 +793,16 @@ def _limiter_evidence(s: ComponentStats, trace: MonitorTrace, numbers: str) -> s
         hits = _total(trace, f"{c}/limit_hits_per_s")
         if hits:
             source = "memory.failcnt" if attrs.get("version") == 1 else "memory.events max/high"
-            text += (f"; the kernel reclaimed to stay under it {units.count(round(hits))} times "
-                     f"({source})")
+            text += (
+                f"; the kernel reclaimed to stay under it {units.count(round(hits))} times "
+                f"({source})"
+            )
         refaults = _total(trace, f"{c}/refaults_per_s")
         if refaults:
-            text += (f"; {units.count(round(refaults))} evicted file pages were read again "
-                     "(workingset refaults: the page cache could not hold the data)")
+            text += (
+                f"; {units.count(round(refaults))} evicted file pages were read again "
+                "(workingset refaults: the page cache could not hold the data)"
+            )
         stall = _time_mean(trace, f"{c}/psi_some")
         if stall:
             text += f"; its tasks stalled on memory {_pct(stall)} of the time (PSI)"
@@ -706,15 +818,21 @@ def _ratio_of_totals(trace: MonitorTrace, numerator: str, denominator: str) -> f
 CPU_BOUND_COMPONENTS = ("cpu:host", "core:")
 
 
-def _frequency_warning(trace: MonitorTrace, weights: np.ndarray, cut: str | None,
-                       hot: list[ComponentStats], max_hot_fraction: float) -> str | None:
+def _frequency_warning(
+    trace: MonitorTrace,
+    weights: np.ndarray,
+    cut: str | None,
+    hot: list[ComponentStats],
+    max_hot_fraction: float,
+) -> str | None:
     """A CPU-bound result (the CUT is the CPU, or the CPU or a CPU quota bound) measured while
     a cpufreq policy ran below its nominal frequency for longer than ``max_hot_fraction`` of
     the run: the frequencies seen, per policy."""
     policies = {c: a for c, a in trace.attrs.items() if c.startswith("cpufreq:policy")}
     cpu_bound = (cut is not None and cut.startswith(CPU_BOUND_COMPONENTS)) or any(
-        h.component.startswith(CPU_BOUND_COMPONENTS) or _limiter_kind(trace, h.component)
-        in ("CPU quota", "cpuset") for h in hot
+        h.component.startswith(CPU_BOUND_COMPONENTS)
+        or _limiter_kind(trace, h.component) in ("CPU quota", "cpuset")
+        for h in hot
     )
     if not policies or not cpu_bound:
         return None
@@ -732,10 +850,15 @@ def _frequency_warning(trace: MonitorTrace, weights: np.ndarray, cut: str | None
             continue
         low = hz[np.isfinite(hz) & (below > 0)]
         cpus = ",".join(map(str, attrs.get("cpus") or [])) or "?"
-        seen_at = (_ghz(low.min()) if _ghz(low.min()) == _ghz(low.max())
-                   else f"{_ghz(low.min())}-{_ghz(low.max())} (mean {_ghz(low.mean())})")
-        text = (f"{policy.split(':', 1)[1]} (CPUs {cpus}) at {seen_at} below its nominal "
-                f"{_ghz(nominal)} for {_pct(share)} of the run")
+        seen_at = (
+            _ghz(low.min())
+            if _ghz(low.min()) == _ghz(low.max())
+            else f"{_ghz(low.min())}-{_ghz(low.max())} (mean {_ghz(low.mean())})"
+        )
+        text = (
+            f"{policy.split(':', 1)[1]} (CPUs {cpus}) at {seen_at} below its nominal "
+            f"{_ghz(nominal)} for {_pct(share)} of the run"
+        )
         cap, hardware = attrs.get("scaling_max_hz"), attrs.get("hardware_max_hz")
         if cap and hardware and cap < hardware:
             text += f", capped at {_ghz(cap)} (scaling_max_freq)"
@@ -744,8 +867,10 @@ def _frequency_warning(trace: MonitorTrace, weights: np.ndarray, cut: str | None
         seen.append(text)
     if not seen:
         return None
-    return ("warning: a CPU-bound result measured below the nominal CPU frequency (it would be "
-            "faster at the CPU's rated speed): " + "; ".join(seen))
+    return (
+        "warning: a CPU-bound result measured below the nominal CPU frequency (it would be "
+        "faster at the CPU's rated speed): " + "; ".join(seen)
+    )
 
 
 def _ghz(hz: float) -> str:
@@ -778,8 +903,12 @@ def _instead(cut: str, cut_stats: list[ComponentStats], trace: MonitorTrace, gra
             text += f" ({busy.note})"
     rates = [
         (label, _mean_of(trace, f"{cut}/{metric}"))
-        for label, metric in (("read", "read_bytes_per_s"), ("write", "write_bytes_per_s"),
-                              ("receive", "rx_bytes_per_s"), ("send", "tx_bytes_per_s"))
+        for label, metric in (
+            ("read", "read_bytes_per_s"),
+            ("write", "write_bytes_per_s"),
+            ("receive", "rx_bytes_per_s"),
+            ("send", "tx_bytes_per_s"),
+        )
     ]
     network = units.network_component(cut)
     shown = [f"{label} {units.quantity(v, 'B/s', network)}" for label, v in rates if v]

@@ -21,12 +21,18 @@ from pathlib import Path
 from typing import IO, Any
 
 from pilot_sys.errors import BadInput
-from pilot_sys.monitor.bottleneck import DEFAULT_MAX_HOT_FRACTION, DEFAULT_THRESHOLD, Verdict, assess
+from pilot_sys.monitor.bottleneck import (
+    DEFAULT_MAX_HOT_FRACTION,
+    DEFAULT_THRESHOLD,
+    Verdict,
+    assess,
+)
 from pilot_sys.monitor.sampler import Sampler
 from pilot_sys.monitor.trace import MonitorTrace
 
 NO_COMMAND = (
-    "no command given; put it after --, e.g. pilot-sys monitor -- dd if=/dev/zero of=/tmp/x bs=1M count=100"
+    "no command given; put it after --, "
+    "e.g. pilot-sys monitor -- dd if=/dev/zero of=/tmp/x bs=1M count=100"
 )
 GRACE_SECONDS = 5.0  # after Ctrl-C, how long the command may take to exit before SIGTERM/SIGKILL
 
@@ -56,7 +62,11 @@ def discover_path(
     try:
         from pilot_sys.monitor.data_path import command_data_path
     except ImportError as exc:  # the topology layer is optional for the sampler
-        return graph, None, [f"no topology: {exc}; limits other than CPU count and NIC speed are unknown"]
+        return (
+            graph,
+            None,
+            [f"no topology: {exc}; limits other than CPU count and NIC speed are unknown"],
+        )
     found = command_data_path(argv, hosts=hosts, graph=graph, root=root)
     return found.graph, found.data_path, [*found.loud, *found.notes]
 
@@ -135,7 +145,9 @@ def run_monitored(
                 on_tick(sampler, data_path)
     except KeyboardInterrupt:
         interrupted = True
-        notes.append("interrupted by Ctrl-C: the command was stopped; the trace covers the run until then")
+        notes.append(
+            "interrupted by Ctrl-C: the command was stopped; the trace covers the run until then"
+        )
         _stop(proc)
         if not started:
             raise  # nothing was measured yet
@@ -149,8 +161,14 @@ def run_monitored(
     returncode = proc.returncode if proc.returncode is not None else -signal.SIGINT
     trace.notes += notes
     verdict = assess(
-        trace, graph, cut, threshold=threshold, max_hot_fraction=max_hot_fraction,
-        data_path=list(data_path.components) if data_path is not None and data_path.components else None,
+        trace,
+        graph,
+        cut,
+        threshold=threshold,
+        max_hot_fraction=max_hot_fraction,
+        data_path=list(data_path.components)
+        if data_path is not None and data_path.components
+        else None,
     )
     trace.verdict = verdict.model_dump(mode="json")
     return MonitoredRun(returncode, trace, verdict, graph, data_path, interrupted, notes)
@@ -183,7 +201,12 @@ def _exited(proc: subprocess.Popen[bytes], timeout: float) -> bool:
 def _stop(proc: subprocess.Popen[bytes], grace: float = 1.0) -> None:
     """From a terminal the command got the SIGINT too: give it a moment to exit on its own, then
     pass the SIGINT on (a lone ``kill -INT`` reached only us), then insist."""
-    steps = ((None, grace), (signal.SIGINT, GRACE_SECONDS), (signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0))
+    steps = (
+        (None, grace),
+        (signal.SIGINT, GRACE_SECONDS),
+        (signal.SIGTERM, 2.0),
+        (signal.SIGKILL, 2.0),
+    )
     for sig, wait in steps:
         if sig is not None and proc.poll() is None:
             proc.send_signal(sig)

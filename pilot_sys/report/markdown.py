@@ -33,9 +33,8 @@ class ReportInput:
     """What report.md is rendered from."""
 
     result: SessionResult
-    plots: dict[str, Path] = field(
-        default_factory=dict
-    )  # title -> path relative to the result directory
+    # title -> path relative to the result directory
+    plots: dict[str, Path] = field(default_factory=dict)
     rounds_table: list[list[str]] = field(default_factory=list)
 
 
@@ -62,13 +61,16 @@ def header(doc: ReportInput) -> list[str]:
     if result.status is Status.INVALID:
         lines += [
             '<p style="color:red"><b>&#9940; '
-            f'{verdict.headline.replace("INVALID", "INVALID RESULT", 1)}. '
+            f"{verdict.headline.replace('INVALID', 'INVALID RESULT', 1)}. "
             "The numbers below do not describe the component under test.</b></p>",
             "",
         ]
     cfg = result.config
-    measured = ("" if result.measured_seconds is None
-                else f", {units.duration(result.measured_seconds)} of it in rounds")
+    measured = (
+        ""
+        if result.measured_seconds is None
+        else f", {units.duration(result.measured_seconds)} of it in rounds"
+    )
     return lines + [
         f"- **Status:** `{result.status}`: {result.stop_reason} (exit code {result.exit_code}: "
         f"{EXIT_MEANING.get(result.exit_code, '?')})",
@@ -351,7 +353,7 @@ def bottleneck(doc: ReportInput) -> list[str]:
         ]
     verdict = {
         True: "**valid**: no component other than the component under test passed the threshold "
-              "over the included rounds taken together",
+        "over the included rounds taken together",
         False: "**INVALID**: hidden bottleneck at "
         + ", ".join(f"`{h}`" for h in b.hidden_bottlenecks)
         + " over the included rounds taken together",
@@ -360,8 +362,11 @@ def bottleneck(doc: ReportInput) -> list[str]:
     thr = result.config.get("bottleneck_threshold", 0.8)
     lines += [
         f"- Component under test: `{b.cut or 'unknown'}`"
-        + ("" if b.cut_saturated is None or not b.cut
-           else f" ({'saturated' if b.cut_saturated else 'not saturated'})"),
+        + (
+            ""
+            if b.cut_saturated is None or not b.cut
+            else f" ({'saturated' if b.cut_saturated else 'not saturated'})"
+        ),
         f"- Verdict: {verdict} (threshold {units.percent(thr, None)} of each stated limit)",
     ]
     if v.governs:
@@ -372,17 +377,24 @@ def bottleneck(doc: ReportInput) -> list[str]:
     if b.detail.get("samples"):
         lines.append(f"- Judged over the included rounds' {b.detail['samples']} samples together")
     if b.rounds_invalid:
-        lines.append(f"- Rounds excluded on their own verdict (a hidden bottleneck over enough "
-                     f"samples to judge): {ranges(b.rounds_invalid)}")
+        lines.append(
+            f"- Rounds excluded on their own verdict (a hidden bottleneck over enough "
+            f"samples to judge): {ranges(b.rounds_invalid)}"
+        )
     if b.rounds_unjudged:
-        lines.append(f"- Rounds that saw a hidden bottleneck but were too short to judge on their "
-                     f"own (not excluded; judged together above): {ranges(b.rounds_unjudged)}")
+        lines.append(
+            f"- Rounds that saw a hidden bottleneck but were too short to judge on their "
+            f"own (not excluded; judged together above): {ranges(b.rounds_unjudged)}"
+        )
     lines += [f"- note: {note}" for note in b.detail.get("notes") or []]
     if b.error:
         lines.append(f"- Monitor problems: {b.error}")
     if b.max_utilization:
-        lines += ["", "Peak utilization (fraction of the stated limit) over the included rounds:",
-                  ""]
+        lines += [
+            "",
+            "Peak utilization (fraction of the stated limit) over the included rounds:",
+            "",
+        ]
         lines += _table(
             ["series", "peak"],
             [[f"`{k}`", units.percent(v)] for k, v in list(b.max_utilization.items())[:12]],

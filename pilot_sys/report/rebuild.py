@@ -30,9 +30,12 @@ def _derive(directory: Path) -> tuple[Journal, SessionResult, dict[str, TrackAna
     assert journal.manifest is not None
     if journal.damage:
         damage = "; ".join(journal.damage)
-        raise BadInput(str(directory), f"damaged: {damage}; nothing was rewritten (`pilot-sys run "
-                                       f"--resume {directory} --repair` sets those folders aside "
-                                       "and continues the session)")
+        raise BadInput(
+            str(directory),
+            f"damaged: {damage}; nothing was rewritten (`pilot-sys run "
+            f"--resume {directory} --repair` sets those folders aside "
+            "and continues the session)",
+        )
     analyses = analyse_journal(journal)
     stop_reason, elapsed = offline_stop_reason(journal)
     notes: list[str] = []
@@ -48,7 +51,9 @@ def _derive(directory: Path) -> tuple[Journal, SessionResult, dict[str, TrackAna
         from pilot_sys.session.interleave import compare_analyses
 
         comparison = compare_analyses(analyses, journal.manifest.config)
-    result = build_result(journal, analyses, stop_reason, elapsed, notes=notes, comparison=comparison)
+    result = build_result(
+        journal, analyses, stop_reason, elapsed, notes=notes, comparison=comparison
+    )
     if last is not None and last.monitor_cost:
         result.overhead.monitor_cost = last.monitor_cost
     if writer is not None and result.status is not Status.INVALID:
@@ -72,10 +77,13 @@ def rebuild_noting(
     directory = Path(directory)
     writer = Journal.writer_pid(directory)
     if writer is not None:
-        raise BadInput(str(directory), f"a session is still running in it (pilot-sys pid "
-                                       f"{writer}); its result and reports are written when it "
-                                       f"ends: `pilot-sys report --stdout {directory}` shows the "
-                                       "rounds so far")
+        raise BadInput(
+            str(directory),
+            f"a session is still running in it (pilot-sys pid "
+            f"{writer}); its result and reports are written when it "
+            f"ends: `pilot-sys report --stdout {directory}` shows the "
+            "rounds so far",
+        )
     from pilot_sys.report.writer import write_reports
 
     journal, result, analyses = _derive(directory)

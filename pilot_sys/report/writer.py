@@ -47,8 +47,9 @@ def ci_history(
     the analysis over growing prefixes of the journal (EDM results are reused per round); the
     bounds are NaN after a round that left the PI with a mean but no interval."""
     recs = journal.rounds_of(name)
-    replay = TrackAnalysis(config=analysis.config, pis=analysis.pis, work_unit=analysis.work_unit,
-                           cut=analysis.cut)
+    replay = TrackAnalysis(
+        config=analysis.config, pis=analysis.pis, work_unit=analysis.work_unit, cut=analysis.cut
+    )
     replay.stable, replay.kept_units = analysis.stable, analysis.kept_units  # same rounds, same EDM
     ends = (
         np.unique(np.linspace(1, len(recs), min(len(recs), MAX_HISTORY_POINTS)).round().astype(int))
@@ -444,8 +445,17 @@ def rounds_table(journal: Journal, analyses: dict[str, TrackAnalysis]) -> list[l
             state = f"{EXCLUDED_WORDS} at {where}"
         elif state == "excluded":
             state = "below alpha"
-        rows.append([str(r.index), r.workload, units.work(r.work_amount, work_unit),
-                     units.duration(r.duration), r.phase, state, readings])
+        rows.append(
+            [
+                str(r.index),
+                r.workload,
+                units.work(r.work_amount, work_unit),
+                units.duration(r.duration),
+                r.phase,
+                state,
+                readings,
+            ]
+        )
     return rows
 
 
@@ -490,7 +500,13 @@ def write_reports(
     atomic_write_text(path, render(result, figs.made, table))
     if html:
         page = render_html(
-            result, figs.made, table, journal.root, figs.usage, figs.path, figs.limits,
+            result,
+            figs.made,
+            table,
+            journal.root,
+            figs.usage,
+            figs.path,
+            figs.limits,
             figs.usage_over,
         )
         atomic_write_text(journal.root / HTML_FILE, page)
@@ -522,9 +538,18 @@ def run_and_report(session: Session, plots: bool = True) -> SessionResult:
         with session.finishing:  # the first Ctrl-C waits for the reports; the second stops them
             write_reports(session.journal, result, session.analyses, plots=plots)
     except OSError as exc:
-        session.progress.emit(Note(f"the reports were not written ({exc.strerror or exc}); "
-                                   f"result.json is: free some space, then {finish}", loud=True))
+        session.progress.emit(
+            Note(
+                f"the reports were not written ({exc.strerror or exc}); "
+                f"result.json is: free some space, then {finish}",
+                loud=True,
+            )
+        )
     except KeyboardInterrupt:
-        session.progress.emit(Note(f"the reports were not finished (interrupted); result.json is "
-                                   f"complete: {finish}", loud=True))
+        session.progress.emit(
+            Note(
+                f"the reports were not finished (interrupted); result.json is complete: {finish}",
+                loud=True,
+            )
+        )
     return result

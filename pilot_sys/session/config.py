@@ -38,16 +38,34 @@ PRESETS: dict[Preset, dict[str, Any]] = {
     # changes over seconds), so session time, not the number of rounds, buys independent samples
     # (benchmarks/results/quick_preset.md)
     Preset.QUICK: dict(
-        ci_perc=0.10, confidence=0.95, autocorr_limit=0.1, session_limit=60.0,
-        first_result_seconds=20.0, min_round_seconds=0.1, max_round_seconds=0.5, min_rounds=8,
+        ci_perc=0.10,
+        confidence=0.95,
+        autocorr_limit=0.1,
+        session_limit=60.0,
+        first_result_seconds=20.0,
+        min_round_seconds=0.1,
+        max_round_seconds=0.5,
+        min_rounds=8,
     ),
     Preset.NORMAL: dict(
-        ci_perc=0.10, confidence=0.95, autocorr_limit=0.1, session_limit=600.0,
-        first_result_seconds=60.0, min_round_seconds=0.5, max_round_seconds=20.0, min_rounds=8,
+        ci_perc=0.10,
+        confidence=0.95,
+        autocorr_limit=0.1,
+        session_limit=600.0,
+        first_result_seconds=60.0,
+        min_round_seconds=0.5,
+        max_round_seconds=20.0,
+        min_rounds=8,
     ),
     Preset.STRICT: dict(
-        ci_perc=0.05, confidence=0.99, autocorr_limit=0.1, session_limit=3600.0,
-        first_result_seconds=60.0, min_round_seconds=1.0, max_round_seconds=60.0, min_rounds=10,
+        ci_perc=0.05,
+        confidence=0.99,
+        autocorr_limit=0.1,
+        session_limit=3600.0,
+        first_result_seconds=60.0,
+        min_round_seconds=1.0,
+        max_round_seconds=60.0,
+        min_rounds=10,
     ),
 }
 
@@ -58,15 +76,25 @@ class SessionConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     preset: Preset = Preset.NORMAL
-    ci_perc: float = Field(0.10, gt=0, lt=10, description="target full CI width as a fraction of |mean|")
+    ci_perc: float = Field(
+        0.10, gt=0, lt=10, description="target full CI width as a fraction of |mean|"
+    )
     confidence: float = Field(0.95, gt=0.5, lt=1)
-    autocorr_limit: float = Field(0.1, gt=0, lt=1, description="|lag-1 autocorrelation| accepted after subsession merging")
+    autocorr_limit: float = Field(
+        0.1, gt=0, lt=1, description="|lag-1 autocorrelation| accepted after subsession merging"
+    )
     session_limit: float | None = Field(600.0, gt=0, description="seconds; None: no limit")
     first_result_seconds: float = Field(60.0, gt=0, description="t of the k heuristic (Pilot docs, warm-up detection)")
     k_rounds: int = Field(50, ge=2, description="n of the k heuristic: rounds expected within t")
-    min_round_seconds: float = Field(0.5, ge=0, description="rounds shorter than this are stored, not analysed")
-    max_round_seconds: float = Field(20.0, gt=0, description="cap on one round's predicted duration")
-    min_rounds: int = Field(5, ge=1, description="analysed rounds needed before the session may stop")
+    min_round_seconds: float = Field(
+        0.5, ge=0, description="rounds shorter than this are stored, not analysed"
+    )
+    max_round_seconds: float = Field(
+        20.0, gt=0, description="cap on one round's predicted duration"
+    )
+    min_rounds: int = Field(
+        5, ge=1, description="analysed rounds needed before the session may stop"
+    )
     max_rounds: int | None = Field(None, ge=1)
     work_min: float = Field(0.0, ge=0, description="a: the smallest valid work amount")
     work_max: float = Field(0.0, ge=0, description="b: the largest valid work amount")
@@ -79,13 +107,17 @@ class SessionConfig(BaseModel):
     cut: str | None = None  # component id of the component under test, if the user names one
     hosts: list[str] = Field(default_factory=list)  # --host NAME=URL: remote hosts monitored too
     compare_p_threshold: float = Field(0.01, gt=0, lt=1)
-    compare_pi: str | None = None  # the PI an interleaved comparison ranks by (None: the first shared)
+    compare_pi: str | None = (
+        None  # the PI an interleaved comparison ranks by (None: the first shared)
+    )
     remove_nonstable: bool = True
 
     @model_validator(mode="after")
     def _range_ordered(self) -> SessionConfig:
         if self.work_max and self.work_max < self.work_min:
-            raise ValueError(f"work amount range {self.work_min:g},{self.work_max:g}: MAX is below MIN")
+            raise ValueError(
+                f"work amount range {self.work_min:g},{self.work_max:g}: MAX is below MIN"
+            )
         if self.max_round_seconds < self.min_round_seconds:
             raise ValueError("max_round_seconds is below min_round_seconds")
         return self
@@ -112,8 +144,10 @@ def preset_rows() -> list[tuple[str, list[str]]]:
         return label, [show(PRESETS[p]) for p in Preset]
 
     return [
-        row("CI target (--ci-perc)", lambda p: f"{units.percent(p['ci_perc'], None)} "
-                                               f"({units.target(p['ci_perc'])})"),
+        row(
+            "CI target (--ci-perc)",
+            lambda p: f"{units.percent(p['ci_perc'], None)} ({units.target(p['ci_perc'])})",
+        ),
         row("confidence", lambda p: units.percent(p["confidence"], None)),
         row("session limit (-s)", lambda p: f"{p['session_limit']:g} s"),
         row("min rounds", lambda p: str(p["min_rounds"])),

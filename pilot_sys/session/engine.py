@@ -73,7 +73,9 @@ class Track:
     analysed_at: int = -1  # usable rounds at the last analysis
     analysed_index: int = 0  # the last round (session index) the analysis has seen
     next_analysis_at: int = 0  # analyse again once this many usable rounds exist
-    pending_units: dict[int, tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = field(default_factory=dict)
+    pending_units: dict[int, tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = field(
+        default_factory=dict
+    )
     warned_short: bool = False
 
     @property
@@ -96,7 +98,9 @@ ANALYSIS_GROWTH = 0.02  # re-analyse at the latest after this much growth in rou
 FORECAST_MARGIN = 0.5  # ... or once this share of the forecast rounds have run
 
 
-def analysis_step(usable_rounds: int, rounds_needed: int | None, to_first_interval: int | None = None) -> int:
+def analysis_step(
+    usable_rounds: int, rounds_needed: int | None, to_first_interval: int | None = None
+) -> int:
     """Rounds until the next analysis.
 
     The CI of all samples so far costs O(samples) to recompute (the autocorrelation time is an
@@ -128,12 +132,20 @@ def cost_floor(analysis_seconds: float, mean_round_seconds: float) -> int:
     return max(1, math.ceil(analysis_seconds / budget))
 
 
-def make_track(spec: WorkloadSpec, workload: Workload, config: SessionConfig, pis: list[PISpec],
-               cut: str | None = None) -> Track:
+def make_track(
+    spec: WorkloadSpec,
+    workload: Workload,
+    config: SessionConfig,
+    pis: list[PISpec],
+    cut: str | None = None,
+) -> Track:
     return Track(
-        spec=spec, workload=workload, planner=Planner(config),
-        analysis=TrackAnalysis(config=config, pis=pis, work_unit=config.work_unit,
-                               cut=cut or config.cut),
+        spec=spec,
+        workload=workload,
+        planner=Planner(config),
+        analysis=TrackAnalysis(
+            config=config, pis=pis, work_unit=config.work_unit, cut=cut or config.cut
+        ),
     )
 
 
@@ -207,7 +219,8 @@ class Engine:
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self) -> EngineOutcome:
-        statsapi.preload()  # scipy.stats imports take seconds: pay them before round 1, not after it
+        # scipy.stats imports take seconds: pay them before round 1, not after it
+        statsapi.preload()
         start = time.monotonic()
         old_int = signal.signal(signal.SIGINT, self._on_signal)
         old_term = signal.signal(signal.SIGTERM, self._on_signal)
@@ -262,7 +275,9 @@ class Engine:
 
     def targets_met(self) -> bool:
         """Every workload's targets (and the comparison's, if any) met by the current analyses."""
-        return all(t.targets_met() for t in self.tracks) and (self.extra_stop is None or self.extra_stop(self.tracks))
+        return all(t.targets_met() for t in self.tracks) and (
+            self.extra_stop is None or self.extra_stop(self.tracks)
+        )
 
     def _confirmed(self) -> bool:
         """Targets met by every track's *latest* rounds: a paced analysis can be some rounds old,
@@ -281,7 +296,9 @@ class Engine:
             return StopReason.INTERRUPTED
         if self.targets_met() and self._confirmed():
             return StopReason.TARGETS_MET
-        if self.cfg.max_rounds is not None and all(t.rounds >= self.cfg.max_rounds for t in self.tracks):
+        if self.cfg.max_rounds is not None and all(
+            t.rounds >= self.cfg.max_rounds for t in self.tracks
+        ):
             return StopReason.MAX_ROUNDS
         limit = self.cfg.session_limit
         if limit is not None:
@@ -323,7 +340,9 @@ class Engine:
         except (WorkloadFailed, PilotError) as exc:
             failure = str(exc)
         except OSError as exc:  # the round's files vanished, a device error...: the round failed
-            failure = f"{track.name}: {exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}"
+            failure = (
+                f"{track.name}: {exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}"
+            )
         except Exception as exc:  # noqa: BLE001 - an in-process workload that crashes is a failed round
             failure = f"{track.name}: {type(exc).__name__}: {exc}"
         except KeyboardInterrupt:
@@ -344,8 +363,11 @@ class Engine:
             monitor_summary = self.monitor.stop(round_dir, self._batch)
             self._excluded += time.perf_counter() - m0
         duration = out.duration if out is not None and out.duration > 0 else wall
-        short = out is not None and failure is None and track.planner.is_short(
-            duration, out.work_amount if out is not None else None)
+        short = (
+            out is not None
+            and failure is None
+            and track.planner.is_short(duration, out.work_amount if out is not None else None)
+        )
         units = dict(out.unit_readings) if out is not None else {}
         unit_times = dict(out.unit_timestamps) if out is not None else {}
         if out is not None and failure is None:
@@ -363,7 +385,11 @@ class Engine:
             returncode=out.returncode if out is not None else -1,
             failed=failure is not None,
             failure=failure,
-            readings={k: float(v) for k, v in (out.readings.items() if out is not None else ()) if v is not None},
+            readings={
+                k: float(v)
+                for k, v in (out.readings.items() if out is not None else ())
+                if v is not None
+            },
             unit_counts={k: int(np.asarray(v).size) for k, v in units.items()},
             work_done=out.work_done if out is not None else None,
             warnings=list(out.warnings) if out is not None else [],
@@ -381,12 +407,19 @@ class Engine:
             self._refresh_pis(track)
             track.last_duration = duration
             track.planner.observe(rec.work_amount, duration, short)
-            if self.cfg.min_round_seconds and track.planner.all_short_warning and not track.warned_short:
+            if (
+                self.cfg.min_round_seconds
+                and track.planner.all_short_warning
+                and not track.warned_short
+            ):
                 track.warned_short = True
-                self.progress.emit(Note(
-                    f"even the largest work amount ({track.planner.b:g}) runs shorter than "
-                    f"{self.cfg.min_round_seconds:g} s: rounds are analysed anyway; raise -w MAX"
-                ))
+                self.progress.emit(
+                    Note(
+                        f"even the largest work amount ({track.planner.b:g}) runs shorter than "
+                        f"{self.cfg.min_round_seconds:g} s: rounds are analysed anyway; "
+                        "raise -w MAX"
+                    )
+                )
             self._analyse(track, units={rec.index: (units, unit_times)})
         if self.on_round is not None:
             self.on_round(track, rec)
@@ -403,7 +436,9 @@ class Engine:
                 self.journal.save_manifest()
 
     def _analyse(
-        self, track: Track, units: dict[int, tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] | None = None,
+        self,
+        track: Track,
+        units: dict[int, tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] | None = None,
         force: bool = False,
     ) -> None:
         """Update the track's analysis when it can change a decision (see ``analysis_due``)."""
@@ -428,7 +463,9 @@ class Engine:
         track.analysed_at = usable
         track.analysed_index = records[-1].index if records else 0
         analysed = analysis.counts.analysed
-        step = analysis_step(usable, analysis.rounds_needed(analysed), analysis.rounds_to_first_interval(analysed))
+        step = analysis_step(
+            usable, analysis.rounds_needed(analysed), analysis.rounds_to_first_interval(analysed)
+        )
         mean_round = track.seconds / track.rounds if track.rounds else 0.0
         track.next_analysis_at = usable + max(step, cost_floor(cost, mean_round))
         if analysis.wps is not None:
@@ -436,9 +473,12 @@ class Engine:
             track.planner.set_rate(analysis.amount_rate)
         if analysis.alpha_work > 0 and track.planner.raise_lower_bound(analysis.alpha_work):
             unit = f" {analysis.work_unit}" if analysis.work_unit else ""
-            self.progress.emit(Note(
-                f"[{track.name}] WPS alpha raises the smallest work amount to {track.planner.a:.6g}{unit}"
-            ))
+            self.progress.emit(
+                Note(
+                    f"[{track.name}] WPS alpha raises the smallest work amount to "
+                    f"{track.planner.a:.6g}{unit}"
+                )
+            )
 
     def finalize(self) -> None:
         """Bring every analysis up to the last journaled round (for the result)."""
@@ -468,18 +508,31 @@ class Engine:
             trace = self.journal.load_monitor(rec)
             saved = trace.verdict if trace is not None else None
             self.progress.emit(RoundExcluded(excluded_round(rec, saved)))
-        elif judged(rec) and rec.monitor is not None and rec.monitor.valid is False \
-                and self.cut is None and not self._told_no_cut:
+        elif (
+            judged(rec)
+            and rec.monitor is not None
+            and rec.monitor.valid is False
+            and self.cut is None
+            and not self._told_no_cut
+        ):
             self._told_no_cut = True
             seen = ", ".join(rec.monitor.hidden_bottlenecks) or "a component"
-            self.progress.emit(Note(
-                f"round {rec.index} saw {seen} "
-                f"above {units.percent(self.cfg.bottleneck_threshold, 0)}, but no component under "
-                "test is known, so no round is excluded for it: name one with --cut"))
+            self.progress.emit(
+                Note(
+                    f"round {rec.index} saw {seen} "
+                    f"above {units.percent(self.cfg.bottleneck_threshold, 0)}, "
+                    "but no component under test is known, so no round is excluded for it: "
+                    "name one with --cut"
+                )
+            )
         elif unjudged_sighting(rec) and not self._told_unjudged:
             self._told_unjudged = True
             seen = ", ".join(rec.monitor.hidden_bottlenecks) if rec.monitor is not None else ""
-            self.progress.emit(Note(
-                f"round {rec.index} saw {seen or 'a component other than the CUT'} above "
-                f"{units.percent(self.cfg.bottleneck_threshold, 0)}, "
-                "but is too short to judge on its own: the rounds are judged together at the end"))
+            self.progress.emit(
+                Note(
+                    f"round {rec.index} saw {seen or 'a component other than the CUT'} above "
+                    f"{units.percent(self.cfg.bottleneck_threshold, 0)}, "
+                    "but is too short to judge on its own: "
+                    "the rounds are judged together at the end"
+                )
+            )

@@ -102,7 +102,8 @@ class SessionManifest(BaseModel):
     context: dict[str, Any] = Field(default_factory=dict)
     created_at: float = Field(default_factory=time.time)
     invocations: list[Invocation] = Field(default_factory=list)
-    overhead: dict[str, Any] = Field(default_factory=dict)  # filled by the tuner (--overhead-budget)
+    # filled by the tuner (--overhead-budget)
+    overhead: dict[str, Any] = Field(default_factory=dict)
     cut: str | None = None  # the component under test the data path resolved to
     data_path: list[str] | None = None  # component ids on the workload's data path
 
@@ -187,22 +188,28 @@ def unwritable(root: Path, exc: OSError) -> PilotError:
         return JournalWriteFailed(
             f"{root}: disk full ({errno.errorcode[exc.errno]}) while saving the result; every "
             f"journaled round is intact: free some space, then `pilot-sys report {root}` writes "
-            "the result and the reports")
+            "the result and the reports"
+        )
     if exc.errno == errno.EROFS:
         why = "is on a read-only file system"
     elif exc.errno in (errno.EACCES, errno.EPERM):
         why = "is not writable by this user"
     else:
         why = f"cannot be written ({exc.strerror or exc})"
-    return BadInput(str(root), f"{why}; `pilot-sys report --stdout {root}` shows its report "
-                               "without writing")
+    return BadInput(
+        str(root), f"{why}; `pilot-sys report --stdout {root}` shows its report without writing"
+    )
 
 
 def _write_error(path: Path, exc: OSError, kept: int | None) -> JournalWriteFailed:
     """One clear line for a failed write; a full disk says what is kept and how to go on."""
     root = path.parent if path.name == JOURNAL else path.parent.parent.parent
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        held = f"the {kept} round(s) journaled before are intact" if kept is not None else "every journaled round is intact"
+        held = (
+            f"the {kept} round(s) journaled before are intact"
+            if kept is not None
+            else "every journaled round is intact"
+        )
         return JournalWriteFailed(
             f"{path}: disk full (ENOSPC) while saving a round; {held}: free some space, "
             f"then `pilot-sys run --resume {root}` continues the session"
@@ -300,8 +307,11 @@ class Journal:
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
             os.close(fd)
-            raise BadInput(str(self.root), f"another pilot-sys (pid {holder}) is writing this result directory; "
-                                           "wait for it to finish") from None
+            raise BadInput(
+                str(self.root),
+                f"another pilot-sys (pid {holder}) is writing this result directory; "
+                "wait for it to finish",
+            ) from None
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
@@ -344,12 +354,18 @@ class Journal:
         anything else is the user's, never written into."""
         root = Path(root)
         if (root / JOURNAL).exists() or (root / MANIFEST).exists():
-            raise BadInput(str(root), "already holds a session; use --resume to continue it or choose another -o")
+            raise BadInput(
+                str(root),
+                "already holds a session; use --resume to continue it or choose another -o",
+            )
         if root.exists() and not root.is_dir():
             raise BadInput(str(root), "is a file, not a directory; choose another -o")
         if root.is_dir() and not _only_leftovers(root):
-            raise BadInput(str(root), "is not empty and holds no pilot-sys session; nothing was "
-                                      "written: choose a new or empty directory for -o")
+            raise BadInput(
+                str(root),
+                "is not empty and holds no pilot-sys session; nothing was "
+                "written: choose a new or empty directory for -o",
+            )
 
     @classmethod
     def create(cls, root: Path, manifest: SessionManifest) -> Journal:
@@ -358,7 +374,9 @@ class Journal:
         try:
             (root / ROUNDS_DIR).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise BadInput(str(root), f"cannot create the result directory: {exc.strerror}") from None
+            raise BadInput(
+                str(root), f"cannot create the result directory: {exc.strerror}"
+            ) from None
         j = cls(root)
         j.lock()
         j.manifest = manifest
@@ -397,9 +415,12 @@ class Journal:
             if repair:
                 if j.damage and not set_aside:
                     damage = "; ".join(j.damage)
-                    raise BadInput(str(root), f"damaged: {damage}; nothing was changed. `pilot-sys "
-                                              f"run --resume {root} --repair` sets those folders "
-                                              "aside (kept as *.incomplete) and continues")
+                    raise BadInput(
+                        str(root),
+                        f"damaged: {damage}; nothing was changed. `pilot-sys "
+                        f"run --resume {root} --repair` sets those folders "
+                        "aside (kept as *.incomplete) and continues",
+                    )
                 j.repairs = []
                 j.records = []
                 j._read_journal(repair=True)
@@ -425,8 +446,10 @@ class Journal:
         indices = [r.index for r in self.records]
         if indices != list(range(1, len(indices) + 1)):
             missing = sorted(set(range(1, max(indices, default=0) + 1)) - set(indices))
-            self.damage.append(f"{JOURNAL} is out of sequence (round(s) {_ranges(missing) or '?'} "
-                               "missing or repeated)")
+            self.damage.append(
+                f"{JOURNAL} is out of sequence (round(s) {_ranges(missing) or '?'} "
+                "missing or repeated)"
+            )
         no_units: dict[str, list[int]] = {}
         no_monitor: list[int] = []
         for rec in self.records:
@@ -438,17 +461,23 @@ class Journal:
             if trace and not (folder / trace).is_file():
                 no_monitor.append(rec.index)
         for pis, rounds in no_units.items():
-            notes.append(f"{UNITS_FILE} missing for round(s) {_ranges(rounds)}: their unit "
-                         f"readings of {pis} are lost, and the intervals from unit readings "
-                         "leave those rounds out")
+            notes.append(
+                f"{UNITS_FILE} missing for round(s) {_ranges(rounds)}: their unit "
+                f"readings of {pis} are lost, and the intervals from unit readings "
+                "leave those rounds out"
+            )
         if no_monitor:
-            notes.append(f"{MONITOR_FILE} missing for round(s) {_ranges(no_monitor)}: the "
-                         "bottleneck and phase checks leave those rounds out")
+            notes.append(
+                f"{MONITOR_FILE} missing for round(s) {_ranges(no_monitor)}: the "
+                "bottleneck and phase checks leave those rounds out"
+            )
         known = {r.dir for r in self.records}
         rdir = self.root / ROUNDS_DIR
         self.orphans = sorted(
-            child for child in (rdir.iterdir() if rdir.is_dir() else ())
-            if child.is_dir() and ".incomplete" not in child.name
+            child
+            for child in (rdir.iterdir() if rdir.is_dir() else ())
+            if child.is_dir()
+            and ".incomplete" not in child.name
             and f"{ROUNDS_DIR}/{child.name}" not in known
         )
         in_flight = self._next_round_names()
@@ -462,8 +491,9 @@ class Journal:
                 held = f"{JOURNAL} is empty"
             else:
                 held = f"{JOURNAL} holds {len(self.records)} round(s)"
-            self.damage.append(f"{held}, but {len(strays)} round folder(s) have no journal line "
-                               f"({shown}{more})")
+            self.damage.append(
+                f"{held}, but {len(strays)} round folder(s) have no journal line ({shown}{more})"
+            )
         for note in notes:
             if note not in self.repairs:
                 self.repairs.append(note)
@@ -501,7 +531,9 @@ class Journal:
                 except ValidationError as exc:
                     if data.find(b"\n", nl + 1) >= 0 or not repair:
                         err = exc.errors()[0]
-                        raise BadInput(f"{path}:{lineno}", f"damaged journal line: {err['msg']}") from None
+                        raise BadInput(
+                            f"{path}:{lineno}", f"damaged journal line: {err['msg']}"
+                        ) from None
                     break  # garbage in the very last line: treat as torn
             pos = nl + 1
             good_end = pos
@@ -516,11 +548,14 @@ class Journal:
                         os.fsync(fh.fileno())
                 except OSError as exc:
                     raise unwritable(self.root, exc) from None
-                self.repairs.append(f"cut a torn last journal line ({len(torn)} bytes, kept in "
-                                    f"{JOURNAL}.torn)")
+                self.repairs.append(
+                    f"cut a torn last journal line ({len(torn)} bytes, kept in {JOURNAL}.torn)"
+                )
             else:
-                self.repairs.append(f"a torn last journal line ({len(torn)} bytes) is left out "
-                                    "(the round it began never finished)")
+                self.repairs.append(
+                    f"a torn last journal line ({len(torn)} bytes) is left out "
+                    "(the round it began never finished)"
+                )
 
     def _set_aside_incomplete(self, folders: list[Path]) -> None:
         """Rename round folders without a journal line to ``*.incomplete`` (kept, not
@@ -536,8 +571,9 @@ class Journal:
                 child.rename(target)
             except OSError as exc:
                 raise unwritable(self.root, exc) from None
-            self.repairs.append(f"round folder {rel} had no journal line (interrupted round): "
-                                f"kept as {target.name}")
+            self.repairs.append(
+                f"round folder {rel} had no journal line (interrupted round): kept as {target.name}"
+            )
         self.orphans = []
 
     def discard_empty(self) -> None:
@@ -569,7 +605,9 @@ class Journal:
 
     @staticmethod
     def write_units(
-        round_dir: Path, unit_readings: dict[str, np.ndarray], unit_times: dict[str, np.ndarray],
+        round_dir: Path,
+        unit_readings: dict[str, np.ndarray],
+        unit_times: dict[str, np.ndarray],
         batch: SyncBatch | None = None,
     ) -> Path | None:
         """Unit readings of a round as one numpy archive (``<pi>`` and ``<pi>.t``); fsynced now,
@@ -630,7 +668,9 @@ class Journal:
         self.records.append(record)
 
     # -- reading -----------------------------------------------------------------------------
-    def load_units(self, record: RoundRecord) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    def load_units(
+        self, record: RoundRecord
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Unit readings (and their times) of a journaled round; empty if it had none."""
         path = self.root / record.dir / UNITS_FILE
         if not path.is_file():
@@ -644,8 +684,15 @@ class Journal:
                         times[key[:-2]] = z[key]
                     else:
                         values[key] = z[key]
-        except (OSError, ValueError, EOFError) as exc:  # torn by a power loss: the round keeps its readings
-            note = f"{record.dir}/{UNITS_FILE} unreadable ({exc}); that round's unit readings are not used"
+        except (
+            OSError,
+            ValueError,
+            EOFError,
+        ) as exc:  # torn by a power loss: the round keeps its readings
+            note = (
+                f"{record.dir}/{UNITS_FILE} unreadable ({exc}); "
+                "that round's unit readings are not used"
+            )
             if note not in self.repairs:
                 self.repairs.append(note)
             return {}, {}

@@ -27,10 +27,17 @@ if TYPE_CHECKING:
 
 # SessionConfig field -> the option that sets it, for one-line error messages
 OPTION_OF = {
-    "ci_perc": "--ci-perc", "confidence": "--confidence", "session_limit": "-s/--session-limit",
-    "first_result_seconds": "--first-result", "min_round_seconds": "--min-round-seconds",
-    "max_round_seconds": "--max-round-seconds", "min_rounds": "--min-rounds", "max_rounds": "--max-rounds",
-    "work_min": "-w/--work-amount", "work_max": "-w/--work-amount", "sample_rate_hz": "--sample-rate",
+    "ci_perc": "--ci-perc",
+    "confidence": "--confidence",
+    "session_limit": "-s/--session-limit",
+    "first_result_seconds": "--first-result",
+    "min_round_seconds": "--min-round-seconds",
+    "max_round_seconds": "--max-round-seconds",
+    "min_rounds": "--min-rounds",
+    "max_rounds": "--max-rounds",
+    "work_min": "-w/--work-amount",
+    "work_max": "-w/--work-amount",
+    "sample_rate_hz": "--sample-rate",
 }
 
 
@@ -63,7 +70,9 @@ class RunRequest(BaseModel):
     hosts: list[str] = Field(default_factory=list)  # --host NAME=URL, validated by the CLI
     monitor: bool = True
     sample_rate: float | None = None
-    overhead_budget: float | None = None  # --overhead-budget: tune the rate first (fraction of the PI)
+    overhead_budget: float | None = (
+        None  # --overhead-budget: tune the rate first (fraction of the PI)
+    )
     resume: Path | None = None
     repair: bool = False  # --repair (with --resume): set aside round folders the journal lacks
     plots: bool = True
@@ -87,23 +96,36 @@ def check_sample_rate(rate: float) -> None:
 
     top = counter_resolution_hz()
     if not (math.isfinite(rate) and 0 < rate <= top):
-        raise BadInput("--sample-rate", f"{rate:g} Hz is outside the allowed range: above 0 and "
-                                        f"at most {top:g} Hz (USER_HZ, the tick of the CPU time "
-                                        "counters)")
+        raise BadInput(
+            "--sample-rate",
+            f"{rate:g} Hz is outside the allowed range: above 0 and "
+            f"at most {top:g} Hz (USER_HZ, the tick of the CPU time "
+            "counters)",
+        )
 
 
-def build_config(req: RunRequest, work: tuple[float, float], fixed: bool, unit: str) -> SessionConfig:
+def build_config(
+    req: RunRequest, work: tuple[float, float], fixed: bool, unit: str
+) -> SessionConfig:
     """The preset with the options given on top, validated; errors name the option."""
     if req.sample_rate is not None:
         check_sample_rate(req.sample_rate)
     limit = req.session_limit
     overrides: dict[str, Any] = dict(
-        ci_perc=req.ci_perc, confidence=req.confidence, first_result_seconds=req.first_result,
-        min_round_seconds=req.min_round_seconds, max_round_seconds=req.max_round_seconds,
-        min_rounds=req.min_rounds, max_rounds=req.max_rounds, cut=req.cut, monitor=req.monitor,
+        ci_perc=req.ci_perc,
+        confidence=req.confidence,
+        first_result_seconds=req.first_result,
+        min_round_seconds=req.min_round_seconds,
+        max_round_seconds=req.max_round_seconds,
+        min_rounds=req.min_rounds,
+        max_rounds=req.max_rounds,
+        cut=req.cut,
+        monitor=req.monitor,
         hosts=req.hosts,
-        sample_rate_hz=req.sample_rate, work_unit=unit,
-        work_min=work[0], work_max=work[0] if fixed else work[1],
+        sample_rate_hz=req.sample_rate,
+        work_unit=unit,
+        work_min=work[0],
+        work_max=work[0] if fixed else work[1],
     )
     if req.sample_rate is not None:
         overrides["sample_rate_source"] = "--sample-rate"
@@ -127,8 +149,9 @@ def _option_error(exc: ValidationError) -> BadInput:
     """The first validation error, named by the option that sets the field."""
     err = exc.errors()[0]
     field = str(err["loc"][0]) if err["loc"] else ""
-    return BadInput(OPTION_OF.get(field, field or "options"),
-                    str(err["msg"]).removeprefix("Value error, "))
+    return BadInput(
+        OPTION_OF.get(field, field or "options"), str(err["msg"]).removeprefix("Value error, ")
+    )
 
 
 def validated(values: dict[str, Any]) -> SessionConfig:
@@ -149,11 +172,15 @@ def check_program(argv: list[str], env: dict[str, str]) -> None:
     else:
         found = shutil.which(program, path=env.get("PATH", os.environ.get("PATH"))) is not None
     if not found:
-        raise BadInput(program, "command not found or not executable (check the spelling and "
-                                "PATH); nothing was run")
+        raise BadInput(
+            program,
+            "command not found or not executable (check the spelling and PATH); nothing was run",
+        )
 
 
-def _command_workload(req: RunRequest) -> tuple[WorkloadSpec, Workload, tuple[float, float], bool, str]:
+def _command_workload(
+    req: RunRequest,
+) -> tuple[WorkloadSpec, Workload, tuple[float, float], bool, str]:
     from pilot_sys.workload import macros
     from pilot_sys.workload.runner import CommandWorkload
 
@@ -162,41 +189,80 @@ def _command_workload(req: RunRequest) -> tuple[WorkloadSpec, Workload, tuple[fl
     unit = req.work_unit or "work"
     fixed = not macros.uses_work_amount(req.command)
     if fixed and req.work_amount is not None:
-        raise BadInput("-w/--work-amount", "the command has no %WORK_AMOUNT% to put it in; add the macro or drop -w")
+        raise BadInput(
+            "-w/--work-amount",
+            "the command has no %WORK_AMOUNT% to put it in; add the macro or drop -w",
+        )
     if not fixed and req.work_amount is None:
-        raise BadInput("-w/--work-amount", "the command uses %WORK_AMOUNT%: give its valid range, e.g. -w 16,1024")
+        raise BadInput(
+            "-w/--work-amount",
+            "the command uses %WORK_AMOUNT%: give its valid range, e.g. -w 16,1024",
+        )
     work = req.work_amount or (1.0, 1.0)
     from pilot_sys.workload.cgroup_launch import cgroup_target
 
     target = cgroup_target(req.cgroup) if req.cgroup is not None else None  # bad: BadInput now
-    wl = CommandWorkload(req.command, parser=req.parser, env=req.env, accepted_returncodes=req.accept_rc,
-                         timeout=req.timeout, name=req.name, work_amount_unit=unit, cgroup=target)
+    wl = CommandWorkload(
+        req.command,
+        parser=req.parser,
+        env=req.env,
+        accepted_returncodes=req.accept_rc,
+        timeout=req.timeout,
+        name=req.name,
+        work_amount_unit=unit,
+        cgroup=target,
+    )
     spec = WorkloadSpec(
-        name=wl.name, kind="command", argv=list(req.command), parser=wl.parser, env=req.env,
-        accepted_returncodes=list(req.accept_rc), timeout=req.timeout,
-        options={"cwd": str(Path.cwd()), "work_amount_unit": unit, "integer_work_amount": True,
-                 **({"cgroup": req.cgroup} if req.cgroup is not None else {})},
-        pis=wl.pi_specs(), data_path_args=wl.data_path_args(),
+        name=wl.name,
+        kind="command",
+        argv=list(req.command),
+        parser=wl.parser,
+        env=req.env,
+        accepted_returncodes=list(req.accept_rc),
+        timeout=req.timeout,
+        options={
+            "cwd": str(Path.cwd()),
+            "work_amount_unit": unit,
+            "integer_work_amount": True,
+            **({"cgroup": req.cgroup} if req.cgroup is not None else {}),
+        },
+        pis=wl.pi_specs(),
+        data_path_args=wl.data_path_args(),
     )
     return spec, wl, work, fixed, unit
 
 
-def _builtin_workload(req: RunRequest) -> tuple[WorkloadSpec, Workload, tuple[float, float], bool, str]:
+def _builtin_workload(
+    req: RunRequest,
+) -> tuple[WorkloadSpec, Workload, tuple[float, float], bool, str]:
     from pilot_sys.workload.builtin import SequentialIOWorkload
 
-    for opt, given in (("--parser", req.parser), ("--timeout", req.timeout), ("--env", req.env or None),
-                       ("--cgroup", req.cgroup)):
+    for opt, given in (
+        ("--parser", req.parser),
+        ("--timeout", req.timeout),
+        ("--env", req.env or None),
+        ("--cgroup", req.cgroup),
+    ):
         if given is not None:
-            raise BadInput(opt, "applies to a COMMAND; the built-in workload takes --dir and -w only")
+            raise BadInput(
+                opt, "applies to a COMMAND; the built-in workload takes --dir and -w only"
+            )
     directory = req.directory or Path(".")
     wl = SequentialIOWorkload(directory)
     if req.work_amount is not None:  # a range too big for the free space fails now, not at round n
         wl.validate_work_amount_range(*req.work_amount)
     work = req.work_amount or wl.default_work_amount_range()
     spec = WorkloadSpec(
-        name=req.name or "builtin-seqio", kind="builtin", directory=str(Path(directory).resolve()),
-        options={"block_size": wl.block_size, "read_back": wl.read_back, "method": wl.requested_method},
-        pis=wl.pi_specs(), data_path_args=wl.data_path_args(),
+        name=req.name or "builtin-seqio",
+        kind="builtin",
+        directory=str(Path(directory).resolve()),
+        options={
+            "block_size": wl.block_size,
+            "read_back": wl.read_back,
+            "method": wl.requested_method,
+        },
+        pis=wl.pi_specs(),
+        data_path_args=wl.data_path_args(),
     )
     return spec, wl, work, False, "MiB"
 
@@ -204,17 +270,35 @@ def _builtin_workload(req: RunRequest) -> tuple[WorkloadSpec, Workload, tuple[fl
 # on --resume: options that configure what was measured (refused: the journal's rounds were made
 # with the session's own) and options that set targets and limits (applied from now on)
 FIXED_ON_RESUME = {
-    "work_amount": "-w/--work-amount", "parser": "--parser", "work_unit": "--work-unit",
-    "env": "--env", "directory": "--dir", "name": "--name", "cut": "--cut",
-    "sample_rate": "--sample-rate", "hosts": "--host", "cgroup": "--cgroup",
+    "work_amount": "-w/--work-amount",
+    "parser": "--parser",
+    "work_unit": "--work-unit",
+    "env": "--env",
+    "directory": "--dir",
+    "name": "--name",
+    "cut": "--cut",
+    "sample_rate": "--sample-rate",
+    "hosts": "--host",
+    "cgroup": "--cgroup",
 }
 TARGETS_ON_RESUME = {
-    "ci_perc": "ci_perc", "confidence": "confidence", "first_result": "first_result_seconds",
-    "min_round_seconds": "min_round_seconds", "max_round_seconds": "max_round_seconds",
-    "min_rounds": "min_rounds", "max_rounds": "max_rounds",
+    "ci_perc": "ci_perc",
+    "confidence": "confidence",
+    "first_result": "first_result_seconds",
+    "min_round_seconds": "min_round_seconds",
+    "max_round_seconds": "max_round_seconds",
+    "min_rounds": "min_rounds",
+    "max_rounds": "max_rounds",
 }
-PRESET_FIELDS = ("ci_perc", "confidence", "session_limit", "first_result_seconds",
-                 "min_round_seconds", "max_round_seconds", "min_rounds")
+PRESET_FIELDS = (
+    "ci_perc",
+    "confidence",
+    "session_limit",
+    "first_result_seconds",
+    "min_round_seconds",
+    "max_round_seconds",
+    "min_rounds",
+)
 
 
 def resumed_config(
@@ -251,17 +335,24 @@ def _resume(req: RunRequest, progress: Progress) -> Session:
     if req.command:
         raise BadInput("--resume", "continues the session's own workload; give no COMMAND with it")
     if req.output_dir is not None and Path(req.output_dir).resolve() != Path(req.resume).resolve():
-        raise BadInput("-o/--output-dir", f"--resume continues the session in {req.resume} and "
-                                          "writes there; drop -o (a resumed session cannot move)")
-    fixed = {opt for field, opt in FIXED_ON_RESUME.items()
-             if getattr(req, field) not in (None, {}, [])}
+        raise BadInput(
+            "-o/--output-dir",
+            f"--resume continues the session in {req.resume} and "
+            "writes there; drop -o (a resumed session cannot move)",
+        )
+    fixed = {
+        opt for field, opt in FIXED_ON_RESUME.items() if getattr(req, field) not in (None, {}, [])
+    }
     fixed |= {opt for opt in ("--accept-rc", "--no-monitor") if opt in req.given}
     if fixed:
         first = sorted(fixed)[0]
-        raise BadInput(first, "configures what the session measures, and its rounds were measured "
-                              "with the session's own; --resume takes only targets and limits "
-                              "(--ci-perc, --confidence, --preset, -s, --min-rounds, --max-rounds, "
-                              "--timeout ...): start a new session (-o) to change it")
+        raise BadInput(
+            first,
+            "configures what the session measures, and its rounds were measured "
+            "with the session's own; --resume takes only targets and limits "
+            "(--ci-perc, --confidence, --preset, -s, --min-rounds, --max-rounds, "
+            "--timeout ...): start a new session (-o) to change it",
+        )
     if req.timeout is not None and not (math.isfinite(req.timeout) and req.timeout > 0):
         raise BadInput("--timeout", f"must be a positive number of seconds, got {req.timeout:g}")
     session = Session.resume(req.resume, req.command_line, set_aside=req.repair, progress=progress)
@@ -287,7 +378,10 @@ def open_run(req: RunRequest, progress: Progress) -> Session:
     from pilot_sys.session.session import Session, default_result_dir
 
     if req.cut is not None and not req.monitor:
-        raise BadInput("--cut", "names the component the monitor judges; it needs monitoring (drop --no-monitor)")
+        raise BadInput(
+            "--cut",
+            "names the component the monitor judges; it needs monitoring (drop --no-monitor)",
+        )
     if req.hosts and not req.monitor:
         raise BadInput("--host", "names a host to monitor; it needs monitoring (drop --no-monitor)")
     refuse_conflicts(req.overhead_budget, req.sample_rate, req.monitor, req.resume is not None)
@@ -295,8 +389,10 @@ def open_run(req: RunRequest, progress: Progress) -> Session:
     if req.resume is not None:
         return _resume(req, progress)
     if req.repair:
-        raise BadInput("--repair", "repairs the result directory of a session being continued; "
-                                   "use it with --resume DIR")
+        raise BadInput(
+            "--repair",
+            "repairs the result directory of a session being continued; use it with --resume DIR",
+        )
     if req.directory is not None and req.command:
         raise BadInput("--dir", "is for the built-in workload; a COMMAND names its own files")
     spec, wl, work, fixed, unit = _command_workload(req) if req.command else _builtin_workload(req)
@@ -305,12 +401,17 @@ def open_run(req: RunRequest, progress: Progress) -> Session:
     if req.overhead_budget is not None:
         # before the result directory exists: an unreachable budget leaves nothing behind
         Journal.refuse_existing(root)
-        req.overhead = tune_session_rate(wl, cfg, req.overhead_budget,
-                                         note=lambda text: progress.emit(Note(text)))
+        req.overhead = tune_session_rate(
+            wl, cfg, req.overhead_budget, note=lambda text: progress.emit(Note(text))
+        )
     if req.overhead and req.overhead.get("sampling_rate_hz"):
         chosen_by = str(req.overhead.get("rate_chosen_by", "tuner"))
-        cfg = cfg.model_copy(update={"sample_rate_hz": float(req.overhead["sampling_rate_hz"]),
-                                     "sample_rate_source": chosen_by})
+        cfg = cfg.model_copy(
+            update={
+                "sample_rate_hz": float(req.overhead["sampling_rate_hz"]),
+                "sample_rate_source": chosen_by,
+            }
+        )
     session = Session.create(root, cfg, [spec], [wl], req.command_line, progress=progress)
     if req.overhead:
         session.manifest.overhead = dict(req.overhead)

@@ -70,8 +70,14 @@ class RoundMonitoring:
     """One per session; ``start()``/``stop(round_dir)`` around every round."""
 
     def __init__(
-        self, rate_hz: float, threshold: float, cut: str | None, data_path_args: list[str],
-        root: Path, hosts: Sequence[RemoteHost] = (), cgroup: str | None = None,
+        self,
+        rate_hz: float,
+        threshold: float,
+        cut: str | None,
+        data_path_args: list[str],
+        root: Path,
+        hosts: Sequence[RemoteHost] = (),
+        cgroup: str | None = None,
     ) -> None:
         self.rate_hz = rate_hz
         self.threshold = threshold
@@ -99,7 +105,9 @@ class RoundMonitoring:
             self.graph, path = found.graph, found.data_path
             self.loud, self.notes = list(found.loud), [*found.loud, *found.notes]
         except Exception as exc:  # a monitor problem must not stop a benchmark
-            self.error = f"component discovery failed ({_describe_error(exc)}): rounds are not monitored"
+            self.error = (
+                f"component discovery failed ({_describe_error(exc)}): rounds are not monitored"
+            )
             return
         if path is not None:
             if self.cut is None:
@@ -134,12 +142,15 @@ class RoundMonitoring:
         if not self.active:
             return
         try:
-            self._sampler = round_sampler(self.graph, self.rate_hz, self.hosts,
-                                          extra=[self.cgroups.watcher()])
+            self._sampler = round_sampler(
+                self.graph, self.rate_hz, self.hosts, extra=[self.cgroups.watcher()]
+            )
             self._sampler.start()
         except Exception as exc:
             self._sampler = None
-            self.error = f"the sampler could not start ({_describe_error(exc)}): rounds are not monitored"
+            self.error = (
+                f"the sampler could not start ({_describe_error(exc)}): rounds are not monitored"
+            )
 
     def abort(self) -> None:
         if self._sampler is not None:
@@ -164,8 +175,11 @@ class RoundMonitoring:
         except Exception as exc:
             return MonitorSummary(error=f"sampler stop failed: {_describe_error(exc)}")
         trace.data_path = list(self.data_path or [])
-        summary = MonitorSummary(file=MONITOR_FILE, samples=len(getattr(trace, "timestamps", [])),
-                                 gaps=source_gaps(trace))
+        summary = MonitorSummary(
+            file=MONITOR_FILE,
+            samples=len(getattr(trace, "timestamps", [])),
+            gaps=source_gaps(trace),
+        )
         drop_unseen_processes(trace)
         changed, cgroup_notes = self.cgroups.after_round(self.graph)
         trace.notes += cgroup_notes
@@ -174,9 +188,13 @@ class RoundMonitoring:
         try:
             from pilot_sys.monitor.bottleneck import assess
 
-            verdict = assess(trace, self.graph, self.cut, threshold=self.threshold, data_path=self.data_path)
+            verdict = assess(
+                trace, self.graph, self.cut, threshold=self.threshold, data_path=self.data_path
+            )
             summary.valid = bool(verdict.valid)
-            summary.hidden_bottlenecks = [f"{h.component} ({h.direction})" for h in verdict.hidden_bottlenecks]
+            summary.hidden_bottlenecks = [
+                f"{h.component} ({h.direction})" for h in verdict.hidden_bottlenecks
+            ]
             try:
                 trace.verdict = verdict.model_dump(mode="json")
             except Exception:
@@ -200,8 +218,9 @@ class RoundMonitoring:
         return None if c is None else c.model_dump()
 
 
-def round_sampler(graph: Any, rate_hz: float, hosts: Sequence[RemoteHost] = (),
-                  extra: Sequence[Any] = ()) -> Sampler:
+def round_sampler(
+    graph: Any, rate_hz: float, hosts: Sequence[RemoteHost] = (), extra: Sequence[Any] = ()
+) -> Sampler:
     """The sampler a session round runs: every installed dynamic plug-in over ``graph``, plus the
     round's own processes (``process:workload``) and the declared remote hosts.
 
@@ -213,8 +232,12 @@ def round_sampler(graph: Any, rate_hz: float, hosts: Sequence[RemoteHost] = (),
     from pilot_sys.monitor.sampler import Sampler
     from pilot_sys.plugin_loader import load_plugins
 
-    plugins = [*load_plugins("dynamic"), RoundProcessesPlugin(threading.get_native_id()),
-               *host_plugins(list(hosts), rate_hz), *extra]
+    plugins = [
+        *load_plugins("dynamic"),
+        RoundProcessesPlugin(threading.get_native_id()),
+        *host_plugins(list(hosts), rate_hz),
+        *extra,
+    ]
     return Sampler(graph, rate_hz=rate_hz, plugins=plugins)
 
 
@@ -284,8 +307,10 @@ def drop_unseen_processes(trace: Any) -> None:
         return
     for key in keys:
         del series[key]
-    trace.notes.append(f"{WORKLOAD_COMPONENT}: the round started no process that a sample saw (an in-process "
-                       "workload, or a command shorter than a sampling period): no per-process series")
+    trace.notes.append(
+        f"{WORKLOAD_COMPONENT}: the round started no process that a sample saw (an in-process "
+        "workload, or a command shorter than a sampling period): no per-process series"
+    )
 
 
 def max_utilization(trace: Any) -> dict[str, float]:
@@ -299,7 +324,6 @@ def max_utilization(trace: Any) -> dict[str, float]:
         if finite:
             out[key] = float(max(finite))
     return out
-
 
 
 class RoundProcessesProbe(ProcessProbe):
@@ -340,5 +364,7 @@ class RoundProcessesPlugin:
         try:
             return RoundProcessesProbe(context, path)
         except OSError as exc:  # a kernel without CONFIG_PROC_CHILDREN: host-wide series only
-            context.notes.append(f"{WORKLOAD_COMPONENT} not followed: {exc.strerror or exc} ({path})")
+            context.notes.append(
+                f"{WORKLOAD_COMPONENT} not followed: {exc.strerror or exc} ({path})"
+            )
             return None

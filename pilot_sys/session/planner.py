@@ -104,7 +104,9 @@ class Planner:
                     w = max(w, 1.0)
             else:
                 w = min(self.last_work * 2.0, self.b)
-            return RoundPlan(work_amount=w, phase=Phase.CALIBRATE, predicted_seconds=self._predict(w))
+            return RoundPlan(
+                work_amount=w, phase=Phase.CALIBRATE, predicted_seconds=self._predict(w)
+            )
         if self.phase is Phase.RAMP:
             assert self.s is not None
             target = self.s + self.ramp_index * self.k
@@ -171,7 +173,10 @@ class Planner:
         if self.phase is Phase.RAMP:
             self.ramp_index += 1
             self.ramp_elapsed += duration
-            if self.ramp_elapsed >= self.cfg.first_result_seconds or self.ramp_index >= self.cfg.k_rounds:
+            if (
+                self.ramp_elapsed >= self.cfg.first_result_seconds
+                or self.ramp_index >= self.cfg.k_rounds
+            ):
                 self.phase = Phase.REFINE
             return
         self.refine_index += 1

@@ -108,8 +108,8 @@ class Countdown:
 
     Fresh forecasts come with ``as_of=None`` (the engine analysed after this round); later
     rounds carry ``as_of``, the round of that analysis. Only rounds that count (not short, not
-    failed, not excluded for a hidden bottleneck) bring the target closer. When the analysis was not seen (a resumed session), the
-    engine's own numbers are passed on as they are."""
+    failed, not excluded for a hidden bottleneck) bring the target closer. When the analysis was
+    not seen (a resumed session), the engine's own numbers are passed on as they are."""
 
     def __init__(self, cut: str | None = None) -> None:
         self._made: dict[str, _Made] = {}
@@ -118,7 +118,8 @@ class Countdown:
     def update(
         self, record: RoundRecord, rounds_needed: int | None, eta: float | None, as_of: int | None
     ) -> Forecast:
-        # the engine's ETA is rounds x the latest round's duration: keep that pace, it is the freshest
+        # the engine's ETA is rounds x the latest round's duration:
+        # keep that pace, it is the freshest
         pace = eta / rounds_needed if eta is not None and rounds_needed else None
         if as_of is None:
             self._made[record.workload] = _Made(record.index, rounds_needed, pace)

@@ -196,11 +196,21 @@ class PIResult(BaseModel):
     required_sample_size: int | None = None
     # what the interval's samples are: "samples" (the unit readings or readings themselves, in
     # subsessions) or "rounds" (one mean per round: the rounds differ more than their readings say)
-    interval_basis: str = Field("samples", description=(
-        "'samples': subsession analysis of the samples themselves; 'rounds': one mean per analysed round "
-        "(the rounds differ more than the unit readings within them explain)"))
-    rounds_heterogeneity_p: float | None = Field(None, description=(
-        "p of the F test of the round means' variance against the pooled unit readings' (low: rounds differ)"))
+    interval_basis: str = Field(
+        "samples",
+        description=(
+            "'samples': subsession analysis of the samples themselves; "
+            "'rounds': one mean per analysed round "
+            "(the rounds differ more than the unit readings within them explain)"
+        ),
+    )
+    rounds_heterogeneity_p: float | None = Field(
+        None,
+        description=(
+            "p of the F test of the round means' variance against the pooled unit readings' "
+            "(low: rounds differ)"
+        ),
+    )
     removed: list[Removal] = Field(default_factory=list)
 
     @property
@@ -227,7 +237,9 @@ class WPSResult(BaseModel):
     v: float | None = None  # work units per second
     v_ci_low: float | None = None
     v_ci_high: float | None = None
-    alpha_work: float | None = None  # smallest useful work (alpha <= 10% of a round), fit's work units
+    alpha_work: float | None = (
+        None  # smallest useful work (alpha <= 10% of a round), fit's work units
+    )
     alpha_work_amount: float | None = None  # the same bound in work-amount units (what raises a)
     v_unit: str = ""
     # what became of the alpha bound: "applied" (rounds below it are not analysed),
@@ -257,9 +269,11 @@ class PhaseCheck(BaseModel):
     # the same as no score at all (null).
     model_config = ConfigDict(ser_json_inf_nan="strings")
 
-    checked_rounds: list[int] = Field(default_factory=list)  # journal indices of the rounds compared
+    # journal indices of the rounds compared
+    checked_rounds: list[int] = Field(default_factory=list)
     inconsistent_rounds: list[int] = Field(default_factory=list)
-    scores: list[float | None] = Field(default_factory=list)  # median matching score, per checked round
+    # median matching score, per checked round
+    scores: list[float | None] = Field(default_factory=list)
     threshold: float | None = None  # a round scoring below it does not match its siblings
     note: str = ""
     # which series were matched: "workload" (the workload's own process:* series) or "host"
@@ -351,9 +365,13 @@ class SessionResult(BaseModel):
     exit_code: int
     stop_reason: str
     verdict: SessionVerdict | None = None  # None only in result files older than the verdict
-    elapsed_seconds: float = Field(0.0, description=(
-        "wall time of every invocation (resumes included, idle gaps between them not): "
-        "what -s limits"))
+    elapsed_seconds: float = Field(
+        0.0,
+        description=(
+            "wall time of every invocation (resumes included, idle gaps between them not): "
+            "what -s limits"
+        ),
+    )
     measured_seconds: float | None = Field(None, description="the sum of the round times")
     config: dict[str, Any] = Field(default_factory=dict)
     workloads: list[WorkloadResult] = Field(default_factory=list)

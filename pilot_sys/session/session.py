@@ -55,21 +55,33 @@ def build_workload(spec: WorkloadSpec) -> Workload:
         from pilot_sys.workload.runner import CommandWorkload
 
         return CommandWorkload(
-            spec.argv, parser=spec.parser, env=spec.env, accepted_returncodes=spec.accepted_returncodes,
-            timeout=spec.timeout, name=spec.name, cwd=spec.options.get("cwd"),
+            spec.argv,
+            parser=spec.parser,
+            env=spec.env,
+            accepted_returncodes=spec.accepted_returncodes,
+            timeout=spec.timeout,
+            name=spec.name,
+            cwd=spec.options.get("cwd"),
             integer_work_amount=bool(spec.options.get("integer_work_amount", True)),
             work_amount_unit=str(spec.options.get("work_amount_unit", "work")),
-            cgroup=cgroup_target(str(spec.options["cgroup"])) if spec.options.get("cgroup") else None,
+            cgroup=cgroup_target(str(spec.options["cgroup"]))
+            if spec.options.get("cgroup")
+            else None,
         )
     if spec.kind == "builtin":
         from pilot_sys.workload.builtin import SequentialIOWorkload
 
         return SequentialIOWorkload(
-            spec.directory or ".", block_size=int(spec.options.get("block_size", 1 << 20)),
-            read_back=bool(spec.options.get("read_back", True)), method=spec.options.get("method", "auto"),
+            spec.directory or ".",
+            block_size=int(spec.options.get("block_size", 1 << 20)),
+            read_back=bool(spec.options.get("read_back", True)),
+            method=spec.options.get("method", "auto"),
         )
-    raise BadInput("session.json", f"workload {spec.name!r} of kind {spec.kind!r} cannot be re-created here "
-                                   "(in-process workloads resume only from Python)")
+    raise BadInput(
+        "session.json",
+        f"workload {spec.name!r} of kind {spec.kind!r} cannot be re-created here "
+        "(in-process workloads resume only from Python)",
+    )
 
 
 class Session:
@@ -100,9 +112,15 @@ class Session:
         # targets and limits a --resume changed (field -> [old, new]); recorded in the invocation
         self.config_changes: dict[str, list[Any]] = {}
         # after the last round: the first Ctrl-C lets the result and the reports be finished
-        self.finishing = Finishing(lambda: self.progress.emit(Note(
-            "finishing the result and the reports (Ctrl-C again to stop now; "
-            f"`pilot-sys report {self.journal.root}` finishes them later)", loud=True)))
+        self.finishing = Finishing(
+            lambda: self.progress.emit(
+                Note(
+                    "finishing the result and the reports (Ctrl-C again to stop now; "
+                    f"`pilot-sys report {self.journal.root}` finishes them later)",
+                    loud=True,
+                )
+            )
+        )
         if self.manifest.mode == "compare" and comparison is None:  # e.g. a resumed comparison
             from pilot_sys.session.interleave import compare_analyses
 
@@ -116,10 +134,18 @@ class Session:
 
     @classmethod
     def create(
-        cls, root: Path, config: SessionConfig, specs: list[WorkloadSpec], workloads: list[Workload],
-        command_line: list[str], mode: str = "run", **kw: Any,
+        cls,
+        root: Path,
+        config: SessionConfig,
+        specs: list[WorkloadSpec],
+        workloads: list[Workload],
+        command_line: list[str],
+        mode: str = "run",
+        **kw: Any,
     ) -> Session:
-        manifest = SessionManifest(mode=mode, config=config, workloads=specs, context=collect_context(command_line))
+        manifest = SessionManifest(
+            mode=mode, config=config, workloads=specs, context=collect_context(command_line)
+        )
         journal = Journal.create(root, manifest)
         return cls(journal, workloads, command_line=command_line, **kw)
 
@@ -193,9 +219,12 @@ class Session:
         for note in self.journal.repairs:
             self.progress.emit(Note(note))
         before = session_seconds(self.journal)  # earlier invocations' time counts toward -s
-        inv = Invocation(started_at=time.time(), command_line=self.command_line,
-                         first_round=len(self.journal.records) + 1,
-                         config_changes=self.config_changes)
+        inv = Invocation(
+            started_at=time.time(),
+            command_line=self.command_line,
+            first_round=len(self.journal.records) + 1,
+            config_changes=self.config_changes,
+        )
         if self.config_changes:
             changed = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in self.config_changes.items())
             self.progress.emit(Note(f"resumed with new targets and limits: {changed}"))
@@ -208,15 +237,22 @@ class Session:
         monitor = None
         if cfg.monitor:
             from pilot_sys.session.monitoring import RoundMonitoring
-
             from pilot_sys.topology.remote_hosts import parse_host_specs
 
             args = [a for s in m.workloads for a in s.data_path_args]
             try:
-                cgroup = next((s.options["cgroup"] for s in m.workloads if s.options.get("cgroup")), None)
-                monitor = RoundMonitoring(cfg.sample_rate_hz, cfg.bottleneck_threshold, cfg.cut,
-                                          args, self.journal.root,
-                                          hosts=parse_host_specs(cfg.hosts), cgroup=cgroup)
+                cgroup = next(
+                    (s.options["cgroup"] for s in m.workloads if s.options.get("cgroup")), None
+                )
+                monitor = RoundMonitoring(
+                    cfg.sample_rate_hz,
+                    cfg.bottleneck_threshold,
+                    cfg.cut,
+                    args,
+                    self.journal.root,
+                    hosts=parse_host_specs(cfg.hosts),
+                    cgroup=cgroup,
+                )
             except BadInput:
                 if not self.resumed and not self.journal.records:  # nothing measured: leave no husk
                     self.journal.discard_empty()
@@ -234,10 +270,17 @@ class Session:
 
         tracks = [
             make_track(spec, wl, cfg, list(spec.pis) or wl.pi_specs(), cut=m.cut or cfg.cut)
-            for spec, wl in zip(m.workloads, self.workloads)
+            for spec, wl in zip(m.workloads, self.workloads, strict=True)
         ]
-        engine = Engine(self.journal, cfg, tracks, progress=self.progress, monitor=monitor,
-                        extra_stop=self.extra_stop, elapsed_before=before)
+        engine = Engine(
+            self.journal,
+            cfg,
+            tracks,
+            progress=self.progress,
+            monitor=monitor,
+            extra_stop=self.extra_stop,
+            elapsed_before=before,
+        )
         if self.resumed:
             engine.replay()
         self._bound_rounds_by_limit(cfg.session_limit, before)
@@ -259,7 +302,10 @@ class Session:
         except OSError:
             pass  # a full disk: said, and raised, when the result is saved below
         engine.finalize()
-        if stop_reason in (StopReason.SESSION_LIMIT, StopReason.MAX_ROUNDS) and engine.targets_met():
+        if (
+            stop_reason in (StopReason.SESSION_LIMIT, StopReason.MAX_ROUNDS)
+            and engine.targets_met()
+        ):
             stop_reason = StopReason.TARGETS_MET_AT_END
         if outcome.stop_reason is StopReason.DISK_FULL:
             disk_full = JournalWriteFailed(outcome.failure or "journal write failed")
@@ -272,8 +318,9 @@ class Session:
         # the invocation's time ends here: the live result and `report DIR` count the same span
         stopped = time.time()
         elapsed = before + stopped - inv.started_at
-        result = build_result(self.journal, analyses, str(stop_reason), elapsed,
-                              notes=notes, comparison=comparison)
+        result = build_result(
+            self.journal, analyses, str(stop_reason), elapsed, notes=notes, comparison=comparison
+        )
         if monitor is not None:
             result.overhead.monitor_cost = monitor.mean_cost()
             inv.monitor_cost = result.overhead.monitor_cost

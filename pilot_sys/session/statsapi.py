@@ -33,7 +33,9 @@ class SummaryView:
     required_sample_size: int | None
     usable: bool
     warnings: list[str] = field(default_factory=list)
-    basis: str = "samples"  # "rounds": the interval is over round means (``pilot_sys.stats.rounds``)
+    basis: str = (
+        "samples"  # "rounds": the interval is over round means (``pilot_sys.stats.rounds``)
+    )
     heterogeneity_p: float | None = None
     # no interval because the round means drift: the interval over them all the same, and why
     drifting: tuple[float, float, int, str] | None = None
@@ -80,7 +82,11 @@ def stable_segment(values: np.ndarray) -> tuple[int, int, list[int], bool]:
 
 
 def summarize(
-    samples: np.ndarray, pi_type: PIType | str, confidence: float, target: float, autocorr_limit: float
+    samples: np.ndarray,
+    pi_type: PIType | str,
+    confidence: float,
+    target: float,
+    autocorr_limit: float,
 ) -> SummaryView:
     """Mean, CI (subsession analysis) and required sample size of one PI's samples.
 
@@ -91,8 +97,11 @@ def summarize(
 
     try:
         s = stats_summarize(
-            np.asarray(samples, dtype=np.float64), pi_type=PIType(pi_type), confidence=confidence,
-            target=CITarget(percent=100.0 * target), autocorr_limit=autocorr_limit,
+            np.asarray(samples, dtype=np.float64),
+            pi_type=PIType(pi_type),
+            confidence=confidence,
+            target=CITarget(percent=100.0 * target),
+            autocorr_limit=autocorr_limit,
         )
     except InsufficientData as exc:
         return _refused(exc.problem)
@@ -121,7 +130,11 @@ def _view(s: Summary) -> SummaryView:
 
 
 def summarize_rounds(
-    groups: list[np.ndarray], pi_type: PIType | str, confidence: float, target: float, autocorr_limit: float
+    groups: list[np.ndarray],
+    pi_type: PIType | str,
+    confidence: float,
+    target: float,
+    autocorr_limit: float,
 ) -> SummaryView:
     """``summarize`` for unit readings kept from several rounds: the pooled interval, or one over
     round means when the rounds disagree (see ``pilot_sys.stats.rounds``)."""
@@ -131,8 +144,11 @@ def summarize_rounds(
 
     try:
         r = stats_summarize_rounds(
-            [np.asarray(g, dtype=np.float64) for g in groups], pi_type=PIType(pi_type), confidence=confidence,
-            target=CITarget(percent=100.0 * target), autocorr_limit=autocorr_limit,
+            [np.asarray(g, dtype=np.float64) for g in groups],
+            pi_type=PIType(pi_type),
+            confidence=confidence,
+            target=CITarget(percent=100.0 * target),
+            autocorr_limit=autocorr_limit,
         )
     except InsufficientData as exc:
         return _refused(exc.problem)
@@ -142,12 +158,18 @@ def summarize_rounds(
     view.basis, view.heterogeneity_p = r.basis, r.heterogeneity_p
     d = r.drifting
     if d is not None and d.ci_low is not None and d.ci_high is not None and d.n_subsessions:
-        view.drifting = (float(d.ci_low), float(d.ci_high), int(d.n_subsessions),
-                         refusal(view.warnings) or "the round means drift")
+        view.drifting = (
+            float(d.ci_low),
+            float(d.ci_high),
+            int(d.n_subsessions),
+            refusal(view.warnings) or "the round means drift",
+        )
     return view
 
 
-def wps_fit(work: np.ndarray, seconds: np.ndarray, confidence: float, autocorr_limit: float) -> WPSResult | None:
+def wps_fit(
+    work: np.ndarray, seconds: np.ndarray, confidence: float, autocorr_limit: float
+) -> WPSResult | None:
     """The WPS regression t = alpha + w / v over analysed rounds; None while it cannot be fitted."""
     from pilot_sys.errors import InsufficientData
     from pilot_sys.stats.wps import fit

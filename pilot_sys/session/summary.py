@@ -41,8 +41,12 @@ def analyse_journal(journal: Journal) -> dict[str, TrackAnalysis]:
     cfg = journal.manifest.config
     out: dict[str, TrackAnalysis] = {}
     for spec in journal.manifest.workloads:
-        ta = TrackAnalysis(config=cfg, pis=list(spec.pis), work_unit=cfg.work_unit,
-                           cut=journal.manifest.cut or cfg.cut)
+        ta = TrackAnalysis(
+            config=cfg,
+            pis=list(spec.pis),
+            work_unit=cfg.work_unit,
+            cut=journal.manifest.cut or cfg.cut,
+        )
         ta.update(journal.rounds_of(spec.name), journal.load_units)
         out[spec.name] = ta
     return out
@@ -51,9 +55,14 @@ def analyse_journal(journal: Journal) -> dict[str, TrackAnalysis]:
 def analysed_indices(analysis: TrackAnalysis, records: list[RoundRecord]) -> set[int]:
     """The rounds the PI analysis used: not failed, short, excluded or below alpha."""
     aw = analysis.alpha_work
-    return {r.index for r in records
-            if not r.failed and not r.short and not is_excluded(r, analysis.cut)
-            and not (aw > 0 and r.work_amount < aw)}
+    return {
+        r.index
+        for r in records
+        if not r.failed
+        and not r.short
+        and not is_excluded(r, analysis.cut)
+        and not (aw > 0 and r.work_amount < aw)
+    }
 
 
 def session_seconds(journal: Journal, current: float | None = None) -> float:
@@ -73,8 +82,11 @@ def session_seconds(journal: Journal, current: float | None = None) -> float:
             total += max(inv.ended_at - inv.started_at, 0.0)
             continue
         upto = invs[i + 1].first_round if not last else None
-        ends = [r.started_at + r.duration for r in journal.records
-                if r.index >= inv.first_round and (upto is None or r.index < upto)]
+        ends = [
+            r.started_at + r.duration
+            for r in journal.records
+            if r.index >= inv.first_round and (upto is None or r.index < upto)
+        ]
         total += max(max(ends, default=inv.started_at) - inv.started_at, 0.0)
     return total
 
@@ -83,7 +95,11 @@ def combined_trace(journal: Journal, indices: set[int]) -> Any | None:
     """The analysed rounds' monitor traces end to end on one clock (None without any)."""
     from pilot_sys.monitor.trace import MonitorTrace
 
-    traces = [t for r in journal.records if r.index in indices and (t := journal.load_monitor(r)) is not None and t.timestamps]
+    traces = [
+        t
+        for r in journal.records
+        if r.index in indices and (t := journal.load_monitor(r)) is not None and t.timestamps
+    ]
     if not traces:
         return None
     t0 = traces[0].start_time
@@ -107,9 +123,17 @@ def combined_trace(journal: Journal, indices: set[int]) -> Any | None:
         attrs.update(t.attrs)
         notes.extend(n for n in t.notes if n not in notes)
     first = traces[0]
-    return MonitorTrace(rate_hz=first.rate_hz, start_time=t0, timestamps=stamps, series=series,
-                        command=first.command, component_under_test=first.component_under_test,
-                        limits=limits, attrs=attrs, notes=notes)
+    return MonitorTrace(
+        rate_hz=first.rate_hz,
+        start_time=t0,
+        timestamps=stamps,
+        series=series,
+        command=first.command,
+        component_under_test=first.component_under_test,
+        limits=limits,
+        attrs=attrs,
+        notes=notes,
+    )
 
 
 #: a component other than the CUT above the threshold for this share of the included rounds'
@@ -117,13 +141,15 @@ def combined_trace(journal: Journal, indices: set[int]) -> Any | None:
 BUSY_SHARE = 0.05
 
 
-def bottleneck_section(journal: Journal, included: set[int], cut: str | None, monitored: bool,
-                       threshold: float = 0.8) -> BottleneckSection:
+def bottleneck_section(
+    journal: Journal, included: set[int], cut: str | None, monitored: bool, threshold: float = 0.8
+) -> BottleneckSection:
     """The verdict over the included rounds taken together (their traces end to end): a
     component above the threshold for long enough across them is a hidden bottleneck that short
     rounds hide. When every judged round was excluded, the excluded rounds are taken together
-    instead: the section then names what governed them, with its evidence. The rounds excluded on their own verdict, and those that saw one but were too
-    short to judge, are listed (see ``pilot_sys.session.verdict``)."""
+    instead: the section then names what governed them, with its evidence. The rounds excluded
+    on their own verdict, and those that saw one but were too short to judge, are listed (see
+    ``pilot_sys.session.verdict``)."""
     sec = BottleneckSection(monitored=monitored, cut=cut)
     errors = {r.monitor.error for r in journal.records if r.monitor is not None and r.monitor.error}
     if errors:
@@ -147,22 +173,35 @@ def bottleneck_section(journal: Journal, included: set[int], cut: str | None, mo
     verdict = assess(trace, None, cut, threshold=threshold, data_path=journal.manifest.data_path)
     sec.cut_saturated = verdict.cut_saturated
     hidden = [f"{h.component} ({h.direction})" for h in verdict.hidden_bottlenecks]
-    peaks = {s.metric: float(s.peak) for s in verdict.per_component if s.peak is not None and s.kind == "utilization"}
+    peaks = {
+        s.metric: float(s.peak)
+        for s in verdict.per_component
+        if s.peak is not None and s.kind == "utilization"
+    }
     sec.max_utilization = dict(sorted(peaks.items(), key=lambda kv: -kv[1]))
-    busy = {f"{s.component} ({s.direction})": float(s.time_above_fraction)
-            for s in verdict.per_component
-            if s.judged and s.component != cut and (s.time_above_fraction or 0.0) >= BUSY_SHARE}
+    busy = {
+        f"{s.component} ({s.direction})": float(s.time_above_fraction)
+        for s in verdict.per_component
+        if s.judged and s.component != cut and (s.time_above_fraction or 0.0) >= BUSY_SHARE
+    }
     sec.detail = {
         "judged_over": "included rounds" if judged_over is included else "excluded rounds",
         "rounds_judged": sum(1 for r in journal.records if judged(r)),
-        "samples": len(trace.timestamps), "intervals": verdict.intervals, "threshold": threshold,
+        "samples": len(trace.timestamps),
+        "intervals": verdict.intervals,
+        "threshold": threshold,
         "cut_saturated": verdict.cut_saturated,
-        "evidence": {f"{h.component} ({h.direction})": h.evidence for h in verdict.hidden_bottlenecks},
-        "busy": busy, "notes": verdict.notes[:12],
+        "evidence": {
+            f"{h.component} ({h.direction})": h.evidence for h in verdict.hidden_bottlenecks
+        },
+        "busy": busy,
+        "notes": verdict.notes[:12],
     }
     if not verdict.enough_samples:
-        sec.detail["not_judged"] = (f"the included rounds hold {verdict.intervals} sampled "
-                                    f"interval(s) together, {min_intervals()} are needed")
+        sec.detail["not_judged"] = (
+            f"the included rounds hold {verdict.intervals} sampled "
+            f"interval(s) together, {min_intervals()} are needed"
+        )
         sec.detail["seen"] = hidden
         return sec
     sec.valid = verdict.valid
@@ -192,22 +231,37 @@ def build_result(
         a = min((r.work_amount for r in recs if r.index in analysed), default=cfg.work_min)
         workloads.append(
             WorkloadResult(
-                name=spec.name, command=list(spec.argv), work_unit=cfg.work_unit,
+                name=spec.name,
+                command=list(spec.argv),
+                work_unit=cfg.work_unit,
                 work_range=(float(max(a, ta.alpha_work)), float(cfg.work_max)),
-                pis=ta.results, wps=ta.wps, rounds=ta.counts,
+                pis=ta.results,
+                wps=ta.wps,
+                rounds=ta.counts,
                 seconds_in_rounds=float(sum(r.duration for r in recs)),
-                phase_check=check_rounds(journal, [r for r in recs if r.index in mine]) if cfg.monitor else None,
+                phase_check=check_rounds(journal, [r for r in recs if r.index in mine])
+                if cfg.monitor
+                else None,
             )
         )
     if comparison is not None and cfg.monitor:
-        comparison.phase_behaviour = compare_workloads(journal, [(p.better, p.worse) for p in comparison.pairs], analysed)
+        comparison.phase_behaviour = compare_workloads(
+            journal, [(p.better, p.worse) for p in comparison.pairs], analysed
+        )
     last = m.invocations[-1] if m.invocations else None
-    monitored = cfg.monitor and any(r.monitor is not None and r.monitor.samples > 0 for r in journal.records)
-    bsec = bottleneck_section(journal, analysed, m.cut or cfg.cut, monitored, cfg.bottleneck_threshold)
+    monitored = cfg.monitor and any(
+        r.monitor is not None and r.monitor.samples > 0 for r in journal.records
+    )
+    bsec = bottleneck_section(
+        journal, analysed, m.cut or cfg.cut, monitored, cfg.bottleneck_threshold
+    )
     if last is not None and last.monitor_error:
         bsec.error = last.monitor_error if not bsec.error else f"{last.monitor_error}; {bsec.error}"
-    excluded = [excluded_round(r, _round_verdict(journal, r))
-                for r in journal.records if is_excluded(r, bsec.cut)]
+    excluded = [
+        excluded_round(r, _round_verdict(journal, r))
+        for r in journal.records
+        if is_excluded(r, bsec.cut)
+    ]
     judged_rounds = sum(1 for r in journal.records if judged(r))
     more = _more_rounds(analyses, workloads)
     needed = None
@@ -216,10 +270,18 @@ def build_result(
     failed = "workload failed: "
     failure = next((n.removeprefix(failed) for n in notes or [] if n.startswith(failed)), None)
     verdict = decide(
-        stop_reason=str(stop_reason), workloads=workloads, bsec=bsec, excluded=excluded,
-        judged_rounds=judged_rounds, cfg=cfg, comparison=comparison,
-        network=lambda w: units.network_traffic(w.command, bsec.cut), needed_seconds=needed,
-        more_rounds=more, failure=failure, result_dir=str(journal.root),
+        stop_reason=str(stop_reason),
+        workloads=workloads,
+        bsec=bsec,
+        excluded=excluded,
+        judged_rounds=judged_rounds,
+        cfg=cfg,
+        comparison=comparison,
+        network=lambda w: units.network_traffic(w.command, bsec.cut),
+        needed_seconds=needed,
+        more_rounds=more,
+        failure=failure,
+        result_dir=str(journal.root),
     )
     status = verdict.status
     engine = [r.engine_seconds for r in journal.records if r.engine_seconds is not None]
@@ -245,16 +307,28 @@ def build_result(
     for w in workloads:
         for p in w.pis.values():
             # the PI table already says whether the CI is missing or too wide
-            all_notes.extend(f"{w.name}/{p.name}: {msg}" for msg in p.warnings
-                             if "too few" not in msg and "is wider than the target" not in msg)
+            all_notes.extend(
+                f"{w.name}/{p.name}: {msg}"
+                for msg in p.warnings
+                if "too few" not in msg and "is wider than the target" not in msg
+            )
     return SessionResult(
-        created_at=time.time(), result_dir=str(journal.root), status=status, exit_code=int(STATUS_EXIT[status]),
-        stop_reason=str(stop_reason), verdict=verdict, elapsed_seconds=float(elapsed),
+        created_at=time.time(),
+        result_dir=str(journal.root),
+        status=status,
+        exit_code=int(STATUS_EXIT[status]),
+        stop_reason=str(stop_reason),
+        verdict=verdict,
+        elapsed_seconds=float(elapsed),
         measured_seconds=float(sum(r.duration for r in journal.records)),
         config=cfg.model_dump(mode="json"),
-        workloads=workloads, comparison=comparison, bottleneck=bsec,
+        workloads=workloads,
+        comparison=comparison,
+        bottleneck=bsec,
         graph_file=GRAPH_FILE if (journal.root / GRAPH_FILE).is_file() else None,
-        overhead=overhead, context=m.context, notes=list(dict.fromkeys(all_notes)),
+        overhead=overhead,
+        context=m.context,
+        notes=list(dict.fromkeys(all_notes)),
     )
 
 

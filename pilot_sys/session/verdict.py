@@ -379,8 +379,10 @@ def bottleneck_line(bsec: BottleneckSection, included: int) -> str:
         return f"bottleneck check: not done ({why})"
     over = f"over the {included} included rounds taken together"
     if bsec.detail.get("judged_over") == "excluded rounds":
-        over = (f"over the {len(bsec.rounds_invalid)} excluded rounds taken together "
-                "(none was included)")
+        over = (
+            f"over the {len(bsec.rounds_invalid)} excluded rounds taken together "
+            "(none was included)"
+        )
     if bsec.valid:
         return f"bottleneck check: passed {over} (component under test: {cut})"
     return (

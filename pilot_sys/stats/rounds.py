@@ -220,15 +220,17 @@ def summarize_rounds(
     lag1 = float(subsession.corrected_lag1(level.round_means))
     refused = None
     if trend < TREND_LEVEL:
-        refused = (f"{DRIFT} (linear trend p = {trend:.2g}): "
-                   "there is no stable level to estimate yet")
+        refused = (
+            f"{DRIFT} (linear trend p = {trend:.2g}): there is no stable level to estimate yet"
+        )
     elif lag1 >= WANDER_LAG1:
         refused = f"{WANDER} (lag-1 {lag1:.2f}): the level wanders"
     if refused is not None:
         # the spread of the round means, trend included, without the lag-1 correction (the
         # trend is what correlates them): the range of levels this session's rounds averaged
-        spread = why + ("; the round means drift, so this is the session's average over a "
-                        "drifting level")
+        spread = why + (
+            "; the round means drift, so this is the session's average over a drifting level"
+        )
         drifting = _over_rounds(level, variance, 0.0, pooled, pi_type, confidence, target, spread)
         return RoundsSummary(_without_interval(pooled, refused), "rounds", p, drifting)
     if lag1 > 0:

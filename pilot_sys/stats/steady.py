@@ -74,12 +74,18 @@ class SteadyState(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     n: int
-    steady_state_start: int | None = Field(description="0-based index of the first steady iteration")
+    steady_state_start: int | None = Field(
+        description="0-based index of the first steady iteration"
+    )
     reason: str
     warmup_iterations: int | None
     time_to_steady_state: float | None = Field(description="seconds until the steady state starts")
-    cold_start_cost: float = Field(description="sum of latencies before the steady state (all, if never reached)")
-    cold_start_excess: float | None = Field(description="cold_start_cost minus warm-up iterations at steady median")
+    cold_start_cost: float = Field(
+        description="sum of latencies before the steady state (all, if never reached)"
+    )
+    cold_start_excess: float | None = Field(
+        description="cold_start_cost minus warm-up iterations at steady median"
+    )
     steady: SteadyDistribution | None
     raw: SteadyDistribution
     method: Method = "segments"
@@ -99,8 +105,11 @@ class SteadyState(BaseModel):
     )
 
 
-def choose_window(n: int, history: int = DEFAULT_HISTORY, tail_samples: int = DEFAULT_TAIL_SAMPLES) -> int:
-    """Window length from the data: 10 readings above p99.9 if the run allows, else n / (2 history)."""
+def choose_window(
+    n: int, history: int = DEFAULT_HISTORY, tail_samples: int = DEFAULT_TAIL_SAMPLES
+) -> int:
+    """Window length from the data: 10 readings above p99.9 if the run allows, else
+    n / (2 history)."""
     ideal = math.ceil(tail_samples / (1.0 - DEFAULT_TAIL_QUANTILE))
     return max(MIN_WINDOW, min(ideal, n // (2 * history)))
 
@@ -136,8 +145,11 @@ def _window_statistic(ordered: np.ndarray, q: float) -> tuple[np.ndarray, np.nda
     return value, 0.5 * (ordered[:, hi] - ordered[:, lo])
 
 
-def _gate(stat: np.ndarray, se: np.ndarray, history: int, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
-    """For every run of ``history`` windows: does it pass, and its drift relative to the allowance."""
+def _gate(
+    stat: np.ndarray, se: np.ndarray, history: int, tolerance: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """For every run of ``history`` windows: does it pass, and its drift relative to the
+    allowance."""
     runs = sliding_window_view(stat, history)
     spread = runs.max(axis=1) - runs.min(axis=1)
     centre = np.abs(runs.mean(axis=1))
@@ -189,7 +201,9 @@ def detect_steady_state(
         raise InsufficientData("latencies", "no readings")
     if method == "segments":
         if n < MIN_READINGS:
-            return _too_short(values, MIN_READINGS, stamps, dict(method=method, tolerance=tolerance))
+            return _too_short(
+                values, MIN_READINGS, stamps, dict(method=method, tolerance=tolerance)
+            )
         found = settle(
             values,
             tolerance=tolerance,
@@ -223,7 +237,9 @@ def detect_steady_state(
         tail_quantile=q_tail,
     )
     if both.size == 0:
-        reason = _no_steady_reason(median_ok, tail_ok, median_drift, tail_drift, tail_name, size, history)
+        reason = _no_steady_reason(
+            median_ok, tail_ok, median_drift, tail_drift, tail_name, size, history
+        )
         return _report(values, None, reason, stamps, seconds_per_unit, extra)
     start = int(both[0]) * size
     reason = (
@@ -302,7 +318,8 @@ def _no_steady_reason(
     if not median_ok.any() and not tail_ok.any():
         return (
             f"no steady state reached: neither the median nor the {tail_name} settled {where} "
-            f"(best drift {median_drift.min():.2f}x and {tail_drift.min():.2f}x the allowance); run longer"
+            f"(best drift {median_drift.min():.2f}x and {tail_drift.min():.2f}x the allowance); "
+            "run longer"
         )
     if not median_ok.any():
         return (

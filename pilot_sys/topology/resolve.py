@@ -36,8 +36,8 @@ from pilot_sys.topology.components import ComponentKind
 from pilot_sys.topology.effective import with_limiters
 from pilot_sys.topology.graph import ComponentGraph
 from pilot_sys.topology.mountinfo import mount_for
-from pilot_sys.topology.routes import Route, lookup, read_routes, resolve_host
 from pilot_sys.topology.remote_path import local_nic_of, remote_paths
+from pilot_sys.topology.routes import Route, lookup, read_routes, resolve_host
 from pilot_sys.topology.sysroot import SysRoot
 from pilot_sys.workload.command_line import HOST_PREFIX, host_of, split_host_argument
 
@@ -64,7 +64,8 @@ class DataPath(BaseModel):
     paths: list[list[str]] = Field(default_factory=list)
     cut: str | None = None
     components: list[str] = Field(default_factory=list)
-    unresolved: list[str] = Field(default_factory=list)  # "ARG: why", arguments skipped (not strict)
+    # "ARG: why", arguments skipped (not strict)
+    unresolved: list[str] = Field(default_factory=list)
 
 
 def _split_fio_names(value: str) -> list[str]:
@@ -110,7 +111,11 @@ def candidates(args: list[str]) -> list[tuple[str, str, bool]]:
                 continue
             values = _split_fio_names(value) if key_name == "filename" else [value]
             explicit = key_name in FILE_KEYS
-            found += [(arg, v, explicit) for v in values if explicit or v.startswith(("/", "./", "../", "~"))]
+            found += [
+                (arg, v, explicit)
+                for v in values
+                if explicit or v.startswith(("/", "./", "../", "~"))
+            ]
             continue
         if arg.startswith("-"):
             continue
@@ -158,7 +163,10 @@ class _Resolver:
         if strict and os.path.isdir(parent):
             return "new-file", path
         if strict:
-            raise BadInput(value, "no such file or directory, its parent does not exist either, and it is not a host")
+            raise BadInput(
+                value,
+                "no such file or directory, its parent does not exist either, and it is not a host",
+            )
         return None
 
     @staticmethod
@@ -217,7 +225,9 @@ class _Resolver:
             self._routes = read_routes(self.sysroot)
         route = lookup(self._routes, address)
         if route is None:
-            raise BadInput(host, f"no route to {address} in /proc/net/route or /proc/net/ipv6_route")
+            raise BadInput(
+                host, f"no route to {address} in /proc/net/route or /proc/net/ipv6_route"
+            )
         nic = f"nic:{route.interface}"
         if nic not in self.graph:
             raise BadInput(host, f"routing interface {route.interface} not in the discovered graph")
@@ -260,8 +270,14 @@ def _is_ip(text: str) -> bool:
     return True
 
 
-def resolve(graph: ComponentGraph, args: list[str], *, root: str | Path | None = None,
-            strict: bool = False, hosts: Mapping[str, str] | None = None) -> DataPath:
+def resolve(
+    graph: ComponentGraph,
+    args: list[str],
+    *,
+    root: str | Path | None = None,
+    strict: bool = False,
+    hosts: Mapping[str, str] | None = None,
+) -> DataPath:
     """The data paths of ``args`` through ``graph``.
 
     Arguments that are none of path, device or host are ignored (a workload's other options);
@@ -277,7 +293,9 @@ def resolve(graph: ComponentGraph, args: list[str], *, root: str | Path | None =
         args = args[1:]
     resolved: list[ResolvedArgument] = []
     unresolved: list[str] = []
-    for argument, value, explicit in candidates(args) if not strict else [(a, a, True) for a in args]:
+    for argument, value, explicit in (
+        candidates(args) if not strict else [(a, a, True) for a in args]
+    ):
         classified = resolver.classify(value, explicit, strict)
         if classified is None:
             continue
@@ -298,15 +316,23 @@ def resolve(graph: ComponentGraph, args: list[str], *, root: str | Path | None =
         cut = resolver.cut(component, paths)
         if name is not None:
             paths, cut = remote_paths(graph, name, paths, split_host_argument(target)[1])
-        resolved.append(ResolvedArgument(
-            argument=argument, target=target, host=name, kind=kind,  # type: ignore[arg-type]
-            component=component, paths=paths, cut=cut,
-        ))
+        resolved.append(
+            ResolvedArgument(
+                argument=argument,
+                target=target,
+                host=name,
+                kind=kind,  # type: ignore[arg-type]
+                component=component,
+                paths=paths,
+                cut=cut,
+            )
+        )
     all_paths: list[list[str]] = []
     for item in resolved:
         all_paths += [p for p in item.paths if p not in all_paths]
     cuts = [r.cut for r in resolved if r.cut]
-    # A source like /dev/zero (memory) is rarely what is under test: prefer a storage or network CUT.
+    # A source like /dev/zero (memory) is rarely what is under test: prefer a storage or
+    # network CUT.
     preferred = [c for c in cuts if not c.startswith("memory:")] or cuts
     return DataPath(
         arguments=resolved,

@@ -22,13 +22,56 @@ from typing import NamedTuple
 
 # wrapper -> (options that take a separate argument, positional arguments before the command)
 WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
-    "sudo": (frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group",
-                        "--chdir", "--host", "--prompt", "--role", "--type", "--other-user", "--close-from",
-                        "--command-timeout"}), 0),
+    "sudo": (
+        frozenset(
+            {
+                "-u",
+                "-g",
+                "-C",
+                "-D",
+                "-h",
+                "-p",
+                "-r",
+                "-t",
+                "-U",
+                "-T",
+                "--user",
+                "--group",
+                "--chdir",
+                "--host",
+                "--prompt",
+                "--role",
+                "--type",
+                "--other-user",
+                "--close-from",
+                "--command-timeout",
+            }
+        ),
+        0,
+    ),
     "doas": (frozenset({"-u", "-C"}), 0),
     "taskset": (frozenset(), 1),  # the CPU mask or list comes before the command
-    "numactl": (frozenset({"-N", "-m", "-C", "-p", "-i", "-P", "-w", "--cpunodebind", "--membind", "--physcpubind",
-                           "--preferred", "--interleave", "--preferred-many", "--weighted-interleave"}), 0),
+    "numactl": (
+        frozenset(
+            {
+                "-N",
+                "-m",
+                "-C",
+                "-p",
+                "-i",
+                "-P",
+                "-w",
+                "--cpunodebind",
+                "--membind",
+                "--physcpubind",
+                "--preferred",
+                "--interleave",
+                "--preferred-many",
+                "--weighted-interleave",
+            }
+        ),
+        0,
+    ),
     "env": (frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}), 0),
     "nice": (frozenset({"-n", "--adjustment"}), 0),
     "ionice": (frozenset({"-c", "-n", "--class", "--classdata"}), 0),
@@ -38,8 +81,18 @@ WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "nohup": (frozenset(), 0),
     "time": (frozenset({"-f", "-o", "--format", "--output"}), 0),
 }
-PSEUDO_DEVICES = frozenset({"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/stdin",
-                            "/dev/stdout", "/dev/stderr"})
+PSEUDO_DEVICES = frozenset(
+    {
+        "/dev/null",
+        "/dev/zero",
+        "/dev/full",
+        "/dev/random",
+        "/dev/urandom",
+        "/dev/stdin",
+        "/dev/stdout",
+        "/dev/stderr",
+    }
+)
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 

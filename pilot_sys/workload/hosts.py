@@ -37,9 +37,8 @@ class HostMatch(BaseModel):
 
     matched: dict[str, list[HostMention]] = Field(default_factory=dict)  # declared name -> mentions
     undeclared: list[HostMention] = Field(default_factory=list)  # one per host, first mention
-    local: list[HostMention] = Field(
-        default_factory=list
-    )  # loopback: this machine, monitored anyway
+    # loopback: this machine, monitored anyway
+    local: list[HostMention] = Field(default_factory=list)
 
 
 def mentioned_hosts(

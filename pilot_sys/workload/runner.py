@@ -23,7 +23,14 @@ from pilot_sys.workload import macros
 from pilot_sys.workload.base import PISpec, RoundOutput
 from pilot_sys.workload.cgroup_launch import CgroupTarget, in_cgroup
 from pilot_sys.workload.command_line import data_paths, program_index, program_name
-from pilot_sys.workload.parsers import PARSERS, CapturedOutput, MalformedOutput, ParsedOutput, iperf3, table
+from pilot_sys.workload.parsers import (
+    PARSERS,
+    CapturedOutput,
+    MalformedOutput,
+    ParsedOutput,
+    iperf3,
+    table,
+)
 from pilot_sys.workload.process import WorkloadTimeout, run_process
 
 FIO_LOG_PREFIX = "fio"  # logs land in the round directory as fio_bw.1.log, fio_lat.1.log...
@@ -75,7 +82,9 @@ class CommandWorkload:
             raise BadInput("command", "no command given to run")
         chosen = parser or detect_parser(argv)
         if chosen not in PARSERS:
-            raise BadInput("--parser", f"unknown parser {chosen!r}; choose one of {', '.join(PARSERS)}")
+            raise BadInput(
+                "--parser", f"unknown parser {chosen!r}; choose one of {', '.join(PARSERS)}"
+            )
         if timeout is not None and timeout <= 0:
             raise BadInput("--timeout", f"must be a positive number of seconds, got {timeout:g}")
         if fio_log_avg_msec <= 0:
@@ -103,14 +112,27 @@ class CommandWorkload:
             raise BadInput(str(self.cwd), "working directory does not exist")
 
     def _work_rate_spec(self) -> PISpec:
-        return self._overrides.get("work_rate", PISpec(
-            name="work_rate", unit=f"{self.work_amount_unit}/s", pi_type=PIType.HARMONIC,
-            description="work amount divided by the round's wall-clock duration"))
+        return self._overrides.get(
+            "work_rate",
+            PISpec(
+                name="work_rate",
+                unit=f"{self.work_amount_unit}/s",
+                pi_type=PIType.HARMONIC,
+                description="work amount divided by the round's wall-clock duration",
+            ),
+        )
 
     def _round_time_spec(self) -> PISpec:
-        return self._overrides.get("round_time", PISpec(
-            name="round_time", unit="s", pi_type=PIType.ARITHMETIC, higher_is_better=False,
-            description="the round's wall-clock duration (the command has no %WORK_AMOUNT%)"))
+        return self._overrides.get(
+            "round_time",
+            PISpec(
+                name="round_time",
+                unit="s",
+                pi_type=PIType.ARITHMETIC,
+                higher_is_better=False,
+                description="the round's wall-clock duration (the command has no %WORK_AMOUNT%)",
+            ),
+        )
 
     @property
     def _times_rounds(self) -> bool:
@@ -124,7 +146,8 @@ class CommandWorkload:
         return self._round_time_spec() if self._times_rounds else self._work_rate_spec()
 
     def pi_specs(self) -> list[PISpec]:
-        """The PIs: known up front for ``--parser none`` or given ``pi_specs``, else after a first round."""
+        """The PIs: known up front for ``--parser none`` or given ``pi_specs``, else after a
+        first round."""
         return list(self._specs)
 
     def command_for(self, work_amount: float, round_dir: Path) -> list[str]:
@@ -135,7 +158,9 @@ class CommandWorkload:
         rest = argv[at:]
         added: list[str] = []
         if self.parser == "fio":
-            formats = next((a.split("=", 1)[1] for a in rest if a.startswith("--output-format=")), None)
+            formats = next(
+                (a.split("=", 1)[1] for a in rest if a.startswith("--output-format=")), None
+            )
             if formats is None:
                 added.append("--output-format=json")
             elif not any(f.startswith("json") for f in formats.split(",")):  # json+ is JSON too
@@ -187,10 +212,15 @@ class CommandWorkload:
         if out.non_finite:  # a failed measurement: averaging around it would invent a result
             first = out.non_finite[0]
             where = first.where if first.line is not None else captured.stdout_name
-            raise MalformedOutput(where, "the workload printed values that are not finite "
-                                  "numbers: " + "; ".join(n.message() for n in out.non_finite))
+            raise MalformedOutput(
+                where,
+                "the workload printed values that are not finite "
+                "numbers: " + "; ".join(n.message() for n in out.non_finite),
+            )
         if not out.readings:
-            raise MalformedOutput(captured.stdout_name, f"nothing the {self.parser} parser could read")
+            raise MalformedOutput(
+                captured.stdout_name, f"nothing the {self.parser} parser could read"
+            )
         out.specs = [self._overrides.get(spec.name, spec) for spec in out.specs]
         return out
 
@@ -206,7 +236,8 @@ class CommandWorkload:
             except ValueError:  # a real-time signal has no name
                 how = f"was killed by signal {-returncode}"
         else:
-            how = f"exited with code {returncode} (accepted: {', '.join(map(str, sorted(self.accepted_returncodes)))})"
+            accepted = ", ".join(map(str, sorted(self.accepted_returncodes)))
+            how = f"exited with code {returncode} (accepted: {accepted})"
         return WorkloadFailed(f"{self.name}: {how}: {why} [output kept in {captured.round_dir}]")
 
     def run_round(self, work_amount: float, round_dir: Path) -> RoundOutput:
@@ -217,16 +248,22 @@ class CommandWorkload:
         amount = float(work_amount) if self.nominal_work_amount else float(text)
         timeout, by_limit = self._round_timeout()
         try:
-            result = run_process(argv, stdout=round_dir / "stdout.txt",
-                                 stderr=round_dir / "stderr.txt",
-                                 env=self._environment(text, round_dir), cwd=self.cwd,
-                                 timeout=timeout)
+            result = run_process(
+                argv,
+                stdout=round_dir / "stdout.txt",
+                stderr=round_dir / "stderr.txt",
+                env=self._environment(text, round_dir),
+                cwd=self.cwd,
+                timeout=timeout,
+            )
         except WorkloadTimeout:
             if not by_limit:
                 raise
-            self.cut_by_limit = (f"{self.name}: still running at the session limit, cut after "
-                                 f"{timeout:.3g} s with its child processes [output kept in "
-                                 f"{round_dir}]")
+            self.cut_by_limit = (
+                f"{self.name}: still running at the session limit, cut after "
+                f"{timeout:.3g} s with its child processes [output kept in "
+                f"{round_dir}]"
+            )
             raise RoundCutByLimit(self.cut_by_limit) from None
         captured = self._captured(argv, round_dir)
         if result.returncode not in self.accepted_returncodes:
@@ -235,14 +272,25 @@ class CommandWorkload:
         self._specs = parsed.specs
         warnings = list(parsed.warnings)
         if self.nominal_work_amount:
-            warnings.append("the command has no %WORK_AMOUNT%: every round does the same work, the work amount is nominal")
+            warnings.append(
+                "the command has no %WORK_AMOUNT%: every round does the same work, "
+                "the work amount is nominal"
+            )
         if result.leftovers_killed:
             warnings.append(f"ended {result.leftovers_killed} process(es) the command left running")
         return RoundOutput(
-            work_amount=amount, duration=result.duration, returncode=result.returncode,
-            readings=parsed.readings, unit_readings=parsed.unit_readings, unit_timestamps=parsed.unit_timestamps,
-            work_done=parsed.work_done if parsed.work_done is not None else (None if self.nominal_work_amount else amount),
-            output_files=sorted(p for p in round_dir.iterdir() if p.is_file()), warnings=warnings)
+            work_amount=amount,
+            duration=result.duration,
+            returncode=result.returncode,
+            readings=parsed.readings,
+            unit_readings=parsed.unit_readings,
+            unit_timestamps=parsed.unit_timestamps,
+            work_done=parsed.work_done
+            if parsed.work_done is not None
+            else (None if self.nominal_work_amount else amount),
+            output_files=sorted(p for p in round_dir.iterdir() if p.is_file()),
+            warnings=warnings,
+        )
 
     def _round_timeout(self) -> tuple[float | None, bool]:
         """This round's timeout: ``--timeout``, or the time to the session's deadline (plus the
@@ -257,5 +305,7 @@ class CommandWorkload:
 
     def data_path_args(self) -> list[str]:
         """File, directory and device arguments, with the macros substituted."""
-        argv = macros.substitute(self.argv, macros.format_work_amount(REPRESENTATIVE_WORK_AMOUNT), Path("."))
+        argv = macros.substitute(
+            self.argv, macros.format_work_amount(REPRESENTATIVE_WORK_AMOUNT), Path(".")
+        )
         return data_paths(argv, self.cwd)

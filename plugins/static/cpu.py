@@ -21,7 +21,9 @@ CPU = "/sys/devices/system/cpu"
 def discover(root: SysRoot) -> Discovery:
     online = parse_cpulist(root.read(f"{CPU}/online"))
     if not online:
-        online = sorted(int(n[3:]) for n in root.listdir(CPU) if n.startswith("cpu") and n[3:].isdigit())
+        online = sorted(
+            int(n[3:]) for n in root.listdir(CPU) if n.startswith("cpu") and n[3:].isdigit()
+        )
     packages: set[str] = set()
     cores: set[tuple[str, str]] = set()
     max_khz: list[int] = []
@@ -45,7 +47,9 @@ def discover(root: SysRoot) -> Discovery:
         "sockets": len(packages),
         "cores": len(cores),
         "threads_per_core": (len(online) // len(cores)) if cores else None,
-        "smt": (root.read(f"{CPU}/smt/active") == "1") if root.exists(f"{CPU}/smt/active") else len(online) > len(cores),
+        "smt": (root.read(f"{CPU}/smt/active") == "1")
+        if root.exists(f"{CPU}/smt/active")
+        else len(online) > len(cores),
         "numa_nodes": {name: cpus for name, cpus in sorted(nodes.items())},
         "max_freq_hz": max(max_khz) * 1000 if max_khz else None,
         "min_freq_hz": min(min_khz) * 1000 if min_khz else None,
@@ -58,8 +62,10 @@ def discover(root: SysRoot) -> Discovery:
         if allowed < usable:
             usable = float(allowed)
             details.append(f"affinity allows {allowed}")
-    compute = Limit(value=usable, unit="cores", source=LimitSource.SYSFS, detail=", ".join(details)) if online else Limit(
-        unit="cores", detail="no online CPU list readable"
+    compute = (
+        Limit(value=usable, unit="cores", source=LimitSource.SYSFS, detail=", ".join(details))
+        if online
+        else Limit(unit="cores", detail="no online CPU list readable")
     )
     host = Component(
         id="cpu:host",

@@ -63,8 +63,11 @@ def verdict_lines(verdict: Verdict) -> list[str]:
         judged = hidden if verdict.enough_samples else []
         lines.append(cut_line(verdict.cut, verdict.cut_saturated, judged))
     # the headline already says how many intervals there were
-    lines += [f"note: {n}" for n in verdict.notes
-              if verdict.enough_samples or not n.startswith(f"only {verdict.intervals} sampled")]
+    lines += [
+        f"note: {n}"
+        for n in verdict.notes
+        if verdict.enough_samples or not n.startswith(f"only {verdict.intervals} sampled")
+    ]
     return lines
 
 
@@ -79,7 +82,8 @@ def bar(fraction: float, threshold: float) -> Text:
 def rows_for(
     component: str, latest: dict[str, float], threshold: float
 ) -> list[tuple[str, str, Text, str]]:
-    """(component, what, bar, value) rows: utilizations when a limit is known, else what was measured."""
+    """(component, what, bar, value) rows: utilizations when a limit is known, else what was
+    measured."""
     rows: list[tuple[str, str, Text, str]] = []
     prefix = f"{component}/"
     utils = sorted(k for k in latest if k.startswith(prefix + "util_"))

@@ -73,12 +73,19 @@ def eta_text(f: Forecast, budget: Budget | None = None) -> str:
     if f.rounds_needed == 0:
         return f"targets met{f' (as of round {f.as_of})' if f.as_of else ''}"
     left = budget.left if budget is not None else None
-    if budget is not None and budget.limit is not None and f.eta is not None and left is not None \
-            and f.eta > left:
+    if (
+        budget is not None
+        and budget.limit is not None
+        and f.eta is not None
+        and left is not None
+        and f.eta > left
+    ):
         total = budget.used + f.eta
-        return (f"~{f.rounds_needed} more round(s): more than the {budget.limit:.0f} s "
-                f"limit allows; at this rate it needs about {total:.0f} s in all: "
-                f"{limit_advice(total, budget.preset)}{since}")
+        return (
+            f"~{f.rounds_needed} more round(s): more than the {budget.limit:.0f} s "
+            f"limit allows; at this rate it needs about {total:.0f} s in all: "
+            f"{limit_advice(total, budget.preset)}{since}"
+        )
     eta = f", ETA {f.eta:.0f} s" if f.eta is not None else ""
     return f"~{f.rounds_needed} more round(s){eta}{since}"
 
@@ -243,7 +250,8 @@ class RichProgress(QuietProgress):
                 f"[{style}]{precision(p)}[/{style}]",
                 units.target(p.target),
                 str(p.sample_size),
-                "not known" if p.required_sample_size is None
+                "not known"
+                if p.required_sample_size is None
                 else f"about {p.required_sample_size}",
             )
         if not self.live.is_started:

@@ -35,8 +35,11 @@ def status_line(result: SessionResult) -> str:
 
 def quiet_lines(result: SessionResult) -> list[str]:
     """What ``--quiet`` prints: the status, the verdict's headline and where the result is."""
-    return [status_line(result), verdict_of(result).headline,
-            f"result directory: {result.result_dir}"]
+    return [
+        status_line(result),
+        verdict_of(result).headline,
+        f"result directory: {result.result_dir}",
+    ]
 
 
 def alarm_lines(result: SessionResult) -> list[str]:
