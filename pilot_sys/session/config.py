@@ -84,7 +84,9 @@ class SessionConfig(BaseModel):
         0.1, gt=0, lt=1, description="|lag-1 autocorrelation| accepted after subsession merging"
     )
     session_limit: float | None = Field(600.0, gt=0, description="seconds; None: no limit")
-    first_result_seconds: float = Field(60.0, gt=0, description="t of the k heuristic (Pilot docs, warm-up detection)")
+    first_result_seconds: float = Field(
+        60.0, gt=0, description="t of the k heuristic (Pilot docs, warm-up detection)"
+    )
     k_rounds: int = Field(50, ge=2, description="n of the k heuristic: rounds expected within t")
     min_round_seconds: float = Field(
         0.5, ge=0, description="rounds shorter than this are stored, not analysed"
