@@ -6,7 +6,8 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """Process exit codes, shared by every command (documented in README.md).
+    """Process exit codes, shared by every command (documented in README.md and in
+    docs/commands/README.md).
 
     2 is for input that cannot be used; a measurement that ran says what it found with 0 or
     3-7, so a script can tell "fix the command line" from "the machine said so". ``tune``

@@ -88,6 +88,8 @@ def _prefix_ladder(
 BYTES = _prefix_ladder(1024, IEC, "B")
 BYTE_RATES = _prefix_ladder(1024, IEC, "B/s")
 BIT_RATES = _prefix_ladder(1000, SI, "bit/s", scale=8)  # of a value in bytes per second
+#: units of physical quantities, written with an SI prefix joined to the symbol
+SI_SYMBOLS = frozenset({"Hz", "W", "J", "V", "A"})
 DURATIONS: Ladder = ((1e-9, "ns"), (1e-6, "µs"), (1e-3, "ms"), (1.0, "s"))
 
 
@@ -221,6 +223,8 @@ def _ladder_of(unit: str, network: bool) -> tuple[float, Ladder, bool]:
         return SECOND_UNITS[unit], DURATIONS, False
     if unit == "%":
         return 1.0, ((1.0, "%"),), False
+    if unit in SI_SYMBOLS:  # a physical unit takes its prefix unspaced: 3.60 GHz, not 3.60 G Hz
+        return 1.0, _prefix_ladder(1000, SI, unit), False
     return 1.0, _counts(unit), True
 
 

@@ -228,3 +228,10 @@ def test_a_user_rated_disk_is_judged_by_its_stated_limit(tmp_path: Path) -> None
         sorted(utils)[len(utils) // 2] > 0.8
     )  # fio outruns a 20 MB/s rating by far, here and in CI
     assert verdict["cut_saturated"]
+
+
+def test_a_run_too_short_to_judge_says_so_once() -> None:
+    result = run_cli("monitor", "--no-live", "--", "sleep", "0.2", timeout=60)
+    assert result.returncode == 0, result.stderr
+    judged = [line for line in result.stderr.splitlines() if "judge" in line]
+    assert len(judged) == 1 and judged[0].startswith("pilot-sys monitor: too short to judge: ")

@@ -206,3 +206,11 @@ def test_units_imports_nothing_from_pilot_sys() -> None:
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert not [m for m in imported if m.startswith("pilot_sys")], imported
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "shown"),
+    [(3.6e9, "Hz", "3.60 GHz"), (8e8, "Hz", "800 MHz"), (45.0, "W", "45.0 W")],
+)
+def test_physical_units_take_their_prefix_unspaced(value: float, unit: str, shown: str) -> None:
+    assert units.quantity(value, unit) == shown

@@ -242,7 +242,8 @@ Exit status: 0 on success, 2 on bad input (one line naming the file:line:column)
     type=click.Choice(["edm", "steady", "none"]),
     default="edm",
     show_default=True,
-    help="Warm-up/cool-down removal: EDM dominant segment, dual-gate steady state, or none.",
+    help="Warm-up/cool-down removal: EDM dominant segment, steady state (as `pilot-sys "
+    "steady`), or none.",
 )
 @decimal_option
 @click.option("--json", "as_json", is_flag=True, help="Print one machine-readable JSON object.")

@@ -92,7 +92,9 @@ Examples:
 \b
 Exit codes: 0 valid result; 2 bad input (also a result directory that cannot be written);
 3 invalid (hidden bottleneck); 4 stopped before every CI target: the session limit, or a full
-disk (every journaled round is kept); 5 workload failure; 130 interrupted during the rounds
+disk (every journaled round is kept); 5 workload failure; with --overhead-budget, 6 the
+tuner could not decide the budget and 7 it is exceeded even at the slowest rate (see `pilot-sys
+tune`); 130 interrupted during the rounds
 (all rounds kept: continue with --resume DIR, rebuild reports with `pilot-sys report DIR`).
 After the last round, a first Ctrl-C lets the result and the reports be finished.
 """
