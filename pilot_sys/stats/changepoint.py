@@ -250,15 +250,35 @@ class _LazyKeys:
             self._keys = position_keys(*self._range)
         return self._keys
 
+    def at(self, offsets: np.ndarray) -> np.ndarray:
+        """The keys of the readings at these offsets into the segment (``array[offsets]``)."""
+        if self._keys is not None:
+            return self._keys[offsets]
+        return keys_at(offsets + self._range[0])
+
+
+def _cumsum(indicator: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Running count of a 0/1 indicator, in 32 bits when it fits (half the memory traffic)."""
+    fits = indicator.shape[axis] < np.iinfo(np.int32).max
+    return np.cumsum(indicator, axis=axis, dtype=np.int32 if fits else np.int64)
+
+
+def _order_statistics(values: np.ndarray, kth: list[int]) -> np.ndarray:
+    """``values`` with the entries at ``kth`` in sorted position: one selection for a single
+    k, a full sort for several (numpy's vectorised sort beats a multi-k introselect)."""
+    if not kth:
+        return values
+    return np.partition(values, kth) if len(kth) == 1 else np.sort(values)
+
 
 def _top_masks(values: np.ndarray, keys: _LazyKeys, counts: list[int]) -> list[np.ndarray]:
     """Masks of the ``count`` largest values for each count, ties broken by key.
 
-    One multi-k selection (np.partition) finds every cut value in O(m); no sort.
+    The cut values come from one selection or sort; keys are computed for tied readings only.
     """
     m = values.size
     kth = sorted({m - c for c in counts if 0 < c <= m})
-    ordered = np.partition(values, kth) if kth else values
+    ordered = _order_statistics(values, kth)
     masks = []
     for count in counts:
         if count <= 0:
@@ -272,9 +292,11 @@ def _top_masks(values: np.ndarray, keys: _LazyKeys, counts: list[int]) -> list[n
         if need == n_tied:
             masks.append(above | tied)
             continue
-        tied_keys = keys.array[tied]
+        tied_at = np.flatnonzero(tied)
+        tied_keys = keys.at(tied_at)
         key_cut = np.partition(tied_keys, n_tied - need)[n_tied - need]
-        masks.append(above | (tied & (keys.array >= key_cut)))
+        above[tied_at[tied_keys >= key_cut]] = True
+        masks.append(above)
     return masks
 
 
@@ -375,7 +397,7 @@ def _refine_split(
         series = np.abs(2 * ranks - (m - 1)).astype(np.float64)
     for _ in range(rounds):
         cut = _separating_cut(series[:split], series[split:])
-        counts = np.cumsum(series > cut)
+        counts = _cumsum(series > cut)
         if window is None:
             moved = _cusum_scan(counts, min_size)[0]
         else:
@@ -483,14 +505,14 @@ def _scan_segment(
     found: list[tuple[ChangeKind, int, float, np.ndarray, tuple[int, ...]]] = []
     if median_scan is None:
         for kind, indicator in _indicators(segment, keys, scale):
-            counts = np.cumsum(indicator)
+            counts = _cumsum(indicator)
             split, stat, cuts = _cusum_scan(counts, min_size)
             found.append((kind, split, stat, counts, cuts))
     else:
         for kind, split, stat, indicator in _median_candidates(
             segment, keys.array, min_size, scale, median_scan
         ):
-            found.append((kind, split, stat, np.cumsum(indicator), (split,)))
+            found.append((kind, split, stat, _cumsum(indicator), (split,)))
     scans = [
         (
             kind,
@@ -549,22 +571,23 @@ def _scan_intervals(
         )
         # Location rows, then scale rows: one cumulative sum and one scan for both kinds.
         indicators = masks[0] if not scale else np.concatenate([masks[0], masks[1] | ~masks[2]])
-        counts = np.cumsum(indicators, axis=1)
+        counts = _cumsum(indicators, axis=1)
         split, stat, low, high = batch.cusum_scan(counts, min_size, positions)
+        rows = len(chunk)
+        kept = (
+            np.ones(rows, dtype=bool)
+            if keep_above is None
+            else (stat.reshape(len(kinds), rows) > keep_above).any(axis=0)
+        )
         factors: list[float | None] = [None] * counts.shape[0]
         if dependence:  # only where a decision can need it, as in ``_scan_segment``
-            for row in np.flatnonzero(stat > base_penalty).tolist():
+            for row in np.flatnonzero((stat > base_penalty) & np.tile(kept, len(kinds))).tolist():
                 cuts = (
                     (int(low[row]),) if low[row] == high[row] else (int(low[row]), int(high[row]))
                 )
                 factors[row] = dependence_factor(counts[row], cuts)
-        rows = len(chunk)
         splits, stats = split.tolist(), stat.tolist()
-        hopeful = (
-            np.ones(rows, dtype=bool)
-            if keep_above is None
-            else (stat.reshape(len(kinds), rows) > keep_above).any(axis=0)
-        ).tolist()
+        hopeful = kept.tolist()
         for row, begin in enumerate(chunk):
             if not hopeful[row]:
                 skipped.append(begin)
@@ -579,9 +602,12 @@ def _scan_intervals(
     return out, skipped
 
 
-def _may_accept(scan: _ScanResult, penalty: float) -> bool:
-    """False when ``_decide`` must reject: the dependence adjustment only divides by >= 1."""
-    return any(stat > penalty for _, _, stat, _ in scan.scans)
+def _may_accept(scan: _ScanResult, penalty: float, floor: float = 1.0) -> bool:
+    """False when ``_decide`` must reject: it divides each statistic by the square root of a
+    dependence factor that is never below ``floor`` (IEEE division and square root are monotone,
+    so the same holds for the rounded values)."""
+    root = math.sqrt(floor)
+    return any(stat / root > penalty for _, _, stat, _ in scan.scans)
 
 
 def _decide(
@@ -720,7 +746,7 @@ class _SeriesDependence:
             for b, e in segments:
                 for kind, indicator in _indicators(values[b:e], _LazyKeys(b, e), scale):
                     parts.setdefault(kind, []).append(indicator)
-            self._counts = [np.cumsum(np.concatenate(p)) for p in parts.values()]
+            self._counts = [_cumsum(np.concatenate(p)) for p in parts.values()]
         return max(dependence_factor(c, tuple(sorted(cuts))) for c in self._counts)
 
     @property
@@ -1060,13 +1086,18 @@ class _Scans:
             self._values, scan, penalty=penalty, floor=floor, min_size=self._plan.min_size
         )
 
-    def hopeful(self, keys: list[tuple[int, int]], penalty: float) -> list[tuple[int, int]]:
-        """The seeded intervals of ``keys`` whose raw statistic could pass ``penalty``.
+    def hopeful(
+        self, keys: list[tuple[int, int]], penalty: float, floor: float = 1.0
+    ) -> list[tuple[int, int]]:
+        """The seeded intervals of ``keys`` whose statistic could pass ``penalty`` once divided
+        by the square root of the dependence ``floor`` that ``test`` will apply.
 
         Intervals not scanned yet are scanned in batches, those of one length together
         (``_scan_intervals``); only the survivors are decided one by one.
         """
         p = self._plan
+        # below this no statistic can pass (the margin covers the rounding of the product)
+        keep_above = penalty * math.sqrt(floor) * (1.0 - 1e-12)
         missing: dict[int, list[int]] = {}
         for key in keys:
             if key in self._hopeless:
@@ -1085,7 +1116,7 @@ class _Scans:
                 base_penalty=p.threshold,
                 scale=p.scale,
                 dependence=p.dependence,
-                keep_above=penalty if self._cache is None else None,
+                keep_above=keep_above if self._cache is None else None,
             )
             for scan in scans:
                 self._used[(scan.begin, scan.end)] = scan
@@ -1093,7 +1124,7 @@ class _Scans:
         return [
             key
             for key in keys
-            if key not in self._hopeless and _may_accept(self._used[key], penalty)
+            if key not in self._hopeless and _may_accept(self._used[key], penalty, floor)
         ]
 
     def save(self) -> None:
@@ -1321,8 +1352,8 @@ class _Detection:
             b, e = queue.pop()
             inside = p.intervals[(p.intervals[:, 0] >= b) & (p.intervals[:, 1] <= e)]
             keys = [(lo, hi) for lo, hi in inside.tolist() if (lo, hi) != (b, e)]
-            if p.median_scan is None:  # decide only the intervals whose raw statistic could pass
-                keys = self.scans.hopeful(keys, penalty)
+            if p.median_scan is None:  # decide only the intervals whose statistic could pass
+                keys = self.scans.hopeful(keys, penalty, floor)
             tested = [self.scans.test(lo, hi, penalty, floor) for lo, hi in keys]
             found = [result for result in tested if result.index is not None]
             taken = _select_seeded(found, b, e, p)
