@@ -72,6 +72,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from pilot_sys.stats import _changepoint_batch as batch
+from pilot_sys.stats._changepoint_bound import SeededBounds
 from pilot_sys.stats._changepoint_null import (
     edge_sf,
     kolmogorov_isf,
@@ -1047,12 +1048,19 @@ def _plan(
 _ScanCache = dict[tuple[int, int], _ScanResult]
 
 
+# Seeded intervals are first bounded (``_changepoint_bound``) from this many readings on; below,
+# building the bound's sorted blocks and tables costs more than the scans it saves.
+_BOUND_MIN_READINGS = 1 << 15
+
+
 class _Scans:
     """Segment scans of one detection: made here, or reused from an earlier run's ``cache``.
 
     A scan does not depend on any penalty, so one scan serves every test of its segment.
     Seeded intervals whose batched scan showed no statistic above the seeded penalty are only
     remembered as hopeless when there is no cache to fill: they never become scan results.
+    On a long series without a cache, an upper bound of every interval's statistics is computed
+    first, and only the intervals whose bound could pass are scanned.
     """
 
     def __init__(self, values: np.ndarray, plan: _Plan, cache: _ScanCache | None) -> None:
@@ -1061,6 +1069,20 @@ class _Scans:
         self._cache = cache
         self._used: _ScanCache = {}
         self._hopeless: set[tuple[int, int]] = set()
+        self._bounds: SeededBounds | None = None
+
+    def _seeded_bounds(self) -> SeededBounds | None:
+        """The bound of the seeded intervals' statistics, built on first use (None: not used)."""
+        p = self._plan
+        if (
+            self._cache is not None
+            or p.n < _BOUND_MIN_READINGS
+            or not SeededBounds.applicable(p.min_size)
+        ):
+            return None
+        if self._bounds is None:
+            self._bounds = SeededBounds(self._values, p.min_size)
+        return self._bounds
 
     def _lookup(self, key: tuple[int, int]) -> _ScanResult | None:
         return self._used.get(key) or (self._cache.get(key) if self._cache is not None else None)
@@ -1107,7 +1129,15 @@ class _Scans:
                 self._used[key] = scan
             else:
                 missing.setdefault(key[1] - key[0], []).append(key[0])
+        bounds = self._seeded_bounds()
         for length, starts in missing.items():
+            if bounds is not None:  # scan only the intervals whose bound could pass
+                at = np.asarray(starts, dtype=np.int64)
+                maybe = (bounds.bounds(at, length, p.scale) > keep_above).any(axis=0)
+                self._hopeless.update((start, start + length) for start in at[~maybe].tolist())
+                starts = at[maybe].tolist()
+                if not starts:
+                    continue
             scans, skipped = _scan_intervals(
                 self._values,
                 starts,
