@@ -123,35 +123,114 @@ def lag1_upper_bound(x: np.ndarray, z: float = PHI_UPPER_Z) -> np.ndarray:
     return np.minimum(r + z * np.sqrt(np.clip(1.0 - r**2, 0.0, None) / n), 1.0)
 
 
-def integrated_autocorrelation_time(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Geyer's initial monotone sequence estimate of tau = 1 + 2 sum_h rho_h, and gamma_0.
+def _geyer_sum(acov: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """tau and gamma_0 from autocovariances at lags 0..L-1 (last axis) of series of length n.
 
-    Returns (tau, gamma_0) along the last axis; the long-run variance is tau * gamma_0. The
-    autocovariances come from one FFT per series (O(n log n)). Sums of adjacent-lag pairs are
-    positive and decreasing for any reversible process, so the sum stops at the first non-positive
-    pair and is made monotone: the noisy far tail never enters.
-
-    scipy.fft at ``next_fast_len`` rather than numpy.fft at the next power of two: several times
-    faster on a long session's unit readings, with the same autocovariances to rounding
-    (benchmarks/results/session.md).
+    Sums of adjacent-lag pairs are positive and decreasing for any reversible process, so the sum
+    stops at the first non-positive pair and is made monotone: the noisy far tail never enters.
+    None when every pair that ``acov`` holds is positive and the series has more lags: then the
+    sum may go on beyond them.
     """
-    from scipy import fft
-
-    n = x.shape[-1]
-    d = x - x.mean(axis=-1, keepdims=True)
-    nfft = fft.next_fast_len(2 * n - 1, real=True)
-    spectrum = fft.rfft(d, nfft, axis=-1)
-    acov = fft.irfft(spectrum.real**2 + spectrum.imag**2, nfft, axis=-1)[..., :n] / n
     gamma0 = acov[..., 0]
-    m = n // 2
+    m = min(n // 2, acov.shape[-1] // 2)
     pairs = acov[..., 0 : 2 * m : 2] + acov[..., 1 : 2 * m : 2]
     positive = np.cumprod(pairs > 0, axis=-1).astype(bool)
+    if m < n // 2 and positive[..., -1].any():
+        return None
     pairs = np.minimum.accumulate(np.where(positive, pairs, np.inf), axis=-1)
     total = np.where(positive, pairs, 0.0).sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         tau = (2.0 * total - gamma0) / gamma0
     tau = np.where(gamma0 > 0, np.maximum(tau, 1.0 / n), 1.0)
     return tau, gamma0
+
+
+# One long series: autocovariances at the first lags from two matrix products, then at more lags
+# from FFTs of overlapping chunks; one FFT of the whole series only when even those do not reach
+# the end of Geyer's sum (a trend). Below this length one FFT of the whole series is cheap.
+_STAGED_MIN_LENGTH = 1 << 16
+_PRODUCT_LAGS = 32
+_CHUNK_LAGS = (1 << 14, 1 << 20)
+_CHUNK_READINGS = 1 << 20  # readings per FFT call (bounds the temporaries to ~50 MB)
+
+
+def _product_autocovariances(d: np.ndarray, lags: int) -> np.ndarray:
+    """sum_t d_t d_{t+h} / n for h < ``lags``: the series as rows of ``lags`` readings, whose
+    Gram matrix with itself and with the next row holds every product at those lags (its
+    diagonals), plus the readings left over after the last whole row."""
+    n = d.size
+    rows = n // lags
+    grid = d[: rows * lags].reshape(rows, lags)
+    same = grid.T @ grid
+    after = grid[:-1].T @ grid[1:]
+    edge = rows * lags
+    out = np.empty(lags)
+    for h in range(lags):
+        total = np.trace(same, offset=h) + (np.trace(after, offset=h - lags) if h else 0.0)
+        if edge < n:
+            total += d[edge - h : n - h] @ d[edge:]
+        out[h] = total
+    return out / n
+
+
+def _chunked_autocovariances(d: np.ndarray, lags: int) -> np.ndarray:
+    """sum_t d_t d_{t+h} / n for h < ``lags`` by FFTs of chunks of ``lags`` readings.
+
+    Chunk i (zero-padded to 2 ``lags``) correlated with chunks i and i+1 holds every product
+    starting in chunk i at those lags; the transform of chunk i+1 shifted by ``lags`` is its own
+    transform times (-1)^f, so one transform per chunk serves both. Cache-sized transforms are
+    several times faster than one transform of the whole series (benchmarks/results).
+    """
+    from scipy import fft
+
+    n = d.size
+    chunks = -(-n // lags)
+    padded = np.zeros((chunks + 1) * lags)
+    padded[:n] = d
+    grid = padded.reshape(chunks + 1, lags)  # a last chunk of zeros: every chunk has a next one
+    sign = np.where(np.arange(lags + 1) % 2 == 0, 1.0, -1.0)
+    spectrum = np.zeros(lags + 1, dtype=np.complex128)
+    group = max(1, _CHUNK_READINGS // lags)
+    for first in range(0, chunks, group):  # each group's transforms include the chunk after it
+        part = fft.rfft(grid[first : first + group + 1], 2 * lags, axis=1, workers=-1)
+        spectrum += (np.conj(part[:-1]) * (part[:-1] + sign * part[1:])).sum(axis=0)
+    return fft.irfft(spectrum, 2 * lags)[:lags] / n
+
+
+def integrated_autocorrelation_time(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Geyer's initial monotone sequence estimate of tau = 1 + 2 sum_h rho_h, and gamma_0.
+
+    Returns (tau, gamma_0) along the last axis; the long-run variance is tau * gamma_0. Short
+    series (and batches of them) take all autocovariances from one FFT per series, O(n log n).
+    A long series usually needs only its first few lags before the sum ends, so they come first
+    (``_product_autocovariances``, then ``_chunked_autocovariances`` at more lags) and the whole
+    series is transformed only when the sum has not ended within 2^20 lags.
+
+    scipy.fft at ``next_fast_len`` rather than numpy.fft at the next power of two: several times
+    faster on a long session's unit readings, with the same autocovariances to rounding
+    (benchmarks/results/session.md).
+    """
+    n = x.shape[-1]
+    d = x - x.mean(axis=-1, keepdims=True)
+    if d.ndim == 1 and n >= _STAGED_MIN_LENGTH:
+        found = _geyer_sum(_product_autocovariances(d, _PRODUCT_LAGS), n)
+        for lags in _CHUNK_LAGS:
+            if found is not None or lags >= n:
+                break
+            found = _geyer_sum(_chunked_autocovariances(d, lags), n)
+        if found is not None:
+            return found
+    return _geyer_sum(_fft_autocovariances(d), n)  # type: ignore[return-value]
+
+
+def _fft_autocovariances(d: np.ndarray) -> np.ndarray:
+    """All autocovariances sum_t d_t d_{t+h} / n along the last axis, from one FFT per series."""
+    from scipy import fft
+
+    n = d.shape[-1]
+    nfft = fft.next_fast_len(2 * n - 1, real=True)
+    spectrum = fft.rfft(d, nfft, axis=-1)
+    return fft.irfft(spectrum.real**2 + spectrum.imag**2, nfft, axis=-1)[..., :n] / n
 
 
 def subsession_means(x: np.ndarray, q: int) -> np.ndarray:
@@ -190,10 +269,19 @@ def ar1_effective_size(n: int, phi: np.ndarray | float) -> np.ndarray:
 
 def _floor_q(phi_upper: np.ndarray, limit: float, q_max: int) -> np.ndarray:
     """Smallest q whose AR(1)-predicted subsession correlation is within the limit (q_max + 1 if
-    none)."""
-    qs = np.arange(1, q_max + 1)
-    ok = ar1_subsession_autocorrelation(phi_upper[..., None], qs) <= limit
-    return np.where(ok.any(axis=-1), ok.argmax(axis=-1) + 1, q_max + 1)
+    none). The q are tried in growing blocks, so a long series with a small floor does not
+    evaluate the prediction at every q up to n / 8."""
+    floor = np.full(phi_upper.shape, q_max + 1, dtype=np.int64)
+    first, size = 1, 1024
+    while first <= q_max:
+        qs = np.arange(first, min(q_max, first + size - 1) + 1)
+        open_rows = floor > q_max
+        ok = ar1_subsession_autocorrelation(phi_upper[open_rows, None], qs) <= limit
+        floor[open_rows] = np.where(ok.any(axis=-1), qs[ok.argmax(axis=-1)], q_max + 1)
+        if not (floor > q_max).any():
+            break
+        first, size = first + size, 4 * size
+    return floor
 
 
 _FILTER_CELLS = 1 << 18  # subsession means evaluated per call of the candidate filter (~2 MiB)
@@ -236,6 +324,17 @@ def _next_candidate(cs: np.ndarray, n: int, start: int, q_max: int, limit: float
     return q_max + 1
 
 
+def _median(rows: np.ndarray) -> np.ndarray:
+    """np.median along the rows (kept as a column), bit for bit; one long row is sorted, which
+    numpy does faster than its two-element partition."""
+    if rows.shape[0] > 1 or rows.shape[1] < 1 << 16:
+        return np.median(rows, axis=1, keepdims=True)
+    ordered = np.sort(rows[0])
+    half = ordered.size // 2
+    middle = ordered[half - 1 : half + 1] if ordered.size % 2 == 0 else ordered[half : half + 1]
+    return np.array([[np.mean(middle)]])
+
+
 def search(
     x: np.ndarray,
     limit: float = DEFAULT_AUTOCORR_LIMIT,
@@ -253,7 +352,7 @@ def search(
     # Work on (x - median) / max|x - median|: every statistic below is shift/scale equivariant,
     # and values near 1e300 or 1e-300 neither overflow nor underflow when squared.
     raw = x.reshape(-1, x.shape[-1])
-    loc = np.median(raw, axis=1, keepdims=True)
+    loc = _median(raw)
     scale = np.max(np.abs(raw - loc), axis=1, keepdims=True)
     scale = np.where(scale > 0, scale, 1.0)
     x2 = (raw - loc) / scale
