@@ -103,6 +103,11 @@ def test_staged_autocorrelation_time_matches_one_fft(kind: str) -> None:
     want_tau, want_gamma0 = ss._geyer_sum(ss._fft_autocovariances(x - x.mean()), n)
     assert float(tau) == pytest.approx(float(want_tau), rel=1e-12)
     assert float(gamma0) == pytest.approx(float(want_gamma0), rel=1e-12, abs=1e-300)
+    # search passes its series as a row of a 2-D array: the same staged path, row by row (the
+    # reversed series has the same autocovariances)
+    rows = ss.integrated_autocorrelation_time(np.stack([x, x[::-1]]))
+    assert rows[0][0] == float(tau) and rows[1][0] == float(gamma0)
+    np.testing.assert_allclose(rows[0], float(tau), rtol=1e-12)
 
 
 def test_white_noise_needs_no_merging_and_ar1_does() -> None:

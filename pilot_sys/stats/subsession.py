@@ -212,15 +212,18 @@ def integrated_autocorrelation_time(x: np.ndarray) -> tuple[np.ndarray, np.ndarr
     """
     n = x.shape[-1]
     d = x - x.mean(axis=-1, keepdims=True)
-    if d.ndim == 1 and n >= _STAGED_MIN_LENGTH:
-        found = _geyer_sum(_product_autocovariances(d, _PRODUCT_LAGS), n)
+    if n < _STAGED_MIN_LENGTH:
+        return _geyer_sum(_fft_autocovariances(d), n)  # type: ignore[return-value]
+    rows = d.reshape(-1, n)
+    tau, gamma0 = np.empty(rows.shape[0]), np.empty(rows.shape[0])
+    for i, row in enumerate(rows):
+        found = _geyer_sum(_product_autocovariances(row, _PRODUCT_LAGS), n)
         for lags in _CHUNK_LAGS:
             if found is not None or lags >= n:
                 break
-            found = _geyer_sum(_chunked_autocovariances(d, lags), n)
-        if found is not None:
-            return found
-    return _geyer_sum(_fft_autocovariances(d), n)  # type: ignore[return-value]
+            found = _geyer_sum(_chunked_autocovariances(row, lags), n)
+        tau[i], gamma0[i] = found if found is not None else _geyer_sum(_fft_autocovariances(row), n)
+    return tau.reshape(x.shape[:-1]), gamma0.reshape(x.shape[:-1])
 
 
 def _fft_autocovariances(d: np.ndarray) -> np.ndarray:
@@ -284,43 +287,75 @@ def _floor_q(phi_upper: np.ndarray, limit: float, q_max: int) -> np.ndarray:
     return floor
 
 
-_FILTER_CELLS = 1 << 18  # subsession means evaluated per call of the candidate filter (~2 MiB)
+_FILTER_CELLS = 1 << 20  # subsession means evaluated per call of the grouped filter (~8 MiB)
 _FILTER_SLACK = 1e-9  # the filter's r~ and the exact one differ by rounding only (~1e-15)
+_FILTER_ONE_BY_ONE = 2048  # from this many subsessions on, q are filtered one at a time
+_FILTER_SPREAD = 10  # q filtered together have subsession counts within 1/10 of each other
+
+
+def _lag1_of_sums(sums: np.ndarray) -> float:
+    """Lag-1 autocorrelation of a 1-D series (of subsession sums: it is scale-free, so of their
+    means too), as ``lag1_autocorrelation`` computes it up to rounding."""
+    d = sums - sums.mean()
+    den = float(np.einsum("i,i->", d, d))  # einsum: a BLAS call's thread start-up costs more
+    return float(np.einsum("i,i->", d[:-1], d[1:])) / den if den > 0 else 0.0
+
+
+def _grouped_lag1(cs: np.ndarray, n: int, q0: int, q1: int) -> tuple[np.ndarray, np.ndarray]:
+    """Lag-1 autocorrelations of the subsession means for every q in [q0, q1], and the q.
+
+    Subsession i from the end of q spans [n - q (i + 1), n - q i), so the prefix sums it needs
+    are cs[n - q i]; for one i and consecutive q these are evenly spaced, one strided slice per
+    i fills a (k + 1, q) grid without an index array (a gather would miss the cache on every
+    element). The q's subsession counts differ by at most 1/10, so little of the grid is unused.
+    """
+    qs = np.arange(q0, q1 + 1)
+    ks = n // qs
+    k0 = int(ks[0])
+    grid = np.empty((k0 + 1, qs.size))
+    grid[0] = cs[n]
+    for i in range(1, k0 + 1):
+        hi = min(q1, n // i)  # the q that still have an i-th boundary
+        used = hi - q0 + 1
+        grid[i, :used] = cs[n - hi * i : n - q0 * i + 1 : i][::-1]
+        grid[i, used:] = 0.0
+    valid = np.arange(k0)[:, None] < ks[None, :]
+    means = np.where(valid, (grid[:-1] - grid[1:]) / qs, 0.0)
+    mean = means.sum(axis=0) / ks
+    d = np.where(valid, means - mean, 0.0)
+    num = np.einsum("ij,ij->j", d[:-1], d[1:])
+    den = np.einsum("ij,ij->j", d, d)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / den, 0.0), qs
 
 
 def _next_candidate(cs: np.ndarray, n: int, start: int, q_max: int, limit: float) -> int:
     """The smallest q in [start, q_max] whose bias-corrected lag-1 of q-subsession means may be
     within ``limit`` (q_max + 1 if none), for one series given its prefix sums ``cs``.
 
-    Why: with rounds at different levels the passing q is near a round's length (hundreds to
-    thousands of readings), and the search loop's small numpy calls per q, repeated over
-    thousands of q, made the engine space its analyses many rounds apart on a long session.
-    Here a block of consecutive q is evaluated at once, the means of each q padded into one
-    (q, k) array. It is only a filter: every q it lets through is tested again by the exact
-    code, with a slack far above rounding, so ``search`` returns what it returned before."""
+    Why: with rounds at different levels (or a trend) the passing q can be thousands of readings
+    or more, and the search loop's numpy calls per q, repeated over every q, made the engine
+    space its analyses many rounds apart on a long session and ``analyze`` slow on a long file.
+    A q with many subsessions is filtered alone from a strided view of the prefix sums; q with
+    few subsessions are filtered in groups (``_grouped_lag1``). It is only a filter: every q it
+    lets through is tested again by the exact code, with a slack far above rounding, so
+    ``search`` returns what it returned before."""
     q = start
     while q <= q_max:
-        k_first = n // q
-        # at most q sizes per block: their k then stay within 2x of the first's, so padding
-        # every row to the first's k at most doubles the work
-        block = max(1, min(q, _FILTER_CELLS // (k_first + 1), q_max - q + 1))
-        qs = np.arange(q, q + block)
-        ks = n // qs
-        j = np.arange(k_first + 1)
-        edges = (n - ks * qs)[:, None] + qs[:, None] * j[None, :]
-        edges = np.where(j[None, :] <= ks[:, None], edges, n)
-        means = np.diff(cs[edges], axis=1) / qs[:, None]
-        valid = j[None, :-1] < ks[:, None]
-        mean = np.where(valid, means, 0.0).sum(axis=1) / ks
-        d = np.where(valid, means - mean[:, None], 0.0)
-        num = np.einsum("ij,ij->i", d[:, :-1], d[:, 1:])
-        den = np.einsum("ij,ij->i", d, d)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r = np.where(den > 0, num / den, 0.0)
-        hit = np.flatnonzero(np.abs(bias_corrected_lag1(r, ks)) <= limit + _FILTER_SLACK)
+        k = n // q
+        if k >= _FILTER_ONE_BY_ONE:  # a gather: it overlaps cache misses better than a view
+            r = _lag1_of_sums(np.diff(cs[np.arange(n - k * q, n + 1, q)]))
+            if abs(float(bias_corrected_lag1(r, k))) <= limit + _FILTER_SLACK:
+                return q
+            q += 1
+            continue
+        fewest = k - max(1, k // _FILTER_SPREAD)
+        last = min(q_max, n // fewest if fewest > 0 else q_max, q + _FILTER_CELLS // (k + 1))
+        r, qs = _grouped_lag1(cs, n, q, last)
+        hit = np.flatnonzero(np.abs(bias_corrected_lag1(r, n // qs)) <= limit + _FILTER_SLACK)
         if hit.size:
             return int(qs[hit[0]])
-        q += block
+        q = last + 1
     return q_max + 1
 
 
