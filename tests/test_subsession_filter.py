@@ -92,3 +92,36 @@ def test_the_reference_really_visits_every_q(monkeypatch: pytest.MonkeyPatch) ->
     assert any(to > start for start, to in jumps)  # the filter skipped q that cannot pass
     monkeypatch.undo()
     assert _every_q(x).q == filtered.q
+
+
+@pytest.mark.parametrize("kind", ["trend", "rounds", "ar1", "warmup"])
+def test_long_series_cross_both_filter_regimes(kind: str) -> None:
+    """On 60,000 readings q up to 29 are filtered one at a time (2048 subsessions or more) and
+    larger q in groups; the answer is still the one visiting every q gives."""
+    rng = np.random.default_rng(len(kind))
+    n = 60_000
+    noise = lfilter([1.0], [1.0, -0.5], rng.standard_normal(n))
+    x = {
+        "trend": noise + np.linspace(0.0, 0.5, n),  # passes only at a large q
+        "rounds": noise + np.repeat(rng.normal(0.0, 1.0, 40), n // 40),
+        "ar1": lfilter([1.0], [1.0, -0.9], rng.standard_normal(n)),
+        "warmup": noise + 8.0 * np.exp(-np.arange(n) / 2000.0),
+    }[kind]
+    assert n // subsession._FILTER_ONE_BY_ONE > 20
+    fast, slow = subsession.search(x), _every_q(x)
+    for field in ("q", "n_subsessions", "mean", "variance", "autocorrelation", "tail_dropped"):
+        assert np.array_equal(getattr(fast, field), getattr(slow, field), equal_nan=True), field
+    assert fast.found
+
+
+def test_grouped_lag1_is_the_lag1_of_each_q() -> None:
+    rng = np.random.default_rng(9)
+    x = lfilter([1.0], [1.0, -0.7], rng.standard_normal(20_011)) + np.linspace(0, 2, 20_011)
+    cs = np.concatenate([[0.0], np.cumsum(x)])
+    n = x.size
+    r, qs = subsession._grouped_lag1(cs, n, 400, 470)  # 50 down to 42 subsessions
+    assert qs.tolist() == list(range(400, 471))
+    for q, got in zip(qs.tolist(), r.tolist(), strict=True):
+        k = n // q
+        means = np.diff(cs[n - k * q + q * np.arange(k + 1)]) / q
+        assert got == pytest.approx(float(subsession.lag1_autocorrelation(means)), abs=1e-12)
