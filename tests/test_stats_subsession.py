@@ -92,7 +92,7 @@ def test_staged_autocorrelation_time_matches_one_fft(kind: str) -> None:
     assert n >= ss._STAGED_MIN_LENGTH
     x = {
         "white": ar1(n, 0.0, 1),
-        "ar1": ar1(n, 0.6, 2),  # Geyer's sum ends within the first 32 lags
+        "ar1": ar1(n, 0.6, 2),  # Geyer's sum ends within the first 16 lags
         "ar1_strong": ar1(n, 0.995, 3),  # ... beyond them: the chunked FFT
         "trend": ar1(n, 0.0, 4) + np.linspace(0.0, 5.0, n),  # beyond every chunk: one FFT
         "walk": np.cumsum(ar1(n, 0.0, 5)),

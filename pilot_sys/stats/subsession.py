@@ -145,32 +145,20 @@ def _geyer_sum(acov: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray] | None
     return tau, gamma0
 
 
-# One long series: autocovariances at the first lags from two matrix products, then at more lags
-# from FFTs of overlapping chunks; one FFT of the whole series only when even those do not reach
-# the end of Geyer's sum (a trend). Below this length one FFT of the whole series is cheap.
+# One long series: autocovariances at the first lags from dot products, then at more lags from
+# FFTs of overlapping chunks; one FFT of the whole series only when even those do not reach the
+# end of Geyer's sum (a trend). Below this length one FFT of the whole series is cheap.
 _STAGED_MIN_LENGTH = 1 << 16
-_PRODUCT_LAGS = 32
+_PRODUCT_LAGS = 16
 _CHUNK_LAGS = (1 << 14, 1 << 20)
 _CHUNK_READINGS = 1 << 20  # readings per FFT call (bounds the temporaries to ~50 MB)
 
 
 def _product_autocovariances(d: np.ndarray, lags: int) -> np.ndarray:
-    """sum_t d_t d_{t+h} / n for h < ``lags``: the series as rows of ``lags`` readings, whose
-    Gram matrix with itself and with the next row holds every product at those lags (its
-    diagonals), plus the readings left over after the last whole row."""
+    """sum_t d_t d_{t+h} / n for h < ``lags``, one dot product per lag (einsum's own loop: a
+    threaded BLAS call costs more than it saves on a busy machine)."""
     n = d.size
-    rows = n // lags
-    grid = d[: rows * lags].reshape(rows, lags)
-    same = grid.T @ grid
-    after = grid[:-1].T @ grid[1:]
-    edge = rows * lags
-    out = np.empty(lags)
-    for h in range(lags):
-        total = np.trace(same, offset=h) + (np.trace(after, offset=h - lags) if h else 0.0)
-        if edge < n:
-            total += d[edge - h : n - h] @ d[edge:]
-        out[h] = total
-    return out / n
+    return np.array([np.einsum("i,i->", d[: n - h], d[h:]) for h in range(lags)]) / n
 
 
 def _chunked_autocovariances(d: np.ndarray, lags: int) -> np.ndarray:
@@ -192,7 +180,7 @@ def _chunked_autocovariances(d: np.ndarray, lags: int) -> np.ndarray:
     spectrum = np.zeros(lags + 1, dtype=np.complex128)
     group = max(1, _CHUNK_READINGS // lags)
     for first in range(0, chunks, group):  # each group's transforms include the chunk after it
-        part = fft.rfft(grid[first : first + group + 1], 2 * lags, axis=1, workers=-1)
+        part = fft.rfft(grid[first : first + group + 1], 2 * lags, axis=1)
         spectrum += (np.conj(part[:-1]) * (part[:-1] + sign * part[1:])).sum(axis=0)
     return fft.irfft(spectrum, 2 * lags)[:lags] / n
 
