@@ -150,7 +150,7 @@ def _geyer_sum(acov: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray] | None
 # end of Geyer's sum (a trend). Below this length one FFT of the whole series is cheap.
 _STAGED_MIN_LENGTH = 1 << 16
 _PRODUCT_LAGS = 16
-_CHUNK_LAGS = (1 << 14, 1 << 20)
+_CHUNK_LAGS = (1 << 14, 1 << 19)
 _CHUNK_READINGS = 1 << 20  # readings per FFT call (bounds the temporaries to ~50 MB)
 
 
@@ -192,7 +192,7 @@ def integrated_autocorrelation_time(x: np.ndarray) -> tuple[np.ndarray, np.ndarr
     series (and batches of them) take all autocovariances from one FFT per series, O(n log n).
     A long series usually needs only its first few lags before the sum ends, so they come first
     (``_product_autocovariances``, then ``_chunked_autocovariances`` at more lags) and the whole
-    series is transformed only when the sum has not ended within 2^20 lags.
+    series is transformed only when the sum has not ended within 2^19 lags.
 
     scipy.fft at ``next_fast_len`` rather than numpy.fft at the next power of two: several times
     faster on a long session's unit readings, with the same autocovariances to rounding
@@ -333,8 +333,8 @@ def _next_candidate(cs: np.ndarray, n: int, start: int, q_max: int, limit: float
         k = n // q
         if k >= _FILTER_ONE_BY_ONE:  # a gather: it overlaps cache misses better than a view
             r = _lag1_of_sums(np.diff(cs[np.arange(n - k * q, n + 1, q)]))
-            if abs(float(bias_corrected_lag1(r, k))) <= limit + _FILTER_SLACK:
-                return q
+            if abs(min(1.0, max(-1.0, r + (1.0 + 3.0 * r) / k))) <= limit + _FILTER_SLACK:
+                return q  # (bias_corrected_lag1 in scalars)
             q += 1
             continue
         fewest = k - max(1, k // _FILTER_SPREAD)
