@@ -326,6 +326,31 @@ def _positions(stop: int) -> np.ndarray:
     return _POSITIONS[:stop]
 
 
+_BRIDGE_CHUNK = 1 << 16  # bridge values formed at a time: they stay in cache until reduced
+
+
+def _bridge_extremes(
+    counts: np.ndarray, min_size: int, p: float
+) -> tuple[int, float, int, float]:
+    """First argmax and argmin (offsets from min_size) of the bridge C_k - k p over
+    min_size <= k <= m - min_size, and its values there: chunk by chunk, so a long segment never
+    holds a second array of its length, with each value formed as a whole-array pass would."""
+    m = counts.size
+    stop = m - min_size + 1
+    positions = _positions(stop)
+    top, peak, bottom, trough = 0, -math.inf, 0, math.inf
+    for first in range(min_size, stop, _BRIDGE_CHUNK):
+        last = min(stop, first + _BRIDGE_CHUNK)
+        bridge = positions[first:last] * -p
+        bridge += counts[first - 1 : last - 1]
+        hi, lo = int(np.argmax(bridge)), int(np.argmin(bridge))
+        if bridge[hi] > peak:
+            top, peak = first - min_size + hi, float(bridge[hi])
+        if bridge[lo] < trough:
+            bottom, trough = first - min_size + lo, float(bridge[lo])
+    return top, peak, bottom, trough
+
+
 def _cusum_scan(counts: np.ndarray, min_size: int) -> tuple[int, float, tuple[int, ...]]:
     """Best split of a 0/1 indicator, the bridge-scaled CUSUM range, and the cuts it implies.
 
@@ -338,10 +363,8 @@ def _cusum_scan(counts: np.ndarray, min_size: int) -> tuple[int, float, tuple[in
     p = float(counts[-1]) / m
     if p <= 0.0 or p >= 1.0:
         return m // 2, 0.0, (m // 2,)
-    bridge = _positions(m - min_size + 1)[min_size:] * -p
-    bridge += counts[min_size - 1 : m - min_size]
-    top, bottom = int(np.argmax(bridge)), int(np.argmin(bridge))
-    high, low = max(0.0, float(bridge[top])), min(0.0, float(bridge[bottom]))
+    top, peak, bottom, trough = _bridge_extremes(counts, min_size, p)
+    high, low = max(0.0, peak), min(0.0, trough)
     scale = math.sqrt(m * p * (1.0 - p))
     split = min_size + (top if high >= -low else bottom)
     cuts = tuple(
@@ -498,14 +521,18 @@ def _scan_segment(
     scale: bool,
     dependence: bool,
     median_scan: _MedianScan | None,
+    indicators: list[tuple[ChangeKind, np.ndarray]] | None = None,
 ) -> _ScanResult:
     """Scan one segment. The dependence factor (never below 1) is computed only for a scan whose
-    raw statistic beats ``base_penalty``, the smallest penalty any decision will use."""
+    raw statistic beats ``base_penalty``, the smallest penalty any decision will use. The sign
+    form's indicators are appended to ``indicators`` when given."""
     segment = values[begin:end]
     keys = _LazyKeys(begin, end)
     found: list[tuple[ChangeKind, int, float, np.ndarray, tuple[int, ...]]] = []
     if median_scan is None:
         for kind, indicator in _indicators(segment, keys, scale):
+            if indicators is not None:
+                indicators.append((kind, indicator))
             counts = _cumsum(indicator)
             split, stat, cuts = _cusum_scan(counts, min_size)
             found.append((kind, split, stat, counts, cuts))
@@ -732,9 +759,16 @@ class _SeriesDependence:
     an interval. ``segments`` must tile one stretch [first begin, last end) of the series.
     """
 
-    def __init__(self, values: np.ndarray, segments: list[tuple[int, int]], scale: bool) -> None:
+    def __init__(
+        self,
+        values: np.ndarray,
+        segments: list[tuple[int, int]],
+        scale: bool,
+        known: dict[tuple[int, int], list[tuple[ChangeKind, np.ndarray]]] | None = None,
+    ) -> None:
         ordered = sorted(segments)
         self._source = (values, ordered, scale)
+        self._known = known or {}  # indicators of segments a scan already made
         self._origin, stop = ordered[0][0], ordered[-1][1]
         self._cuts = frozenset(b - self._origin for b, _ in ordered if self._origin < b < stop)
         self._counts: list[np.ndarray] | None = None
@@ -745,7 +779,8 @@ class _SeriesDependence:
             values, segments, scale = self._source
             parts: dict[ChangeKind, list[np.ndarray]] = {}
             for b, e in segments:
-                for kind, indicator in _indicators(values[b:e], _LazyKeys(b, e), scale):
+                made = self._known.get((b, e)) or _indicators(values[b:e], _LazyKeys(b, e), scale)
+                for kind, indicator in made:
                     parts.setdefault(kind, []).append(indicator)
             self._counts = [_cumsum(np.concatenate(p)) for p in parts.values()]
         return max(dependence_factor(c, tuple(sorted(cuts))) for c in self._counts)
@@ -1070,6 +1105,7 @@ class _Scans:
         self._used: _ScanCache = {}
         self._hopeless: set[tuple[int, int]] = set()
         self._bounds: SeededBounds | None = None
+        self.unsplit_indicators: dict[tuple[int, int], list[tuple[ChangeKind, np.ndarray]]] = {}
 
     def _seeded_bounds(self) -> SeededBounds | None:
         """The bound of the seeded intervals' statistics, built on first use (None: not used)."""
@@ -1087,10 +1123,17 @@ class _Scans:
     def _lookup(self, key: tuple[int, int]) -> _ScanResult | None:
         return self._used.get(key) or (self._cache.get(key) if self._cache is not None else None)
 
-    def test(self, begin: int, end: int, penalty: float, floor: float = 1.0) -> _Split:
-        """Scan [begin, end) (unless already scanned) and decide its best split at ``penalty``."""
+    def test(
+        self, begin: int, end: int, penalty: float, floor: float = 1.0, keep: bool = False
+    ) -> _Split:
+        """Scan [begin, end) (unless already scanned) and decide its best split at ``penalty``.
+
+        ``keep``: if the segment is not split, keep the indicators its scan made
+        (``unsplit_indicators``), which the series-wide dependence floor needs again.
+        """
         key = (begin, end)
         scan = self._lookup(key)
+        made: list[tuple[ChangeKind, np.ndarray]] | None = [] if keep else None
         if scan is None:
             p = self._plan
             scan = _scan_segment(
@@ -1102,11 +1145,15 @@ class _Scans:
                 scale=p.scale,
                 dependence=p.dependence,
                 median_scan=p.median_scan,
+                indicators=made,
             )
         self._used[key] = scan
-        return _decide(
+        result = _decide(
             self._values, scan, penalty=penalty, floor=floor, min_size=self._plan.min_size
         )
+        if made and result.index is None:
+            self.unsplit_indicators[key] = made
+        return result
 
     def hopeful(
         self, keys: list[tuple[int, int]], penalty: float, floor: float = 1.0
@@ -1326,8 +1373,9 @@ class _Detection:
         self.edges = _EdgeTests(values, plan)
         self.tests: list[_Split] = []
 
-    def bisect(self, begin: int, end: int) -> list[tuple[int, int]]:
-        """Binary segmentation of [begin, end); returns the segments it could not split.
+    def bisect(self, begin: int, end: int, keep: bool = False) -> list[tuple[int, int]]:
+        """Binary segmentation of [begin, end); returns the segments it could not split (with
+        ``keep``, their scans' indicators stay in ``scans.unsplit_indicators``).
 
         A segment holding an end of the series is tested whole and in its edge intervals. A
         stretch shorter than ~2 sqrt(m) at an end of m readings moves the whole segment's CUSUM
@@ -1347,7 +1395,7 @@ class _Detection:
                 finals.append((b, e))
                 continue
             found = self.edges.candidates(b, e) if self.edges.enabled else []
-            result = self.scans.test(b, e, self.plan.threshold)
+            result = self.scans.test(b, e, self.plan.threshold, keep=keep)
             # the edge tests found a change that the whole segment's test missed or put elsewhere
             if found and (
                 result.index is None
@@ -1376,7 +1424,9 @@ class _Detection:
             p.significance, p.scans, p.statistic
         )
         penalty = p.threshold * widen
-        floor = _SeriesDependence(self.values, finals, p.scale).base if p.dependence else 1.0
+        known = self.scans.unsplit_indicators
+        floor = _SeriesDependence(self.values, finals, p.scale, known).base if p.dependence else 1.0
+        known.clear()  # only the floor needs them
         queue = [f for f in finals if f[1] - f[0] >= 4 * size]
         while queue:
             b, e = queue.pop()
@@ -1423,7 +1473,7 @@ def _run(
         edges=edges,
     )
     detection = _Detection(values, plan, cache)
-    finals = detection.bisect(0, plan.n)
+    finals = detection.bisect(0, plan.n, keep=bool(plan.intervals.size) and plan.dependence)
     if plan.intervals.size:
         detection.search_seeded(finals)
     detection.scans.save()
