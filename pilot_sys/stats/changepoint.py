@@ -272,14 +272,18 @@ def _order_statistics(values: np.ndarray, kth: list[int]) -> np.ndarray:
     return np.partition(values, kth) if len(kth) == 1 else np.sort(values)
 
 
-def _top_masks(values: np.ndarray, keys: _LazyKeys, counts: list[int]) -> list[np.ndarray]:
+def _top_masks(
+    values: np.ndarray, keys: _LazyKeys, counts: list[int], ordered: np.ndarray | None = None
+) -> list[np.ndarray]:
     """Masks of the ``count`` largest values for each count, ties broken by key.
 
-    The cut values come from one selection or sort; keys are computed for tied readings only.
+    The cut values come from one selection or sort (or ``ordered``, the values already sorted);
+    keys are computed for tied readings only.
     """
     m = values.size
     kth = sorted({m - c for c in counts if 0 < c <= m})
-    ordered = _order_statistics(values, kth)
+    if ordered is None:
+        ordered = _order_statistics(values, kth)
     masks = []
     for count in counts:
         if count <= 0:
@@ -302,15 +306,16 @@ def _top_masks(values: np.ndarray, keys: _LazyKeys, counts: list[int]) -> list[n
 
 
 def _indicators(
-    values: np.ndarray, keys: _LazyKeys, scale: bool
+    values: np.ndarray, keys: _LazyKeys, scale: bool, ordered: np.ndarray | None = None
 ) -> list[tuple[ChangeKind, np.ndarray]]:
-    """Above the pooled median; and outside the pooled interquartile range (spread)."""
+    """Above the pooled median; and outside the pooled interquartile range (spread).
+    ``ordered``: the values sorted, when the caller has them."""
     m = values.size
     quarter = m // 4
     if not scale:
-        return [("location", _top_masks(values, keys, [m // 2])[0])]
+        return [("location", _top_masks(values, keys, [m // 2], ordered)[0])]
     upper_half, top_quarter, above_bottom_quarter = _top_masks(
-        values, keys, [m // 2, quarter, m - quarter]
+        values, keys, [m // 2, quarter, m - quarter], ordered
     )
     return [("location", upper_half), ("scale", top_quarter | ~above_bottom_quarter)]
 
@@ -522,15 +527,17 @@ def _scan_segment(
     dependence: bool,
     median_scan: _MedianScan | None,
     indicators: list[tuple[ChangeKind, np.ndarray]] | None = None,
+    ordered: np.ndarray | None = None,
 ) -> _ScanResult:
     """Scan one segment. The dependence factor (never below 1) is computed only for a scan whose
     raw statistic beats ``base_penalty``, the smallest penalty any decision will use. The sign
-    form's indicators are appended to ``indicators`` when given."""
+    form's indicators are appended to ``indicators`` when given; ``ordered`` is the segment's
+    values sorted, when the caller has them."""
     segment = values[begin:end]
     keys = _LazyKeys(begin, end)
     found: list[tuple[ChangeKind, int, float, np.ndarray, tuple[int, ...]]] = []
     if median_scan is None:
-        for kind, indicator in _indicators(segment, keys, scale):
+        for kind, indicator in _indicators(segment, keys, scale, ordered):
             if indicators is not None:
                 indicators.append((kind, indicator))
             counts = _cumsum(indicator)
@@ -1083,6 +1090,9 @@ def _plan(
 _ScanCache = dict[tuple[int, int], _ScanResult]
 
 
+# Segments at least this long keep their sorted values for the pieces they are split into.
+_SORT_REUSE_MIN = 1 << 16
+
 # Seeded intervals are first bounded (``_changepoint_bound``) from this many readings on; below,
 # building the bound's sorted blocks and tables costs more than the scans it saves.
 _BOUND_MIN_READINGS = 1 << 15
@@ -1106,6 +1116,35 @@ class _Scans:
         self._hopeless: set[tuple[int, int]] = set()
         self._bounds: SeededBounds | None = None
         self.unsplit_indicators: dict[tuple[int, int], list[tuple[ChangeKind, np.ndarray]]] = {}
+        self._kept_sorted: tuple[int, int, np.ndarray] | None = None
+
+    def _sorted(self, begin: int, end: int) -> np.ndarray | None:
+        """The values of a long segment sorted (None: let the scan select its cuts itself).
+
+        Binary segmentation tests a long segment and then, most often, the larger piece of it:
+        that piece's sorted values are the segment's with the other piece's removed, an O(n)
+        deletion instead of an O(n log n) sort (equal values are interchangeable, so the
+        result is exactly the sort of the piece).
+        """
+        p = self._plan
+        if not p.scale or p.median_scan is not None or end - begin < _SORT_REUSE_MIN:
+            return None
+        kept = self._kept_sorted
+        if kept is not None and kept[0] <= begin and end <= kept[1]:
+            b, e, parent = kept
+            if (e - b) - (end - begin) <= (end - begin) // 4:
+                removed = np.sort(np.concatenate([self._values[b:begin], self._values[end:e]]))
+                # the i-th copy of a value in ``removed`` deletes the i-th copy in ``parent``
+                copy = np.arange(removed.size) - np.searchsorted(removed, removed, "left")
+                ordered = np.delete(parent, np.searchsorted(parent, removed, "left") + copy)
+                self._kept_sorted = (begin, end, ordered)
+                return ordered
+        ordered = np.sort(self._values[begin:end])
+        self._kept_sorted = (begin, end, ordered)
+        return ordered
+
+    def forget_sorted(self) -> None:
+        self._kept_sorted = None
 
     def _seeded_bounds(self) -> SeededBounds | None:
         """The bound of the seeded intervals' statistics, built on first use (None: not used)."""
@@ -1146,6 +1185,7 @@ class _Scans:
                 dependence=p.dependence,
                 median_scan=p.median_scan,
                 indicators=made,
+                ordered=self._sorted(begin, end),
             )
         self._used[key] = scan
         result = _decide(
@@ -1474,6 +1514,7 @@ def _run(
     )
     detection = _Detection(values, plan, cache)
     finals = detection.bisect(0, plan.n, keep=bool(plan.intervals.size) and plan.dependence)
+    detection.scans.forget_sorted()
     if plan.intervals.size:
         detection.search_seeded(finals)
     detection.scans.save()

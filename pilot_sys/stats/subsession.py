@@ -376,9 +376,10 @@ def search(
     # and values near 1e300 or 1e-300 neither overflow nor underflow when squared.
     raw = x.reshape(-1, x.shape[-1])
     loc = _median(raw)
-    scale = np.max(np.abs(raw - loc), axis=1, keepdims=True)
+    x2 = raw - loc  # in place from here: a long series is not copied more than once
+    scale = np.maximum(x2.max(axis=1, keepdims=True), -x2.min(axis=1, keepdims=True))  # max |.|
     scale = np.where(scale > 0, scale, 1.0)
-    x2 = (raw - loc) / scale
+    x2 /= scale
     rows, n = x2.shape
     q_max = n // min_subsessions
     q_out = np.zeros(rows, dtype=np.int64)
@@ -394,7 +395,9 @@ def search(
         ar1_lrv = gamma0 * (1.0 + phi) / (1.0 - phi)
         floor = _floor_q(phi_upper, limit, q_max)
         # Prefix sums make every q cost O(n/q); the whole search over q is O(n log n) per series.
-        cs = np.concatenate([np.zeros((rows, 1)), np.cumsum(x2, axis=1)], axis=1)
+        cs = np.empty((rows, n + 1))
+        cs[:, 0] = 0.0
+        np.cumsum(x2, axis=1, out=cs[:, 1:])
         pending = (floor <= q_max) & (ar1_effective_size(n, phi) >= MIN_EFFECTIVE_SAMPLES)
         q = int(floor.min()) - 1
         while q < q_max and pending.any():
