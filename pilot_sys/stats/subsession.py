@@ -296,25 +296,25 @@ def _grouped_lag1(cs: np.ndarray, n: int, q0: int, q1: int) -> tuple[np.ndarray,
     are cs[n - q i]; for one i and consecutive q these are evenly spaced, one strided slice per
     i fills a (k + 1, q) grid without an index array (a gather would miss the cache on every
     element). The q's subsession counts differ by at most 1/10, so little of the grid is unused.
+    Columns run from q1 down to q0; sums stand for means (the correlation is scale-free).
     """
-    qs = np.arange(q0, q1 + 1)
+    qs = np.arange(q1, q0 - 1, -1)
     ks = n // qs
-    k0 = int(ks[0])
+    k0 = int(ks[-1])
     grid = np.empty((k0 + 1, qs.size))
     grid[0] = cs[n]
     for i in range(1, k0 + 1):
-        hi = min(q1, n // i)  # the q that still have an i-th boundary
-        used = hi - q0 + 1
-        grid[i, :used] = cs[n - hi * i : n - q0 * i + 1 : i][::-1]
-        grid[i, used:] = 0.0
+        hi = min(q1, n // i)  # the q that still have an i-th boundary: the last columns
+        grid[i, q1 - hi :] = cs[n - hi * i : n - q0 * i + 1 : i]
+        grid[i, : q1 - hi] = 0.0
     valid = np.arange(k0)[:, None] < ks[None, :]
-    means = np.where(valid, (grid[:-1] - grid[1:]) / qs, 0.0)
-    mean = means.sum(axis=0) / ks
-    d = np.where(valid, means - mean, 0.0)
+    sums = np.where(valid, grid[:-1] - grid[1:], 0.0)
+    mean = sums.sum(axis=0) / ks
+    d = np.where(valid, sums - mean, 0.0)
     num = np.einsum("ij,ij->j", d[:-1], d[1:])
     den = np.einsum("ij,ij->j", d, d)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / den, 0.0), qs
+        return np.where(den > 0, num / den, 0.0)[::-1], qs[::-1]
 
 
 def _next_candidate(cs: np.ndarray, n: int, start: int, q_max: int, limit: float) -> int:
@@ -331,8 +331,8 @@ def _next_candidate(cs: np.ndarray, n: int, start: int, q_max: int, limit: float
     q = start
     while q <= q_max:
         k = n // q
-        if k >= _FILTER_ONE_BY_ONE:  # a gather: it overlaps cache misses better than a view
-            r = _lag1_of_sums(np.diff(cs[np.arange(n - k * q, n + 1, q)]))
+        if k >= _FILTER_ONE_BY_ONE:
+            r = _lag1_of_sums(np.diff(cs[n - k * q :: q]))
             if abs(min(1.0, max(-1.0, r + (1.0 + 3.0 * r) / k))) <= limit + _FILTER_SLACK:
                 return q  # (bias_corrected_lag1 in scalars)
             q += 1
@@ -409,11 +409,11 @@ def search(
                     break
             k = n // q
             tail = n - k * q
-            means = np.diff(cs[:, tail + q * np.arange(k + 1)], axis=1) / q
+            means = np.diff(cs[:, tail::q], axis=1) / q  # cs[tail + q j] for j = 0..k
             r = corrected_lag1(means)
             ok = pending & (q >= floor) & (np.abs(r) <= limit)
             if ok.any():
-                m = means[ok]
+                m = means if ok.all() else means[ok]
                 rc = np.clip(r[ok], 0.0, None)
                 inflated = m.var(axis=1, ddof=1) * (1.0 + rc) / (1.0 - rc)
                 geyer = gamma0[ok] * tau[ok] / q
