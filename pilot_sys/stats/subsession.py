@@ -118,8 +118,11 @@ def ar1_subsession_autocorrelation(phi: np.ndarray | float, q: np.ndarray | int)
 def lag1_upper_bound(x: np.ndarray, z: float = PHI_UPPER_Z) -> np.ndarray:
     """One-sided upper confidence bound of the raw lag-1 coefficient (bias-corrected, Bartlett
     SE)."""
-    n = x.shape[-1]
-    r = corrected_lag1(x)
+    return _upper_bound(corrected_lag1(x), x.shape[-1], z)
+
+
+def _upper_bound(r: np.ndarray, n: int, z: float = PHI_UPPER_Z) -> np.ndarray:
+    """``lag1_upper_bound`` from the bias-corrected lag-1 ``r`` of series of length n."""
     return np.minimum(r + z * np.sqrt(np.clip(1.0 - r**2, 0.0, None) / n), 1.0)
 
 
@@ -205,8 +208,12 @@ def integrated_autocorrelation_time(x: np.ndarray) -> tuple[np.ndarray, np.ndarr
     rows = d.reshape(-1, n)
     tau, gamma0 = np.empty(rows.shape[0]), np.empty(rows.shape[0])
     for i, row in enumerate(rows):
-        found = _geyer_sum(_product_autocovariances(row, _PRODUCT_LAGS), n)
-        for lags in _CHUNK_LAGS:
+        first = _product_autocovariances(row, _PRODUCT_LAGS)
+        found = _geyer_sum(first, n)
+        stages = _CHUNK_LAGS
+        if first[-2] + first[-1] > (first[0] + first[1]) / 2:  # barely decaying: a trend
+            stages = _CHUNK_LAGS[-1:]
+        for lags in stages:
             if found is not None or lags >= n:
                 break
             found = _geyer_sum(_chunked_autocovariances(row, lags), n)
@@ -390,8 +397,9 @@ def search(
     tail_out = np.zeros(rows, dtype=np.int64)
     tau, gamma0 = integrated_autocorrelation_time(x2)
     if q_max >= 1:
-        phi_upper = lag1_upper_bound(x2)
-        phi = np.clip(corrected_lag1(x2), 0.0, 1.0 - 1e-12)
+        lag1 = corrected_lag1(x2)
+        phi_upper = _upper_bound(lag1, n)
+        phi = np.clip(lag1, 0.0, 1.0 - 1e-12)
         ar1_lrv = gamma0 * (1.0 + phi) / (1.0 - phi)
         floor = _floor_q(phi_upper, limit, q_max)
         # Prefix sums make every q cost O(n/q); the whole search over q is O(n log n) per series.
@@ -409,7 +417,8 @@ def search(
                     break
             k = n // q
             tail = n - k * q
-            means = np.diff(cs[:, tail::q], axis=1) / q  # cs[tail + q j] for j = 0..k
+            means = np.diff(cs[:, tail::q], axis=1)  # cs[tail + q j] for j = 0..k
+            means /= q
             r = corrected_lag1(means)
             ok = pending & (q >= floor) & (np.abs(r) <= limit)
             if ok.any():
