@@ -356,6 +356,34 @@ def _bridge_extremes(
     return top, peak, bottom, trough
 
 
+def _indicator_split(indicator: np.ndarray, min_size: int) -> int:
+    """``_cusum_scan(_cumsum(indicator), min_size)[0]`` without a counts array: the running
+    count is formed chunk by chunk with the bridge (the same integers, the same floats)."""
+    m = indicator.size
+    ones = int(np.count_nonzero(indicator))
+    p = float(ones) / m
+    if p <= 0.0 or p >= 1.0:
+        return m // 2
+    stop = m - min_size + 1
+    positions = _positions(stop)
+    before = int(np.count_nonzero(indicator[: min_size - 1]))  # C at k = min_size - 1
+    top, peak, bottom, trough = 0, -math.inf, 0, math.inf
+    for first in range(min_size, stop, _BRIDGE_CHUNK):
+        last = min(stop, first + _BRIDGE_CHUNK)
+        counts = np.cumsum(indicator[first - 1 : last - 1], dtype=np.int64)
+        counts += before
+        before = int(counts[-1])
+        bridge = positions[first:last] * -p
+        bridge += counts
+        hi, lo = int(np.argmax(bridge)), int(np.argmin(bridge))
+        if bridge[hi] > peak:
+            top, peak = first - min_size + hi, float(bridge[hi])
+        if bridge[lo] < trough:
+            bottom, trough = first - min_size + lo, float(bridge[lo])
+    high, low = max(0.0, peak), min(0.0, trough)
+    return min_size + (top if high >= -low else bottom)
+
+
 def _cusum_scan(counts: np.ndarray, min_size: int) -> tuple[int, float, tuple[int, ...]]:
     """Best split of a 0/1 indicator, the bridge-scaled CUSUM range, and the cuts it implies.
 
@@ -426,10 +454,10 @@ def _refine_split(
         series = np.abs(2 * ranks - (m - 1)).astype(np.float64)
     for _ in range(rounds):
         cut = _separating_cut(series[:split], series[split:])
-        counts = _cumsum(series > cut)
         if window is None:
-            moved = _cusum_scan(counts, min_size)[0]
+            moved = _indicator_split(series > cut, min_size)
         else:
+            counts = _cumsum(series > cut)
             first, last = window
             drift = np.abs(counts[first - 1 : last] - counts[-1] / m * _positions(last + 1)[first:])
             moved = first + int(np.argmax(drift))
@@ -514,6 +542,27 @@ class _ScanResult:
     # per scan: (kind, split, raw statistic, dependence factor or None when not needed)
     scans: list[tuple[ChangeKind, int, float, float | None]]
     refined: dict[ChangeKind, int] = field(default_factory=dict)
+    # True: only the location scan was made (the scale entry's statistic is NaN), because the
+    # location split was accepted at the penalty it was decided with (``_scan_segment``)
+    partial: bool = False
+
+
+# Whether a location scan (raw statistic, dependence factor or None) is accepted on its own.
+_Decisive = Callable[[float, float | None], bool]
+
+
+def _decisive(penalty: float, floor: float) -> _Decisive:
+    """The location part of ``_decide``: with the location accepted, the scale scan can change
+    neither the chosen split nor the p-value."""
+
+    def accepted(stat: float, factor: float | None) -> bool:
+        if factor is not None:
+            stat /= math.sqrt(max(floor, factor))
+        elif floor > 1.0:
+            stat /= math.sqrt(floor)
+        return stat > penalty
+
+    return accepted
 
 
 def _scan_segment(
@@ -528,41 +577,52 @@ def _scan_segment(
     median_scan: _MedianScan | None,
     indicators: list[tuple[ChangeKind, np.ndarray]] | None = None,
     ordered: np.ndarray | None = None,
+    decisive: _Decisive | None = None,
 ) -> _ScanResult:
     """Scan one segment. The dependence factor (never below 1) is computed only for a scan whose
     raw statistic beats ``base_penalty``, the smallest penalty any decision will use. The sign
     form's indicators are appended to ``indicators`` when given; ``ordered`` is the segment's
-    values sorted, when the caller has them."""
+    values sorted, when the caller has them. With ``decisive``, the scale scan is skipped when
+    the location scan alone is accepted (a ``partial`` result)."""
     segment = values[begin:end]
     keys = _LazyKeys(begin, end)
-    found: list[tuple[ChangeKind, int, float, np.ndarray, tuple[int, ...]]] = []
-    if median_scan is None:
-        for kind, indicator in _indicators(segment, keys, scale, ordered):
-            if indicators is not None:
-                indicators.append((kind, indicator))
-            counts = _cumsum(indicator)
-            split, stat, cuts = _cusum_scan(counts, min_size)
-            found.append((kind, split, stat, counts, cuts))
-    else:
+    kind_of: Statistic = "sign" if median_scan is None else "median"
+
+    def factor_of(stat: float, counts: np.ndarray, cuts: tuple[int, ...]) -> float | None:
+        return dependence_factor(counts, cuts) if dependence and stat > base_penalty else None
+
+    scans: list[tuple[ChangeKind, int, float, float | None]] = []
+    if median_scan is not None:
         for kind, split, stat, indicator in _median_candidates(
             segment, keys.array, min_size, scale, median_scan
         ):
-            found.append((kind, split, stat, _cumsum(indicator), (split,)))
-    scans = [
-        (
-            kind,
-            split,
-            stat,
-            dependence_factor(counts, cuts) if dependence and stat > base_penalty else None,
+            scans.append((kind, split, stat, factor_of(stat, _cumsum(indicator), (split,))))
+        return _ScanResult(begin=begin, end=end, statistic_kind=kind_of, scans=scans)
+    m = segment.size
+    if scale:
+        quarter = m // 4
+        half, top, middle = _top_masks(segment, keys, [m // 2, quarter, m - quarter], ordered)
+    else:
+        half = _top_masks(segment, keys, [m // 2], ordered)[0]
+    counts = _cumsum(half)
+    split, stat, cuts = _cusum_scan(counts, min_size)
+    scans.append(("location", split, stat, factor_of(stat, counts, cuts)))
+    if not scale:
+        if indicators is not None:
+            indicators.append(("location", half))
+        return _ScanResult(begin=begin, end=end, statistic_kind=kind_of, scans=scans)
+    if decisive is not None and decisive(stat, scans[0][3]):
+        scans.append(("scale", m // 2, math.nan, None))
+        return _ScanResult(
+            begin=begin, end=end, statistic_kind=kind_of, scans=scans, partial=True
         )
-        for kind, split, stat, counts, cuts in found
-    ]
-    return _ScanResult(
-        begin=begin,
-        end=end,
-        statistic_kind="sign" if median_scan is None else "median",
-        scans=scans,
-    )
+    outside = top | ~middle  # outside the interquartile range, as ``_indicators`` forms it
+    if indicators is not None:
+        indicators.extend([("location", half), ("scale", outside)])
+    counts = _cumsum(outside)
+    split, stat, cuts = _cusum_scan(counts, min_size)
+    scans.append(("scale", split, stat, factor_of(stat, counts, cuts)))
+    return _ScanResult(begin=begin, end=end, statistic_kind=kind_of, scans=scans)
 
 
 # Rows per call of the batched scan: at most this many readings in its (rows, length) arrays,
@@ -1173,6 +1233,13 @@ class _Scans:
         key = (begin, end)
         scan = self._lookup(key)
         made: list[tuple[ChangeKind, np.ndarray]] | None = [] if keep else None
+        # A scan kept across runs (a cache) stays complete; a partial scan is made whole when
+        # its location split no longer decides alone.
+        decisive = _decisive(penalty, floor) if self._cache is None else None
+        if scan is not None and scan.partial:
+            _, _, stat, factor = scan.scans[0]
+            if decisive is None or not decisive(stat, factor):
+                scan, decisive = None, None
         if scan is None:
             p = self._plan
             scan = _scan_segment(
@@ -1186,6 +1253,7 @@ class _Scans:
                 median_scan=p.median_scan,
                 indicators=made,
                 ordered=self._sorted(begin, end),
+                decisive=decisive,
             )
         self._used[key] = scan
         result = _decide(

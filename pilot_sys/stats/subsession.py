@@ -417,12 +417,15 @@ def search(
                     break
             k = n // q
             tail = n - k * q
-            means = np.diff(cs[:, tail::q], axis=1)  # cs[tail + q j] for j = 0..k
-            means /= q
+            if rows == 1:  # cs[tail + q j] for j = 0..k, a view of the prefix sums
+                means = np.diff(cs[:, tail::q], axis=1)
+                means /= q
+            else:  # the gathered (column-major) layout fixes the rows' summation order
+                means = np.diff(cs[:, tail + q * np.arange(k + 1)], axis=1) / q
             r = corrected_lag1(means)
             ok = pending & (q >= floor) & (np.abs(r) <= limit)
             if ok.any():
-                m = means if ok.all() else means[ok]
+                m = means if rows == 1 else means[ok]
                 rc = np.clip(r[ok], 0.0, None)
                 inflated = m.var(axis=1, ddof=1) * (1.0 + rc) / (1.0 - rc)
                 geyer = gamma0[ok] * tau[ok] / q
