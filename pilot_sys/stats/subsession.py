@@ -80,7 +80,11 @@ def lag1_autocorrelation(x: np.ndarray) -> np.ndarray:
 
     A series with zero variance has no correlation to speak of: it returns 0.
     """
-    d = x - x.mean(axis=-1, keepdims=True)
+    return _centred_lag1(x - x.mean(axis=-1, keepdims=True))
+
+
+def _centred_lag1(d: np.ndarray) -> np.ndarray:
+    """``lag1_autocorrelation`` of series already centred on their mean."""
     num = np.einsum("...i,...i->...", d[..., :-1], d[..., 1:])
     den = np.einsum("...i,...i->...", d, d)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -175,15 +179,18 @@ def _chunked_autocovariances(d: np.ndarray, lags: int) -> np.ndarray:
     from scipy import fft
 
     n = d.size
-    chunks = -(-n // lags)
-    padded = np.zeros((chunks + 1) * lags)
-    padded[:n] = d
-    grid = padded.reshape(chunks + 1, lags)  # a last chunk of zeros: every chunk has a next one
+    whole = n // lags
+    body = d[: whole * lags].reshape(whole, lags)  # a view: the series is not copied
+    # the last, partial chunk and one of zeros after it: every chunk has a next one
+    rest = np.zeros((2, lags))
+    rest[0, : n - whole * lags] = d[whole * lags :]
     sign = np.where(np.arange(lags + 1) % 2 == 0, 1.0, -1.0)
     spectrum = np.zeros(lags + 1, dtype=np.complex128)
     group = max(1, _CHUNK_READINGS // lags)
-    for first in range(0, chunks, group):  # each group's transforms include the chunk after it
-        part = fft.rfft(grid[first : first + group + 1], 2 * lags, axis=1)
+    for first in range(0, whole + 1, group):  # each group's transforms include the next chunk
+        stop = first + group + 1
+        rows = body[first:stop] if stop <= whole else np.concatenate([body[first:], rest])
+        part = fft.rfft(rows[: stop - first], 2 * lags, axis=1)
         spectrum += (np.conj(part[:-1]) * (part[:-1] + sign * part[1:])).sum(axis=0)
     return fft.irfft(spectrum, 2 * lags)[:lags] / n
 
@@ -201,8 +208,12 @@ def integrated_autocorrelation_time(x: np.ndarray) -> tuple[np.ndarray, np.ndarr
     faster on a long session's unit readings, with the same autocovariances to rounding
     (benchmarks/results/session.md).
     """
-    n = x.shape[-1]
-    d = x - x.mean(axis=-1, keepdims=True)
+    return _centred_autocorrelation_time(x - x.mean(axis=-1, keepdims=True))
+
+
+def _centred_autocorrelation_time(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``integrated_autocorrelation_time`` of series already centred on their mean."""
+    n = d.shape[-1]
     if n < _STAGED_MIN_LENGTH:
         return _geyer_sum(_fft_autocovariances(d), n)  # type: ignore[return-value]
     rows = d.reshape(-1, n)
@@ -218,7 +229,7 @@ def integrated_autocorrelation_time(x: np.ndarray) -> tuple[np.ndarray, np.ndarr
                 break
             found = _geyer_sum(_chunked_autocovariances(row, lags), n)
         tau[i], gamma0[i] = found if found is not None else _geyer_sum(_fft_autocovariances(row), n)
-    return tau.reshape(x.shape[:-1]), gamma0.reshape(x.shape[:-1])
+    return tau.reshape(d.shape[:-1]), gamma0.reshape(d.shape[:-1])
 
 
 def _fft_autocovariances(d: np.ndarray) -> np.ndarray:
@@ -290,13 +301,16 @@ _FILTER_SPREAD = 10  # q filtered together have subsession counts within 1/10 of
 
 def _lag1_of_sums(sums: np.ndarray) -> float:
     """Lag-1 autocorrelation of a 1-D series (of subsession sums: it is scale-free, so of their
-    means too), as ``lag1_autocorrelation`` computes it up to rounding."""
-    d = sums - sums.mean()
-    den = float(np.einsum("i,i->", d, d))  # einsum: a BLAS call's thread start-up costs more
-    return float(np.einsum("i,i->", d[:-1], d[1:])) / den if den > 0 else 0.0
+    means too), as ``lag1_autocorrelation`` computes it up to rounding. Centres ``sums`` in
+    place (it is a scratch buffer of the caller)."""
+    sums -= sums.mean()
+    den = float(np.einsum("i,i->", sums, sums))  # einsum: a BLAS call's thread start costs more
+    return float(np.einsum("i,i->", sums[:-1], sums[1:])) / den if den > 0 else 0.0
 
 
-def _grouped_lag1(cs: np.ndarray, n: int, q0: int, q1: int) -> tuple[np.ndarray, np.ndarray]:
+def _grouped_lag1(
+    cs: np.ndarray, n: int, q0: int, q1: int, scratch: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Lag-1 autocorrelations of the subsession means for every q in [q0, q1], and the q.
 
     Subsession i from the end of q spans [n - q (i + 1), n - q i), so the prefix sums it needs
@@ -304,22 +318,27 @@ def _grouped_lag1(cs: np.ndarray, n: int, q0: int, q1: int) -> tuple[np.ndarray,
     i fills a (k + 1, q) grid without an index array (a gather would miss the cache on every
     element). The q's subsession counts differ by at most 1/10, so little of the grid is unused.
     Columns run from q1 down to q0; sums stand for means (the correlation is scale-free).
+    ``scratch`` (2 (k + 1) (q1 - q0 + 1) floats) spares the page faults of fresh arrays.
     """
     qs = np.arange(q1, q0 - 1, -1)
     ks = n // qs
     k0 = int(ks[-1])
-    grid = np.empty((k0 + 1, qs.size))
+    cells = (k0 + 1) * qs.size
+    if scratch is None or scratch.size < 2 * cells:
+        scratch = np.empty(2 * cells)
+    grid = scratch[:cells].reshape(k0 + 1, qs.size)
     grid[0] = cs[n]
     for i in range(1, k0 + 1):
         hi = min(q1, n // i)  # the q that still have an i-th boundary: the last columns
         grid[i, q1 - hi :] = cs[n - hi * i : n - q0 * i + 1 : i]
         grid[i, : q1 - hi] = 0.0
-    valid = np.arange(k0)[:, None] < ks[None, :]
-    sums = np.where(valid, grid[:-1] - grid[1:], 0.0)
-    mean = sums.sum(axis=0) / ks
-    d = np.where(valid, sums - mean, 0.0)
-    num = np.einsum("ij,ij->j", d[:-1], d[1:])
-    den = np.einsum("ij,ij->j", d, d)
+    unused = np.arange(k0)[:, None] >= ks[None, :]
+    sums = np.subtract(grid[:-1], grid[1:], out=scratch[cells : cells + k0 * qs.size].reshape(k0, -1))
+    sums[unused] = 0.0
+    sums -= sums.sum(axis=0) / ks
+    sums[unused] = 0.0
+    num = np.einsum("ij,ij->j", sums[:-1], sums[1:])
+    den = np.einsum("ij,ij->j", sums, sums)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, num / den, 0.0)[::-1], qs[::-1]
 
@@ -336,17 +355,21 @@ def _next_candidate(cs: np.ndarray, n: int, start: int, q_max: int, limit: float
     lets through is tested again by the exact code, with a slack far above rounding, so
     ``search`` returns what it returned before."""
     q = start
+    # one scratch buffer for every q, as large as the largest use: no fresh pages per q
+    scratch = np.empty(max(n // start, 2 * _FILTER_CELLS + 4 * (_FILTER_ONE_BY_ONE + 1)))
     while q <= q_max:
         k = n // q
         if k >= _FILTER_ONE_BY_ONE:
-            r = _lag1_of_sums(np.diff(cs[n - k * q :: q]))
+            bounds = cs[n - k * q :: q]
+            sums = np.subtract(bounds[1:], bounds[:-1], out=scratch[:k])
+            r = _lag1_of_sums(sums)
             if abs(min(1.0, max(-1.0, r + (1.0 + 3.0 * r) / k))) <= limit + _FILTER_SLACK:
                 return q  # (bias_corrected_lag1 in scalars)
             q += 1
             continue
         fewest = k - max(1, k // _FILTER_SPREAD)
         last = min(q_max, n // fewest if fewest > 0 else q_max, q + _FILTER_CELLS // (k + 1))
-        r, qs = _grouped_lag1(cs, n, q, last)
+        r, qs = _grouped_lag1(cs, n, q, last, scratch)
         hit = np.flatnonzero(np.abs(bias_corrected_lag1(r, n // qs)) <= limit + _FILTER_SLACK)
         if hit.size:
             return int(qs[hit[0]])
@@ -395,9 +418,11 @@ def search(
     var_out = np.full(rows, np.nan)
     r_out = np.full(rows, np.nan)
     tail_out = np.zeros(rows, dtype=np.int64)
-    tau, gamma0 = integrated_autocorrelation_time(x2)
+    centred = x2 - x2.mean(axis=-1, keepdims=True)  # what both of these centre on
+    tau, gamma0 = _centred_autocorrelation_time(centred)
+    lag1 = bias_corrected_lag1(_centred_lag1(centred), n)
+    del centred
     if q_max >= 1:
-        lag1 = corrected_lag1(x2)
         phi_upper = _upper_bound(lag1, n)
         phi = np.clip(lag1, 0.0, 1.0 - 1e-12)
         ar1_lrv = gamma0 * (1.0 + phi) / (1.0 - phi)
