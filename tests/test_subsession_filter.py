@@ -32,7 +32,7 @@ def _series(rng: np.random.Generator, kind: int) -> np.ndarray:
 
 def _every_q(x: np.ndarray) -> subsession.SubsessionBatch:
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(subsession, "_next_candidate", lambda cs, n, start, q_max, limit: start)
+        mp.setattr(subsession, "_next_candidate", lambda cs, n, start, q_max, limit, **_: start)
         return subsession.search(x)
 
 
@@ -83,8 +83,10 @@ def test_the_reference_really_visits_every_q(monkeypatch: pytest.MonkeyPatch) ->
     jumps: list[tuple[int, int]] = []
     original = subsession._next_candidate
 
-    def recording(cs: np.ndarray, n: int, start: int, q_max: int, limit: float) -> int:
-        jumps.append((start, original(cs, n, start, q_max, limit)))
+    def recording(
+        cs: np.ndarray, n: int, start: int, q_max: int, limit: float, **kw: np.ndarray
+    ) -> int:
+        jumps.append((start, original(cs, n, start, q_max, limit, **kw)))
         return jumps[-1][1]
 
     monkeypatch.setattr(subsession, "_next_candidate", recording)

@@ -343,7 +343,9 @@ def _grouped_lag1(
         return np.where(den > 0, num / den, 0.0)[::-1], qs[::-1]
 
 
-def _next_candidate(cs: np.ndarray, n: int, start: int, q_max: int, limit: float) -> int:
+def _next_candidate(
+    cs: np.ndarray, n: int, start: int, q_max: int, limit: float, scratch: np.ndarray | None = None
+) -> int:
     """The smallest q in [start, q_max] whose bias-corrected lag-1 of q-subsession means may be
     within ``limit`` (q_max + 1 if none), for one series given its prefix sums ``cs``.
 
@@ -355,8 +357,11 @@ def _next_candidate(cs: np.ndarray, n: int, start: int, q_max: int, limit: float
     lets through is tested again by the exact code, with a slack far above rounding, so
     ``search`` returns what it returned before."""
     q = start
-    # one scratch buffer for every q, as large as the largest use: no fresh pages per q
-    scratch = np.empty(max(n // start, 2 * _FILTER_CELLS + 4 * (_FILTER_ONE_BY_ONE + 1)))
+    # one scratch buffer for every q (``scratch``, any float64 memory the caller no longer
+    # needs), as large as the largest use: no fresh pages per q
+    needed = max(n // start, 2 * _FILTER_CELLS + 4 * (_FILTER_ONE_BY_ONE + 1))
+    if scratch is None or scratch.size < needed:
+        scratch = np.empty(needed)
     while q <= q_max:
         k = n // q
         if k >= _FILTER_ONE_BY_ONE:
@@ -418,26 +423,26 @@ def search(
     var_out = np.full(rows, np.nan)
     r_out = np.full(rows, np.nan)
     tail_out = np.zeros(rows, dtype=np.int64)
-    centred = x2 - x2.mean(axis=-1, keepdims=True)  # what both of these centre on
-    tau, gamma0 = _centred_autocorrelation_time(centred)
-    lag1 = bias_corrected_lag1(_centred_lag1(centred), n)
-    del centred
+    # Prefix sums make every q cost O(n/q); the whole search over q is O(n log n) per series.
+    cs = np.empty((rows, n + 1) if q_max >= 1 else (rows, 0))
+    if q_max >= 1:
+        cs[:, 0] = 0.0
+        np.cumsum(x2, axis=1, out=cs[:, 1:])
+    x2 -= x2.mean(axis=-1, keepdims=True)  # centred in place: the search needs only cs now
+    tau, gamma0 = _centred_autocorrelation_time(x2)
+    lag1 = bias_corrected_lag1(_centred_lag1(x2), n)
     if q_max >= 1:
         phi_upper = _upper_bound(lag1, n)
         phi = np.clip(lag1, 0.0, 1.0 - 1e-12)
         ar1_lrv = gamma0 * (1.0 + phi) / (1.0 - phi)
         floor = _floor_q(phi_upper, limit, q_max)
-        # Prefix sums make every q cost O(n/q); the whole search over q is O(n log n) per series.
-        cs = np.empty((rows, n + 1))
-        cs[:, 0] = 0.0
-        np.cumsum(x2, axis=1, out=cs[:, 1:])
         pending = (floor <= q_max) & (ar1_effective_size(n, phi) >= MIN_EFFECTIVE_SAMPLES)
         q = int(floor.min()) - 1
         while q < q_max and pending.any():
             q += 1
             # one series (a session's PI): skip q that cannot pass
             if rows == 1:
-                q = _next_candidate(cs[0], n, q, q_max, limit)
+                q = _next_candidate(cs[0], n, q, q_max, limit, scratch=x2[0])
                 if q > q_max:
                     break
             k = n // q
