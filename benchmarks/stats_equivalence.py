@@ -69,14 +69,15 @@ GENERATORS: dict[str, Generator] = {
     "spread": lambda rng, n: rng.standard_normal(n) * np.where(np.arange(n) >= n // 2, 3.0, 1.0),
     "warmup": _warm,
     "warm_cool": lambda rng, n: _warm(rng, n) + np.where(np.arange(n) >= n - n // 40, 0.8, 0.0),
-    "burst": lambda rng, n: rng.standard_normal(n)
-    + np.where((np.arange(n) >= n // 2) & (np.arange(n) < n // 2 + n // 20), 2.0, 0.0),
+    "burst": lambda rng, n: (
+        rng.standard_normal(n)
+        + np.where((np.arange(n) >= n // 2) & (np.arange(n) < n // 2 + n // 20), 2.0, 0.0)
+    ),
     "rounds": _rounds,
     "trend": lambda rng, n: rng.standard_normal(n) + np.linspace(0.0, 3.0, n),
     "walk": lambda rng, n: np.cumsum(rng.standard_normal(n)),
     "seasonal": lambda rng, n: rng.standard_normal(n) + np.sin(np.arange(n) * 2 * np.pi / 97),
-    "outliers": lambda rng, n: rng.standard_normal(n)
-    + np.where(rng.random(n) < 0.01, 30.0, 0.0),
+    "outliers": lambda rng, n: rng.standard_normal(n) + np.where(rng.random(n) < 0.01, 30.0, 0.0),
     "ramp_ar": lambda rng, n: _ar1(rng, n, 0.5) + np.maximum(0.0, 1.0 - np.arange(n) / (n / 20)),
 }
 POSITIVE = ("lognormal", "printed", "constant", "warmup", "warm_cool", "rounds")
@@ -85,7 +86,9 @@ SMALL = (12, 30, 64, 100, 200, 500, 1000, 2000, 5000, 20000)
 
 
 def _series(name: str, n: int, seed: int) -> np.ndarray:
-    return GENERATORS[name](np.random.default_rng([seed, n, zlib.crc32(name.encode())]), n).astype(np.float64)
+    return GENERATORS[name](np.random.default_rng([seed, n, zlib.crc32(name.encode())]), n).astype(
+        np.float64
+    )
 
 
 def _detect(x: np.ndarray, **options: Any) -> dict[str, Any]:
@@ -180,7 +183,9 @@ def _diff(path: str, old: Any, new: Any, rtol: float, worst: dict[str, float]) -
         if len(old) != len(new):
             return [f"{path}: length {len(old)} -> {len(new)}"]
         return [
-            d for i, (a, b) in enumerate(zip(old, new)) for d in _diff(f"{path}[{i}]", a, b, rtol, worst)
+            d
+            for i, (a, b) in enumerate(zip(old, new, strict=True))
+            for d in _diff(f"{path}[{i}]", a, b, rtol, worst)
         ]
     if isinstance(old, float) and isinstance(new, float) and old != new:
         if math.isnan(old) and math.isnan(new):
@@ -233,9 +238,10 @@ def main() -> int:
     for line in problems[:40]:
         print("DIFF", line)
     if worst:
-        print("largest relative float differences: " + ", ".join(
-            f"{k} {v:.2e}" for k, v in sorted(worst.items(), key=lambda kv: -kv[1])
-        ))
+        print(
+            "largest relative float differences: "
+            + ", ".join(f"{k} {v:.2e}" for k, v in sorted(worst.items(), key=lambda kv: -kv[1]))
+        )
     print(
         f"compared {len(outputs) - len(missing)} outputs ({len(missing)} not recorded): "
         f"{len(problems)} differences beyond rtol {args.rtol:g}"

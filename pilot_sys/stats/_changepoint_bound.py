@@ -134,9 +134,7 @@ class SeededBounds:
         cuts = np.full((len(wanted), starts.size), np.nan)
         surplus = np.zeros((len(wanted), starts.size), dtype=np.int64)
         block = self._block
-        aligned = np.flatnonzero(
-            (starts % block == 0) & (starts + length <= self._blocks * block)
-        )
+        aligned = np.flatnonzero((starts % block == 0) & (starts + length <= self._blocks * block))
         if aligned.size:
             found = np.ones(aligned.size, dtype=bool)
             for i, k in enumerate(wanted):
@@ -161,7 +159,9 @@ class SeededBounds:
                 top, bottom - 2 * surplus[0, chunk], length, length // 2
             )
             if scale:  # above the top quarter's cut, or below the bottom quarter's
-                outside = packed(rows >= cuts[1, chunk, None]) | ~packed(rows >= cuts[2, chunk, None])
+                outside = packed(rows >= cuts[1, chunk, None]) | ~packed(
+                    rows >= cuts[2, chunk, None]
+                )
                 top, bottom = walk_extremes(outside, self._min_size)
                 out[1, chunk] = bridge_statistic(
                     top + 2 * surplus[2, chunk],
@@ -265,7 +265,9 @@ class SeededBounds:
             return float(levels[j]), above - k
         low = levels[j - 1] if j > 0 else -math.inf
         high = levels[j] if j < levels.size else math.inf
-        if (int(gt[j - 1]) if j > 0 else length) - above > max(1024, _GAP_LIMIT * length // _LEVELS):
+        if (int(gt[j - 1]) if j > 0 else length) - above > max(
+            1024, _GAP_LIMIT * length // _LEVELS
+        ):
             return math.nan, 0
         runs = [ends[(ends > low) & (ends < high)]]
         for b in range(first, stop):

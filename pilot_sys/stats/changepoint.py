@@ -40,7 +40,10 @@ segmentation", 2020), Bonferroni-corrected over all intervals so that stage adds
 ``significance`` to the false-alarm rate; accepted splits go back to binary segmentation. The
 intervals of one scale share their length and are scanned together as the rows of one array
 (``_changepoint_batch``), with results identical to scanning them one by one: one numpy call per
-scale instead of one per interval, which would otherwise dominate the cost of a round.
+scale instead of one per interval, which would otherwise dominate the cost of a round. On a long
+series most intervals are far from significant: each first gets an upper bound of both its
+statistics (``_changepoint_bound``, exact cuts from blocks sorted once, the walk 16 readings per
+step), and only those whose bound could pass are scanned, so the decisions are unchanged.
 
 Neither stage sees a short stretch at an end of the series (a warm-up of 5-10% of a round): a
 stretch of k readings moves a segment's CUSUM by about k/2 against a noise of sqrt(m)/2, so
@@ -334,9 +337,7 @@ def _positions(stop: int) -> np.ndarray:
 _BRIDGE_CHUNK = 1 << 16  # bridge values formed at a time: they stay in cache until reduced
 
 
-def _bridge_extremes(
-    counts: np.ndarray, min_size: int, p: float
-) -> tuple[int, float, int, float]:
+def _bridge_extremes(counts: np.ndarray, min_size: int, p: float) -> tuple[int, float, int, float]:
     """First argmax and argmin (offsets from min_size) of the bridge C_k - k p over
     min_size <= k <= m - min_size, and its values there: chunk by chunk, so a long segment never
     holds a second array of its length, with each value formed as a whole-array pass would."""
@@ -613,9 +614,7 @@ def _scan_segment(
         return _ScanResult(begin=begin, end=end, statistic_kind=kind_of, scans=scans)
     if decisive is not None and decisive(stat, scans[0][3]):
         scans.append(("scale", m // 2, math.nan, None))
-        return _ScanResult(
-            begin=begin, end=end, statistic_kind=kind_of, scans=scans, partial=True
-        )
+        return _ScanResult(begin=begin, end=end, statistic_kind=kind_of, scans=scans, partial=True)
     outside = top | ~middle  # outside the interquartile range, as ``_indicators`` forms it
     if indicators is not None:
         indicators.extend([("location", half), ("scale", outside)])

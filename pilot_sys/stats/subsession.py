@@ -174,7 +174,8 @@ def _chunked_autocovariances(d: np.ndarray, lags: int) -> np.ndarray:
     Chunk i (zero-padded to 2 ``lags``) correlated with chunks i and i+1 holds every product
     starting in chunk i at those lags; the transform of chunk i+1 shifted by ``lags`` is its own
     transform times (-1)^f, so one transform per chunk serves both. Cache-sized transforms are
-    several times faster than one transform of the whole series (benchmarks/results).
+    several times faster than one transform of the whole series
+    (benchmarks/results/analyze_speed.md).
     """
     from scipy import fft
 
@@ -333,7 +334,8 @@ def _grouped_lag1(
         grid[i, q1 - hi :] = cs[n - hi * i : n - q0 * i + 1 : i]
         grid[i, : q1 - hi] = 0.0
     unused = np.arange(k0)[:, None] >= ks[None, :]
-    sums = np.subtract(grid[:-1], grid[1:], out=scratch[cells : cells + k0 * qs.size].reshape(k0, -1))
+    sums = scratch[cells : cells + k0 * qs.size].reshape(k0, qs.size)
+    np.subtract(grid[:-1], grid[1:], out=sums)
     sums[unused] = 0.0
     sums -= sums.sum(axis=0) / ks
     sums[unused] = 0.0
