@@ -45,15 +45,17 @@ _GAP_LIMIT = 8  # an interval with more than 8 L / _LEVELS readings inside a gap
 
 @functools.cache
 def _word_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For every 16-bit word (bit t = reading t): the walk's net step (2 ones - 16) and its highest
-    and lowest point after 1 to 16 readings, with steps +1 for a one and -1 for a zero."""
+    """For every 16-bit word (bit t = reading t) of a walk with steps +1 for a one and -1 for a
+    zero: its net step (2 ones - 16), and its highest and lowest point after 1 to 16 readings
+    measured from where the word ends (so the extremes inside a word are its end plus these)."""
     words = np.arange(1 << _WORD, dtype=np.int64)
     bits = (words[:, None] >> np.arange(_WORD)) & 1
     walk = np.cumsum(2 * bits - 1, axis=1)
+    net = walk[:, -1]
     return (
-        walk[:, -1].astype(np.int8),
-        walk.max(axis=1).astype(np.int8),
-        walk.min(axis=1).astype(np.int8),
+        net.astype(np.int8),
+        (walk.max(axis=1) - net).astype(np.int8),
+        (walk.min(axis=1) - net).astype(np.int8),
     )
 
 
@@ -65,15 +67,13 @@ def packed(ones: np.ndarray) -> np.ndarray:
 def walk_extremes(words: np.ndarray, min_size: int) -> tuple[np.ndarray, np.ndarray]:
     """Per row of a ``packed`` indicator: max and min of D_k = 2 C_k - k (C_k the ones among the
     first k readings) over min_size <= k <= L - min_size (min_size a multiple of 16)."""
-    step, highest, lowest = _word_tables()
-    net = step[words]
-    ends = np.cumsum(net, axis=1, dtype=np.int32)  # D after each word
+    step, above_end, below_end = _word_tables()
+    ends = np.cumsum(step[words], axis=1, dtype=np.int32)  # D after each word
     first, stop = min_size // _WORD, words.shape[1] - min_size // _WORD
-    inside = words[:, first:stop]
-    starts = ends[:, first:stop] - net[:, first:stop]
+    inside, last = words[:, first:stop], ends[:, first:stop]
     at_min = ends[:, first - 1]  # D at k = min_size
-    top = np.maximum((starts + highest[inside]).max(axis=1), at_min)
-    bottom = np.minimum((starts + lowest[inside]).min(axis=1), at_min)
+    top = np.maximum((last + above_end[inside]).max(axis=1), at_min)
+    bottom = np.minimum((last + below_end[inside]).min(axis=1), at_min)
     return top, bottom
 
 
