@@ -449,8 +449,9 @@ def search(
                     break
             k = n // q
             tail = n - k * q
-            if rows == 1:  # cs[tail + q j] for j = 0..k, a view of the prefix sums
-                means = np.diff(cs[:, tail::q], axis=1)
+            if rows == 1:  # cs[tail + q j] for j = 0..k, a view; x2 is scratch by now
+                bounds = cs[:, tail::q]
+                means = np.subtract(bounds[:, 1:], bounds[:, :-1], out=x2[:, :k])
                 means /= q
             else:  # the gathered (column-major) layout fixes the rows' summation order
                 means = np.diff(cs[:, tail + q * np.arange(k + 1)], axis=1) / q
