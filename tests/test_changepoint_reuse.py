@@ -77,3 +77,52 @@ def test_bridge_extremes_chunked_match_one_pass(
         top, peak, bottom, trough = cp._bridge_extremes(counts, min_size, p)
         assert (top, bottom) == (int(np.argmax(bridge)), int(np.argmin(bridge)))
         assert (peak, trough) == (float(bridge.max()), float(bridge.min()))
+
+
+def test_a_partial_scan_is_made_whole_where_its_location_does_not_decide() -> None:
+    """A segment whose location split was accepted on its own keeps no scale statistic; decided
+    again at a penalty its location does not pass, it is scanned whole, as a fresh scan would."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(20_000)
+    x[10_000:] += 0.25  # a location change of moderate evidence
+    x[15_000:] *= 2.0  # and a change of spread
+    plan = cp._plan(
+        x.size,
+        min_size=None,
+        penalty=None,
+        significance=0.01,
+        scale=True,
+        dependence=True,
+        statistic="sign",
+        median_scan=None,
+        seeded=True,
+        edges=True,
+    )
+    cache: dict[tuple[int, int], cp._ScanResult] = {}
+    first = cp._Scans(x, plan, cache)
+    low = first.test(0, x.size, plan.threshold)
+    assert low.index is not None and first._used[(0, x.size)].partial
+    assert cp._may_accept(first._used[(0, x.size)], 1e9)  # unknown scale: never filtered out
+    stat = first._used[(0, x.size)].scans[0][2]
+    high = 0.999 * stat  # the location's raw statistic no longer passes once deflated
+    first.save()
+    second = cp._Scans(x, plan, cache)
+    again = second.test(0, x.size, high, floor=1.0)
+    assert not second._used[(0, x.size)].partial  # it was scanned whole
+    fresh = cp._decide(
+        x,
+        cp._scan_segment(
+            x,
+            0,
+            x.size,
+            min_size=plan.min_size,
+            base_penalty=plan.threshold,
+            scale=True,
+            dependence=True,
+            median_scan=None,
+        ),
+        penalty=high,
+        floor=1.0,
+        min_size=plan.min_size,
+    )
+    assert again == fresh

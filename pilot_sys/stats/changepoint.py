@@ -700,6 +700,8 @@ def _may_accept(scan: _ScanResult, penalty: float, floor: float = 1.0) -> bool:
     """False when ``_decide`` must reject: it divides each statistic by the square root of a
     dependence factor that is never below ``floor`` (IEEE division and square root are monotone,
     so the same holds for the rounded values)."""
+    if scan.partial:  # its scale statistic is not known: let ``_Scans.test`` make it whole
+        return True
     root = math.sqrt(floor)
     return any(stat / root > penalty for _, _, stat, _ in scan.scans)
 
@@ -760,13 +762,20 @@ def _assemble(
     significance: float,
     penalty: float,
     statistic: Statistic,
+    medians: dict[tuple[int, int], float] | None = None,
 ) -> ChangePoints:
+    """The result from the decided tests; ``medians`` holds segments' medians already known."""
     n = values.size
     accepted = sorted((t for t in tests if t.index is not None), key=lambda t: t.index or 0)
     cps = [int(t.index) for t in accepted if t.index is not None]
     bounds = [0, *cps, n]
+    known = medians or {}
     segments = [
-        Segment(begin=b, end=e, median=float(np.median(values[b:e])))
+        Segment(
+            begin=b,
+            end=e,
+            median=known[(b, e)] if (b, e) in known else float(np.median(values[b:e])),
+        )
         for b, e in zip(bounds[:-1], bounds[1:], strict=True)
         if e > b
     ]
@@ -1176,6 +1185,7 @@ class _Scans:
         self._bounds: SeededBounds | None = None
         self.unsplit_indicators: dict[tuple[int, int], list[tuple[ChangeKind, np.ndarray]]] = {}
         self._kept_sorted: tuple[int, int, np.ndarray] | None = None
+        self.medians: dict[tuple[int, int], float] = {}  # of segments sorted for their scans
 
     def _sorted(self, begin: int, end: int) -> np.ndarray | None:
         """The values of a long segment sorted (None: let the scan select its cuts itself).
@@ -1232,15 +1242,20 @@ class _Scans:
         key = (begin, end)
         scan = self._lookup(key)
         made: list[tuple[ChangeKind, np.ndarray]] | None = [] if keep else None
-        # A scan kept across runs (a cache) stays complete; a partial scan is made whole when
-        # its location split no longer decides alone.
-        decisive = _decisive(penalty, floor) if self._cache is None else None
+        # A partial scan (cached or not) is made whole when its location split no longer
+        # decides alone at this penalty and floor.
+        decisive: _Decisive | None = _decisive(penalty, floor)
         if scan is not None and scan.partial:
             _, _, stat, factor = scan.scans[0]
-            if decisive is None or not decisive(stat, factor):
+            if not decisive(stat, factor):
                 scan, decisive = None, None
         if scan is None:
             p = self._plan
+            ordered = self._sorted(begin, end)
+            if ordered is not None:  # np.median's two middle order statistics and their mean
+                half = ordered.size // 2
+                odd = ordered.size % 2
+                self.medians[key] = float(np.mean(ordered[half - 1 + odd : half + 1]))
             scan = _scan_segment(
                 self._values,
                 begin,
@@ -1251,7 +1266,7 @@ class _Scans:
                 dependence=p.dependence,
                 median_scan=p.median_scan,
                 indicators=made,
-                ordered=self._sorted(begin, end),
+                ordered=ordered,
                 decisive=decisive,
             )
         self._used[key] = scan
@@ -1592,6 +1607,7 @@ def _run(
         significance=significance,
         penalty=plan.threshold,
         statistic=statistic,
+        medians=detection.scans.medians,
     )
 
 
