@@ -96,10 +96,25 @@ def test_the_reference_really_visits_every_q(monkeypatch: pytest.MonkeyPatch) ->
     assert _every_q(x).q == filtered.q
 
 
+@pytest.mark.parametrize("regimes", ["as shipped", "grids"])
 @pytest.mark.parametrize("kind", ["trend", "rounds", "ar1", "warmup"])
-def test_long_series_cross_both_filter_regimes(kind: str) -> None:
-    """On 60,000 readings q up to 29 are filtered one at a time (2048 subsessions or more) and
-    larger q in groups; the answer is still the one visiting every q gives."""
+def test_long_series_cross_the_filter_regimes(
+    kind: str, regimes: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer is the one visiting every q gives, whichever way the filter takes the q. On
+    60,000 readings q up to 29 are filtered one at a time (2048 subsessions or more) and larger
+    q in gathered blocks (grids of strided slices only where 256 q share their counts); made to
+    group as few as 2 q, the larger q are taken in grids."""
+    calls = {"_grouped_lag1": 0, "_gathered_lag1": 0}
+    for name in calls:
+
+        def counted(*args: object, _name: str = name, _f: object = getattr(subsession, name)):
+            calls[_name] += 1
+            return _f(*args)  # type: ignore[operator]
+
+        monkeypatch.setattr(subsession, name, counted)
+    if regimes == "grids":
+        monkeypatch.setattr(subsession, "_GROUP_MIN", 2)
     rng = np.random.default_rng(len(kind))
     n = 60_000
     noise = lfilter([1.0], [1.0, -0.5], rng.standard_normal(n))
@@ -110,10 +125,14 @@ def test_long_series_cross_both_filter_regimes(kind: str) -> None:
         "warmup": noise + 8.0 * np.exp(-np.arange(n) / 2000.0),
     }[kind]
     assert n // subsession._FILTER_ONE_BY_ONE > 20
-    fast, slow = subsession.search(x), _every_q(x)
+    fast = subsession.search(x)
+    used = dict(calls)
+    slow = _every_q(x)
     for field in ("q", "n_subsessions", "mean", "variance", "autocorrelation", "tail_dropped"):
         assert np.array_equal(getattr(fast, field), getattr(slow, field), equal_nan=True), field
     assert fast.found
+    if fast.q > 2 * n // subsession._FILTER_ONE_BY_ONE:  # the search went past the first block
+        assert used["_grouped_lag1" if regimes == "grids" else "_gathered_lag1"] > 0, used
 
 
 def test_grouped_lag1_is_the_lag1_of_each_q() -> None:
@@ -123,6 +142,21 @@ def test_grouped_lag1_is_the_lag1_of_each_q() -> None:
     n = x.size
     r, qs = subsession._grouped_lag1(cs, n, 400, 470)  # 50 down to 42 subsessions
     assert qs.tolist() == list(range(400, 471))
+    for q, got in zip(qs.tolist(), r.tolist(), strict=True):
+        k = n // q
+        means = np.diff(cs[n - k * q + q * np.arange(k + 1)]) / q
+        assert got == pytest.approx(float(subsession.lag1_autocorrelation(means)), abs=1e-12)
+
+
+def test_gathered_lag1_is_the_lag1_of_each_q() -> None:
+    """Rows padded to the first q's count: 40 q from 500 (40 subsessions) to 539 (37)."""
+    rng = np.random.default_rng(11)
+    x = lfilter([1.0], [1.0, -0.7], rng.standard_normal(20_011)) + np.linspace(0, 2, 20_011)
+    cs = np.concatenate([[0.0], np.cumsum(x)])
+    n = x.size
+    r, qs = subsession._gathered_lag1(cs, n, 500, 539)
+    assert qs.tolist() == list(range(500, 540))
+    assert len({n // q for q in qs.tolist()}) > 1  # the block mixes subsession counts
     for q, got in zip(qs.tolist(), r.tolist(), strict=True):
         k = n // q
         means = np.diff(cs[n - k * q + q * np.arange(k + 1)]) / q

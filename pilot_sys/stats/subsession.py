@@ -345,6 +345,30 @@ def _grouped_lag1(
         return np.where(den > 0, num / den, 0.0)[::-1], qs[::-1]
 
 
+def _gathered_lag1(cs: np.ndarray, n: int, q0: int, q1: int) -> tuple[np.ndarray, np.ndarray]:
+    """Lag-1 autocorrelations of the subsession means for every q in [q0, q1], and the q: the
+    boundaries of every q gathered at once into one (q, k) array, each row padded to the first
+    q's subsession count (the q's counts are within 2x of each other)."""
+    qs = np.arange(q0, q1 + 1)
+    ks = n // qs
+    k_first = int(ks[0])
+    j = np.arange(k_first + 1)
+    edges = (n - ks * qs)[:, None] + qs[:, None] * j[None, :]
+    edges = np.where(j[None, :] <= ks[:, None], edges, n)
+    means = np.diff(cs[edges], axis=1) / qs[:, None]
+    valid = j[None, :-1] < ks[:, None]
+    mean = np.where(valid, means, 0.0).sum(axis=1) / ks
+    d = np.where(valid, means - mean[:, None], 0.0)
+    num = np.einsum("ij,ij->i", d[:, :-1], d[:, 1:])
+    den = np.einsum("ij,ij->i", d, d)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / den, 0.0), qs
+
+
+_GATHER_CELLS = 1 << 18  # subsession means per call of the gathered filter (~2 MiB)
+_GROUP_MIN = 256  # fewer q than this share their counts: gather them instead of a grid
+
+
 def _next_candidate(
     cs: np.ndarray, n: int, start: int, q_max: int, limit: float, scratch: np.ndarray | None = None
 ) -> int:
@@ -354,29 +378,38 @@ def _next_candidate(
     Why: with rounds at different levels (or a trend) the passing q can be thousands of readings
     or more, and the search loop's numpy calls per q, repeated over every q, made the engine
     space its analyses many rounds apart on a long session and ``analyze`` slow on a long file.
-    A q with many subsessions is filtered alone from a strided view of the prefix sums; q with
-    few subsessions are filtered in groups (``_grouped_lag1``). It is only a filter: every q it
-    lets through is tested again by the exact code, with a slack far above rounding, so
-    ``search`` returns what it returned before."""
+    A q with many subsessions is filtered alone from a strided view of the prefix sums; many q
+    with few subsessions each in a grid of strided slices (``_grouped_lag1``); anything else a
+    block of q at a time by one gather (``_gathered_lag1``). ``scratch`` is float64 memory the
+    caller no longer needs, reused so that a long series does not take fresh pages for every q.
+    It is only a filter: every q it lets through is tested again by the exact code, with a slack
+    far above rounding, so ``search`` returns what it returned before."""
     q = start
-    # one scratch buffer for every q (``scratch``, any float64 memory the caller no longer
-    # needs), as large as the largest use: no fresh pages per q
-    needed = max(n // start, 2 * _FILTER_CELLS + 4 * (_FILTER_ONE_BY_ONE + 1))
-    if scratch is None or scratch.size < needed:
-        scratch = np.empty(needed)
+    buffer = scratch if scratch is not None else np.empty(0)
     while q <= q_max:
         k = n // q
         if k >= _FILTER_ONE_BY_ONE:
+            if buffer.size < k:
+                buffer = np.empty(k)
             bounds = cs[n - k * q :: q]
-            sums = np.subtract(bounds[1:], bounds[:-1], out=scratch[:k])
-            r = _lag1_of_sums(sums)
+            r = _lag1_of_sums(np.subtract(bounds[1:], bounds[:-1], out=buffer[:k]))
             if abs(min(1.0, max(-1.0, r + (1.0 + 3.0 * r) / k))) <= limit + _FILTER_SLACK:
                 return q  # (bias_corrected_lag1 in scalars)
             q += 1
             continue
         fewest = k - max(1, k // _FILTER_SPREAD)
         last = min(q_max, n // fewest if fewest > 0 else q_max, q + _FILTER_CELLS // (k + 1))
-        r, qs = _grouped_lag1(cs, n, q, last, scratch)
+        if last - q + 1 >= _GROUP_MIN:
+            cells = 2 * (k + 1) * (last - q + 1)
+            if buffer.size < cells:
+                buffer = np.empty(cells)
+            r, qs = _grouped_lag1(cs, n, q, last, buffer)
+        else:
+            # at most q sizes per block: their k then stay within 2x of the first's, so
+            # padding every row to the first's k at most doubles the work
+            block = max(1, min(q, _GATHER_CELLS // (k + 1), q_max - q + 1))
+            r, qs = _gathered_lag1(cs, n, q, q + block - 1)
+            last = q + block - 1
         hit = np.flatnonzero(np.abs(bias_corrected_lag1(r, n // qs)) <= limit + _FILTER_SLACK)
         if hit.size:
             return int(qs[hit[0]])
