@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+import pilot_sys
 from pilot_sys.errors import InsufficientData
 from pilot_sys.stats import changepoint, ci, subsession
 from pilot_sys.stats.pi import PIType
@@ -209,6 +210,8 @@ def main() -> int:
     parser.add_argument("--only", default="", help="run only cases whose name starts with this")
     parser.add_argument("--max-n", type=int, default=0, help="skip series longer than this")
     args = parser.parse_args()
+    # which package is measured: without PYTHONPATH this is whatever copy is installed
+    print(f"pilot_sys from {pilot_sys.__file__.rsplit('/', 1)[0]}")
     outputs: dict[str, Any] = {}
     seconds: dict[str, float] = {}
     for name, thunk in cases(args.large):
