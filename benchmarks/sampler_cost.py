@@ -28,16 +28,30 @@ included), next to a thread that only preads the same files on the same schedule
 thread that only sleeps, over ``--rounds`` interleaved rounds of ``--seconds`` each, with
 pass/fail against the targets: sampler <= 1.5 x floor per sample, and < 1 % of one core at
 100 Hz.
+
+Then, with ``--limits`` (root), the probes of kernel-imposed limits one by one (cgroup: CPU
+quota and I/O throttle; memory_limit; qdisc; cpufreq), each beside the floor of its own reads:
+a scratch v1 cgroup ``/pilot-bench-PID`` in the cpu, cpuacct, blkio and memory hierarchies
+(quota 0.2 cores, a write throttle on the disk of /var/tmp, a 256 MiB limit; a ``sleep`` runs in
+it, after a 1 MiB direct write so that the blkio files list the disk) and a veth pair
+``pbqPIDa``/``pbqPIDb`` in this network namespace with a tbf root qdisc on ``pbqPIDa``; both are
+removed at the end, also after a failure. A probe's cost is its sampler's tick less the tick of
+a sampler with no probe (the fixed cost of a tick: clock, record, store), so that the ratio to
+its floor is the probe's own; cpufreq is measured on the captured tree
+tests/fixtures/limits/cpufreq-mixed (this VM has no cpufreq), where its files are plain files.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
+import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import psutil
 
@@ -63,12 +77,151 @@ def cpu_per_call(fn: Callable[[], object], n: int) -> float:
 
 
 def schedule_of(sampler: Sampler) -> list[tuple[list[int], int]]:
-    """(kept-open descriptors of a probe's files, read every n-th tick) for the floor."""
+    """(kept-open descriptors of a probe's files, read every n-th tick) for the floor (a
+    probe's netlink reads are not files: ``limit_probe_costs`` floors them)."""
     out = []
     for plan in sampler.schedule():
-        if plan.files:
-            out.append(([os.open(f, os.O_RDONLY) for f in plan.files], plan.every))
+        files = [f for f in plan.files if os.path.exists(f)]
+        if files:
+            out.append(([os.open(f, os.O_RDONLY) for f in files], plan.every))
     return out
+
+
+@contextlib.contextmanager
+def limited_setup() -> Iterator[tuple[int, str]]:
+    """A scratch cgroup with a quota, a write throttle and a memory limit, a process in it, and a
+    tbf-shaped veth: (the process's pid, the shaped interface). Removed on the way out."""
+    name = f"pilot-bench-{os.getpid()}"
+    dirs = [Path(f"/sys/fs/cgroup/{c}/{name}") for c in ("cpu", "cpuacct", "blkio", "memory")]
+    veth = f"pbq{os.getpid()}"[:13]
+    sleeper: subprocess.Popen[bytes] | None = None
+    target = Path(f"/var/tmp/{name}.bin")
+    made: list[Path] = []
+    try:
+        for d in dirs:
+            d.mkdir()
+            made.append(d)
+        dev = os.stat("/var/tmp").st_dev
+        node = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve()
+        disk = (node.parent if (node / "partition").exists() else node) / "dev"
+        (dirs[0] / "cpu.cfs_quota_us").write_text("20000")
+        throttle = f"{disk.read_text().strip()} 20971520"
+        (dirs[2] / "blkio.throttle.write_bps_device").write_text(throttle)
+        (dirs[3] / "memory.limit_in_bytes").write_text(str(256 << 20))
+        procs = " ".join(str(d / "cgroup.procs") for d in dirs)
+        join = f"for f in {procs}; do echo $$ > $f; done"
+        subprocess.run(
+            [
+                "sh",
+                "-c",
+                f"{join}; exec dd if=/dev/zero of={target} bs=1M count=1 oflag=direct status=none",
+            ],
+            check=True,
+            timeout=60,
+        )
+        sleeper = subprocess.Popen(["sh", "-c", f"{join}; exec sleep 600"])
+        pair = ["ip", "link", "add", f"{veth}a", "type", "veth", "peer", "name", f"{veth}b"]
+        subprocess.run(pair, check=True, capture_output=True)
+        for end in "ab":
+            subprocess.run(["ip", "link", "set", f"{veth}{end}", "up"], check=True)
+        subprocess.run(
+            [
+                "tc",
+                "qdisc",
+                "add",
+                "dev",
+                f"{veth}a",
+                "root",
+                "tbf",
+                "rate",
+                "100mbit",
+                "burst",
+                "32kbit",
+                "latency",
+                "50ms",
+            ],
+            check=True,
+        )
+        time.sleep(0.2)  # the sleeper has joined
+        yield sleeper.pid, f"{veth}a"
+    finally:
+        subprocess.run(["ip", "link", "del", f"{veth}a"], capture_output=True)
+        if sleeper is not None:
+            sleeper.kill()
+            sleeper.wait()
+        target.unlink(missing_ok=True)
+        for d in reversed(made):
+            for _ in range(50):
+                try:
+                    d.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+
+
+def limit_probe_costs(samples: int, repeats: int) -> None:
+    """Each kernel-limit probe's own tick cost against the floor of its own reads."""
+    from pilot_sys.plugins.dynamic import cgroup, cpufreq, memory_limit, qdisc
+    from pilot_sys.topology.discover import build_graph
+    from pilot_sys.topology.kernel_limits import cgroup_discovery, qdisc_discovery
+    from pilot_sys.topology.netlink_tc import RootQdiscGetter
+    from pilot_sys.topology.sysroot import SysRoot
+
+    fixture = Path(__file__).resolve().parent.parent / "tests/fixtures/limits/cpufreq-mixed"
+    with limited_setup() as (pid, interface):
+        shaped = qdisc_discovery(SysRoot("/"))
+        shaped.components = [c for c in shaped.components if c.id == f"qdisc:{interface}"]
+        graph = build_graph([cgroup_discovery(SysRoot("/"), [pid]), shaped])
+        index = int(Path(f"/sys/class/net/{interface}/ifindex").read_text())
+        getter = RootQdiscGetter(index)
+        cases: list[tuple[str, Sampler, Sampler, Callable[[], None]]] = []
+        for name, plugin in (("cgroup", cgroup), ("memory_limit", memory_limit), ("qdisc", qdisc)):
+            sampler = Sampler(graph, plugins=[plugin])
+            if name == "qdisc":
+                floor: Callable[[], None] = getter.query
+            else:
+                floor = scheduled_floor(schedule_of(sampler))
+            cases.append((name, sampler, Sampler(graph, plugins=[]), floor))
+        freq = Sampler(rate_hz=10, plugins=[cpufreq], root=fixture)
+        cases.append(
+            (
+                "cpufreq (fixture)",
+                freq,
+                Sampler(plugins=[], root=fixture),
+                scheduled_floor(schedule_of(freq)),
+            )
+        )
+        print(
+            f"\nkernel-limit probes, CPU per sample (median of {repeats} interleaved repeats of "
+            f"{samples}): a probe's own = its sampler's tick - an empty sampler's tick"
+        )
+        print(
+            f"  {'probe':20s} {'files/reads':>11s} {'tick':>8s} {'empty':>8s} {'own':>8s} "
+            f"{'floor':>8s} {'own/floor':>9s}"
+        )
+        results: dict[str, dict[str, list[float]]] = {
+            name: {"tick": [], "empty": [], "floor": []} for name, *_ in cases
+        }
+        for _ in range(repeats):
+            for name, sampler, empty, floor in cases:
+                results[name]["tick"].append(sampler.per_sample_cost(samples))
+                results[name]["empty"].append(empty.per_sample_cost(samples))
+                results[name]["floor"].append(cpu_per_call(floor, samples))
+        for name, sampler, empty, _ in cases:
+            med = {k: statistics.median(v) for k, v in results[name].items()}
+            own = med["tick"] - med["empty"]
+            reads = sum(len(p.readers) for p in sampler.probes)
+            ratio = own / med["floor"] if med["floor"] > 0 else float("nan")
+            verdict = "PASS" if ratio <= 1.5 else "FAIL"
+            print(
+                f"  {name:20s} {reads:11d} {med['tick'] * 1e6:8.2f} {med['empty'] * 1e6:8.2f} "
+                f"{own * 1e6:8.2f} {med['floor'] * 1e6:8.2f} {ratio:9.2f}  {verdict}"
+            )
+            for plan in sampler.schedule():
+                print(f"  {'':20s} {', '.join(plan.files)}")
+            sampler.close()
+            empty.close()
+        getter.close()
 
 
 def scheduled_floor(groups: list[tuple[list[int], int]]) -> Callable[[], None]:
@@ -122,7 +275,17 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=3.0, help="length of each threaded run")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved threaded rounds")
     ap.add_argument("--rate", type=float, default=100.0, help="rate of the threaded runs, Hz")
+    ap.add_argument(
+        "--limits",
+        action="store_true",
+        help="also the kernel-limit probes, one by one (root: makes a scratch cgroup "
+        "and a shaped veth)",
+    )
+    ap.add_argument("--limits-only", action="store_true", help="only the kernel-limit probes")
     args = ap.parse_args()
+    if args.limits_only:
+        limit_probe_costs(args.samples, args.repeats)
+        return
 
     sampler = Sampler(rate_hz=args.rate)
     print(
@@ -250,6 +413,11 @@ def main() -> None:
         f"load average after the run: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on "
         f"{os.cpu_count()} CPUs"
     )
+    if args.limits:
+        limit_probe_costs(args.samples, args.repeats)
+        print(
+            f"load average after the limit probes: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+        )
 
 
 if __name__ == "__main__":

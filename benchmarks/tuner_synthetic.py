@@ -82,7 +82,7 @@ def main() -> None:
                             used.append(len(res.iterations))
                             over += int(
                                 fn(res.rate_hz) > BUDGET
-                                and res.status is not TuneStatus.UNREACHABLE
+                                and res.status not in (TuneStatus.UNDECIDED, TuneStatus.OVER_BUDGET)
                             )
                     e = np.abs(np.array(errors))
                     rows.append(

@@ -47,7 +47,8 @@ class UnloadablePlugin:
 
 @cache
 def load_plugins(kind: str) -> tuple[Any, ...]:
-    """Built-in plug-ins of ``kind`` in module-name order, then third-party ones by entry-point name.
+    """Built-in plug-ins of ``kind`` in module-name order, then third-party ones by entry-point
+    name.
 
     Looked up once per process: scanning the entry points costs more than discovering a small
     host or starting a round's sampler."""

@@ -105,9 +105,14 @@ def scratch_cgroup(
     write_bps: tuple[str, int] | None = None,
     memory_bytes: int | None = None,
     v2: bool = False,
+    cpu_shares: int | None = None,
 ) -> Iterator[ScratchCgroup]:
     """A cgroup with the given limits. ``write_bps`` is ``(MAJ:MIN, bytes/s)``. With ``v2`` the
-    cgroup is made in the v2 mount with no limits (this host binds every controller to v1)."""
+    cgroup is made in the v2 mount with no limits (this host binds every controller to v1).
+    With a CPU quota it is also made in the cpuacct hierarchy where that is mounted apart (as
+    cgroups managers do), so that the cgroup's CPU use is counted; ``cpu_shares`` weights it
+    against the other tasks (on this shared VM a heavy load would otherwise keep it from ever
+    using its quota)."""
     if os.geteuid() != 0:
         pytest.skip("creating cgroups needs root")
     name = f"/pilot-test-{os.getpid()}-{next(_COUNTER)}"
@@ -118,6 +123,9 @@ def scratch_cgroup(
         + ["blkio"] * (write_bps is not None)
         + ["memory"] * (memory_bytes is not None)
     )
+    apart = hierarchy_mount("cpuacct") not in (None, hierarchy_mount("cpu"))
+    if cpu_quota_cores is not None and apart:
+        wanted.append("cpuacct")
     dirs: dict[str, Path] = {}
     try:
         for controller in wanted or ["cpu"]:
@@ -126,6 +134,8 @@ def scratch_cgroup(
                 pytest.skip(f"cgroup hierarchy {controller} is not mounted writable")
             dirs[controller] = Path(mount + name)
             dirs[controller].mkdir()
+        if cpu_shares is not None:
+            (dirs["cpu"] / "cpu.shares").write_text(str(cpu_shares))
         if cpu_quota_cores is not None:
             (dirs["cpu"] / "cpu.cfs_period_us").write_text(str(cpu_period_us))
             (dirs["cpu"] / "cpu.cfs_quota_us").write_text(

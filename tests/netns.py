@@ -421,10 +421,16 @@ class NetnsHost:
             latency,
         )
 
+    def unshape(self) -> None:
+        """Remove the shaping ``shape`` set (the veth's default qdisc comes back)."""
+        _run("tc", "qdisc", "del", "dev", self.root_if, "root", check=False)
+
     def stop(self, name: str) -> None:
+        """Stop the daemons called ``name`` and forget them (``start`` may start one again)."""
         for daemon in self.daemons:
             if daemon.name == name:
                 daemon.stop()
+        self.daemons = [d for d in self.daemons if d.name != name]
 
     def close(self) -> None:
         for daemon in reversed(self.daemons):

@@ -75,29 +75,43 @@ def test_the_allowance_boundary() -> None:
     three = list(two)
     three[3] = 0.95
     t = [float(i) for i in range(21)]
-    assert assess(trace(t, {"memory:host/util_capacity": two}, component_under_test="block:vda")).valid
-    assert not assess(trace(t, {"memory:host/util_capacity": three}, component_under_test="block:vda")).valid
-    assert assess(trace(t, {"memory:host/util_capacity": three}, component_under_test="block:vda"),
-                  max_hot_fraction=0.15).valid
+    assert assess(
+        trace(t, {"memory:host/util_capacity": two}, component_under_test="block:vda")
+    ).valid
+    assert not assess(
+        trace(t, {"memory:host/util_capacity": three}, component_under_test="block:vda")
+    ).valid
+    assert assess(
+        trace(t, {"memory:host/util_capacity": three}, component_under_test="block:vda"),
+        max_hot_fraction=0.15,
+    ).valid
 
 
 def test_single_thread_saturating_one_core_is_flagged() -> None:
     n = 21
     tr = trace(
         [i * 0.1 for i in range(n)],
-        {"cpu:host/util_compute": steady(n, 0.55), "cpu:host/busy": steady(n, 0.55),
-         "cpu:host/busiest_core": steady(n, 1.0), "process:9/cpu_cores": steady(n, 1.0)},
+        {
+            "cpu:host/util_compute": steady(n, 0.55),
+            "cpu:host/busy": steady(n, 0.55),
+            "cpu:host/busiest_core": steady(n, 1.0),
+            "process:9/cpu_cores": steady(n, 1.0),
+        },
         component_under_test="block:vda",
     )
     v = assess(tr)
-    assert [(h.component, h.direction) for h in v.hidden_bottlenecks] == [("cpu:host", "single core")]
+    assert [(h.component, h.direction) for h in v.hidden_bottlenecks] == [
+        ("cpu:host", "single core")
+    ]
     assert "all cores together averaged 55 %" in v.hidden_bottlenecks[0].evidence
 
 
 def test_cpu_as_the_cut_covers_its_busiest_core() -> None:
     n = 11
-    tr = trace([float(i) for i in range(n)],
-               {"cpu:host/util_compute": steady(n, 0.99), "cpu:host/busiest_core": steady(n, 1.0)})
+    tr = trace(
+        [float(i) for i in range(n)],
+        {"cpu:host/util_compute": steady(n, 0.99), "cpu:host/busiest_core": steady(n, 1.0)},
+    )
     v = assess(tr, cut="cpu:host")
     assert v.valid and v.cut_saturated and not v.cut_limit_unknown
 
@@ -119,9 +133,11 @@ def test_busy_time_of_a_parallel_device_is_reported_not_judged() -> None:
 
 def test_nothing_saturated_is_flagged() -> None:
     n = 11
-    tr = trace([float(i) for i in range(n)],
-               {"cpu:host/util_compute": steady(n, 0.3), "block:vda/busy": steady(n, 0.2)},
-               component_under_test="block:vda")
+    tr = trace(
+        [float(i) for i in range(n)],
+        {"cpu:host/util_compute": steady(n, 0.3), "block:vda/busy": steady(n, 0.2)},
+        component_under_test="block:vda",
+    )
     v = assess(tr)
     assert v.valid and v.nothing_saturated and not v.cut_saturated
     assert any("limit lies elsewhere" in note for note in v.notes)
@@ -129,9 +145,11 @@ def test_nothing_saturated_is_flagged() -> None:
 
 def test_off_path_components_are_noted_not_blamed() -> None:
     n = 11
-    tr = trace([float(i) for i in range(n)],
-               {"block:sdb/busy": steady(n, 1.0), "block:vda/busy": steady(n, 0.95)},
-               component_under_test="block:vda")
+    tr = trace(
+        [float(i) for i in range(n)],
+        {"block:sdb/busy": steady(n, 1.0), "block:vda/busy": steady(n, 0.95)},
+        component_under_test="block:vda",
+    )
     v = assess(tr, data_path=["mount:/", "block:vda", "pci:0000:00:02.0"])
     assert v.valid
     assert any("block:sdb" in note and "not on the data path" in note for note in v.notes)
@@ -155,14 +173,19 @@ def test_a_known_limit_wins_over_busy_time() -> None:
 
 
 def test_too_short_a_run_says_so() -> None:
-    v = assess(trace([0.0, 0.1], {"cpu:host/util_compute": [None, 0.99]}, component_under_test="cpu:host"))
+    v = assess(
+        trace([0.0, 0.1], {"cpu:host/util_compute": [None, 0.99]}, component_under_test="cpu:host")
+    )
     assert any("too short" in note for note in v.notes)
 
 
 def test_verdict_round_trips_in_the_trace_json() -> None:
     n = 11
-    tr = trace([float(i) for i in range(n)], {"cpu:host/util_compute": steady(n, 0.99)},
-               component_under_test="block:vda")
+    tr = trace(
+        [float(i) for i in range(n)],
+        {"cpu:host/util_compute": steady(n, 0.99)},
+        component_under_test="block:vda",
+    )
     v = assess(tr)
     tr.verdict = v.model_dump(mode="json")
     back = MonitorTrace.model_validate_json(tr.model_dump_json())
@@ -172,25 +195,40 @@ def test_verdict_round_trips_in_the_trace_json() -> None:
 
 def test_a_rate_above_the_stated_limit_questions_the_limit() -> None:
     n = 11
-    tr = trace([float(i) for i in range(n)], {"block:vda/util_write": steady(n, 12.0)},
-               limits={"block:vda/write": {"value": 2.5e8, "unit": "B/s", "source": "user", "detail": "rating"}},
-               component_under_test="block:vda")
+    tr = trace(
+        [float(i) for i in range(n)],
+        {"block:vda/util_write": steady(n, 12.0)},
+        limits={
+            "block:vda/write": {"value": 2.5e8, "unit": "B/s", "source": "user", "detail": "rating"}
+        },
+        component_under_test="block:vda",
+    )
     v = assess(tr)
     assert v.cut_saturated and v.valid
-    assert any("reached 1200 % of its limit of 238 MiB/s (user: rating)" in note for note in v.notes)
+    assert any(
+        "reached 1200 % of its limit of 238 MiB/s (user: rating)" in note for note in v.notes
+    )
 
 
 def test_a_cut_without_a_limit_says_what_was_measured_instead() -> None:
     n = 11
-    tr = trace([float(i) for i in range(n)],
-               {"nic:lo/rx_bytes_per_s": steady(n, 2**30), "nic:lo/tx_bytes_per_s": steady(n, 2**30),
-                "cpu:host/util_compute": steady(n, 0.99)},
-               limits={"nic:lo/receive": {"value": None, "source": "unknown", "detail": "speed unreadable"}},
-               component_under_test="nic:lo")
+    tr = trace(
+        [float(i) for i in range(n)],
+        {
+            "nic:lo/rx_bytes_per_s": steady(n, 2**30),
+            "nic:lo/tx_bytes_per_s": steady(n, 2**30),
+            "cpu:host/util_compute": steady(n, 0.99),
+        },
+        limits={
+            "nic:lo/receive": {"value": None, "source": "unknown", "detail": "speed unreadable"}
+        },
+        component_under_test="nic:lo",
+    )
     v = assess(tr)
     assert v.cut_limit_unknown and not v.cut_saturated
     assert any(
         "the CUT nic:lo has no stated throughput limit (speed unreadable)" in note
-        and "receive 8.59 Gbit/s, send 8.59 Gbit/s" in note for note in v.notes
+        and "receive 8.59 Gbit/s, send 8.59 Gbit/s" in note
+        for note in v.notes
     ), v.notes
     assert not any("nothing was measured" in note for note in v.notes)

@@ -32,7 +32,11 @@ def mean_of(trace: MonitorTrace, key: str) -> float:
 
 
 def workload_cores(trace: MonitorTrace) -> float:
-    return sum(mean_of(trace, k) for k in trace.series if k.startswith("process:") and k.endswith("/cpu_cores"))
+    return sum(
+        mean_of(trace, k)
+        for k in trace.series
+        if k.startswith("process:") and k.endswith("/cpu_cores")
+    )
 
 
 def hidden(run: MonitoredRun) -> set[str]:
@@ -41,8 +45,17 @@ def hidden(run: MonitoredRun) -> set[str]:
 
 def fio_args(path: Path) -> list[str]:
     return [
-        require_tool("fio"), "--name=seqwrite", f"--filename={path}", "--rw=write", "--bs=1M",
-        "--direct=1", "--ioengine=libaio", "--iodepth=16", "--size=4G", "--runtime=1500ms", "--time_based",
+        require_tool("fio"),
+        "--name=seqwrite",
+        f"--filename={path}",
+        "--rw=write",
+        "--bs=1M",
+        "--direct=1",
+        "--ioengine=libaio",
+        "--iodepth=16",
+        "--size=4G",
+        "--runtime=1500ms",
+        "--time_based",
         "--output-format=terse",
     ]
 
@@ -63,14 +76,20 @@ def free_port() -> int:
 def test_iperf3_over_loopback_is_cpu_bound() -> None:
     iperf3 = require_tool("iperf3")
     port = free_port()
-    server = subprocess.Popen([iperf3, "-s", "-1", "-B", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [iperf3, "-s", "-1", "-B", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 5
         while not listening(port) and time.monotonic() < deadline:
             time.sleep(0.05)
-        run = run_monitored([iperf3, "-c", "127.0.0.1", "-p", str(port), "-t", "2"], rate_hz=RATE,
-                            stdout=subprocess.DEVNULL)
+        run = run_monitored(
+            [iperf3, "-c", "127.0.0.1", "-p", str(port), "-t", "2"],
+            rate_hz=RATE,
+            stdout=subprocess.DEVNULL,
+        )
     finally:
         server.kill()
         server.wait()
@@ -80,20 +99,28 @@ def test_iperf3_over_loopback_is_cpu_bound() -> None:
     assert mean_of(run.trace, "nic:lo/tx_bytes_per_s") > 50e6  # traffic really went over lo
     assert not run.verdict.valid
     assert hidden(run) == {"cpu:host"}
-    assert "CPU" in run.verdict.hidden_bottlenecks[0].evidence or "core" in run.verdict.hidden_bottlenecks[0].evidence
+    assert (
+        "CPU" in run.verdict.hidden_bottlenecks[0].evidence
+        or "core" in run.verdict.hidden_bottlenecks[0].evidence
+    )
 
 
 def test_dd_with_512_byte_blocks_is_system_call_bound(tmp_path: Path) -> None:
     dd = require_tool("dd")
     out = tmp_path / "dd.out"
-    run = run_monitored([dd, "if=/dev/zero", f"of={out}", "bs=512", "count=300000"], rate_hz=RATE,
-                        stderr=subprocess.DEVNULL)
+    run = run_monitored(
+        [dd, "if=/dev/zero", f"of={out}", "bs=512", "count=300000"],
+        rate_hz=RATE,
+        stderr=subprocess.DEVNULL,
+    )
     out.unlink()
     assert run.returncode == 0
     assert run.verdict.cut == "block:vda"
     assert "cpu:host" in hidden(run)
     # the workload itself spent its time in the kernel: system calls, not the disk
-    pid_key = next(k for k in run.trace.series if k.startswith("process:") and k.endswith("/syscw_per_s"))
+    pid_key = next(
+        k for k in run.trace.series if k.startswith("process:") and k.endswith("/syscw_per_s")
+    )
     assert mean_of(run.trace, pid_key) > 10_000
 
 
@@ -121,8 +148,11 @@ def test_fio_direct_writes_load_the_disk_and_hide_nothing_on_a_quiet_cpu(tmp_pat
 def test_fio_beside_a_cpu_hog_flags_the_cpu(tmp_path: Path) -> None:
     stress = require_tool("stress-ng")
     # one busy worker per CPU ("--cpu 0"), whatever the machine
-    hog = subprocess.Popen([stress, "--cpu", "0", "--timeout", "8s", "--quiet"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    hog = subprocess.Popen(
+        [stress, "--cpu", "0", "--timeout", "8s", "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     target = tmp_path / "fio.dat"
     try:
         time.sleep(0.5)

@@ -1,4 +1,5 @@
-"""EDM change points: exactness of the fast paths, calibration on noise, accuracy, incremental form."""
+"""EDM change points: exactness of the fast paths, calibration on noise, accuracy, incremental
+form."""
 
 from __future__ import annotations
 
@@ -8,7 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pilot_sys.stats._changepoint_null import kuiper_isf, kuiper_sf
-from pilot_sys.stats._changepoint_ranks import position_keys, ranks_from_order, segment_order, split_medians
+from pilot_sys.stats._changepoint_ranks import (
+    position_keys,
+    ranks_from_order,
+    segment_order,
+    split_medians,
+)
 from pilot_sys.stats.changepoint import (
     IncrementalEDM,
     _cusum_scan,
@@ -21,7 +27,9 @@ from pilot_sys.stats.changepoint import (
 
 
 def _near(found: list[int], truth: list[int], margin: int) -> bool:
-    return len(found) == len(truth) and all(abs(f - t) <= margin for f, t in zip(found, truth, strict=True))
+    return len(found) == len(truth) and all(
+        abs(f - t) <= margin for f, t in zip(found, truth, strict=True)
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -55,7 +63,9 @@ def test_fast_median_form_equals_quadratic_reference() -> None:
         fast = detect(x, statistic="median")
         exact = detect_exact(x)
         assert fast.changepoints == exact.changepoints
-        assert [d.statistic for d in fast.details] == pytest.approx([d.statistic for d in exact.details])
+        assert [d.statistic for d in fast.details] == pytest.approx(
+            [d.statistic for d in exact.details]
+        )
 
 
 def test_fast_median_grid_matches_exact_on_a_long_series() -> None:
@@ -78,7 +88,8 @@ def test_default_sign_form_agrees_with_exact_edm_on_decisions() -> None:
 
 
 def test_unbalanced_shift_is_located_where_the_exact_median_form_drifts() -> None:
-    # A median stays in the majority component: the literal EDM split lands late, the sign form does not.
+    # A median stays in the majority component: the literal EDM split lands late, the sign form
+    # does not.
     rng = np.random.default_rng(1)
     x = np.concatenate([rng.normal(5, 1, 300), rng.normal(0, 1, 2300)])
     assert _near(detect(x).changepoints, [300], 3)
@@ -147,7 +158,9 @@ def test_dependence_factor_is_one_for_independent_and_large_for_dependent_signs(
 
 def test_decisions_do_not_depend_on_units_or_monotone_transforms() -> None:
     rng = np.random.default_rng(4)
-    x = np.concatenate([rng.lognormal(0, 0.5, 500), rng.lognormal(0.4, 0.5, 700), rng.lognormal(0, 1.2, 400)])
+    x = np.concatenate(
+        [rng.lognormal(0, 0.5, 500), rng.lognormal(0.4, 0.5, 700), rng.lognormal(0, 1.2, 400)]
+    )
     base = detect(x)
     assert base.changepoints  # something to compare
     for transformed in (x * 1e-9, x * 1e6 + 3.0, np.log(x), np.sqrt(x)):
@@ -162,7 +175,9 @@ def test_level_shift_variance_change_and_cool_down_are_found() -> None:
     result = detect(spread)
     assert _near(result.changepoints, [2000], 60)
     assert result.details[0].kind == "scale"
-    cooldown = np.concatenate([rng.normal(10, 1, 5000), 10 + np.linspace(0, 8, 500) + rng.normal(0, 1, 500)])
+    cooldown = np.concatenate(
+        [rng.normal(10, 1, 5000), 10 + np.linspace(0, 8, 500) + rng.normal(0, 1, 500)]
+    )
     found = detect(cooldown).changepoints
     assert found and 5000 <= found[0] <= 5250 and all(c >= 5000 for c in found)
 
@@ -262,7 +277,9 @@ def test_seeded_stage_finds_per_round_warm_ups_that_one_split_cannot() -> None:
     x = rng.normal(10, 1, rounds * length)
     for r in range(rounds):
         x[r * length : r * length + warm] += 3.0
-    truth = sorted({r * length for r in range(1, rounds)} | {r * length + warm for r in range(rounds)})
+    truth = sorted(
+        {r * length for r in range(1, rounds)} | {r * length + warm for r in range(rounds)}
+    )
     assert detect(x, seeded=False).changepoints == []
     assert _near(detect(x).changepoints, truth, 15)
     assert all(d.p_value < 0.01 for d in detect(x).details)
@@ -277,4 +294,8 @@ def test_seeded_intervals_cover_every_scale_down_to_four_min_sizes() -> None:
     assert intervals.min() == 0 and intervals.max() == 4096
     for length in (2048, 1024, 512, 256, 128):  # each layer tiles [0, n) with half-overlaps
         starts = np.sort(intervals[lengths == length, 0])
-        assert starts[0] == 0 and starts[-1] + length == 4096 and np.all(np.diff(starts) <= length // 2)
+        assert (
+            starts[0] == 0
+            and starts[-1] + length == 4096
+            and np.all(np.diff(starts) <= length // 2)
+        )

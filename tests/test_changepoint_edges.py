@@ -59,14 +59,21 @@ def test_edge_null_matches_hand_counts_for_twenty_readings() -> None:
     # L = 20, min_size = 10: the only split is k = 10, and |2 C_10 - 10| >= h is a hypergeometric
     # tail: C_10 ones among the first 10 of 10 ones and 10 zeros.
     total = math.comb(20, 10)  # 184756
-    assert edge_sf(10 / math.sqrt(20), 20, 10) == pytest.approx(2 / total, rel=1e-12)  # C_10 in {0, 10}
+    assert edge_sf(10 / math.sqrt(20), 20, 10) == pytest.approx(
+        2 / total, rel=1e-12
+    )  # C_10 in {0, 10}
     assert edge_sf(8 / math.sqrt(20), 20, 10) == pytest.approx(2 * (1 + 10 * 10) / total, rel=1e-12)
-    assert edge_sf(1 / math.sqrt(20), 20, 10) == pytest.approx(1 - math.comb(10, 5) ** 2 / total, rel=1e-12)
-    assert edge_sf(9.5 / math.sqrt(20), 20, 10) == edge_sf(10 / math.sqrt(20), 20, 10)  # heights are integers
+    assert edge_sf(1 / math.sqrt(20), 20, 10) == pytest.approx(
+        1 - math.comb(10, 5) ** 2 / total, rel=1e-12
+    )
+    assert edge_sf(9.5 / math.sqrt(20), 20, 10) == edge_sf(
+        10 / math.sqrt(20), 20, 10
+    )  # heights are integers
 
 
 def test_edge_null_matches_enumeration_of_every_arrangement() -> None:
-    # L = 12, min_size = 3: all C(12, 6) = 924 arrangements of six ones, max |2 C_k - k| over k = 3..9.
+    # L = 12, min_size = 3: all C(12, 6) = 924 arrangements of six ones,
+    # max |2 C_k - k| over k = 3..9.
     length, min_size = 12, 3
     heights = []
     for ones in itertools.combinations(range(length), length // 2):
@@ -119,22 +126,38 @@ def test_all_at_once_edge_scans_equal_scanning_each_interval_alone() -> None:
         inner = n // 3  # a cut inside the series anchors intervals on both of its sides
         for scale in (True, False):
             scans = _scan_anchored(
-                x, start=0, start_lengths=lengths, end=n, end_lengths=lengths, min_size=size, scale=scale
-            ) + _scan_anchored(x, start=inner, start_lengths=lengths[:3], min_size=size, scale=scale)
-            scans += _scan_anchored(x, end=inner, end_lengths=lengths[:3], min_size=size, scale=scale)
+                x,
+                start=0,
+                start_lengths=lengths,
+                end=n,
+                end_lengths=lengths,
+                min_size=size,
+                scale=scale,
+            ) + _scan_anchored(
+                x, start=inner, start_lengths=lengths[:3], min_size=size, scale=scale
+            )
+            scans += _scan_anchored(
+                x, end=inner, end_lengths=lengths[:3], min_size=size, scale=scale
+            )
             assert [(s.begin, s.end) for s in scans] == (
-                [(0, L) for L in lengths] + [(n - L, n) for L in lengths]
-                + [(inner, inner + L) for L in lengths[:3]] + [(inner - L, inner) for L in lengths[:3]]
+                [(0, L) for L in lengths]
+                + [(n - L, n) for L in lengths]
+                + [(inner, inner + L) for L in lengths[:3]]
+                + [(inner - L, inner) for L in lengths[:3]]
             )
             for scan in scans:
                 want = []
-                for kind, indicator in _indicators(x[scan.begin : scan.end], _LazyKeys(scan.begin, scan.end), scale):
+                for kind, indicator in _indicators(
+                    x[scan.begin : scan.end], _LazyKeys(scan.begin, scan.end), scale
+                ):
                     c = np.cumsum(indicator)
                     k = np.arange(size, c.size - size + 1)
                     heights = np.abs(2 * c[k - 1] - k)
                     best = int(np.argmax(heights))
                     want.append((kind, int(k[best]), float(heights[best]) / math.sqrt(c.size)))
-                assert [(kind, split, pytest.approx(stat)) for kind, split, stat, _ in scan.scans] == want
+                assert [
+                    (kind, split, pytest.approx(stat)) for kind, split, stat, _ in scan.scans
+                ] == want
 
 
 # --- warm-ups and cool-downs are cut off ----------------------------------------------------
@@ -154,7 +177,9 @@ def test_twenty_reading_warm_up_in_a_200_reading_round_is_cut_off(seed: int) -> 
 
 @pytest.mark.parametrize(("cv", "phi"), [(0.10, 0.0), (0.05, 0.5)], ids=["gauss-cv10", "ar1-0.5"])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_warm_up_is_cut_off_in_noisier_and_autocorrelated_rounds(cv: float, phi: float, seed: int) -> None:
+def test_warm_up_is_cut_off_in_noisier_and_autocorrelated_rounds(
+    cv: float, phi: float, seed: int
+) -> None:
     x = _round(200, 20, seed, cv=cv, phi=phi)
     begin, end = detect(x).stable_segment or (0, 0)
     assert 14 <= begin <= 30 and end == 200
@@ -193,7 +218,10 @@ def test_explicit_penalty_also_governs_the_edge_tests() -> None:
 
 def test_median_form_has_no_edge_tests() -> None:
     x = _round(200, 20, 0)
-    assert detect(x, statistic="median").changepoints == detect(x, statistic="median", edges=False).changepoints
+    assert (
+        detect(x, statistic="median").changepoints
+        == detect(x, statistic="median", edges=False).changepoints
+    )
 
 
 def test_segment_dependence_centred_at_the_warm_up_does_not_count_it_as_dependence() -> None:

@@ -14,8 +14,17 @@ from tests.conftest import REPO, run_cli
 pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
 
 JSON_FIELDS = {
-    "sample_size", "mean", "ci_low", "ci_high", "ci_width", "subsession_size", "subsession_variance",
-    "autocorrelation", "required_sample_size", "ci_reached", "warnings",
+    "sample_size",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "ci_width",
+    "subsession_size",
+    "subsession_variance",
+    "autocorrelation",
+    "required_sample_size",
+    "ci_reached",
+    "warnings",
 }
 
 
@@ -23,9 +32,14 @@ JSON_FIELDS = {
 def warm_series(tmp_path: Path) -> tuple[Path, np.ndarray]:
     """A ramp-up of 150 samples, then 1850 stable AR(0.5) samples around 100."""
     rng = np.random.default_rng(0)
-    x = np.r_[np.linspace(20, 95, 150) + rng.normal(0, 1, 150), 100 + lfilter([1.0], [1.0, -0.5], rng.normal(0, 1, 1850))]
+    x = np.r_[
+        np.linspace(20, 95, 150) + rng.normal(0, 1, 150),
+        100 + lfilter([1.0], [1.0, -0.5], rng.normal(0, 1, 1850)),
+    ]
     path = tmp_path / "tput.csv"
-    path.write_text("# synthetic\nidx,throughput (MiB/s)\n" + "".join(f"{i},{v:.5f}\n" for i, v in enumerate(x)))
+    path.write_text(
+        "# synthetic\nidx,throughput (MiB/s)\n" + "".join(f"{i},{v:.5f}\n" for i, v in enumerate(x))
+    )
     return path, x
 
 
@@ -55,8 +69,15 @@ def test_readable_output_and_stdin(warm_series: tuple[Path, np.ndarray]) -> None
 
 
 def test_shipped_example_runs() -> None:
-    res = run_cli("analyze", str(REPO / "data" / "throughput-example.csv"), "--column", "throughput (MiB/s)",
-                  "--pi-type", "harmonic", "--json")
+    res = run_cli(
+        "analyze",
+        str(REPO / "data" / "throughput-example.csv"),
+        "--column",
+        "throughput (MiB/s)",
+        "--pi-type",
+        "harmonic",
+        "--json",
+    )
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["pi_type"] == "harmonic" and out["raw"] is None or out["raw"]["sample_size"] == 3000
@@ -77,7 +98,11 @@ def test_no_interval_is_said_not_printed(tmp_path: Path) -> None:
     ("content", "args", "expected"),
     [
         (None, [], "missing.csv: no such file"),
-        ("a,b\n1,2\n3,oops\n", ["--column", "b"], "bad.csv:3:3: 'oops' in column 'b' is not a number"),
+        (
+            "a,b\n1,2\n3,oops\n",
+            ["--column", "b"],
+            "bad.csv:3:3: 'oops' in column 'b' is not a number",
+        ),
         ("1\n2\nnan\n", [], "bad.csv:3:1: 'nan' in column 0 is not a finite number"),
         ("1\ninf\n", [], "bad.csv:2:1: 'inf' in column 0 is not a finite number"),
         ("# nothing here\n\n", [], "bad.csv: no data"),
@@ -85,10 +110,16 @@ def test_no_interval_is_said_not_printed(tmp_path: Path) -> None:
         ("a,b\n1,2\n", ["--column", "c"], "bad.csv: no column named 'c'"),
         ("1\n2\n", ["--confidence", "95"], "--confidence: 95 must be between 0 and 1"),
         ("1\n2\n", ["--ci-perc", "-1"], "--ci-perc: -1 must be > 0"),
-        ("\n".join(["1", "-2"] * 10), ["--pi-type", "harmonic", "--warmup", "none"], "needs values > 0"),
+        (
+            "\n".join(["1", "-2"] * 10),
+            ["--pi-type", "harmonic", "--warmup", "none"],
+            "needs values > 0",
+        ),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, content: str | None, args: list[str], expected: str) -> None:
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, content: str | None, args: list[str], expected: str
+) -> None:
     path = tmp_path / ("missing.csv" if content is None else "bad.csv")
     if content is not None:
         path.write_text(content)

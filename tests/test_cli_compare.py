@@ -25,7 +25,9 @@ def test_json_matches_scipy_for_independent_samples(tmp_path: Path) -> None:
     res = run_cli("compare", write(tmp_path / "a.csv", a), write(tmp_path / "b.csv", b), "--json")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
-    assert out["verdict"] == "a_lower" and out["a_faster"] is True  # lower latency is better by default
+    assert (
+        out["verdict"] == "a_lower" and out["a_faster"] is True
+    )  # lower latency is better by default
     assert out["unit"] == "ms"
     if out["a"]["subsession_size"] == 1 and out["b"]["subsession_size"] == 1:
         ref = sps.ttest_ind(a, b, equal_var=False)
@@ -70,50 +72,103 @@ TINY = "shuf -i 1-10 -n 1"  # coreutils, no interpreter start-up per round
 @pytest.mark.slow
 def test_run_names_the_work_unit_in_the_result_and_report(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
-    res = run_cli("compare", "-o", str(out), "--no-monitor", "--max-rounds", "9", "--parser", "none",
-                  "--work-unit", "requests", "--run", f"a={TINY}", "--run", f"b={TINY}")
-    assert res.returncode == 4, res.stderr  # 9 rounds cannot separate equal workloads: limit reached
+    res = run_cli(
+        "compare",
+        "-o",
+        str(out),
+        "--no-monitor",
+        "--max-rounds",
+        "9",
+        "--parser",
+        "none",
+        "--work-unit",
+        "requests",
+        "--run",
+        f"a={TINY}",
+        "--run",
+        f"b={TINY}",
+    )
+    assert res.returncode == 4, (
+        res.stderr
+    )  # 9 rounds cannot separate equal workloads: limit reached
     result = json.loads((out / "result.json").read_text())
     assert [w["work_unit"] for w in result["workloads"]] == ["requests", "requests"]
     assert {w["pis"]["work_rate"]["unit"] for w in result["workloads"]} == {"requests/s"}
     assert result["workloads"][0]["pis"]["work_rate"]["mean"] > 0
     assert "requests/s" in res.stdout  # the summary's means
-    assert "| work_rate | " in (out / "report.md").read_text() and " requests/s |" in (out / "report.md").read_text()
+    assert (
+        "| work_rate | " in (out / "report.md").read_text()
+        and " requests/s |" in (out / "report.md").read_text()
+    )
 
 
 @pytest.mark.slow
 def test_run_refuses_an_unknown_cut_like_run_does(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
-    res = run_cli("compare", "-o", str(out), "--max-rounds", "2", "--parser", "none", "--cut", "block:nope",
-                  "--run", f"a={TINY}", "--run", f"b={TINY}")
+    res = run_cli(
+        "compare",
+        "-o",
+        str(out),
+        "--max-rounds",
+        "2",
+        "--parser",
+        "none",
+        "--cut",
+        "block:nope",
+        "--run",
+        f"a={TINY}",
+        "--run",
+        f"b={TINY}",
+    )
     assert res.returncode == 2, res.stderr
     errors = [line for line in res.stderr.splitlines() if "error" in line]
     assert len(errors) == 1 and errors[0] == res.stderr.strip().splitlines()[-1]
     assert errors[0].startswith("pilot-sys: error: --cut: no component 'block:nope' on this host")
-    assert "Traceback" not in res.stderr and not out.exists()  # refused before any round: nothing left behind
+    assert (
+        "Traceback" not in res.stderr and not out.exists()
+    )  # refused before any round: nothing left behind
 
 
 def test_run_cut_needs_monitoring(tmp_path: Path) -> None:
-    res = run_cli("compare", "-o", str(tmp_path / "cmp"), "--no-monitor", "--cut", "block:vda",
-                  "--run", f"a={TINY}", "--run", f"b={TINY}")
+    res = run_cli(
+        "compare",
+        "-o",
+        str(tmp_path / "cmp"),
+        "--no-monitor",
+        "--cut",
+        "block:vda",
+        "--run",
+        f"a={TINY}",
+        "--run",
+        f"b={TINY}",
+    )
     assert res.returncode == 2
     assert res.stderr.strip().splitlines() == [
-        "pilot-sys: error: --cut: names the component the monitor judges; it needs monitoring (drop --no-monitor)"]
+        "pilot-sys: error: --cut: names the component the monitor judges; "
+        "it needs monitoring (drop --no-monitor)"
+    ]
     assert not (tmp_path / "cmp").exists()
 
 
-@pytest.mark.parametrize(("args", "option"), [
-    (["--work-unit", "MiB"], "--work-unit"),
-    (["--cut", "block:vda"], "--cut"),
-    (["--max-rounds", "3"], "--max-rounds"),
-    (["--preset", "quick"], "--preset"),
-])
-def test_session_options_without_run_are_refused(tmp_path: Path, args: list[str], option: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["--work-unit", "MiB"], "--work-unit"),
+        (["--cut", "block:vda"], "--cut"),
+        (["--max-rounds", "3"], "--max-rounds"),
+        (["--preset", "quick"], "--preset"),
+    ],
+)
+def test_session_options_without_run_are_refused(
+    tmp_path: Path, args: list[str], option: str
+) -> None:
     a = write(tmp_path / "a.csv", np.random.default_rng(3).normal(size=50), header="x")
     b = write(tmp_path / "b.csv", np.random.default_rng(4).normal(size=50), header="x")
     res = run_cli("compare", a, b, *args)
     assert res.returncode == 2, res.stdout
     assert res.stdout == "" and "Traceback" not in res.stderr
     assert res.stderr.strip().splitlines() == [
-        f"pilot-sys: error: {option}: configures a live session: it needs --run NAME='CMD' (at least two); "
-        "files and result directories were measured already"]
+        f"pilot-sys: error: {option}: configures a live session: "
+        "it needs --run NAME='CMD' (at least two); "
+        "files and result directories were measured already"
+    ]

@@ -26,7 +26,11 @@ def one_error_line(result, code: int = 2) -> str:  # type: ignore[no-untyped-def
 def test_help_has_an_example() -> None:
     result = run_cli("graph", "--help")
     assert result.returncode == 0
-    assert "Examples:" in result.stdout and "--load FILE" in result.stdout and "--probe" in result.stdout
+    assert (
+        "Examples:" in result.stdout
+        and "--load FILE" in result.stdout
+        and "--probe" in result.stdout
+    )
 
 
 def test_tree_of_a_fixture_path_names_unknown_limits_and_sources() -> None:
@@ -44,10 +48,15 @@ def test_json_is_node_link_with_the_data_path() -> None:
     payload = json.loads(result.stdout)
     assert payload["data_path"]["cut"] == "remote:2001:db8:100::5"
     devices = {n["id"]: n["members"] for n in payload["devices"]["nodes"]}
-    assert "mount:/mnt/nfs6" in devices["remote:2001:db8:100::5"] and "nic:bond0.100" in devices["nic:bond0"]
+    assert (
+        "mount:/mnt/nfs6" in devices["remote:2001:db8:100::5"]
+        and "nic:bond0.100" in devices["nic:bond0"]
+    )
     ids = {n["id"] for n in payload["nodes"]}
     assert ids == set(payload["data_path"]["components"])
-    assert all({"source", "target", "direction", "capacity"} <= set(link) for link in payload["links"])
+    assert all(
+        {"source", "target", "direction", "capacity"} <= set(link) for link in payload["links"]
+    )
 
 
 def test_whole_host_json() -> None:
@@ -59,27 +68,43 @@ def test_whole_host_json() -> None:
 
 def test_pictures_and_exports(tmp_path: Path) -> None:
     files = {ext: tmp_path / f"g.{ext}" for ext in ("png", "svg", "dot", "graphml")}
-    result = run_cli("graph", "--root", NFS, "/mnt/scratch", *[a for ext, p in files.items() for a in (f"--{ext}", str(p))])
+    result = run_cli(
+        "graph",
+        "--root",
+        NFS,
+        "/mnt/scratch",
+        *[a for ext, p in files.items() for a in (f"--{ext}", str(p))],
+    )
     assert result.returncode == 0, result.stderr
     assert files["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert b"<svg" in files["svg"].read_bytes()[:500]
     assert '"remote:10.0.100.5" -> "mount:/mnt/nfs"' in files["dot"].read_text()
     loaded = load_user_graph(files["graphml"])
-    assert "block:loop0" in loaded and loaded.link("mount:/mnt/nfs", "block:loop0").direction == "write"
+    assert (
+        "block:loop0" in loaded
+        and loaded.link("mount:/mnt/nfs", "block:loop0").direction == "write"
+    )
 
 
 def test_load_merges_user_limits() -> None:
-    result = run_cli("graph", "--root", NFS, "--load", str(REPO / "graphs" / "nfs-client-server.json"), "--json")
+    result = run_cli(
+        "graph", "--root", NFS, "--load", str(REPO / "graphs" / "nfs-client-server.json"), "--json"
+    )
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
     nodes = {n["id"]: n for n in payload["nodes"]}
     server_disk = nodes["block:nfs-server/md0"]["limits"]["write"]
     assert (server_disk["value"], server_disk["source"]) == (1.0e9, "user")
-    assert nodes["nic:eth0"]["limits"]["send"]["source"] == "sysfs"  # discovered 10 GbE kept (same value)
+    assert (
+        nodes["nic:eth0"]["limits"]["send"]["source"] == "sysfs"
+    )  # discovered 10 GbE kept (same value)
     assert payload["notes"] == []  # no disagreement to report
-    assert nodes["network:eth0"]["limits"]["send"]["source"] == "user"  # eth0 is a bond slave here: new node
+    assert (
+        nodes["network:eth0"]["limits"]["send"]["source"] == "user"
+    )  # eth0 is a bond slave here: new node
     assert {"source": "remote:nfs-server", "target": "nic:nfs-server/eth0"} in [
-        {"source": l["source"], "target": l["target"]} for l in payload["links"]]
+        {"source": link["source"], "target": link["target"]} for link in payload["links"]
+    ]
 
 
 def test_path_whose_parent_is_missing_is_bad_input() -> None:
@@ -89,13 +114,23 @@ def test_path_whose_parent_is_missing_is_bad_input() -> None:
 
 def test_bad_user_graph_names_the_link(tmp_path: Path) -> None:
     bad = tmp_path / "x.json"
-    bad.write_text(json.dumps({"nodes": [{"id": "nic:eth0"}, {"id": "network:lan"}],
-                               "links": [{"source": "nic:eth0", "target": "network:lan", "capacity": 1e9},
-                                         {"source": "network:lan", "target": "remote:a"},
-                                         {"source": "nic:eth0", "target": "network:lan2", "capacity": "10G"}]}))
+    bad.write_text(
+        json.dumps(
+            {
+                "nodes": [{"id": "nic:eth0"}, {"id": "network:lan"}],
+                "links": [
+                    {"source": "nic:eth0", "target": "network:lan", "capacity": 1e9},
+                    {"source": "network:lan", "target": "remote:a"},
+                    {"source": "nic:eth0", "target": "network:lan2", "capacity": "10G"},
+                ],
+            }
+        )
+    )
     line = one_error_line(run_cli("graph", "--root", NFS, "--load", str(bad)))
-    assert line == (f"pilot-sys: error: {bad}: link 3 (nic:eth0 -> network:lan2): capacity must be a number in B/s "
-                    "(or null when unknown), not '10G'")
+    assert line == (
+        f"pilot-sys: error: {bad}: link 3 (nic:eth0 -> network:lan2): "
+        "capacity must be a number in B/s (or null when unknown), not '10G'"
+    )
 
 
 def test_bad_graphml_and_missing_file(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, run_cli
 
+from conftest import FIXTURES, run_cli
 from pilot_sys.monitor.trace_io import load_traces, metric_matrix
 from pilot_sys.stats.phases import PhaseParams, match_runs
 
@@ -30,7 +30,9 @@ def _one_error_line(proc) -> str:  # type: ignore[no-untyped-def]
 
 def test_text_report_names_signatures_shift_score_and_verdict_and_plots(tmp_path: Path) -> None:
     picture = tmp_path / "phases.png"
-    proc = run_cli("phases", str(DD[1]), str(PULSES[0]), "--baseline", str(DD[0]), "--plot", str(picture))
+    proc = run_cli(
+        "phases", str(DD[1]), str(PULSES[0]), "--baseline", str(DD[0]), "--plot", str(picture)
+    )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert f"baseline {DD[0]}" in out
@@ -41,20 +43,38 @@ def test_text_report_names_signatures_shift_score_and_verdict_and_plots(tmp_path
 
 
 def test_json_report_agrees_with_the_python_api() -> None:
-    proc = run_cli("phases", *map(str, DD[1:3]), "--baseline", str(DD[0]), "--json", "--metrics", "process:workload/*")
+    proc = run_cli(
+        "phases",
+        *map(str, DD[1:3]),
+        "--baseline",
+        str(DD[0]),
+        "--json",
+        "--metrics",
+        "process:workload/*",
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["params"]["tolerance"] == PhaseParams().tolerance
     assert len(report["runs"]) == 2
     base = metric_matrix(load_traces(DD[0])[0].trace, ["process:workload/*"])
-    for run, path in zip(report["runs"], DD[1:3]):
+    for run, path in zip(report["runs"], DD[1:3], strict=True):
         sig = run["signature"]
-        assert sig["metrics"] == ["process:workload/busy", "process:workload/read_bytes_per_s", "process:workload/write_bytes_per_s"]
-        assert sig["transitions"] == len(sig["transition_samples"]) == len(sig["transition_times_s"])
-        expected = match_runs(base.values, metric_matrix(load_traces(path)[0].trace, ["process:workload/*"]).values)
+        assert sig["metrics"] == [
+            "process:workload/busy",
+            "process:workload/read_bytes_per_s",
+            "process:workload/write_bytes_per_s",
+        ]
+        assert (
+            sig["transitions"] == len(sig["transition_samples"]) == len(sig["transition_times_s"])
+        )
+        expected = match_runs(
+            base.values, metric_matrix(load_traces(path)[0].trace, ["process:workload/*"]).values
+        )
         assert run["best_shift"] == expected.best_shift
         assert run["matching_score"] == pytest.approx(expected.matching_score)
-        assert run["verdict"] == ("matches" if expected.matching_score >= PhaseParams().match_threshold else "differs")
+        assert run["verdict"] == (
+            "matches" if expected.matching_score >= PhaseParams().match_threshold else "differs"
+        )
 
 
 def test_result_directory_rounds_and_default_baseline(tmp_path: Path) -> None:
@@ -67,12 +87,17 @@ def test_result_directory_rounds_and_default_baseline(tmp_path: Path) -> None:
     report = json.loads(proc.stdout)
     assert "1 of 3" in report["baseline"]["source"]
     assert "the first run is the baseline" in " ".join(report["baseline"]["notes"])
-    assert [r["signature"]["source"].split(" ")[0].rsplit("/", 1)[1] for r in report["runs"]] == ["round-001.json", "round-002.json"]
+    assert [r["signature"]["source"].split(" ")[0].rsplit("/", 1)[1] for r in report["runs"]] == [
+        "round-001.json",
+        "round-002.json",
+    ]
 
 
 @pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    line = _one_error_line(run_cli("phases", str(tmp_path / "missing.json"), "--baseline", str(DD[0])))
+    line = _one_error_line(
+        run_cli("phases", str(tmp_path / "missing.json"), "--baseline", str(DD[0]))
+    )
     assert "missing.json: no such file or directory" in line
 
     not_json = tmp_path / "notes.txt"
@@ -82,10 +107,16 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
     not_trace = tmp_path / "result.json"
     not_trace.write_text('{"mean": 1.0}')
-    assert "not a monitor trace" in _one_error_line(run_cli("phases", str(not_trace), "--baseline", str(DD[0])))
+    assert "not a monitor trace" in _one_error_line(
+        run_cli("phases", str(not_trace), "--baseline", str(DD[0]))
+    )
 
     empty = tmp_path / "empty.json"
     empty.write_text('{"rate_hz": 10, "start_time": 0, "timestamps": [], "series": {}}')
-    assert "holds no samples" in _one_error_line(run_cli("phases", str(empty), "--baseline", str(DD[0])))
+    assert "holds no samples" in _one_error_line(
+        run_cli("phases", str(empty), "--baseline", str(DD[0]))
+    )
 
-    assert "no monitor.json" in _one_error_line(run_cli("phases", str(tmp_path), "--baseline", str(DD[0])))
+    assert "no monitor.json" in _one_error_line(
+        run_cli("phases", str(tmp_path), "--baseline", str(DD[0]))
+    )

@@ -11,10 +11,11 @@ from pilot_sys.cli.present.comparison import comparison_lines
 from pilot_sys.cli.present.progress import PlainProgress, QuietProgress
 from pilot_sys.cli.present.summary import alarm_lines, quiet_lines, summary_lines
 from pilot_sys.session.journal import RoundRecord
-from pilot_sys.session.progress import Forecast, HiddenBottleneckSeen, Note, RoundDone
+from pilot_sys.session.progress import Forecast, Note, RoundDone, RoundExcluded
 from pilot_sys.session.result import (
     BottleneckSection,
     Comparison,
+    ExcludedRound,
     PairComparison,
     PIResult,
     RoundCounts,
@@ -90,21 +91,28 @@ def test_the_summary_states_each_pi_with_its_half_width_and_target_the_same_way(
         sample_size=89,
     )
     lines = summary_lines(_result(Status.VALID, ["fio"], [_bw(), iops, lat]))
-    assert lines[0] == "status: valid (every CI target met), 31.2 s"
-    assert lines[1] == "w: 12 rounds, 10 analysed, 2 short"
+    assert lines[0] == "status: valid (every CI target met); 31.2 s session time"
+    assert lines[1].startswith(
+        "valid: every CI target met over 10 analysed rounds; write_bw 2.17 GiB/s"
+    )
+    assert lines[2] == "w: 12 rounds, 10 analysed, 2 short"
     # 0.07 / 2.17 = 3.2 %; the 10 % full-width target is ± 5 %
-    assert lines[2] == (
-        "  write_bw: 2.17 GiB/s ± 3.2 %  95% CI [2.10 GiB/s, 2.24 GiB/s] "
+    assert lines[3] == (
+        "  write_bw: 2.17 GiB/s ± 3.2 %, 95% CI [2.10 GiB/s, 2.24 GiB/s] "
         "(target ± 5 % met; unit_readings)"
     )
     # 15310 IOPS, never 1.531e+04; half width 410 / 15310 = 2.7 %
-    assert lines[3] == (
-        "  write_iops: 15.3 k IOPS ± 2.7 %  95% CI [14.9 k IOPS, 15.7 k IOPS] "
+    assert lines[4] == (
+        "  write_iops: 15.3 k IOPS ± 2.7 %, 95% CI [14.9 k IOPS, 15.7 k IOPS] "
         "(target ± 5 % NOT met; unit_readings)"
     )
-    assert lines[4] == "  lat_p99: 324 µs  no CI yet (89 samples, about 400 needed; unit_readings)"
+    assert lines[5] == (
+        "  lat_p99: 324 µs so far, no interval yet: needs about 400 samples "
+        "(50 effective), has 89 (unit_readings)"
+    )
     assert lines[-2:] == [
-        "bottleneck check: passed (component under test: block:vda)",
+        "bottleneck check: passed over the 10 included rounds taken together "
+        "(component under test: block:vda)",
         "report: /r/1/report.md",
     ]
 
@@ -115,17 +123,20 @@ def test_network_traffic_is_in_bit_per_second() -> None:
         _result(Status.VALID, ["iperf3", "-c", "10.0.0.5", "-J"], [bw], cut="nic:eth0")
     )
     # 1.175e9 B/s x 8 = 9.40 Gbit/s
-    assert lines[2].startswith("  bw: 9.40 Gbit/s ± 2.1 %  95% CI [9.20 Gbit/s, 9.60 Gbit/s]")
+    assert lines[3].startswith("  bw: 9.40 Gbit/s ± 2.1 %, 95% CI [9.20 Gbit/s, 9.60 Gbit/s]")
 
 
 def test_quiet_prints_the_status_and_the_directory_and_alarms_still_reach_stderr() -> None:
     result = _result(Status.INVALID, ["fio"], [_bw()])
     assert quiet_lines(result) == [
-        "status: invalid (every CI target met), 31.2 s",
+        "status: invalid (every CI target met); 31.2 s session time",
+        "INVALID: hidden bottleneck at cpu:host (compute) over the included rounds taken together: "
+        "the numbers may describe it, not the component under test (block:vda)",
         "result directory: /r/1",
     ]
     assert alarm_lines(result) == [
-        "INVALID RESULT: hidden bottleneck at cpu:host (compute) (component under test: block:vda)"
+        "INVALID RESULT: hidden bottleneck at cpu:host (compute) over the included rounds taken "
+        "together: the numbers may describe it, not the component under test (block:vda)"
     ]
 
 
@@ -157,9 +168,7 @@ def test_a_ranking_with_the_difference_in_the_pi_unit() -> None:
         "-> CIs do not overlap",
         "all adjacent pairs separated",
     ]
-    assert comparison_lines(None) == [
-        "comparison: not enough data for an interval on every side yet"
-    ]
+    assert comparison_lines(None) == ["comparison: the workloads share no PI to compare yet"]
 
 
 def _record(index: int, **kw: object) -> RoundRecord:
@@ -181,7 +190,17 @@ def test_a_progress_line_per_round_and_the_events_it_renders() -> None:
     progress = PlainProgress(stream, work_unit="MiB")
     progress.emit(RoundDone(_record(37), [_bw()], Forecast(3, 6.0), 14.5))
     progress.emit(Note("WPS alpha raises the smallest work amount"))
-    progress.emit(HiddenBottleneckSeen(20, ["cpu:host (compute)"]))
+    progress.emit(
+        RoundExcluded(
+            ExcludedRound(
+                index=20,
+                workload="w",
+                components=["cpu:host (compute)"],
+                busy={"cpu:host (compute)": 0.94},
+                text="round 20 excluded: hidden bottleneck at cpu:host (compute), 94 % busy",
+            )
+        )
+    )
     progress.emit(
         RoundDone(
             _record(38, failed=True, failure="exited\nwith code 7"), [], Forecast(None, None), 15.0
@@ -192,10 +211,9 @@ def test_a_progress_line_per_round_and_the_events_it_renders() -> None:
         "write_bw 2.17 GiB/s ± 3.2 % (target ± 5 %, ok) "
         "| ~3 more round(s), ETA 6 s",
         "pilot-sys: WPS alpha raises the smallest work amount",
-        "pilot-sys: WARNING: round 20: hidden bottleneck at cpu:host (compute): "
-        "this result is INVALID",
+        "pilot-sys: WARNING: round 20 excluded: hidden bottleneck at cpu:host (compute), 94 % busy",
         "round 38 [w] work=568 MiB 406 ms FAILED: exited with code 7 | t=15.0s |  "
-        "| rounds needed: ?",
+        "| rounds needed: not known yet",
     ]
     quiet = io.StringIO()
     q = QuietProgress(quiet)

@@ -31,18 +31,29 @@ class Steady:
     def run_round(self, work_amount: float, round_dir: Path) -> RoundOutput:
         units = 1e8 * (1 + 0.02 * self.rng.standard_normal(300))
         units[:30] *= 0.6
-        return RoundOutput(work_amount=work_amount, duration=0.01, readings={"bw": float(np.mean(units))},
-                           unit_readings={"bw": units})
+        return RoundOutput(
+            work_amount=work_amount,
+            duration=0.01,
+            readings={"bw": float(np.mean(units))},
+            unit_readings={"bw": units},
+        )
 
     def data_path_args(self) -> list[str]:
         return []
 
 
 def _session_dir(tmp_path: Path) -> Path:
-    cfg = SessionConfig.from_preset("quick", monitor=False, work_min=1.0, work_max=1.0, min_rounds=4)
+    cfg = SessionConfig.from_preset(
+        "quick", monitor=False, work_min=1.0, work_max=1.0, min_rounds=4
+    )
     wl = Steady()
-    s = Session.create(tmp_path / "res", cfg, [WorkloadSpec(name="steady", kind="function", pis=wl.pi_specs())],
-                       [wl], ["test"])
+    s = Session.create(
+        tmp_path / "res",
+        cfg,
+        [WorkloadSpec(name="steady", kind="function", pis=wl.pi_specs())],
+        [wl],
+        ["test"],
+    )
     pilot_sys.run_session(s, plots=False)  # the Python API: the session, then report.md
     return s.journal.root
 
@@ -79,7 +90,10 @@ def test_report_schema() -> None:
 @pytest.mark.slow
 def test_report_bad_inputs(tmp_path: Path) -> None:
     r = run_cli("report", str(tmp_path / "missing"))
-    assert r.returncode == 2 and r.stderr.strip() == f"pilot-sys: error: {tmp_path / 'missing'}: no such directory"
+    assert (
+        r.returncode == 2
+        and r.stderr.strip() == f"pilot-sys: error: {tmp_path / 'missing'}: no such directory"
+    )
     r = run_cli("report", str(tmp_path))
     assert r.returncode == 2 and "not a pilot-sys result directory" in r.stderr
     root = _session_dir(tmp_path)
@@ -88,5 +102,7 @@ def test_report_bad_inputs(tmp_path: Path) -> None:
     (root / JOURNAL).write_text("".join(lines))
     r = run_cli("report", str(root))
     assert r.returncode == 2
-    assert r.stderr.strip().startswith(f"pilot-sys: error: {root / JOURNAL}:2: damaged journal line")
+    assert r.stderr.strip().startswith(
+        f"pilot-sys: error: {root / JOURNAL}:2: damaged journal line"
+    )
     assert "Traceback" not in r.stderr

@@ -31,8 +31,19 @@ def _lines(directory: Path) -> list[dict[str, object]]:
 @pytest.mark.slow
 def test_a_command_until_the_target(tmp_path: Path) -> None:
     out = tmp_path / "res"
-    r = run_cli("run", "-o", str(out), "--no-monitor", "--parser", "lines", "--ci-perc", "5%", "--json",
-                "--", *VALUE)
+    r = run_cli(
+        "run",
+        "-o",
+        str(out),
+        "--no-monitor",
+        "--parser",
+        "lines",
+        "--ci-perc",
+        "5%",
+        "--json",
+        "--",
+        *VALUE,
+    )
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     pi = result["workloads"][0]["pis"]["value"]
@@ -54,9 +65,15 @@ def test_a_command_until_the_target(tmp_path: Path) -> None:
         (["--", "echo", "%WORK_AMOUNT%"], "-w/--work-amount: the command uses %WORK_AMOUNT%"),
         (["-w", "1,10", "--", "echo", "1"], "-w/--work-amount: the command has no %WORK_AMOUNT%"),
         (["--ci-perc", "lots", "--", "echo", "1"], "--ci-perc: expected a percentage"),
-        (["--resume", "/nonexistent/pilot"], "/nonexistent/pilot: not a pilot-sys result directory"),
+        (
+            ["--resume", "/nonexistent/pilot"],
+            "/nonexistent/pilot: not a pilot-sys result directory",
+        ),
         (["--dir", "/nonexistent/dir"], "/nonexistent/dir: not a directory"),
-        (["--cut", "block:vda", "--", "echo", "1"], "--cut: names the component the monitor judges"),
+        (
+            ["--cut", "block:vda", "--", "echo", "1"],
+            "--cut: names the component the monitor judges",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], where: str) -> None:
@@ -71,21 +88,45 @@ def test_an_unknown_cut_is_refused_before_anything_runs(tmp_path: Path) -> None:
     out = tmp_path / "res"
     r = run_cli("run", "-o", str(out), "--cut", "block:nope", "--parser", "lines", "--", *VALUE)
     assert r.returncode == 2
-    assert r.stderr.strip().splitlines()[-1].startswith("pilot-sys: error: --cut: no component 'block:nope' on this host")
+    assert (
+        r.stderr.strip()
+        .splitlines()[-1]
+        .startswith("pilot-sys: error: --cut: no component 'block:nope' on this host")
+    )
     assert not out.exists()  # no empty result directory left behind
 
 
 def test_workload_failing_at_round_3(tmp_path: Path) -> None:
     counter = tmp_path / "count"
-    script = 'n=$(($(cat "$1" 2>/dev/null || echo 0) + 1)); echo $n > "$1"; echo $((100 + n)); [ $n -ne 3 ] || exit 7'
+    script = (
+        'n=$(($(cat "$1" 2>/dev/null || echo 0) + 1)); echo $n > "$1"; '
+        "echo $((100 + n)); [ $n -ne 3 ] || exit 7"
+    )
     out = tmp_path / "res"
-    r = run_cli("run", "-o", str(out), "--no-monitor", "--parser", "lines", "--quiet", "--no-plots",
-                "--", "sh", "-c", script, "sh", str(counter))
+    r = run_cli(
+        "run",
+        "-o",
+        str(out),
+        "--no-monitor",
+        "--parser",
+        "lines",
+        "--quiet",
+        "--no-plots",
+        "--",
+        "sh",
+        "-c",
+        script,
+        "sh",
+        str(counter),
+    )
     assert r.returncode == 5, r.stderr
-    assert "exited with code 7" in r.stderr or "exited with code 7" in (out / "report.md").read_text()
-    # --quiet: the one-line status and where the result is, nothing else
-    status, where = r.stdout.splitlines()
-    assert status.startswith("status: workload_failed (the workload failed), ")
+    assert (
+        "exited with code 7" in r.stderr or "exited with code 7" in (out / "report.md").read_text()
+    )
+    # --quiet: the one-line status, the verdict's headline and where the result is, nothing else
+    status, headline, where = r.stdout.splitlines()
+    assert status.startswith("status: workload_failed (the workload failed); ")
+    assert headline.startswith("the workload failed: ") and "exited with code 7" in headline
     assert where == f"result directory: {out}"
     recs = _lines(out)
     assert [rec["index"] for rec in recs] == [1, 2, 3] and recs[2]["failed"] is True
@@ -96,9 +137,30 @@ def test_workload_failing_at_round_3(tmp_path: Path) -> None:
 
 def _start(out: Path, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "pilot_sys", "run", "-o", str(out), "--no-monitor", "--parser", "lines",
-         "--min-rounds", "5", "--ci-perc", "50%", "--no-plots", *extra, "--", *SLOW_VALUE],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_in_a_terminal)
+        [
+            sys.executable,
+            "-m",
+            "pilot_sys",
+            "run",
+            "-o",
+            str(out),
+            "--no-monitor",
+            "--parser",
+            "lines",
+            "--min-rounds",
+            "5",
+            "--ci-perc",
+            "50%",
+            "--no-plots",
+            *extra,
+            "--",
+            *SLOW_VALUE,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_as_in_a_terminal,
+    )
 
 
 def _wait_rounds(out: Path, n: int, proc: subprocess.Popen[str], timeout: float = 30) -> None:
@@ -155,9 +217,24 @@ def test_the_readme_first_command_on_a_small_range(tmp_path: Path) -> None:
     out = tmp_path / "res"
     data = tmp_path / "data"
     data.mkdir()
-    r = run_cli("run", "--preset", "quick", "--dir", str(data), "-w", "4,64", "-s", "6", "-o", str(out), "--json",
-                "--no-plots")
-    assert r.returncode in (0, 3, 4), r.stderr  # 3: this shared VM's CPU may be busy (a true verdict)
+    r = run_cli(
+        "run",
+        "--preset",
+        "quick",
+        "--dir",
+        str(data),
+        "-w",
+        "4,64",
+        "-s",
+        "6",
+        "-o",
+        str(out),
+        "--json",
+        "--no-plots",
+    )
+    assert r.returncode in (0, 3, 4), (
+        r.stderr
+    )  # 3: this shared VM's CPU may be busy (a true verdict)
     result = json.loads(r.stdout)
     w = result["workloads"][0]
     assert w["pis"]["write_bw"]["source"] == "unit_readings"
@@ -167,3 +244,33 @@ def test_the_readme_first_command_on_a_small_range(tmp_path: Path) -> None:
     assert (out / "graph.json").is_file()
     assert (out / "rounds" / "0001" / "monitor.json").is_file()
     assert not list(data.iterdir())  # the workload's file is removed
+
+
+def test_a_command_without_a_parser_reports_its_round_time(tmp_path: Path) -> None:
+    """`sleep 0.05` timed: "round_time: 5x ms ± ...", never "work_rate: 19.6 work/s"; -q prints
+    the status, the verdict's headline and the result directory, and nothing else."""
+    out = tmp_path / "res"
+    r = run_cli(
+        "run",
+        "-q",
+        "-o",
+        str(out),
+        "--no-monitor",
+        "--no-plots",
+        "--max-rounds",
+        "12",
+        "--min-round-seconds",
+        "0",
+        "--",
+        "sleep",
+        "0.05",
+    )
+    assert r.returncode in (0, 4), r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 3 and lines[0].startswith("status: ")
+    assert lines[2] == f"result directory: {out}"
+    assert "round_time" in lines[1] and " ms" in lines[1] and "work_rate" not in r.stdout
+    result = json.loads((out / "result.json").read_text())
+    pi = result["workloads"][0]["pis"]["round_time"]
+    assert pi["unit"] == "s" and 0.05 <= pi["mean"] < 0.5 and pi["higher_is_better"] is False
+    assert result["verdict"]["headline"] == lines[1]

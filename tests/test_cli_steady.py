@@ -21,13 +21,24 @@ def run_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray
     lat = 4.0 + 300.0 * np.exp(-i / 150.0) + 0.5 * rng.lognormal(0.0, 0.3, n)
     starts = np.concatenate([[0.0], np.cumsum(lat[:-1]) * 1e-3])
     path = tmp_path_factory.mktemp("steady") / "run.csv"
-    path.write_text("start_s,latency (ms)\n" + "".join(f"{s:.6f},{v:.6f}\n" for s, v in zip(starts, lat, strict=True)))
-    return path, np.loadtxt(path, delimiter=",", skiprows=1, usecols=1), np.loadtxt(path, delimiter=",", skiprows=1, usecols=0)
+    path.write_text(
+        "start_s,latency (ms)\n"
+        + "".join(f"{s:.6f},{v:.6f}\n" for s, v in zip(starts, lat, strict=True))
+    )
+    return (
+        path,
+        np.loadtxt(path, delimiter=",", skiprows=1, usecols=1),
+        np.loadtxt(path, delimiter=",", skiprows=1, usecols=0),
+    )
 
 
-def test_json_report_with_timestamps_and_header_unit(run_file: tuple[Path, np.ndarray, np.ndarray]) -> None:
+def test_json_report_with_timestamps_and_header_unit(
+    run_file: tuple[Path, np.ndarray, np.ndarray],
+) -> None:
     path, lat, starts = run_file
-    proc = run_cli("steady", str(path), "--column", "1", "--timestamps", "start_s", "--json")
+    proc = run_cli(
+        "steady", str(path), "-c", "1", "--timestamps", "start_s", "--json", "--method", "dual-gate"
+    )
     assert proc.returncode == 0, proc.stderr
     body = json.loads(proc.stdout)
     assert body["unit"] == "ms" and body["unit_assumed"] is False
@@ -43,10 +54,13 @@ def test_json_report_with_timestamps_and_header_unit(run_file: tuple[Path, np.nd
     assert body["steady"]["n"] == steady.size
 
 
-def test_readable_report_and_plot(run_file: tuple[Path, np.ndarray, np.ndarray], tmp_path: Path) -> None:
+def test_readable_report_and_plot(
+    run_file: tuple[Path, np.ndarray, np.ndarray], tmp_path: Path
+) -> None:
     path, lat, _ = run_file
     out = tmp_path / "warmup.png"
-    proc = run_cli("steady", str(path), "-c", "1", "--window", "1000", "--plot", str(out))
+    args = ("-c", "1", "--method", "dual-gate", "--window", "1000", "--plot", str(out))
+    proc = run_cli("steady", str(path), *args)
     assert proc.returncode == 0, proc.stderr
     assert "steady state     : from iteration 1000" in proc.stdout
     assert "time to steady   : 1000 iterations" in proc.stdout
@@ -61,8 +75,33 @@ def test_no_steady_state_is_exit_0_with_a_reason_from_stdin() -> None:
     assert proc.returncode == 0, proc.stderr
     body = json.loads(proc.stdout)
     assert body["steady_state_start"] is None and body["steady"] is None
-    assert body["reason"].startswith("no steady state reached")
+    assert body["reason"].startswith("no steady state")
     assert body["unit_assumed"] is True
+
+
+@pytest.mark.parametrize(
+    ("content", "args", "reason"),
+    [
+        ("1\n2\n", (), "2 readings, at least 20 needed"),
+        ("1\n2\n3\n", ("--method", "dual-gate"), "3 readings, at least 100 needed"),
+        (
+            "\n".join(["1"] * 200),
+            ("--method", "dual-gate", "--window", "100"),
+            "200 readings, at least 500 needed",
+        ),
+    ],
+)
+def test_too_short_is_exit_0_with_a_reason(
+    tmp_path: Path, content: str, args: tuple[str, ...], reason: str
+) -> None:
+    path = tmp_path / "lat.txt"
+    path.write_text(content)
+    proc = run_cli("steady", str(path), *args)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"{path}: too short to show a steady state: {reason}"
+    body = json.loads(run_cli("steady", str(path), "--json", *args).stdout)
+    assert body["too_short"] is True and body["steady_state_start"] is None
+    assert body["reason"].startswith("too short to show a steady state")
 
 
 @pytest.mark.parametrize(
@@ -72,10 +111,9 @@ def test_no_steady_state_is_exit_0_with_a_reason_from_stdin() -> None:
         ("1\n2\nfast\n", (), ":3:1: 'fast' in column 0 is not a number"),
         ("1\n-inf\n", (), ":2:1: '-inf' in column 0 is not a finite number"),
         ("# only a comment\n", (), "no data"),
-        ("1\n2\n3\n", (), "3 samples: need at least 5 windows"),
+        ("\n".join(["1"] * 200), ("--tolerance", "0"), "--tolerance: 0.0 must be between 0 and 1"),
         ("\n".join(["1"] * 200), ("--window", "1"), "--window: 1 is too small"),
         ("\n".join(["1"] * 200), ("--history", "1"), "--history: 1 is too small"),
-        ("\n".join(["1"] * 200), ("--window", "100"), "need at least 5 windows of 100"),
         ("t,l\n2,1\n1,1\n", ("-c", "l", "--timestamps", "t"), "timestamps go backwards"),
     ],
 )

@@ -63,9 +63,8 @@ def test_the_static_example_finds_a_gpu_below_its_pci_device(
     (function / "drm" / "card0" / "device").symlink_to("../../../0000:00:02.0")
     (tmp_path / "sys" / "bus" / "pci" / "drivers" / "i915").mkdir(parents=True)
     (function / "driver").symlink_to("../../../bus/pci/drivers/i915")
-    (tmp_path / "sys" / "devices" / "platform" / "vkms" / "drm" / "card1").mkdir(
-        parents=True
-    )  # no PCI
+    # no PCI
+    (tmp_path / "sys" / "devices" / "platform" / "vkms" / "drm" / "card1").mkdir(parents=True)
     drm = tmp_path / "sys" / "class" / "drm"
     drm.mkdir(parents=True)
     for entry in ("card0", "card0-HDMI-A-1", "renderD128"):

@@ -30,18 +30,38 @@ def test_a_range_too_big_for_the_free_space_is_refused_at_once(tmp_path: Path) -
 def test_a_range_below_one_mib_is_refused(tmp_path: Path) -> None:
     r = run_cli("run", "--dir", str(tmp_path), "-w", "0,16", "-o", str(tmp_path / "res"))
     assert r.returncode == 2
-    assert r.stderr.strip() == "pilot-sys: error: -w/--work-amount: needs 1 <= MIN <= MAX MiB, got 0,16"
+    assert (
+        r.stderr.strip()
+        == "pilot-sys: error: -w/--work-amount: needs 1 <= MIN <= MAX MiB, got 0,16"
+    )
 
 
 def test_a_failed_round_says_why_in_the_progress(tmp_path: Path) -> None:
     """Plain progress (stderr is not a terminal here) carries the WorkloadFailed message."""
     counter = tmp_path / "count"
-    script = ('n=$(($(cat "$1" 2>/dev/null || echo 0) + 1)); echo $n > "$1"; echo $((100 + n)); '
-              '[ $n -ne 2 ] || { echo "disk on fire" >&2; exit 7; }')
+    script = (
+        'n=$(($(cat "$1" 2>/dev/null || echo 0) + 1)); echo $n > "$1"; echo $((100 + n)); '
+        '[ $n -ne 2 ] || { echo "disk on fire" >&2; exit 7; }'
+    )
     out = tmp_path / "res"
-    r = run_cli("run", "-o", str(out), "--no-monitor", "--parser", "lines", "--no-plots",
-                "--", "sh", "-c", script, "sh", str(counter))
+    r = run_cli(
+        "run",
+        "-o",
+        str(out),
+        "--no-monitor",
+        "--parser",
+        "lines",
+        "--no-plots",
+        "--",
+        "sh",
+        "-c",
+        script,
+        "sh",
+        str(counter),
+    )
     assert r.returncode == 5, r.stderr
     line = next(ln for ln in r.stderr.splitlines() if ln.startswith("round 2 "))
     assert " FAILED: sh: exited with code 7 (accepted: 0): disk on fire [output kept in " in line
-    assert line.split(" | ")[0].endswith("]")  # the message sits in the round's head, before the PIs
+    assert line.split(" | ")[0].endswith(
+        "]"
+    )  # the message sits in the round's head, before the PIs

@@ -38,14 +38,20 @@ def _runs(workload: str) -> list[Path]:
     return sorted((TRACES / workload).glob("run*.json"))
 
 
-def _result_dir(root: Path, traces: list[Path], seed: int = 1, workloads: list[str] | None = None) -> Path:
+def _result_dir(
+    root: Path, traces: list[Path], seed: int = 1, workloads: list[str] | None = None
+) -> Path:
     """A finished session's directory whose rounds recorded ``traces`` (and unit readings of a
     PI ``x``). With several ``workloads``, round i belongs to ``workloads[i % len]`` and the
     session is an interleaved comparison, as `pilot-sys compare --run` journals it."""
     names = workloads or ["w"]
     cfg = SessionConfig(monitor=True, min_rounds=3, work_min=1, work_max=1)
-    specs = [WorkloadSpec(name=n, kind="function", pis=[PISpec(name="x", unit="ms", higher_is_better=False)])
-             for n in names]
+    specs = [
+        WorkloadSpec(
+            name=n, kind="function", pis=[PISpec(name="x", unit="ms", higher_is_better=False)]
+        )
+        for n in names
+    ]
     mode = "compare" if len(names) > 1 else "run"
     journal = Journal.create(root, SessionManifest(config=cfg, workloads=specs, mode=mode))
     rng = np.random.default_rng(seed)
@@ -57,16 +63,34 @@ def _result_dir(root: Path, traces: list[Path], seed: int = 1, workloads: list[s
         rdir.mkdir(parents=True, exist_ok=True)
         shutil.copy(src, rdir / MONITOR_FILE)
         samples = len(json.loads(src.read_text())["timestamps"])
-        units = 100 + 3 * names.index(name) + rng.normal(size=UNITS)  # enough unit readings for a CI
+        # enough unit readings for a CI
+        units = 100 + 3 * names.index(name) + rng.normal(size=UNITS)
         journal.write_units(rdir, {"x": units}, {"x": np.linspace(0, 7, UNITS)})
-        journal.append(RoundRecord(
-            index=i, workload=name, workload_round=wr, dir=rel, started_at=t0 + 8 * i, work_amount=1.0, duration=7.0,
-            phase="fixed", readings={"x": float(units.mean())}, unit_counts={"x": UNITS},
-            monitor=MonitorSummary(file=MONITOR_FILE, samples=samples),
-        ))
+        journal.append(
+            RoundRecord(
+                index=i,
+                workload=name,
+                workload_round=wr,
+                dir=rel,
+                started_at=t0 + 8 * i,
+                work_amount=1.0,
+                duration=7.0,
+                phase="fixed",
+                readings={"x": float(units.mean())},
+                unit_counts={"x": UNITS},
+                monitor=MonitorSummary(file=MONITOR_FILE, samples=samples),
+            )
+        )
     assert journal.manifest is not None
-    journal.manifest.invocations.append(Invocation(started_at=t0, ended_at=t0 + 8 * len(traces) + 8,
-                                                   stop_reason="every CI target met", status="valid", exit_code=0))
+    journal.manifest.invocations.append(
+        Invocation(
+            started_at=t0,
+            ended_at=t0 + 8 * len(traces) + 8,
+            stop_reason="every CI target met",
+            status="valid",
+            exit_code=0,
+        )
+    )
     journal.save_manifest()
     journal.unlock()
     return root
@@ -95,14 +119,25 @@ def test_a_round_of_another_workload_is_named(tmp_path: Path) -> None:
     check = _report(out)["workloads"][0]["phase_check"]  # type: ignore[index]
     assert check["checked_rounds"] == [1, 2, 3, 4, 5, 6]
     assert check["inconsistent_rounds"] == [3]
-    assert check["scores"][2] < check["threshold"] <= min(s for i, s in enumerate(check["scores"]) if i != 2)
+    assert (
+        check["scores"][2]
+        < check["threshold"]
+        <= min(s for i, s in enumerate(check["scores"]) if i != 2)
+    )
     assert "round 3 (score" in check["note"]
     report = (out / "report.md").read_text()
-    assert "Phase behaviour of the rounds" in report and "**differs**" in report and "round 3 (score" in report
+    assert (
+        "Phase behaviour of the rounds" in report
+        and "**differs**" in report
+        and "round 3 (score" in report
+    )
 
 
 def test_rounds_of_one_workload_are_consistent(tmp_path: Path) -> None:
-    out = _result_dir(tmp_path / "res", _runs("stress_pulses")[:2] + [_runs("fio_mix")[0]] + _runs("stress_pulses")[2:])
+    out = _result_dir(
+        tmp_path / "res",
+        _runs("stress_pulses")[:2] + [_runs("fio_mix")[0]] + _runs("stress_pulses")[2:],
+    )
     check = _rebuilt(out)["workloads"][0]["phase_check"]  # type: ignore[index]
     assert check["inconsistent_rounds"] == [3]  # the fio round among stress-ng pulses
     same = _result_dir(tmp_path / "same", _runs("fio_mix"))
@@ -115,18 +150,26 @@ def test_rounds_too_short_for_a_signature_are_not_judged(tmp_path: Path) -> None
     """A quick session's rounds hold a handful of samples: a note, no verdict, no failure."""
     out = _result_dir(tmp_path / "res", _runs("fio_mix"))
     journal = Journal.open(out, repair=False)
-    for rec in journal.records:  # cut each saved trace to 6 samples, as a 0.6 s round at 10 Hz records
+    for (
+        rec
+    ) in journal.records:  # cut each saved trace to 6 samples, as a 0.6 s round at 10 Hz records
         path = out / rec.dir / MONITOR_FILE
         data = json.loads(path.read_text())
         data["timestamps"] = data["timestamps"][:6]
         data["series"] = {k: v[:6] for k, v in data["series"].items()}
         path.write_text(json.dumps(data))
     lines = (out / "rounds.jsonl").read_text().splitlines()
-    (out / "rounds.jsonl").write_text("".join(
-        json.dumps({**json.loads(line), "monitor": {"file": MONITOR_FILE, "samples": 6}}) + "\n" for line in lines))
+    (out / "rounds.jsonl").write_text(
+        "".join(
+            json.dumps({**json.loads(line), "monitor": {"file": MONITOR_FILE, "samples": 6}}) + "\n"
+            for line in lines
+        )
+    )
     check = _rebuilt(out)["workloads"][0]["phase_check"]  # type: ignore[index]
     assert check["inconsistent_rounds"] == [] and check["checked_rounds"] == []
-    assert check["note"].startswith(f"not checked: 0 of 5 monitored round(s) have at least {MIN_SAMPLES} samples")
+    assert check["note"].startswith(
+        f"not checked: 0 of 5 monitored round(s) have at least {MIN_SAMPLES} samples"
+    )
 
 
 def test_a_failing_detector_becomes_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -184,9 +227,17 @@ def test_compare_of_two_recordings_of_one_workload_has_no_note(tmp_path: Path) -
 def test_an_interleaved_comparison_notes_different_phase_behaviour(tmp_path: Path) -> None:
     """`compare --run` journals both workloads in one session; its result carries the note."""
     fio, pulses = _runs("fio_mix") * 2, _runs("stress_pulses") * 2
-    out = _result_dir(tmp_path / "res", [t for pair in zip(fio, pulses) for t in pair], workloads=["fio", "pulses"])
+    out = _result_dir(
+        tmp_path / "res",
+        [t for pair in zip(fio, pulses, strict=True) for t in pair],
+        workloads=["fio", "pulses"],
+    )
     result = _report(out)
     entries = result["comparison"]["phase_behaviour"]  # type: ignore[index]
-    assert [(e["a"], e["b"]) for e in entries] == [("fio", "pulses")]  # the ranking's adjacent pair, best first
-    assert entries[0]["differs"] is True and entries[0]["note"].startswith("fio (A) vs pulses (B): phase behaviour differs")
+    assert [(e["a"], e["b"]) for e in entries] == [
+        ("fio", "pulses")
+    ]  # the ranking's adjacent pair, best first
+    assert entries[0]["differs"] is True and entries[0]["note"].startswith(
+        "fio (A) vs pulses (B): phase behaviour differs"
+    )
     assert "Phase behaviour: **differs**: fio (A) vs pulses (B)" in (out / "report.md").read_text()

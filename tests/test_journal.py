@@ -179,8 +179,12 @@ def test_a_session_stops_cleanly_when_the_disk_fills(tmp_path: Path) -> None:
             return []
 
     wl = FillsTheDisk()
-    cfg = SessionConfig.from_preset("normal", monitor=False, work_min=1.0, work_max=1.0, max_rounds=10)
-    s = Session.create(root, cfg, [WorkloadSpec(name="w", kind="function", pis=wl.pi_specs())], [wl], ["t"])
+    cfg = SessionConfig.from_preset(
+        "normal", monitor=False, work_min=1.0, work_max=1.0, max_rounds=10
+    )
+    s = Session.create(
+        root, cfg, [WorkloadSpec(name="w", kind="function", pis=wl.pi_specs())], [wl], ["t"]
+    )
     with pytest.raises(JournalWriteFailed) as err:
         s.run()
     assert "disk full (ENOSPC)" in str(err.value) and "--resume" in str(err.value)

@@ -153,17 +153,15 @@ def test_effective_limit_is_the_tighter_and_names_its_source() -> None:
         0.2,
     )
     assert cpu.physical.value == 4.0
-    disk = applied_limit(
-        graph, "block:nvme0n1", "write"
-    )  # no physical rating: the throttle applies
+    # no physical rating: the throttle applies
+    disk = applied_limit(graph, "block:nvme0n1", "write")
     assert (disk.applied, disk.limit.value, disk.limit.source) == (
         "effective",
         20 * MIB,
         LimitSource.CGROUP,
     )
-    sda_read = applied_limit(
-        graph, "block:sda", "read"
-    )  # 50 MiB/s throttle below a 550 MB/s rating
+    # 50 MiB/s throttle below a 550 MB/s rating
+    sda_read = applied_limit(graph, "block:sda", "read")
     assert (sda_read.applied, sda_read.limit.value) == ("effective", 50 * MIB)
     sda_iops = applied_limit(graph, "block:sda", "iops_write")  # 1000 IO/s throttle below 90k
     assert (sda_iops.applied, sda_iops.limit.value) == ("effective", 1000)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from cgroups import disk_of, scratch_cgroup
+
 from conftest import REPO, require_tool
 from pilot_sys.monitor.kernel_counters import blkio_stat, flat_keyed
 from pilot_sys.monitor.throttling import throttled_periods

@@ -1,10 +1,10 @@
 """The modules of pilot_sys import one another only downwards, and never in a circle.
 
-Layers, lowest first: base (errors, units, quantity, dataio, plugin_loader) < stats < topology = workload
-< monitor = plugins < session < report < cli. A module may import its own layer or any lower
-one. Every import counts, wherever it is written: at module level, inside a function (a lazy
-import still ties the two modules together), or under ``if TYPE_CHECKING`` (a type is a
-dependency too). The repository's top-level ``plugins/`` folder is the package
+Layers, lowest first: base (errors, units, quantity, palette, dataio, plugin_loader) < stats <
+topology = workload < monitor = plugins < session < report < cli. A module may import its own
+layer or any lower one. Every import counts, wherever it is written: at module level, inside a
+function (a lazy import still ties the two modules together), or under ``if TYPE_CHECKING`` (a
+type is a dependency too). The repository's top-level ``plugins/`` folder is the package
 ``pilot_sys.plugins`` (pyproject's ``package-dir``).
 
 The package root ``pilot_sys`` is outside the layers: it holds the version that results record
@@ -33,6 +33,7 @@ LAYER_NAMES = ("base", "stats", "topology/workload", "monitor/plugins", "session
 LAYERS: dict[str, int] = {
     "pilot_sys.errors": BASE,
     "pilot_sys.units": BASE,
+    "pilot_sys.palette": BASE,
     "pilot_sys.dataio": BASE,
     "pilot_sys.plugin_loader": BASE,
     "pilot_sys.quantity": BASE,

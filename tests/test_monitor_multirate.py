@@ -50,7 +50,10 @@ class _SlowCounter(Probe):
         self.readers = [lambda: (b"0",)]
 
     def derive(self, raw, t, metrics):
-        return {"thing:x/events_per_s": per_second(raw[:, 0], t), "thing:x/events": raw[:, 0].copy()}
+        return {
+            "thing:x/events_per_s": per_second(raw[:, 0], t),
+            "thing:x/events": raw[:, 0].copy(),
+        }
 
 
 class _SlowPlugin:
@@ -63,10 +66,13 @@ class _SlowPlugin:
 
 def test_a_slow_probe_is_read_on_its_ticks_and_its_rates_span_its_real_reads() -> None:
     sampler = Sampler(rate_hz=30.0, plugins=[_SlowPlugin])
-    assert [(p.probe, p.every, p.rate_hz) for p in sampler.schedule()] == [("slow-counter", 3, 10.0)]
+    assert [(p.probe, p.every, p.rate_hz) for p in sampler.schedule()] == [
+        ("slow-counter", 3, 10.0)
+    ]
     t = np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
     reads = np.array([1, 0, 0, 1, 0, 0, 1], dtype=np.uint64)  # read on ticks 0, 3, 6
-    raw = np.array([[100.0], [100.0], [100.0], [160.0], [160.0], [160.0], [400.0]])  # carried between reads
+    # carried between reads
+    raw = np.array([[100.0], [100.0], [100.0], [160.0], [160.0], [160.0], [400.0]])
     m = sampler._derive(raw, t, reads)
     rate = m["thing:x/events_per_s"]
     # (160 - 100) / (0.3 - 0.0) = 200 over ticks 1-3; (400 - 160) / (0.6 - 0.3) = 800 over ticks 4-6
@@ -99,7 +105,9 @@ def test_memory_is_read_at_its_rate_and_rated_between_real_reads() -> None:
     assert np.array_equal(raw[:, col], raw[last_read, col])
     # the independent reference: (c[r_k] - c[r_k-1]) / (t[r_k] - t[r_k-1]) at each real read
     expected = np.diff(raw[rows, col]) / np.diff(t[rows])
-    series = np.array([np.nan if v is None else v for v in trace.series["memory:host/major_faults_per_s"]])
+    series = np.array(
+        [np.nan if v is None else v for v in trace.series["memory:host/major_faults_per_s"]]
+    )
     assert series[rows[1:]] == pytest.approx(expected)
     assert np.isfinite(series[1:]).all()  # every tick inside a closed interval has the rate
     assert all(v is not None for v in trace.series["memory:host/used_bytes"])
@@ -115,7 +123,9 @@ def _root_from_pair(tmp_path: Path, name: str = "t0") -> Path:
 def test_the_useful_memory_rate_follows_stat_interval(tmp_path: Path) -> None:
     root = _root_from_pair(tmp_path)
     probe = memory.open_probe(ProbeContext(root=root))
-    assert probe.max_rate_hz == 10.0 and "unreadable" in probe.rate_reason  # captured tree: no sysctl
+    assert (
+        probe.max_rate_hz == 10.0 and "unreadable" in probe.rate_reason
+    )  # captured tree: no sysctl
     probe.close()
     (root / "proc" / "sys" / "vm").mkdir(parents=True)
     (root / "proc" / "sys" / "vm" / "stat_interval").write_text("4\n")
@@ -157,25 +167,43 @@ def test_block_reads_the_watched_devices_own_files_when_few_are_watched(tmp_path
     probe.close()
 
 
-def test_tick_texts_parse_back_vectorised_and_by_name_when_the_layout_changes(tmp_path: Path) -> None:
+def test_tick_texts_parse_back_vectorised_and_by_name_when_the_layout_changes(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "dev"
     header = "Inter-|   Receive\n face |bytes    packets\n"
     line = "  {name}: {rx} 13 0 0 0 0 0 0 {tx} 922 0 0 0 0 0 0\n"
-    path.write_text(header + line.format(name="lo", rx=1, tx=2) + line.format(name="eth0", rx=3, tx=4))
+    path.write_text(
+        header + line.format(name="lo", rx=1, tx=2) + line.format(name="eth0", rx=3, tx=4)
+    )
     table = LineTable(path, [Wanted("eth0", 1), Wanted("eth0", 9)], separators=b":|", skip_lines=2)
     texts = [table.tick_reader()()]
-    path.write_text(header + line.format(name="lo", rx=1, tx=2) + line.format(name="eth0", rx=30, tx=40))
+    path.write_text(
+        header + line.format(name="lo", rx=1, tx=2) + line.format(name="eth0", rx=30, tx=40)
+    )
     texts.append(table.tick_reader()())
     # a device appears before eth0: another token count, parsed by name
-    path.write_text(header + line.format(name="veth9", rx=7, tx=8) + line.format(name="lo", rx=1, tx=2)
-                    + line.format(name="eth0", rx=300, tx=400))
+    path.write_text(
+        header
+        + line.format(name="veth9", rx=7, tx=8)
+        + line.format(name="lo", rx=1, tx=2)
+        + line.format(name="eth0", rx=300, tx=400)
+    )
     texts.append(table.tick_reader()())
     # a device with as many counters in eth0's place: the key check sends it to the slow path
-    path.write_text(header + line.format(name="lo", rx=1, tx=2) + line.format(name="eth1", rx=5, tx=6))
+    path.write_text(
+        header + line.format(name="lo", rx=1, tx=2) + line.format(name="eth1", rx=5, tx=6)
+    )
     texts.append(table.tick_reader()())
     texts.append(texts[1][: texts[1].index(b"eth0")])  # cut before eth0's line
     parsed = parse_segments(texts, table.layout())
-    assert parsed.tolist() == [[b"3", b"4"], [b"30", b"40"], [b"300", b"400"], [MISSING, MISSING], [MISSING, MISSING]]
+    assert parsed.tolist() == [
+        [b"3", b"4"],
+        [b"30", b"40"],
+        [b"300", b"400"],
+        [MISSING, MISSING],
+        [MISSING, MISSING],
+    ]
     table.close()
 
 
@@ -191,6 +219,7 @@ def test_the_tick_reads_each_slow_group_on_its_own_ticks_and_a_failed_tick_is_re
             if calls[name] in failing.get(name, ()):
                 raise OSError("gone")
             return b"%s%d" % (name.encode(), calls[name])
+
         return read
 
     slow = [(2, 1, [(1, reader("two"))]), (3, 2, [(2, reader("three"))])]  # (every, bit, reads)

@@ -65,10 +65,12 @@ def last(metrics: dict[str, np.ndarray], key: str) -> float:
 def test_cpu_fractions_and_pressure(root: Path) -> None:
     probe = cpu.open_probe(ProbeContext(root=root))
     m = record([probe], root, [PAIR / "t0", PAIR / "t1"])
-    # cpu0: user 33256-33236=20, system 14081-13967=114, softirq 2102-2062=40, others 0: 174 busy of 174
+    # cpu0: user 33256-33236=20, system 14081-13967=114, softirq 2102-2062=40, others 0:
+    # 174 busy of 174
     assert last(m, "core:0/util_compute") == pytest.approx(1.0)
     assert last(m, "core:0/system") == pytest.approx(114 / 174)
-    # cpu1: user 35379-35237=142, system 15593-15562=31, steal 302-301=1: busy 173 of 174, 173 available
+    # cpu1: user 35379-35237=142, system 15593-15562=31, steal 302-301=1:
+    # busy 173 of 174, 173 available
     assert last(m, "core:1/util_compute") == pytest.approx(173 / 173)
     assert last(m, "core:1/steal") == pytest.approx(1 / 174)
     assert last(m, "cpu:host/busy") == pytest.approx(347 / 348)
@@ -89,7 +91,9 @@ def test_block_rates_busy_queue_and_await(root: Path) -> None:
     m = record([probe], root, [PAIR / "t0", PAIR / "t1"])
     # diskstats vda: sectors written 231046536-230694744 = 351792, x 512 bytes
     assert last(m, "block:vda/write_bytes_per_s") == pytest.approx(351792 * 512 / DT)
-    assert last(m, "block:vda/read_bytes_per_s") == pytest.approx((103565114 - 103565090) * 512 / DT)
+    assert last(m, "block:vda/read_bytes_per_s") == pytest.approx(
+        (103565114 - 103565090) * 512 / DT
+    )
     assert last(m, "block:vda/write_iops") == pytest.approx((170030 - 169573) / DT)
     # io_ticks (field 10): 79696-79608 = 88 ms busy of 1740 ms
     assert last(m, "block:vda/busy") == pytest.approx(88 / 1740)
@@ -106,8 +110,14 @@ def test_block_rates_busy_queue_and_await(root: Path) -> None:
 def test_block_utilization_against_a_stated_limit(root: Path) -> None:
     graph = ComponentGraph()
     rated = Limit(value=200e6, unit="B/s", source=LimitSource.USER, detail="test rating")
-    graph.add_component(Component(id="block:vda", kind=ComponentKind.BLOCK, name="vda",
-                                  limits={"write": rated, "read": rated}))
+    graph.add_component(
+        Component(
+            id="block:vda",
+            kind=ComponentKind.BLOCK,
+            name="vda",
+            limits={"write": rated, "read": rated},
+        )
+    )
     probe = block.open_probe(ProbeContext(root=root, graph=graph))
     assert probe.devices == ["vda"]  # with a graph: its block components
     m = record([probe], root, [PAIR / "t0", PAIR / "t1"])
@@ -146,14 +156,22 @@ def test_memory_levels_and_reclaim(root: Path) -> None:
 
 
 def test_pci_sums_its_children(root: Path) -> None:
-    sys_block = root / "sys" / "devices" / "pci0000:00" / "0000:00:02.0" / "virtio1" / "block" / "vda"
+    sys_block = (
+        root / "sys" / "devices" / "pci0000:00" / "0000:00:02.0" / "virtio1" / "block" / "vda"
+    )
     sys_block.mkdir(parents=True)
     (root / "sys" / "class" / "block").mkdir(parents=True)
     (root / "sys" / "class" / "block" / "vda").symlink_to(sys_block)
     graph = ComponentGraph()
     link = Limit(value=1e9, unit="B/s", source=LimitSource.SYSFS, detail="test link")
-    graph.add_component(Component(id="pci:0000:00:02.0", kind=ComponentKind.PCI, name="0000:00:02.0",
-                                  limits={"send": link, "receive": link}))
+    graph.add_component(
+        Component(
+            id="pci:0000:00:02.0",
+            kind=ComponentKind.PCI,
+            name="0000:00:02.0",
+            limits={"send": link, "receive": link},
+        )
+    )
     graph.add_component(Component(id="block:vda", kind=ComponentKind.BLOCK, name="vda"))
     context = ProbeContext(root=root, graph=graph)
     probes = [block.open_probe(context), pci.open_probe(context)]
@@ -170,13 +188,14 @@ def test_a_vanished_device_reads_as_missing_not_as_a_rate(root: Path) -> None:
     shrunk = root / "shrunk"
     (shrunk / "proc").mkdir(parents=True)
     text = (PAIR / "t1" / "proc" / "diskstats").read_text().splitlines()
-    (shrunk / "proc" / "diskstats").write_text("\n".join(l for l in text if " zram0 " not in l) + "\n")
+    (shrunk / "proc" / "diskstats").write_text(
+        "\n".join(line for line in text if " zram0 " not in line) + "\n"
+    )
     for name in ("pressure",):
         shutil.copytree(PAIR / "t1" / "proc" / name, shrunk / "proc" / name)
     m = record([probe], root, [PAIR / "t0", shrunk, PAIR / "t1"])
     assert np.isnan(m["block:zram0/write_bytes_per_s"][1:]).all()  # gone, then back: no fake delta
     assert m["block:vda/write_bytes_per_s"][1] == pytest.approx(351792 * 512 / DT)
-
 
 
 def test_a_vlan_is_judged_against_its_lower_device_speed(tmp_path: Path) -> None:
@@ -215,7 +234,9 @@ def test_an_older_kernel_without_pressure_files_and_with_14_field_diskstats(tmp_
         shutil.copytree(PAIR / name, snap)
         shutil.rmtree(snap / "proc" / "pressure")
         disk = snap / "proc" / "diskstats"
-        disk.write_text("".join(" ".join(line.split()[:14]) + "\n" for line in disk.read_text().splitlines()))
+        disk.write_text(
+            "".join(" ".join(line.split()[:14]) + "\n" for line in disk.read_text().splitlines())
+        )
         snaps.append(snap)
     root = tmp_path / "root"
     shutil.copytree(snaps[0], root)

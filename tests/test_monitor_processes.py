@@ -20,7 +20,9 @@ from pilot_sys.monitor.procread import TOKEN_DTYPE, parse_tokens
 
 def _scripted(code: str) -> subprocess.Popen[bytes]:
     """A Python process driven line by line through its stdin/stdout (a process tree to watch)."""
-    return subprocess.Popen([sys.executable, "-S", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-S", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
 
 
 @pytest.mark.live
@@ -28,7 +30,7 @@ def test_process_tree_cpu_and_io_of_a_real_child(tmp_path: Path) -> None:
     # a parent that starts a child which burns 0.5 s of CPU and writes 4 MiB through write(2)
     code = (
         "import subprocess, sys; subprocess.run([sys.executable, '-c', "
-        "\"import time\\nwhile time.process_time() < 0.5: pass\\n"
+        '"import time\\nwhile time.process_time() < 0.5: pass\\n'
         f"f=open(r'{tmp_path / 'out'}','wb'); f.write(b'x'*(4<<20)); f.close()\"])"
     )
     proc = subprocess.Popen([sys.executable, "-c", code])
@@ -104,8 +106,12 @@ def test_kept_open_files_read_what_a_fresh_read_reads(tmp_path: Path) -> None:
         assert proc.stdout.readline() == b"done\n"
         after = [int(v) for v in probe.read()]  # through the descriptors opened for `before`
         assert after == _fresh(proc.pid)
-        assert after == [int(v) for v in process.open_process_probe(ProbeContext(pid=proc.pid)).read()]
-        delta = dict(zip(process.COUNTERS, np.subtract(after[:7], before[:7]).tolist(), strict=True))
+        assert after == [
+            int(v) for v in process.open_process_probe(ProbeContext(pid=proc.pid)).read()
+        ]
+        delta = dict(
+            zip(process.COUNTERS, np.subtract(after[:7], before[:7]).tolist(), strict=True)
+        )
         # N, plus a page when the write dirtied a metadata block that was clean: a file system
         # without a journal (this VM's ext4 root) accounts it to the writer; with one, exactly N
         extra = delta["write_bytes"] - n
@@ -143,7 +149,9 @@ def test_an_exiting_child_is_dropped_with_its_files() -> None:
         os.kill(child, signal.SIGKILL)
         while Path(f"/proc/{child}/stat").read_text().split(") ")[1][0] != "Z":
             time.sleep(0.005)
-        assert int(probe.read()[columns["processes"]]) == 2  # a zombie: its counters are still its own
+        assert (
+            int(probe.read()[columns["processes"]]) == 2
+        )  # a zombie: its counters are still its own
         proc.stdin.write(b"\n")
         proc.stdin.flush()
         assert proc.stdout.readline() == b"reaped\n"
@@ -168,7 +176,11 @@ def test_children_coming_and_going_leak_no_descriptors() -> None:
     import sys
 
     baseline = _open_fds()
-    loop = "import subprocess, time\nwhile True:\n    subprocess.run(['sleep', '0.01']); time.sleep(0.01)\n"
+    loop = (
+        "import subprocess, time\n"
+        "while True:\n"
+        "    subprocess.run(['sleep', '0.01']); time.sleep(0.01)\n"
+    )
     proc = subprocess.Popen([sys.executable, "-S", "-c", loop])
     try:
         probe = process.open_process_probe(ProbeContext(pid=proc.pid))
@@ -181,7 +193,7 @@ def test_children_coming_and_going_leak_no_descriptors() -> None:
     finally:
         proc.kill()
         proc.wait()
-    arrivals = sum(1 for a, b in zip(counts, counts[1:]) if (a, b) == (1, 2))
+    arrivals = sum(1 for a, b in zip(counts, counts[1:], strict=False) if (a, b) == (1, 2))
     assert arrivals >= 5, counts  # children did come and go
     assert max(held) == 8 and min(held) == 4  # parent + child, or the parent alone: 4 files each
     assert max(ours) <= baseline + 8  # the pipe-less Popen holds none; the probe's at most 8
@@ -191,7 +203,8 @@ def test_children_coming_and_going_leak_no_descriptors() -> None:
 
 @pytest.mark.live
 def test_a_child_started_by_a_second_thread_is_found_through_its_thread() -> None:
-    """Children are listed per thread: a child of a non-main thread is in that thread's file only."""
+    """Children are listed per thread: a child of a non-main thread is in that thread's file
+    only."""
     code = (
         "import subprocess, sys, threading\n"
         "def spawn():\n"
@@ -206,12 +219,16 @@ def test_a_child_started_by_a_second_thread_is_found_through_its_thread() -> Non
         probe = process.open_process_probe(ProbeContext(pid=proc.pid))
         tokens = [int(v) for v in probe.read()]
         assert tokens[7] == 2 and tokens[8] == 3  # parent (2 threads) + sleep (1)
-        assert probe.fd_count() == 4 + 2 + 4  # the parent's 4 files + its task directory + a 2nd children file
+        assert (
+            probe.fd_count() == 4 + 2 + 4
+        )  # the parent's 4 files + its task directory + a 2nd children file
         assert child in probe._members
         proc.stdin.write(b"\n")
         proc.stdin.flush()
         assert proc.stdout.readline() == b"joined\n"
-        while len(os.listdir(f"/proc/{proc.pid}/task")) > 1:  # join() returns just before the thread is gone
+        while (
+            len(os.listdir(f"/proc/{proc.pid}/task")) > 1
+        ):  # join() returns just before the thread is gone
             time.sleep(0.001)
         tokens = [int(v) for v in probe.read()]
         assert tokens[7:] == [1, 1]
@@ -224,17 +241,24 @@ def test_a_child_started_by_a_second_thread_is_found_through_its_thread() -> Non
 
 def _stat_line(pid: int, ppid: int, utime: int, start: int, threads: int = 1) -> str:
     # fields 3.. : state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
-    # cutime cstime priority nice num_threads itrealvalue starttime ...; a ')' in the name on purpose
-    return (f"{pid} (a) b) S {ppid} {pid} {pid} 0 -1 0 0 0 0 0 {utime} 2 3 4 20 0 {threads} 0 {start} "
-            "1000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n")
+    # cutime cstime priority nice num_threads itrealvalue starttime ...;
+    # a ')' in the name on purpose
+    return (
+        f"{pid} (a) b) S {ppid} {pid} {pid} 0 -1 0 0 0 0 0 {utime} 2 3 4 20 0 {threads} 0 {start} "
+        "1000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+    )
 
 
-def _fake_process(root: Path, pid: int, ppid: int, utime: int, start: int, children: str = "") -> None:
+def _fake_process(
+    root: Path, pid: int, ppid: int, utime: int, start: int, children: str = ""
+) -> None:
     d = root / "proc" / str(pid)
     (d / "task" / str(pid)).mkdir(parents=True, exist_ok=True)
     (d / "stat").write_text(_stat_line(pid, ppid, utime, start))
-    (d / "io").write_text(f"rchar: {pid}\nwchar: 2\nsyscr: 3\nsyscw: 4\nread_bytes: 5\nwrite_bytes: 6\n"
-                          "cancelled_write_bytes: 0\n")
+    (d / "io").write_text(
+        f"rchar: {pid}\nwchar: 2\nsyscr: 3\nsyscw: 4\nread_bytes: 5\nwrite_bytes: 6\n"
+        "cancelled_write_bytes: 0\n"
+    )
     (d / "task" / str(pid) / "children").write_text(children)
 
 

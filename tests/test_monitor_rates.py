@@ -10,14 +10,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pilot_sys.monitor.procread import (
-    MISSING, TOKEN_DTYPE, LineTable, Wanted, parse_segments, parse_tokens, tokens_layout,
+    MISSING,
+    TOKEN_DTYPE,
+    LineTable,
+    Wanted,
+    parse_segments,
+    parse_tokens,
+    tokens_layout,
 )
 from pilot_sys.monitor.rates import deltas, intervals, per_second, ratio, utilization
 from pilot_sys.topology.components import Limit, LimitSource
 
 DISKSTATS = """\
    7       0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
- 254       0 vda 36071 8368 1899674 6843 5404 17917 1031448 3965 0 4172 11053 3755 62 80904 216 725 27
+ 254       0 vda 36071 8368 1899674 6843 5404 17917 1031448 3965 0 4172 11053 3755 62 80904 \
+216 725 27
  253       0 zram0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
 """
 
@@ -39,7 +46,9 @@ def test_parse_tokens_marks_missing_and_malformed() -> None:
 def test_linetable_reads_fields_by_key_and_follows_changes(tmp_path: Path) -> None:
     path = tmp_path / "diskstats"
     path.write_text(DISKSTATS)
-    table = LineTable(path, [Wanted("vda", 2 + 7), Wanted("vda", 2 + 10), Wanted("zram0", 2 + 1)], key_token=2)
+    table = LineTable(
+        path, [Wanted("vda", 2 + 7), Wanted("vda", 2 + 10), Wanted("zram0", 2 + 1)], key_token=2
+    )
     assert table.read() == (b"1031448", b"4172", b"0")
     # counters grow (and get longer): same layout, no relayout needed
     path.write_text(DISKSTATS.replace("1031448", "99991031448").replace(" 4172 ", " 41720 "))
@@ -70,7 +79,9 @@ def test_linetable_handles_net_dev_counters_touching_the_name(tmp_path: Path) ->
 def test_linetable_skips_the_long_intr_line_of_proc_stat(tmp_path: Path) -> None:
     path = tmp_path / "stat"
     intr = "intr 4546034 " + " ".join(["0"] * 500)
-    path.write_text(f"cpu  1 2 3 4\ncpu0 5 6 7 8\n{intr}\nctxt 42\nbtime 1\nprocesses 9\nprocs_running 3\n")
+    path.write_text(
+        f"cpu  1 2 3 4\ncpu0 5 6 7 8\n{intr}\nctxt 42\nbtime 1\nprocesses 9\nprocs_running 3\n"
+    )
     table = LineTable(path, [Wanted("cpu0", 1), Wanted("ctxt", 1), Wanted("procs_running", 1)])
     assert len(table._windows) == 2  # the 500-token line is not split on every tick
     assert table.read() == (b"5", b"42", b"3")
@@ -101,7 +112,10 @@ def test_ratio_and_utilization_never_invent() -> None:
 def test_the_fast_path_holds_on_this_kernel() -> None:
     """The real /proc/vmstat: the layout is learnt once and every later read takes the fast
     path (windows found, token counts match), while the counters move."""
-    table = LineTable("/proc/vmstat", [Wanted("pgpgin", 1), Wanted("pgscan_kswapd", 1), Wanted("nr_free_pages", 1)])
+    table = LineTable(
+        "/proc/vmstat",
+        [Wanted("pgpgin", 1), Wanted("pgscan_kswapd", 1), Wanted("nr_free_pages", 1)],
+    )
     reads = [table.read() for _ in range(50)]
     assert all(int(v) >= 0 for row in reads for v in row)
     assert table.relayouts == 0 and table._fast
@@ -125,7 +139,9 @@ def test_token_texts_parse_back_to_their_counters() -> None:
     assert np.isnan(parsed[0]).all() and parsed[1].tolist() == [4.0, 5.0, 6.0]
 
 
-def test_a_device_replaced_by_one_with_as_many_counters_is_not_mistaken_for_it(tmp_path: Path) -> None:
+def test_a_device_replaced_by_one_with_as_many_counters_is_not_mistaken_for_it(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "dev"
     header = "Inter-|   Receive\n face |bytes    packets\n"
     line = "  {name}: {rx} 13 0 0 0 0 0 0 95706 922 0 0 0 0 0 0\n"

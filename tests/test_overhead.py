@@ -136,8 +136,10 @@ class _StandInSampler:
     def cost(self) -> dict[str, float]:
         # No per-sample figure and no wake-up count: the probe derives them.
         self.log.append(("cost", time.monotonic()))
-        return {"cpu_seconds_per_second": 1e-3 * (1 + self.index % 4),
-                "memory_bytes": 1e6 * (1 + self.index % 3)}
+        return {
+            "cpu_seconds_per_second": 1e-3 * (1 + self.index % 4),
+            "memory_bytes": 1e6 * (1 + self.index % 3),
+        }
 
 
 class _FakeWorkload:
@@ -156,7 +158,9 @@ class _FakeWorkload:
         self.calls.append(monitored)
         duration = work_amount * (1.05 if monitored else 1.0) * (1 + self.rng.normal(0, 0.002))
         self.durations.append(duration)
-        return RoundOutput(work_amount=work_amount, duration=duration, readings={"ops": 1000 / duration})
+        return RoundOutput(
+            work_amount=work_amount, duration=duration, readings={"ops": 1000 / duration}
+        )
 
     def data_path_args(self) -> list[str]:
         return []
@@ -176,7 +180,9 @@ def _arms(workload: _FakeWorkload, first: int) -> tuple[np.ndarray, np.ndarray]:
 def test_workload_probe_interleaves_and_compares_what_the_workload_saw(tmp_path: Path) -> None:
     workload = _FakeWorkload()
     _StandInSampler.made.clear()
-    probe = WorkloadProbe(workload, work_amount=2.0, pairs=6, sampler_factory=_factory, workdir=tmp_path, seed=1)
+    probe = WorkloadProbe(
+        workload, work_amount=2.0, pairs=6, sampler_factory=_factory, workdir=tmp_path, seed=1
+    )
     m = probe.measure(50.0)
     assert workload.calls[0] is False  # the uncounted warm-up round runs unmonitored
     assert workload.calls[1:] == m.schedule
@@ -201,8 +207,15 @@ def test_workload_probe_interleaves_and_compares_what_the_workload_saw(tmp_path:
     assert m.monitor_cost.wakeups_per_second == 50.0
     assert m.monitor_cost.memory_bytes == max(c["memory_bytes"] for c in costs)
     # A higher-is-better reading: the overhead is the loss of throughput.
-    rate_probe = WorkloadProbe(workload, work_amount=2.0, pi="ops", pairs=6, sampler_factory=_factory,
-                               workdir=tmp_path, seed=2)
+    rate_probe = WorkloadProbe(
+        workload,
+        work_amount=2.0,
+        pi="ops",
+        pairs=6,
+        sampler_factory=_factory,
+        workdir=tmp_path,
+        seed=2,
+    )
     assert rate_probe.higher_is_better
     before = len(workload.durations)
     rated = rate_probe.measure(50.0)
@@ -210,7 +223,9 @@ def test_workload_probe_interleaves_and_compares_what_the_workload_saw(tmp_path:
     loss = 1 - (1000 / on).mean() / (1000 / off).mean()
     assert rated.estimate.overhead == pytest.approx(loss, rel=1e-9)
     with pytest.raises(BadInput, match="no reading 'latency'"):
-        WorkloadProbe(workload, pi="latency", pairs=2, sampler_factory=_factory, workdir=tmp_path).measure(20.0)
+        WorkloadProbe(
+            workload, pi="latency", pairs=2, sampler_factory=_factory, workdir=tmp_path
+        ).measure(20.0)
 
 
 def test_monitor_cost_alone_samples_for_the_time_asked() -> None:
@@ -229,8 +244,11 @@ def test_a_simulated_overhead_is_covered_by_its_interval_at_the_stated_rate() ->
     the time: the probe and the comparison together are calibrated."""
     truth = 1e-4 * 50.0
     covered = [
-        (m := SimulatedProbe(lambda r: 1e-4 * r, noise=0.003, pairs=10, seed=seed).measure(50.0))
-        .estimate.ci_low <= truth <= m.estimate.ci_high
+        (
+            m := SimulatedProbe(lambda r: 1e-4 * r, noise=0.003, pairs=10, seed=seed).measure(50.0)
+        ).estimate.ci_low
+        <= truth
+        <= m.estimate.ci_high
         for seed in range(400)
     ]
     # Binomial(400, 0.95): three standard deviations are 0.033.
@@ -247,7 +265,8 @@ def test_trimmed_comparison_matches_statsmodels_yuen_and_resists_an_outlier() ->
     on[4] = 0.5  # a round that a neighbour's burst... made impossibly fast: one wild value
     plain = estimate_overhead(on, off, higher_is_better=False)
     robust = estimate_overhead(on, off, higher_is_better=False, trim=0.1)
-    ref = anova_oneway([on, off], use_var="unequal", trim_frac=0.1)  # Welch-Yuen, F = t^2 for 2 groups
+    # Welch-Yuen, F = t^2 for 2 groups
+    ref = anova_oneway([on, off], use_var="unequal", trim_frac=0.1)
     assert robust.p_value == pytest.approx(ref.pvalue, rel=1e-9)
     assert robust.df == pytest.approx(ref.df[1], rel=1e-9)
     assert robust.overhead == pytest.approx(trim_mean(on, 0.1) / trim_mean(off, 0.1) - 1, rel=1e-12)
@@ -259,8 +278,15 @@ def test_trimmed_comparison_matches_statsmodels_yuen_and_resists_an_outlier() ->
 
 def test_unmonitored_rounds_can_run_the_uninstrumented_variant(tmp_path: Path) -> None:
     instrumented, plain = _FakeWorkload(), _FakeWorkload()
-    probe = WorkloadProbe(instrumented, uninstrumented=plain, pairs=3, warmup_rounds=0,
-                          sampler_factory=_factory, workdir=tmp_path, seed=0)
+    probe = WorkloadProbe(
+        instrumented,
+        uninstrumented=plain,
+        pairs=3,
+        warmup_rounds=0,
+        sampler_factory=_factory,
+        workdir=tmp_path,
+        seed=0,
+    )
     m = probe.measure(10.0)
     assert instrumented.calls == [True] * 3 and plain.calls == [False] * 3
     assert m.estimate.overhead == pytest.approx(0.05, abs=0.01)

@@ -87,7 +87,6 @@ def test_bidirectional_test_reports_both_directions() -> None:
     )
 
 
-
 def test_non_finite_numbers_in_the_json_are_reported() -> None:
     """Python's json reads NaN and Infinity; a NaN rate is a failed measurement, not a reading."""
     doc = json.loads((HERE / "iperf3_client_tcp.json").read_text())

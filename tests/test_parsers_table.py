@@ -77,8 +77,12 @@ def test_shape_errors() -> None:
 
 
 def test_non_finite_values_are_reported_with_their_place_not_averaged() -> None:
-    out = parse(CapturedOutput(stdout="lat,ops,note\n1.5,10,a\nnan,12,b\n2.5,inf,c\n-inf,11,d\n",
-                               stdout_name="r1/stdout.txt"))
+    out = parse(
+        CapturedOutput(
+            stdout="lat,ops,note\n1.5,10,a\nnan,12,b\n2.5,inf,c\n-inf,11,d\n",
+            stdout_name="r1/stdout.txt",
+        )
+    )
     assert out.readings == {} and out.unit_readings == {}  # neither column can be averaged
     lat, ops = out.non_finite
     assert (lat.pi, lat.count, lat.total, lat.first, lat.line) == ("lat", 2, 4, "nan", 3)
@@ -102,8 +106,14 @@ def test_output_is_read_from_its_file_line_by_line(tmp_path: Path) -> None:
     path = tmp_path / "stdout.txt"
     n = 100_000
     values = np.arange(n, dtype=float) * 0.5 + 1.0
-    np.savetxt(path, np.column_stack([np.arange(n), values]), fmt=["%d", "%.1f"], delimiter=",",
-               header="i,rate", comments="")
+    np.savetxt(
+        path,
+        np.column_stack([np.arange(n), values]),
+        fmt=["%d", "%.1f"],
+        delimiter=",",
+        header="i,rate",
+        comments="",
+    )
     tracemalloc.start()
     try:
         out = parse(CapturedOutput.from_files(path, tmp_path / "stderr.txt", tmp_path))

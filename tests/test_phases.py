@@ -46,7 +46,9 @@ def test_composite_similarity_hand_computed() -> None:
     s = composite_similarity(a, b, DistanceScales(absolute=2.0, normalised=4.0), norm_floor=0.0)
     assert s == pytest.approx([0.8 / 2.0 + 1.0 / 4.0])
     # the sum is capped at 1
-    assert composite_similarity(a, b, DistanceScales(1.0, 1.0), norm_floor=0.0) == pytest.approx([1.0])
+    assert composite_similarity(a, b, DistanceScales(1.0, 1.0), norm_floor=0.0) == pytest.approx(
+        [1.0]
+    )
     # identical vectors are 0
     assert composite_similarity(a, a, DistanceScales(1.0, 1.0)) == pytest.approx([0.0])
 
@@ -59,7 +61,9 @@ def test_norm_floor_keeps_near_idle_vectors_small() -> None:
     # two idle samples whose tiny values point in opposite directions are nearly the same phase
     s = composite_similarity([0.01, 0.0], [0.0, 0.01], DistanceScales(1.0, 2.0), norm_floor=0.1)
     assert s[0] == pytest.approx(0.02 + 0.2 / 2.0)
-    s_no_floor = composite_similarity([0.01, 0.0], [0.0, 0.01], DistanceScales(1.0, 2.0), norm_floor=0.0)
+    s_no_floor = composite_similarity(
+        [0.01, 0.0], [0.0, 0.01], DistanceScales(1.0, 2.0), norm_floor=0.0
+    )
     assert s_no_floor[0] == pytest.approx(0.02 + 2.0 / 2.0 if 0.02 + 1.0 < 1 else 1.0)
 
 
@@ -73,7 +77,9 @@ def test_distance_scales_are_the_pairwise_maximum_when_one_sample_holds_every_ex
 
 
 @settings(max_examples=60, deadline=None)
-@given(arrays(np.float64, st.tuples(st.integers(2, 12), st.integers(1, 4)), elements=st.floats(0, 1)))
+@given(
+    arrays(np.float64, st.tuples(st.integers(2, 12), st.integers(1, 4)), elements=st.floats(0, 1))
+)
 def test_distance_scales_bound_every_pair(X: np.ndarray) -> None:
     sc = distance_scales(X)
     am = np.abs(X[:, None, :] - X[None, :, :]).sum(-1)
@@ -88,7 +94,13 @@ def test_successive_similarity_marks_steps() -> None:
     s = successive_similarity(X, DistanceScales(1.0, 2.0), norm_floor=0.0)
     # zero vector -> (1.0): AM 1, NM |0 - 1| = 1 -> 1 + 0.5 capped at 1; 1.0 -> 0.5: AM 0.5, NM 0
     assert s == pytest.approx([0.0, 0.0, 1.0, 0.0, 0.5])
-    assert initial_transitions(X, 0.4, DistanceScales(1.0, 2.0), 0.0).tolist() == [False, False, True, False, True]
+    assert initial_transitions(X, 0.4, DistanceScales(1.0, 2.0), 0.0).tolist() == [
+        False,
+        False,
+        True,
+        False,
+        True,
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,7 +181,9 @@ def test_clean_step_is_kept() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(arrays(np.float64, st.tuples(st.integers(2, 60), st.integers(1, 3)), elements=st.floats(0, 1)))
+@given(
+    arrays(np.float64, st.tuples(st.integers(2, 60), st.integers(1, 3)), elements=st.floats(0, 1))
+)
 def test_refined_signature_never_has_consecutive_transitions(X: np.ndarray) -> None:
     sig = transition_signature(X, PhaseParams(transition_threshold=0.2))
     assert not np.any(sig.refined[1:] & sig.refined[:-1])
@@ -221,7 +235,8 @@ def test_cross_correlation_matches_numpy_and_orients_shifts() -> None:
 
 def test_matching_score_hand_computed() -> None:
     values = np.array([0, 1, 2, 10, 2, 1, 0, 1, 1, 1, 1, 1, 0, 3], dtype=float)
-    # literal reading: the ten next-best values after 10 are 3, 2, 2, 1, 1, 1, 1, 1, 1, 1 -> mean 1.4
+    # literal reading: the ten next-best values after 10 are 3, 2, 2, 1, 1, 1, 1, 1, 1, 1
+    # -> mean 1.4
     best, peak, mean_next, score = matching_score(values, competitors="values")
     assert (best, peak) == (3, 10.0)
     assert mean_next == pytest.approx(1.4)
@@ -233,12 +248,16 @@ def test_matching_score_hand_computed() -> None:
     assert score == pytest.approx(10 / 2.0 - 1)
     assert matching_score(np.zeros(5))[3] == 0.0
     assert matching_score(np.array([0.0, 4.0, 0.0]), competitors="values")[3] == float("inf")
-    assert matching_score(np.array([0.0, 2.0, 4.0, 2.0, 0.0]))[3] == float("inf")  # one alignment, no rival
+    assert matching_score(np.array([0.0, 2.0, 4.0, 2.0, 0.0]))[3] == float(
+        "inf"
+    )  # one alignment, no rival
     with pytest.raises(ValueError):
         matching_score(np.array([1.0]))
 
 
-def _workload(pattern: list[tuple[int, list[float]]], noise: float, rng: np.random.Generator) -> np.ndarray:
+def _workload(
+    pattern: list[tuple[int, list[float]]], noise: float, rng: np.random.Generator
+) -> np.ndarray:
     """A metric matrix made of phases (length, level vector) plus measurement noise."""
     X = np.vstack([np.tile(level, (length, 1)) for length, level in pattern])
     return np.clip(X + rng.normal(0, noise, X.shape), 0, 1)
@@ -269,10 +288,16 @@ def test_a_shifted_noisy_copy_matches_at_the_right_shift() -> None:
 def test_blurring_tolerates_dilation_that_a_sharp_baseline_does_not() -> None:
     rng = np.random.default_rng(5)
     base = _workload(WORKLOAD_A, 0.01, rng)
-    dilated = _workload([(n + (1 if i % 2 else 0), lvl) for i, (n, lvl) in enumerate(WORKLOAD_A)], 0.01, rng)
+    dilated = _workload(
+        [(n + (1 if i % 2 else 0), lvl) for i, (n, lvl) in enumerate(WORKLOAD_A)], 0.01, rng
+    )
     p0, p1 = PhaseParams(tolerance=0), PhaseParams(tolerance=1)
-    sharp = match_signatures(transition_signature(base, p0).refined, transition_signature(dilated, p0).refined, 0)
-    soft = match_signatures(transition_signature(base, p1).refined, transition_signature(dilated, p1).refined, 1)
+    sharp = match_signatures(
+        transition_signature(base, p0).refined, transition_signature(dilated, p0).refined, 0
+    )
+    soft = match_signatures(
+        transition_signature(base, p1).refined, transition_signature(dilated, p1).refined, 1
+    )
     assert soft.peak > sharp.peak  # transitions one sample off still count under blurring
 
 
@@ -281,7 +306,7 @@ def test_value_phase_correlation_matches_pearson_per_shift() -> None:
     b = rng.integers(0, 4, 40).astype(float)
     r = rng.integers(0, 4, 35).astype(float)
     lags, rho = value_phase_correlation(b, r, min_overlap=0.5)
-    for lag, value in zip(lags, rho):
+    for lag, value in zip(lags, rho, strict=True):
         # overlap: run[t + lag] with baseline[t]
         t = np.arange(len(b))
         keep = (t + lag >= 0) & (t + lag < len(r))
@@ -307,7 +332,9 @@ def test_value_based_matching_runs_on_the_same_workloads() -> None:
 
 def test_consistent_rounds_flags_the_round_that_ran_something_else() -> None:
     rng = np.random.default_rng(8)
-    rounds = [_workload([(WORKLOAD_A[0][0] + d, IDLE), *WORKLOAD_A[1:]], 0.02, rng) for d in (0, 3, 6, 2)]
+    rounds = [
+        _workload([(WORKLOAD_A[0][0] + d, IDLE), *WORKLOAD_A[1:]], 0.02, rng) for d in (0, 3, 6, 2)
+    ]
     rounds.insert(2, _workload(WORKLOAD_B, 0.02, rng))
     checks = consistent_rounds(rounds)
     assert [c.consistent for c in checks] == [True, True, False, True, True]
@@ -332,9 +359,9 @@ def test_compare_phase_behaviour_notes_only_a_difference() -> None:
 
 
 def test_real_traces_transition_signatures_separate_workloads_better_than_value_phases() -> None:
-    from conftest import FIXTURES
     from scipy.stats import mannwhitneyu
 
+    from conftest import FIXTURES
     from pilot_sys.monitor.trace_io import load_traces, metric_matrix
 
     files = sorted((FIXTURES / "traces").glob("*/*.json"))
@@ -352,7 +379,7 @@ def test_real_traces_transition_signatures_separate_workloads_better_than_value_
     tbp = auc(score_matrix(runs))
     phases = [value_phases(median_smooth(x, 5)) for x in runs]
     vbp = np.full_like(same, np.nan, dtype=float)
-    for i, j in zip(*np.nonzero(off)):
+    for i, j in zip(*np.nonzero(off), strict=True):
         vbp[i, j] = matching_score(value_phase_correlation(phases[j], phases[i])[1])[3]
     assert tbp > 0.7
     assert tbp > auc(vbp) + 0.1

@@ -9,19 +9,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import FIXTURES
 from pilot_sys.errors import BadInput, InsufficientData
 from pilot_sys.monitor.trace import MonitorTrace
 from pilot_sys.monitor.trace_io import is_fraction, load_traces, metric_matrix, select_series
 
-from conftest import FIXTURES
-
 TRACES = FIXTURES / "traces"
 
 
-def _trace(series: dict[str, list[float | None]], timestamps: list[float] | None = None, rate: float = 10.0) -> MonitorTrace:
+def _trace(
+    series: dict[str, list[float | None]], timestamps: list[float] | None = None, rate: float = 10.0
+) -> MonitorTrace:
     n = len(next(iter(series.values())))
     return MonitorTrace(
-        rate_hz=rate, start_time=0.0, timestamps=timestamps or [i / rate for i in range(n)], series=series
+        rate_hz=rate,
+        start_time=0.0,
+        timestamps=timestamps or [i / rate for i in range(n)],
+        series=series,
     )
 
 
@@ -50,13 +54,28 @@ def test_a_trace_file_and_the_two_result_directory_layouts(tmp_path: Path) -> No
     [
         ('{"series": {}, ', ":1:", "not JSON"),
         ('{"hello": 1}', "", "not a monitor trace"),
-        ('{"rate_hz": "fast", "start_time": 0, "timestamps": [0], "series": {"a/b": [1]}}', "", "rate_hz"),
+        (
+            '{"rate_hz": "fast", "start_time": 0, "timestamps": [0], "series": {"a/b": [1]}}',
+            "",
+            "rate_hz",
+        ),
         ('{"rate_hz": 10, "start_time": 0, "timestamps": [], "series": {}}', "", "no samples"),
-        ('{"rate_hz": 10, "start_time": 0, "timestamps": [0, 0.1], "series": {"a/busy": [1]}}', "", "1 samples but there are 2"),
-        ('{"rate_hz": 10, "start_time": 0, "timestamps": [0.1, 0.1], "series": {"a/busy": [1, 1]}}', "", "strictly increasing"),
+        (
+            '{"rate_hz": 10, "start_time": 0, "timestamps": [0, 0.1], "series": {"a/busy": [1]}}',
+            "",
+            "1 samples but there are 2",
+        ),
+        (
+            '{"rate_hz": 10, "start_time": 0, "timestamps": [0.1, 0.1], '
+            '"series": {"a/busy": [1, 1]}}',
+            "",
+            "strictly increasing",
+        ),
     ],
 )
-def test_bad_trace_files_name_the_file_and_the_problem(tmp_path: Path, content: str, where: str, problem: str) -> None:
+def test_bad_trace_files_name_the_file_and_the_problem(
+    tmp_path: Path, content: str, where: str, problem: str
+) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(content)
     with pytest.raises(BadInput) as info:
@@ -83,18 +102,32 @@ def test_default_series_are_the_named_utilizations() -> None:
         }
     )
     assert select_series(trace) == ["cpu:host/busy", "block:vda/util_read"]
-    assert select_series(trace, ["block:*"]) == ["block:vda/util_read", "block:vda/await_s", "block:vda/read_bytes_per_s"]
+    assert select_series(trace, ["block:*"]) == [
+        "block:vda/util_read",
+        "block:vda/await_s",
+        "block:vda/read_bytes_per_s",
+    ]
     with pytest.raises(BadInput, match="no series matches nic:"):
         select_series(trace, ["nic:*"])
     # without any named utilization, every fraction that is not named as a rate, amount or time
-    unnamed = _trace({"memory:host/psi_some": [0.0, 0.1, 0.0], "x:y/count": [0.0, 1.0, 0.0], "x:y/level": [3.0, 2.0, 1.0]})
+    unnamed = _trace(
+        {
+            "memory:host/psi_some": [0.0, 0.1, 0.0],
+            "x:y/count": [0.0, 1.0, 0.0],
+            "x:y/level": [3.0, 2.0, 1.0],
+        }
+    )
     assert select_series(unnamed) == ["memory:host/psi_some"]
     assert not is_fraction("x:y/level", np.array([3.0, 2.0]))
 
 
 def test_gaps_are_held_and_empty_series_dropped() -> None:
     trace = _trace(
-        {"a:x/busy": [None, 0.2, None, None, 0.5], "b:y/busy": [None] * 5, "c:z/busy": [0.1, 0.1, 0.1, 0.1, None]}
+        {
+            "a:x/busy": [None, 0.2, None, None, 0.5],
+            "b:y/busy": [None] * 5,
+            "c:z/busy": [0.1, 0.1, 0.1, 0.1, None],
+        }
     )
     mm = metric_matrix(trace)
     assert mm.columns == ["a:x/busy", "c:z/busy"]
@@ -104,7 +137,9 @@ def test_gaps_are_held_and_empty_series_dropped() -> None:
 
 
 def test_rates_chosen_by_the_user_are_scaled_to_their_maximum() -> None:
-    trace = _trace({"nic:lo/rx_bytes_per_s": [0.0, 5e8, 1e9, 2.5e8], "cpu:host/busy": [0.1, 0.2, 0.3, 0.4]})
+    trace = _trace(
+        {"nic:lo/rx_bytes_per_s": [0.0, 5e8, 1e9, 2.5e8], "cpu:host/busy": [0.1, 0.2, 0.3, 0.4]}
+    )
     mm = metric_matrix(trace, ["nic:*", "cpu:*"])
     assert mm.values[:, 0].tolist() == [0.0, 0.5, 1.0, 0.25]
     assert mm.values[:, 1].tolist() == [0.1, 0.2, 0.3, 0.4]
@@ -132,4 +167,6 @@ def test_fixture_traces_are_real_recordings() -> None:
     assert len(files) >= 12
     for f in files:
         raw = json.loads(f.read_text())
-        assert raw["command"][0].startswith("scenario=") and "process:workload/busy" in raw["series"]
+        assert (
+            raw["command"][0].startswith("scenario=") and "process:workload/busy" in raw["series"]
+        )

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import FIXTURES
 
+from conftest import FIXTURES
 from pilot_sys.monitor.phase_traces import (
     WORKLOAD_SERIES,
     compare_phase_behaviour,
@@ -29,8 +29,14 @@ def _traces(scenario: str, count: int) -> list[MonitorTrace]:
 
 def test_the_workload_series_are_chosen_when_a_trace_has_them() -> None:
     trace = _traces("fio_mix", 1)[0]
-    own = metric_matrix(trace, ["process:workload/busy", "process:workload/read_bytes_per_s",
-                                "process:workload/write_bytes_per_s"])
+    own = metric_matrix(
+        trace,
+        [
+            "process:workload/busy",
+            "process:workload/read_bytes_per_s",
+            "process:workload/write_bytes_per_s",
+        ],
+    )
     assert own.columns == metric_matrix(trace, WORKLOAD_SERIES).columns
     np.testing.assert_array_equal(phase_matrix(trace), own.values)
     # explicit globs win over the default

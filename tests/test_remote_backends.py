@@ -433,3 +433,20 @@ def test_scrape_url_filters_collectors() -> None:
         "http://h:9100/metrics?collect%5B%5D=cpu&collect%5B%5D=netdev"
     )
     assert node_exporter.scrape_url("http://h:9100/metrics", None) == "http://h:9100/metrics"
+
+
+@pytest.mark.parametrize(
+    ("raw", "seconds"),
+    [
+        # pmproxy 6.0.3 answers seen on a namespace host, with the time of the call around them
+        (b'{"context":1,"timestamp":1795565631.48450560,"values":[]}', 1795565631.048450560),
+        (b'{"timestamp": 1795565631.127825406, "values": []}', 1795565631.127825406),
+        (b'{"timestamp":1795565631.3900}', 1795565631.0000039),
+        (b'{"timestamp":5}', 5.0),
+    ],
+)
+def test_pmproxys_unpadded_nanoseconds_are_read_from_the_raw_text(
+    raw: bytes, seconds: float
+) -> None:
+    assert pcp.fetch_timestamp(raw) == pytest.approx(seconds, abs=1e-9)
+    assert pcp.fetch_timestamp(b'{"values": []}') is None

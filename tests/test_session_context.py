@@ -18,7 +18,10 @@ def test_cpu_model_from_cpuinfo() -> None:
 
 
 def test_os_and_governors(tmp_path: Path) -> None:
-    assert _os_name('NAME="Debian GNU/Linux"\nPRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n') == "Debian GNU/Linux 12 (bookworm)"
+    assert (
+        _os_name('NAME="Debian GNU/Linux"\nPRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n')
+        == "Debian GNU/Linux 12 (bookworm)"
+    )
     assert _os_name("ID=alpine\n") is None
     for cpu, gov in (("cpu0", "performance"), ("cpu1", "powersave"), ("cpu2", "performance")):
         d = tmp_path / cpu / "cpufreq"

@@ -23,9 +23,19 @@ from pilot_sys.workload.base import PISpec, RoundOutput
 class Sim:
     """Readings ~ N(mean, sd); optionally unit readings with a warm-up; optionally WPS timing."""
 
-    def __init__(self, name: str = "sim", mean: float = 100.0, sd: float = 1.0, seed: int = 0,
-                 units: int = 0, warmup: int = 0, fail_at: int | None = None, sleep: float = 0.0,
-                 alpha: float | None = None, v: float | None = None) -> None:
+    def __init__(
+        self,
+        name: str = "sim",
+        mean: float = 100.0,
+        sd: float = 1.0,
+        seed: int = 0,
+        units: int = 0,
+        warmup: int = 0,
+        fail_at: int | None = None,
+        sleep: float = 0.0,
+        alpha: float | None = None,
+        v: float | None = None,
+    ) -> None:
         self.name, self.mean, self.sd = name, mean, sd
         self.rng = np.random.default_rng(seed)
         self.units, self.warmup, self.fail_at, self.sleep = units, warmup, fail_at, sleep
@@ -50,16 +60,27 @@ class Sim:
         if self.alpha is not None and self.v is not None:
             duration = self.alpha + work_amount / self.v * (1 + 0.01 * self.rng.standard_normal())
         reading = float(self.mean + self.sd * self.rng.standard_normal())
-        return RoundOutput(work_amount=work_amount, duration=duration, readings={"value": reading},
-                           unit_readings=units, work_done=None)
+        return RoundOutput(
+            work_amount=work_amount,
+            duration=duration,
+            readings={"value": reading},
+            unit_readings=units,
+            work_done=None,
+        )
 
     def data_path_args(self) -> list[str]:
         return []
 
 
 def _session(tmp_path: Path, workloads: list[Sim], **cfg: object) -> Session:
-    base: dict[str, object] = dict(monitor=False, min_rounds=3, session_limit=30.0, work_min=1.0, work_max=1.0,
-                                   min_round_seconds=0.0)
+    base: dict[str, object] = dict(
+        monitor=False,
+        min_rounds=3,
+        session_limit=30.0,
+        work_min=1.0,
+        work_max=1.0,
+        min_round_seconds=0.0,
+    )
     base.update(cfg)
     config = SessionConfig.from_preset("normal", **base)
     specs = [WorkloadSpec(name=w.name, kind="function", pis=w.pi_specs()) for w in workloads]
@@ -96,7 +117,9 @@ def test_max_rounds(tmp_path: Path) -> None:
     s = _session(tmp_path, [Sim(sd=80.0)], ci_perc=0.001, max_rounds=10)
     result = s.run()
     assert len(s.journal.records) == 10
-    assert result.status is Status.LIMIT_REACHED and result.workloads[0].pis["value"].mean is not None
+    assert (
+        result.status is Status.LIMIT_REACHED and result.workloads[0].pis["value"].mean is not None
+    )
     # too few rounds for any interval (the stats need 8): incomplete, same exit code
     few = _session(tmp_path / "few", [Sim(sd=80.0)], ci_perc=0.001, max_rounds=5).run()
     assert few.status is Status.INCOMPLETE and few.exit_code == ExitCode.LIMIT_REACHED
@@ -124,7 +147,9 @@ def test_resume_continues_the_numbering_and_the_plan(tmp_path: Path) -> None:
     assert journal.manifest is not None
     cfg = journal.manifest.config.model_copy(update={"max_rounds": 9})
     wl = Sim(sd=80.0, seed=1)
-    engine = Engine(journal, cfg, [make_track(journal.manifest.workloads[0], wl, cfg, wl.pi_specs())])
+    engine = Engine(
+        journal, cfg, [make_track(journal.manifest.workloads[0], wl, cfg, wl.pi_specs())]
+    )
     engine.replay()
     track = engine.tracks[0]
     assert track.rounds == 4 and track.planner.last_work == first[-1]
@@ -147,14 +172,28 @@ def test_edm_removes_the_warm_up_of_every_round(tmp_path: Path) -> None:
     # about 80 warm-up readings per round go; the stable level (100) is what remains
     assert edm.samples_removed == pytest.approx(80 * rounds, rel=0.15)
     assert pi.mean == pytest.approx(100, rel=0.01)
-    assert pi.ci_low is not None and pi.ci_high is not None and pi.ci_low <= 100.5 and pi.ci_high >= 99.5
+    assert (
+        pi.ci_low is not None
+        and pi.ci_high is not None
+        and pi.ci_low <= 100.5
+        and pi.ci_high >= 99.5
+    )
 
 
 @pytest.mark.live
 def test_wps_fit_recovers_alpha_and_v(tmp_path: Path) -> None:
     """Durations t = 0.2 s + w / 1000: v's CI holds 1000 and the alpha bound is in work units."""
-    s = _session(tmp_path, [Sim(alpha=0.2, v=1000.0, sd=0.5)], work_min=10.0, work_max=5000.0,
-                 ci_perc=0.02, min_rounds=12, max_rounds=60, first_result_seconds=5.0, max_round_seconds=10.0)
+    s = _session(
+        tmp_path,
+        [Sim(alpha=0.2, v=1000.0, sd=0.5)],
+        work_min=10.0,
+        work_max=5000.0,
+        ci_perc=0.02,
+        min_rounds=12,
+        max_rounds=60,
+        first_result_seconds=5.0,
+        max_round_seconds=10.0,
+    )
     result = s.run()
     w = result.workloads[0]
     assert w.wps is not None and w.wps.v is not None
@@ -176,8 +215,12 @@ def test_interleaved_rounds_rank_and_separate(tmp_path: Path) -> None:
     config_kw = dict(ci_perc=0.05, compare_p_threshold=0.01)
     s = _session(tmp_path, [a, b], **config_kw)
     s.extra_stop = lambda tracks: bool(
-        (c := compare_analyses({t.name: t.analysis for t in tracks}, s.manifest.config)) and c.all_separated)
-    s.comparison = lambda tracks: compare_analyses({t.name: t.analysis for t in tracks}, s.manifest.config)
+        (c := compare_analyses({t.name: t.analysis for t in tracks}, s.manifest.config))
+        and c.all_separated
+    )
+    s.comparison = lambda tracks: compare_analyses(
+        {t.name: t.analysis for t in tracks}, s.manifest.config
+    )
     result = s.run()
     assert result.status is Status.VALID
     order = [r.workload for r in s.journal.records]
@@ -190,8 +233,18 @@ def test_interleaved_rounds_rank_and_separate(tmp_path: Path) -> None:
 def test_welch_p_value_matches_scipy() -> None:
     def pi(mean: float, var: float, k: int) -> PIResult:
         half = 2.0 * np.sqrt(var / k)
-        return PIResult(name="x", unit="s", source="readings", mean=mean, ci_low=mean - half, ci_high=mean + half,
-                        target=0.1, subsession_variance=var, subsession_count=k, pi_type="arithmetic")
+        return PIResult(
+            name="x",
+            unit="s",
+            source="readings",
+            mean=mean,
+            ci_low=mean - half,
+            ci_high=mean + half,
+            target=0.1,
+            subsession_variance=var,
+            subsession_count=k,
+            pi_type="arithmetic",
+        )
 
     results = {"slow": pi(10.0, 4.0, 12), "fast": pi(11.0, 9.0, 20)}
     cmp_ = compare_results(results, 0.95, 0.01, "x")
@@ -210,13 +263,17 @@ class FewWindows(Sim):
     """Unit readings whose count follows the round's speed: slow rounds log more windows."""
 
     def run_round(self, work_amount: float, round_dir: Path) -> RoundOutput:
-        out = super().run_round(work_amount, round_dir)
+        super().run_round(work_amount, round_dir)  # counts the call; its output is replaced
         fast = self.calls % 2 == 0
         n = 3 if fast else 40
         level = 200.0 if fast else 100.0
         units = level + self.rng.standard_normal(n)
-        return RoundOutput(work_amount=work_amount, duration=0.01, readings={"value": level},
-                           unit_readings={"value": units})
+        return RoundOutput(
+            work_amount=work_amount,
+            duration=0.01,
+            readings={"value": level},
+            unit_readings={"value": units},
+        )
 
 
 @pytest.mark.live
@@ -249,7 +306,8 @@ def test_an_in_process_workload_that_crashes_is_a_failed_round(tmp_path: Path) -
 
 
 class Windows(Sim):
-    """fio-like: rates over equal 20 ms windows alternating 100 and 300 (total work / time = 200)."""
+    """fio-like: rates over equal 20 ms windows alternating 100 and 300
+    (total work / time = 200)."""
 
     def pi_specs(self) -> list[PISpec]:
         return [PISpec(name="bw", unit="B/s", pi_type=PIType.HARMONIC)]
@@ -258,8 +316,13 @@ class Windows(Sim):
         self.calls += 1
         rates = np.tile([100.0, 300.0], 50) * (1 + 0.01 * self.rng.standard_normal(100))
         times = 0.02 * np.arange(1, 101)
-        return RoundOutput(work_amount=work_amount, duration=2.0, readings={"bw": 200.0},
-                           unit_readings={"bw": rates}, unit_timestamps={"bw": times})
+        return RoundOutput(
+            work_amount=work_amount,
+            duration=2.0,
+            readings={"bw": 200.0},
+            unit_readings={"bw": rates},
+            unit_timestamps={"bw": times},
+        )
 
 
 @pytest.mark.live
@@ -276,12 +339,15 @@ def test_equal_time_windows_average_to_total_work_over_time(tmp_path: Path) -> N
 
 
 @pytest.mark.live
-def test_targets_met_only_at_the_final_analysis_is_a_valid_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_targets_met_only_at_the_final_analysis_is_a_valid_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The limit stops the rounds before a paced analysis sees the last ones; the final analysis
     meets every target: the result is valid (exit 0), and the stop reason says how it ended."""
     import pilot_sys.session.engine as engine_module
 
-    monkeypatch.setattr(engine_module, "analysis_step", lambda *args, **kwargs: 10_000)  # analyse once, then only at the end
+    # analyse once, then only at the end
+    monkeypatch.setattr(engine_module, "analysis_step", lambda *args, **kwargs: 10_000)
     s = _session(tmp_path, [Sim(sd=1.0)], ci_perc=0.05, min_rounds=8, max_rounds=150)
     result = s.run()
     pi = result.workloads[0].pis["value"]
@@ -297,7 +363,9 @@ def test_targets_met_only_at_the_final_analysis_is_a_valid_result(tmp_path: Path
 
 
 @pytest.mark.live
-def test_a_stop_on_met_targets_is_confirmed_on_the_latest_rounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stop_on_met_targets_is_confirmed_on_the_latest_rounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An analysis paced some rounds back may still say "met" after the rounds since have undone
     it (an interleaved comparison once stopped as valid and then reported a PI without a CI):
     the stop must be decided on an analysis of every round."""
@@ -312,9 +380,12 @@ def test_a_stop_on_met_targets_is_confirmed_on_the_latest_rounds(tmp_path: Path,
     journal = Journal.open(s.journal.root)
     assert journal.manifest is not None
     cfg = journal.manifest.config.model_copy(update={"max_rounds": 10_000, "session_limit": None})
-    monkeypatch.setattr(engine_module, "analysis_step", lambda *args, **kwargs: 10_000)  # no paced analysis
+    # no paced analysis
+    monkeypatch.setattr(engine_module, "analysis_step", lambda *args, **kwargs: 10_000)
     wild = Sim(sd=400.0, seed=3)
-    engine = Engine(journal, cfg, [make_track(journal.manifest.workloads[0], wild, cfg, wild.pi_specs())])
+    engine = Engine(
+        journal, cfg, [make_track(journal.manifest.workloads[0], wild, cfg, wild.pi_specs())]
+    )
     engine.replay()
     assert engine.targets_met()
     track = engine.tracks[0]
@@ -328,3 +399,43 @@ def test_a_stop_on_met_targets_is_confirmed_on_the_latest_rounds(tmp_path: Path,
     assert engine._should_stop(0.0) is None  # but the confirmed one does not
     assert not engine.targets_met() and track.analysed_index == journal.records[-1].index
     journal.unlock()
+
+
+class BytesSim(Sim):
+    """A Sim whose rounds report the bytes they moved (4 KiB per work unit), as fio and dd do."""
+
+    def run_round(self, work_amount: float, round_dir: Path) -> RoundOutput:
+        out = super().run_round(work_amount, round_dir)
+        return out.model_copy(update={"work_done": work_amount * 4096.0})
+
+
+@pytest.mark.live
+def test_the_planner_predicts_in_work_amount_units_when_rounds_report_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The WPS fit's v is in bytes per second here; the planner caps work *amounts*, so it must
+    get v / 4096 (about 1000 work units per second), not v."""
+    from pilot_sys.session.planner import Planner
+
+    rates: list[float | None] = []
+    real = Planner.set_rate
+    monkeypatch.setattr(Planner, "set_rate", lambda self, r: (rates.append(r), real(self, r))[1])
+    s = _session(
+        tmp_path,
+        [BytesSim(alpha=0.05, v=1000.0, sd=0.5)],
+        work_min=10.0,
+        work_max=5000.0,
+        ci_perc=0.02,
+        min_rounds=12,
+        max_rounds=40,
+        first_result_seconds=5.0,
+        max_round_seconds=10.0,
+    )
+    result = s.run()
+    w = result.workloads[0]
+    assert w.wps is not None and w.wps.v is not None
+    assert w.wps.v == pytest.approx(4096.0 * 1000.0, rel=0.1)  # bytes per second
+    given = [r for r in rates if r is not None]
+    # work units per second: every fit within 2x (bytes would be 4096x), the last within 5 %
+    assert given and all(500.0 < r < 2000.0 for r in given), given
+    assert given[-1] == pytest.approx(1000.0, rel=0.05)

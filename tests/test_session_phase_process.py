@@ -24,7 +24,6 @@ from pilot_sys.monitor.trace_io import is_named_utilization, metric_matrix
 from pilot_sys.session.journal import MONITOR_FILE
 from pilot_sys.session.monitoring import WORKLOAD_COMPONENT, RoundMonitoring, RoundProcessesProbe
 from pilot_sys.session.phase_check import HOST, WORKLOAD, check_traces, compare_traces
-from pilot_sys.session.result import PhaseCheck
 from pilot_sys.stats.phases import consistent_rounds
 
 TRACES = FIXTURES / "traces"
@@ -38,7 +37,9 @@ def _trace(workload: str, run: int) -> MonitorTrace:
 
 def _without_processes(trace: MonitorTrace) -> MonitorTrace:
     """The trace as a session records it for an in-process workload: no process series."""
-    return trace.model_copy(update={"series": {k: v for k, v in trace.series.items() if not k.startswith("process:")}})
+    return trace.model_copy(
+        update={"series": {k: v for k, v in trace.series.items() if not k.startswith("process:")}}
+    )
 
 
 # -- the phase check's choice of series ------------------------------------------------------------
@@ -72,7 +73,10 @@ def test_one_trace_without_process_series_makes_all_host_wide() -> None:
     check = check_traces(mixed)
     assert "on host-wide utilizations (only 4 of 5 traces have per-process series)" in check.note
     stripped = check_traces([(i, _without_processes(t)) for i, t in full])
-    assert check.scores == stripped.scores and check.inconsistent_rounds == stripped.inconsistent_rounds
+    assert (
+        check.scores == stripped.scores
+        and check.inconsistent_rounds == stripped.inconsistent_rounds
+    )
 
 
 def test_a_comparison_uses_one_kind_of_series_for_both_sides() -> None:
@@ -81,14 +85,18 @@ def test_a_comparison_uses_one_kind_of_series_for_both_sides() -> None:
     both = compare_traces("fio", fio, "pulses", pulses)
     assert both.differs is True and both.note.endswith(f"(on {WORKLOAD_WORDS})")
     one = compare_traces("fio", fio, "pulses", [_without_processes(t) for t in pulses])
-    assert one.note.endswith("(on host-wide utilizations (only 3 of 6 traces have per-process series))")
+    assert one.note.endswith(
+        "(on host-wide utilizations (only 3 of 6 traces have per-process series))"
+    )
 
 
 def test_metric_matrices_are_matched_as_given() -> None:
     """The API's matrix input has no series names: no choice is made or claimed."""
     rng = np.random.default_rng(5)
-    runs = [(i, np.clip(np.repeat([0.1, 0.9, 0.2], 15)[:, None] + rng.normal(0, 0.01, (45, 1)), 0, 1))
-            for i in range(1, 4)]
+    runs = [
+        (i, np.clip(np.repeat([0.1, 0.9, 0.2], 15)[:, None] + rng.normal(0, 0.01, (45, 1)), 0, 1))
+        for i in range(1, 4)
+    ]
     check = check_traces(runs)
     assert check.note == "3 rounds checked: the same phase behaviour in every one"
     assert check.series is None
@@ -115,15 +123,20 @@ def _round(mon: RoundMonitoring, round_dir: Path, argv: list[str] | None) -> Mon
 
 
 def _total(trace: MonitorTrace, metric: str) -> float:
-    """The integral of a rate series over the round (intervals that could not be measured skipped)."""
-    rate = np.array([np.nan if v is None else v for v in trace.series[f"{WORKLOAD_COMPONENT}/{metric}"]])
+    """The integral of a rate series over the round (intervals that could not be measured
+    skipped)."""
+    rate = np.array(
+        [np.nan if v is None else v for v in trace.series[f"{WORKLOAD_COMPONENT}/{metric}"]]
+    )
     dt = np.diff(np.asarray(trace.timestamps), prepend=np.nan)
     ok = np.isfinite(rate) & np.isfinite(dt)
     return float(np.sum(rate[ok] * dt[ok]))
 
 
 @pytest.mark.live
-def test_a_command_round_records_its_own_process_tree(monitoring: RoundMonitoring, tmp_path: Path) -> None:
+def test_a_command_round_records_its_own_process_tree(
+    monitoring: RoundMonitoring, tmp_path: Path
+) -> None:
     """A child that writes 4 MiB in 64 KiB write() calls, then forks a grandchild that burns
     CPU for 0.4 s: the bytes written add up exactly (wchar counts write() calls), and the CPU of
     the grandchild, reaped by the child, is the workload's too."""
@@ -140,16 +153,25 @@ def test_a_command_round_records_its_own_process_tree(monitoring: RoundMonitorin
     )
     trace = _round(monitoring, tmp_path / "r1", [sys.executable, "-c", script])
     series = trace.series
-    assert f"{WORKLOAD_COMPONENT}/cpu_cores" in series and f"{WORKLOAD_COMPONENT}/write_bytes_per_s" in series
-    assert max(v for v in series[f"{WORKLOAD_COMPONENT}/processes"] if v is not None) == 2  # child + grandchild
+    assert (
+        f"{WORKLOAD_COMPONENT}/cpu_cores" in series
+        and f"{WORKLOAD_COMPONENT}/write_bytes_per_s" in series
+    )
+    assert (
+        max(v for v in series[f"{WORKLOAD_COMPONENT}/processes"] if v is not None) == 2
+    )  # child + grandchild
     written = _total(trace, "wchar_bytes_per_s")
-    assert size - 1 <= written <= size + 64 * 1024  # (rates x intervals: float rounding); startup writes are few
+    assert (
+        size - 1 <= written <= size + 64 * 1024
+    )  # (rates x intervals: float rounding); startup writes are few
     cpu = _total(trace, "cpu_cores")
     assert 0.4 <= cpu <= 0.4 + 0.5  # the busy loop, plus two interpreters' startup
 
 
 @pytest.mark.live
-def test_children_from_before_the_round_are_not_its_processes(monitoring: RoundMonitoring, tmp_path: Path) -> None:
+def test_children_from_before_the_round_are_not_its_processes(
+    monitoring: RoundMonitoring, tmp_path: Path
+) -> None:
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         trace = _round(monitoring, tmp_path / "r1", ["sleep", "0.3"])
@@ -161,10 +183,14 @@ def test_children_from_before_the_round_are_not_its_processes(monitoring: RoundM
 
 
 @pytest.mark.live
-def test_an_in_process_round_has_no_process_series(monitoring: RoundMonitoring, tmp_path: Path) -> None:
+def test_an_in_process_round_has_no_process_series(
+    monitoring: RoundMonitoring, tmp_path: Path
+) -> None:
     trace = _round(monitoring, tmp_path / "r1", None)
     assert not any(k.startswith("process:") for k in trace.series)
-    assert any(n.startswith(f"{WORKLOAD_COMPONENT}: the round started no process") for n in trace.notes)
+    assert any(
+        n.startswith(f"{WORKLOAD_COMPONENT}: the round started no process") for n in trace.notes
+    )
     assert "cpu:host/util_compute" in trace.series  # the host-wide series are all still there
 
 
@@ -173,7 +199,9 @@ def test_an_idle_tick_reads_one_file(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without a child (an in-process round) the probe costs one pread per tick, no open."""
     from pilot_sys.monitor.probe import ProbeContext
 
-    probe = RoundProcessesProbe(ProbeContext(), Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children"))
+    probe = RoundProcessesProbe(
+        ProbeContext(), Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+    )
     calls: list[str] = []
     real_pread, real_open = os.pread, os.open
     monkeypatch.setattr(os, "pread", lambda *a: calls.append("pread") or real_pread(*a))
@@ -190,18 +218,48 @@ def test_an_idle_tick_reads_one_file(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.slow
 @pytest.mark.live
 def test_a_stress_ng_session_checks_phases_on_its_own_processes(tmp_path: Path) -> None:
-    """`pilot-sys run` of stress-ng at 50 Hz, rounds of ~0.6-1.3 s on a quiet host (30+ samples each,
-    more when the host is busy: 2000 bogo ops took 0.9 s idle here): every round
-    trace holds the workload's own series, and the phase check says it matched on them."""
+    """`pilot-sys run` of stress-ng at 50 Hz, rounds of ~0.6-1.3 s on a quiet host (30+ samples
+    each, more when the host is busy: 2000 bogo ops took 0.9 s idle here): every round trace holds
+    the workload's own series, and the phase check says it matched on them."""
     require_tool("stress-ng")
     out = tmp_path / "res"
-    r = run_cli("run", "--preset", "quick", "-w", "1500,2500", "--min-round-seconds", "0.3", "--max-round-seconds", "1.5",
-                "--sample-rate", str(RATE_HZ), "--min-rounds", "3", "--max-rounds", "4", "--no-plots", "--json",
-                "-o", str(out), "--", "stress-ng", "--cpu", "1", "--cpu-ops", "%WORK_AMOUNT%", "--quiet", timeout=120)
-    assert r.returncode in (0, 3, 4), r.stderr  # valid, invalid (a busy shared host) or out of rounds
+    r = run_cli(
+        "run",
+        "--preset",
+        "quick",
+        "-w",
+        "1500,2500",
+        "--min-round-seconds",
+        "0.3",
+        "--max-round-seconds",
+        "1.5",
+        "--sample-rate",
+        str(RATE_HZ),
+        "--min-rounds",
+        "3",
+        "--max-rounds",
+        "4",
+        "--no-plots",
+        "--json",
+        "-o",
+        str(out),
+        "--",
+        "stress-ng",
+        "--cpu",
+        "1",
+        "--cpu-ops",
+        "%WORK_AMOUNT%",
+        "--quiet",
+        timeout=120,
+    )
+    assert r.returncode in (0, 3, 4), (
+        r.stderr
+    )  # valid, invalid (a busy shared host) or out of rounds
     assert "Traceback" not in r.stderr
     result = json.loads(r.stdout)
-    rounds = [json.loads(line) for line in (out / "rounds.jsonl").read_text().splitlines() if line.strip()]
+    rounds = [
+        json.loads(line) for line in (out / "rounds.jsonl").read_text().splitlines() if line.strip()
+    ]
     assert len(rounds) == 4
     for rec in rounds:
         trace = json.loads((out / rec["dir"] / MONITOR_FILE).read_text())
@@ -210,7 +268,9 @@ def test_a_stress_ng_session_checks_phases_on_its_own_processes(tmp_path: Path) 
         # stress-ng's CPU worker is busy for most of it (the host's other tenants share the core)
         assert len(cores) >= max(5, 0.6 * rec["duration"] * RATE_HZ), (len(cores), rec["duration"])
         assert float(np.mean(cores)) > 0.2
-        assert max(trace["series"][f"{WORKLOAD_COMPONENT}/processes"]) >= 2  # stress-ng and its worker
+        assert (
+            max(trace["series"][f"{WORKLOAD_COMPONENT}/processes"]) >= 2
+        )  # stress-ng and its worker
     check = result["workloads"][0]["phase_check"]
     assert len(check["checked_rounds"]) >= 3, check["note"]
     assert f"checked on {WORKLOAD_WORDS}" in check["note"]

@@ -28,7 +28,11 @@ def test_required_count_hand_checked() -> None:
     # variance 1, width 1 at 95%: 2 t_{k-1} / sqrt(k) <= 1 first holds at k = 18 (t_17 = 2.1098)
     k = required_count(1.0, 1.0, 0.95)
     assert k == 18
-    assert 2 * sps.t.ppf(0.975, k - 1) / math.sqrt(k) <= 1.0 < 2 * sps.t.ppf(0.975, k - 2) / math.sqrt(k - 1)
+    assert (
+        2 * sps.t.ppf(0.975, k - 1) / math.sqrt(k)
+        <= 1.0
+        < 2 * sps.t.ppf(0.975, k - 2) / math.sqrt(k - 1)
+    )
     assert required_count(0.0, 1.0, 0.95, 8) == 8
 
 
@@ -36,7 +40,9 @@ def test_wilson_matches_statsmodels() -> None:
     z = sps.norm.ppf(0.975)
     for k, n in [(30, 100), (0, 50), (50, 50)]:
         centre, half = wilson_half_width(k / n, n, z)
-        assert (centre - half, centre + half) == pytest.approx(proportion_confint(k, n, 0.05, method="wilson"), abs=1e-12)
+        assert (centre - half, centre + half) == pytest.approx(
+            proportion_confint(k, n, 0.05, method="wilson"), abs=1e-12
+        )
 
 
 def test_iid_summary_is_close_to_the_naive_interval() -> None:
@@ -107,7 +113,9 @@ def test_insufficient_and_bad_options() -> None:
     scale=st.floats(1e-3, 1e3),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_ci_endpoints_are_shift_and_scale_equivariant(shift: float, scale: float, seed: int) -> None:
+def test_ci_endpoints_are_shift_and_scale_equivariant(
+    shift: float, scale: float, seed: int
+) -> None:
     x = lfilter([1.0], [1.0, -0.5], np.random.default_rng(seed).standard_normal(800))
     base = summarize(x)
     moved = summarize(shift + scale * x)

@@ -63,11 +63,15 @@ def test_compare_samples_on_correlated_series() -> None:
     c = compare_samples(a, b)
     assert c.verdict == "a_lower"
     assert c.welch.ci.low < -1.0 < c.welch.ci.high
-    assert c.welch.dof < 2 * 3000 / (c.a.subsession_size or 1)  # counts are subsessions, not raw samples
+    assert c.welch.dof < 2 * 3000 / (
+        c.a.subsession_size or 1
+    )  # counts are subsessions, not raw samples
     same = compare_samples(a, a + 0.001)
     assert same.verdict == "undecided"
     assert same.additional_samples_a is not None
-    assert same.additional_samples_a % (same.a.subsession_size or 1) == 0  # raw samples = subsessions x q
+    assert (
+        same.additional_samples_a % (same.a.subsession_size or 1) == 0
+    )  # raw samples = subsessions x q
 
 
 def test_compare_harmonic_uses_rates() -> None:

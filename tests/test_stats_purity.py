@@ -8,13 +8,13 @@ A fresh interpreter because this test process has long imported the rest of the 
 
 from __future__ import annotations
 
-import pytest
-
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import pilot_sys
 

@@ -1,4 +1,5 @@
-"""WPS regression against statsmodels OLS, an exact line, merging of correlated rounds, the alpha bound."""
+"""WPS regression against statsmodels OLS, an exact line, merging of correlated rounds, the alpha
+bound."""
 
 from __future__ import annotations
 

@@ -26,10 +26,11 @@ def _warm_series(n: int, seed: int, tau: float = 400.0) -> np.ndarray:
 
 def test_cold_tail_is_cut_and_steady_percentiles_are_exact() -> None:
     lat = _warm_series(100_000, seed=1)
-    result = detect_steady_state(lat)
+    result = detect_steady_state(lat, method="dual-gate")
     start = result.steady_state_start
     assert start is not None
-    # 376 exp(-i/400) falls below 2% of the ~4.5 floor after ~2800 iterations; windows are 10^4 long.
+    # 376 exp(-i/400) falls below 2% of the ~4.5 floor after ~2800 iterations;
+    # windows are 10^4 long.
     assert result.window == 10_000 and start == 10_000
     steady = lat[start:]
     assert result.steady is not None
@@ -49,8 +50,8 @@ def test_cold_tail_is_cut_and_steady_percentiles_are_exact() -> None:
 def test_time_to_steady_state_uses_timestamps_or_the_latency_unit() -> None:
     lat_ms = _warm_series(20_000, seed=2, tau=150.0)
     start_times = np.concatenate([[0.0], np.cumsum(lat_ms[:-1]) * 1e-3]) + 100.0
-    with_stamps = detect_steady_state(lat_ms, timestamps=start_times)
-    in_ms = detect_steady_state(lat_ms, seconds_per_unit=1e-3)
+    with_stamps = detect_steady_state(lat_ms, method="dual-gate", timestamps=start_times)
+    in_ms = detect_steady_state(lat_ms, method="dual-gate", seconds_per_unit=1e-3)
     start = with_stamps.steady_state_start
     assert start is not None and start == in_ms.steady_state_start
     assert with_stamps.time_to_steady_state == pytest.approx(start_times[start] - start_times[0])
@@ -59,8 +60,12 @@ def test_time_to_steady_state_uses_timestamps_or_the_latency_unit() -> None:
 
 def test_stationary_series_is_steady_from_the_start() -> None:
     rng = np.random.default_rng(3)
-    for sample in (rng.lognormal(0, 1, 20_000), rng.exponential(1.0, 20_000), rng.normal(100, 5, 20_000)):
-        result = detect_steady_state(sample)
+    for sample in (
+        rng.lognormal(0, 1, 20_000),
+        rng.exponential(1.0, 20_000),
+        rng.normal(100, 5, 20_000),
+    ):
+        result = detect_steady_state(sample, method="dual-gate")
         assert result.steady_state_start == 0
         assert result.cold_start_cost == 0.0 and result.time_to_steady_state == 0.0
 
@@ -68,7 +73,7 @@ def test_stationary_series_is_steady_from_the_start() -> None:
 def test_a_run_that_never_settles_is_a_valid_explained_answer() -> None:
     rng = np.random.default_rng(4)
     drifting = np.linspace(10.0, 2.0, 30_000) + rng.normal(0, 0.1, 30_000)
-    result = detect_steady_state(drifting)
+    result = detect_steady_state(drifting, method="dual-gate")
     assert result.steady_state_start is None and result.steady is None
     assert result.reason.startswith("no steady state reached") and "run longer" in result.reason
     assert result.cold_start_cost == pytest.approx(drifting.sum())
@@ -83,8 +88,8 @@ def test_tail_gate_waits_for_a_slow_path_the_median_gate_misses() -> None:
     lat = 1.0 + 0.05 * rng.random(n)
     slow = rng.random(n) < 0.01
     lat[slow] += 5.0 + 20.0 * np.exp(-i[slow] / 60_000)
-    dual = detect_steady_state(lat)
-    median_only = detect_steady_state(lat, tail_tolerance=1e9)
+    dual = detect_steady_state(lat, method="dual-gate")
+    median_only = detect_steady_state(lat, method="dual-gate", tail_tolerance=1e9)
     assert median_only.steady_state_start == 0
     assert dual.steady_state_start is not None and dual.steady_state_start >= 150_000
     assert "p99.9" in dual.reason
@@ -94,7 +99,7 @@ def test_noisy_but_stationary_windows_pass_through_the_noise_allowance() -> None
     # Small windows of a heavy-tailed series: the median's sampling error alone exceeds 2%.
     rng = np.random.default_rng(6)
     sample = rng.lognormal(0, 1.5, 3000)
-    result = detect_steady_state(sample)
+    result = detect_steady_state(sample, method="dual-gate")
     assert result.window == 300 and result.tail_quantile == pytest.approx(1 - 10 / 300)
     assert result.steady_state_start is not None
 
@@ -106,18 +111,23 @@ def test_window_sizing_rules() -> None:
     assert tail_quantile_for(10_000) == pytest.approx(0.999)
     assert tail_quantile_for(1_000) == pytest.approx(0.99)
     lat = _warm_series(30_000, seed=7, tau=100.0)
-    assert detect_steady_state(lat, window=500).window == 500
+    assert detect_steady_state(lat, method="dual-gate", window=500).window == 500
 
 
-def test_too_few_samples_and_bad_arguments_are_refused() -> None:
-    with pytest.raises(InsufficientData, match="need at least"):
-        detect_steady_state(np.ones(DEFAULT_HISTORY * MIN_WINDOW - 1))
-    with pytest.raises(InsufficientData):
-        detect_steady_state(np.ones(1000), window=400)
+def test_too_few_samples_are_answered_and_bad_arguments_refused() -> None:
+    short = detect_steady_state(np.ones(DEFAULT_HISTORY * MIN_WINDOW - 1), method="dual-gate")
+    assert short.too_short and short.steady_state_start is None
+    assert short.reason == "too short to show a steady state: 99 readings, at least 100 needed"
+    assert detect_steady_state(np.ones(1000), method="dual-gate", window=400).too_short
+    two = detect_steady_state(np.array([3.0, 1.0]))
+    assert two.too_short and two.reason.endswith("2 readings, at least 20 needed")
+    assert two.raw.n == 2 and two.raw.max == 3.0 and two.cold_start_cost == 4.0
+    with pytest.raises(InsufficientData, match="no readings"):
+        detect_steady_state(np.array([]))
     with pytest.raises(ValueError, match="NaN"):
-        detect_steady_state(np.array([1.0, np.nan] * 100))
+        detect_steady_state(np.array([1.0, np.nan] * 100), method="dual-gate")
     with pytest.raises(ValueError, match="timestamps"):
-        detect_steady_state(np.ones(500), timestamps=np.ones(10))
+        detect_steady_state(np.ones(500), method="dual-gate", timestamps=np.ones(10))
 
 
 @pytest.mark.live
@@ -136,11 +146,30 @@ def test_real_python_workload_warms_up_and_settles() -> None:
         t0 = time.perf_counter_ns()
         work(data)
         lat[k] = (time.perf_counter_ns() - t0) * 1e-3  # microseconds
-    result = detect_steady_state(lat, seconds_per_unit=1e-6)
+    result = detect_steady_state(lat, method="dual-gate", seconds_per_unit=1e-6)
     assert result.raw.n == lat.size
     if result.steady_state_start is not None:
         assert result.steady is not None
         assert result.steady.median == pytest.approx(np.median(lat[result.steady_state_start :]))
-        assert result.time_to_steady_state == pytest.approx(lat[: result.steady_state_start].sum() * 1e-6)
+        assert result.time_to_steady_state == pytest.approx(
+            lat[: result.steady_state_start].sum() * 1e-6
+        )
     else:  # a noisy shared VM may never settle; then the answer must say so
         assert "no steady state reached" in result.reason
+
+
+def test_analyze_warmup_steady_says_why_it_kept_every_sample() -> None:
+    from pilot_sys.cli.analyze import find_stable_part
+
+    noise = 1 + 0.02 * np.random.default_rng(13).standard_normal(3000)
+    part, warnings = find_stable_part(np.linspace(2.0, 1.0, 3000) * noise, "steady")
+    assert not part.found and (part.begin, part.end) == (0, 3000)
+    assert warnings[0].startswith(
+        "warm-up removal (steady): no steady state: the level still moves"
+    )
+    part, warnings = find_stable_part(np.ones(12), "steady")
+    assert not part.found
+    assert warnings == [
+        "warm-up removal (steady): too short to show a steady state: 12 readings, at least 20 "
+        "needed; all samples are used"
+    ]

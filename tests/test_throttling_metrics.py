@@ -128,12 +128,13 @@ def test_cpu_quota_formulas_against_a_loop() -> None:
 
 def test_io_memory_qdisc_formulas_against_a_loop() -> None:
     t = [0.0, 1.0, 2.0, 3.5]
+    # io_service_bytes Write under a 20 MiB/s throttle
     written = [
         0.0,
         20 * 2**20,
         40 * 2**20,
         70 * 2**20,
-    ]  # io_service_bytes Write under a 20 MiB/s throttle
+    ]
     rate = events_per_second(np.array(written), np.array(t))
     np.testing.assert_allclose(rate, _loop_rate(written, t), equal_nan=True)
     np.testing.assert_allclose(

@@ -8,6 +8,7 @@ import pytest
 from conftest import FIXTURES
 from pilot_sys.topology.components import ComponentKind, LimitSource
 from pilot_sys.topology.discover import discover
+from pilot_sys.topology.effective import applied_limit
 from pilot_sys.topology.graph import OUTWARD, ComponentGraph
 
 SYS = FIXTURES / "sys"
@@ -120,10 +121,14 @@ def test_cpu_topology_and_cgroup_v2_quota(nvme: ComponentGraph) -> None:
     assert cpu.attrs["sockets"] == 1 and cpu.attrs["cores"] == 4 and cpu.attrs["online_cpus"] == 8
     assert cpu.attrs["smt"] is True and cpu.attrs["threads_per_core"] == 2
     assert cpu.attrs["max_freq_hz"] == 4.2e9 and cpu.attrs["min_freq_hz"] == 0.8e9
-    # user-1000.slice says 150000/100000; the parent says max: the tightest ancestor binds
-    assert cpu.limits["compute"].value == pytest.approx(1.5)
-    assert cpu.limits["compute"].unit == "cores"
-    assert "user-1000.slice/cpu.max" in cpu.limits["compute"].detail
+    # the CPU's own (physical) limit is its 8 online CPUs; user-1000.slice's cpu.max
+    # (150000/100000, under a parent at max) is a limiter of its own, and the tighter one applies
+    assert cpu.limits["compute"].value == 8.0 and cpu.limits["compute"].unit == "cores"
+    assert "quota" not in cpu.limits["compute"].detail and "cgroup_quota_cores" not in cpu.attrs
+    applied = applied_limit(nvme, "cpu:host", "compute")
+    assert (applied.applied, applied.limit.value) == ("effective", pytest.approx(1.5))
+    assert applied.imposed_by == "cgroup:/user.slice/user-1000.slice/cpu"
+    assert "user-1000.slice/cpu.max" in applied.limit.detail
 
 
 def test_memory_bandwidth_from_dmi(nvme: ComponentGraph) -> None:
@@ -212,7 +217,9 @@ def test_zram_numa_and_cgroup_v1(md: ComponentGraph) -> None:
         "node0": [0, 1, 2, 3],
         "node1": [4, 5, 6, 7],
     }
-    assert cpu.limits["compute"].value == pytest.approx(2.0)  # 200000 / 100000
+    assert cpu.limits["compute"].value == 8.0  # physical: 8 online CPUs
+    quota = applied_limit(md, "cpu:host", "compute")  # the v1 quota 200000 / 100000 applies
+    assert (quota.applied, quota.limit.value) == ("effective", pytest.approx(2.0))
     assert md.component("memory:node1").limits["capacity"].value == 16 * 1024**3
     assert not md.component("memory:host").limits["read"].known  # no DMI, no probe asked: unknown
 

@@ -51,9 +51,20 @@ QUOTA = "cgroup:/user.slice/user-1000.slice/cpu"  # the nvme-lvm session's cpu.m
 def test_file_on_lvm_over_nvme_partition(nvme: ComponentGraph) -> None:
     data = resolve(nvme, ["fio", "--filename=/home/alice/test.dat", "--rw=write"])
     # the captured session's cgroup CPU quota (1.5 cores on user-1000.slice) stands before the CPU
-    assert data.paths == [[QUOTA, "cpu:host", "memory:host", "pci:0000:00:01.1", "pci:0000:01:00.0",
-                           "controller:nvme0", "block:nvme0n1", "block:nvme0n1p2", "block:dm-1",
-                           "mount:/home"]]
+    assert data.paths == [
+        [
+            QUOTA,
+            "cpu:host",
+            "memory:host",
+            "pci:0000:00:01.1",
+            "pci:0000:01:00.0",
+            "controller:nvme0",
+            "block:nvme0n1",
+            "block:nvme0n1p2",
+            "block:dm-1",
+            "mount:/home",
+        ]
+    ]
     assert data.cut == "block:nvme0n1"  # the physical device under partition and LV
     assert data.arguments[0].kind == "path" and data.arguments[0].component == "mount:/home"
 

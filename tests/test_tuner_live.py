@@ -16,7 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from pilot_sys.monitor.tuner import StepKind, TuneStatus, TuneTarget, prior_slope_from_cost, tune_for_workload
+from pilot_sys.monitor.tuner import (
+    StepKind,
+    TuneStatus,
+    TuneTarget,
+    prior_slope_from_cost,
+    tune_for_workload,
+)
 from pilot_sys.workload.runner import CommandWorkload
 
 LOOP = "n = 0\nfor i in range(400_000):\n    n += i"
@@ -39,20 +45,31 @@ def test_tuner_with_the_real_sampler_on_a_shared_core(one_core: int, tmp_path: P
     workload = CommandWorkload([sys.executable, "-S", "-c", LOOP])
     seen: list[float] = []
     result = tune_for_workload(
-        workload, 0.01, pairs=3, max_measurements=2, target=TuneTarget.ESTIMATE, workdir=tmp_path, seed=3,
-        allow_unreachable=True, on_iteration=lambda it: seen.append(it.rate_hz),
+        workload,
+        0.01,
+        pairs=3,
+        max_measurements=2,
+        target=TuneTarget.ESTIMATE,
+        workdir=tmp_path,
+        seed=3,
+        allow_unreachable=True,
+        on_iteration=lambda it: seen.append(it.rate_hz),
     )
     # The sampler alone, then in the monitored rounds: about one wake-up per period, and a
     # plausible CPU time per sample.
     for cost in (result.calibration, result.monitor_cost):
         assert cost is not None
-        assert 0.5 * cost.rate_hz <= cost.wakeups_per_second <= 1.1 * cost.rate_hz  # a busy core may skip ticks
+        assert (
+            0.5 * cost.rate_hz <= cost.wakeups_per_second <= 1.1 * cost.rate_hz
+        )  # a busy core may skip ticks
         assert 1e-6 < cost.cpu_seconds_per_sample < 0.02
     assert result.monitor_cost.rate_hz == pytest.approx(result.rate_hz)
     # Over the calibration's second of sampling (no short rounds whose fixed costs skew the
     # ratios), CPU per second = CPU per sample x samples per second.
     cal = result.calibration
-    assert cal.cpu_seconds_per_second == pytest.approx(cal.cpu_seconds_per_sample * cal.wakeups_per_second, rel=0.2)
+    assert cal.cpu_seconds_per_second == pytest.approx(
+        cal.cpu_seconds_per_sample * cal.wakeups_per_second, rel=0.2
+    )
     # The first rate is the prior's: budget / per-sample cost of the calibration, clamped.
     assert result.prior_slope == prior_slope_from_cost(result.calibration)
     first = result.iterations[0]
@@ -76,8 +93,10 @@ def test_tuner_with_the_real_sampler_on_a_shared_core(one_core: int, tmp_path: P
         assert est.overhead - 0.01 <= est.halfwidth  # at the budget within the CI, or under it
     elif result.status is TuneStatus.AT_MAX_RATE:
         assert result.rate_hz == result.bounds.max_hz and est.overhead <= 0.01
-    elif result.status is TuneStatus.UNREACHABLE:
+    elif result.status is TuneStatus.OVER_BUDGET:
         assert result.rate_hz == result.bounds.min_hz and est.ci_low > 0.01
+    elif result.status is TuneStatus.UNDECIDED:
+        assert result.rate_hz == result.bounds.min_hz and est.ci_low <= 0.01 < est.ci_high
     else:
         assert result.status is TuneStatus.MAX_MEASUREMENTS and est.overhead <= 0.01
 
@@ -91,10 +110,19 @@ def test_in_process_function_with_a_generous_budget() -> None:
         for i in range(n):
             total += i
 
-    result = tune_function(work, 0.9, work_amount=200_000, pairs=4, max_measurements=1, target=TuneTarget.ESTIMATE,
-                           seed=1)
+    result = tune_function(
+        work,
+        0.9,
+        work_amount=200_000,
+        pairs=4,
+        max_measurements=1,
+        target=TuneTarget.ESTIMATE,
+        seed=1,
+    )
     # A sampler costing a few percent of a core cannot take 90% of the function's time.
     assert result.status is TuneStatus.AT_MAX_RATE and result.rate_hz == result.bounds.max_hz
     assert result.overhead is not None and result.overhead.overhead < 0.9
     m = result.measurements[0]
-    assert len(m.readings_on) == len(m.readings_off) == 4 and min(m.readings_on + m.readings_off) > 0
+    assert (
+        len(m.readings_on) == len(m.readings_off) == 4 and min(m.readings_on + m.readings_off) > 0
+    )

@@ -8,8 +8,8 @@ from typing import Literal
 
 import numpy as np
 import pytest
-from conftest import FIXTURES
 
+from conftest import FIXTURES
 from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import RoundRecord, WorkloadSpec
@@ -22,7 +22,8 @@ from pilot_sys.workload.pyfunc import FunctionWorkload
 
 HERE = FIXTURES / "workload"
 ROUNDS = 10
-UNITS = 42  # per round: 21 x 100 and 21 x 300, shuffled; 420 samples split evenly into subsessions of 1..7
+# per round: 21 x 100 and 21 x 300, shuffled; 420 samples split evenly into subsessions of 1..7
+UNITS = 42
 # By hand: arithmetic mean (100 + 300) / 2 = 200; harmonic 2 / (1/100 + 1/300) = 150, in every
 # round and so over all of them (order does not change either mean).
 ARITHMETIC_MEAN = 200.0
@@ -31,22 +32,46 @@ REGULAR = 0.02 * np.arange(1, UNITS + 1)  # fio-like 20 ms windows
 IRREGULAR = np.cumsum(np.tile([0.01, 0.03], UNITS // 2))  # gaps of 10 and 30 ms alternate
 
 
-def _analyse(weighting: Literal["time", "work"] | None, stamps: np.ndarray) -> tuple[float, list[str]]:
+def _analyse(
+    weighting: Literal["time", "work"] | None, stamps: np.ndarray
+) -> tuple[float, list[str]]:
     spec = PISpec(name="bw", unit="B/s", pi_type=PIType.HARMONIC, unit_weighting=weighting)
-    cfg = SessionConfig.from_preset("normal", monitor=False, remove_nonstable=False, work_min=1.0, work_max=1.0,
-                                    min_round_seconds=0.0)
+    cfg = SessionConfig.from_preset(
+        "normal",
+        monitor=False,
+        remove_nonstable=False,
+        work_min=1.0,
+        work_max=1.0,
+        min_round_seconds=0.0,
+    )
     rng = np.random.default_rng(7)
-    units = {i: rng.permutation(np.repeat([100.0, 300.0], UNITS // 2)) for i in range(1, ROUNDS + 1)}
+    units = {
+        i: rng.permutation(np.repeat([100.0, 300.0], UNITS // 2)) for i in range(1, ROUNDS + 1)
+    }
     records = [
-        RoundRecord(index=i, workload="w", workload_round=i, dir=f"rounds/{i:04d}", started_at=0.0, work_amount=1.0,
-                    duration=1.0, phase="test", readings={"bw": float(np.mean(u))}, unit_counts={"bw": UNITS})
+        RoundRecord(
+            index=i,
+            workload="w",
+            workload_round=i,
+            dir=f"rounds/{i:04d}",
+            started_at=0.0,
+            work_amount=1.0,
+            duration=1.0,
+            phase="test",
+            readings={"bw": float(np.mean(u))},
+            unit_counts={"bw": UNITS},
+        )
         for i, u in units.items()
     ]
     analysis = TrackAnalysis(config=cfg, pis=[spec])
     res = analysis.update(records, lambda rec: ({"bw": units[rec.index]}, {"bw": stamps}))["bw"]
     assert res.source == "unit_readings" and res.sample_size == ROUNDS * UNITS
     # no sample left out of the subsessions, so their mean is the plain mean of all samples
-    assert res.mean is not None and res.subsession_size is not None and (ROUNDS * UNITS) % res.subsession_size == 0
+    assert (
+        res.mean is not None
+        and res.subsession_size is not None
+        and (ROUNDS * UNITS) % res.subsession_size == 0
+    )
     return res.mean, res.warnings
 
 
@@ -62,7 +87,9 @@ def test_declared_work_units_average_harmonically_despite_regular_timestamps() -
     assert not any("equal-time windows" in w for w in warnings)
 
 
-@pytest.mark.parametrize(("stamps", "expected"), [(REGULAR, ARITHMETIC_MEAN), (IRREGULAR, HARMONIC_MEAN)])
+@pytest.mark.parametrize(
+    ("stamps", "expected"), [(REGULAR, ARITHMETIC_MEAN), (IRREGULAR, HARMONIC_MEAN)]
+)
 def test_undeclared_units_follow_the_timestamp_guess(stamps: np.ndarray, expected: float) -> None:
     mean, warnings = _analyse(None, stamps)
     assert mean == pytest.approx(expected, rel=1e-9)
@@ -72,9 +99,13 @@ def test_undeclared_units_follow_the_timestamp_guess(stamps: np.ndarray, expecte
 
 def test_the_declaration_survives_the_manifest() -> None:
     """--resume rebuilds the PIs from session.json: the declaration must come back with them."""
-    spec = WorkloadSpec(name="w", kind="command", pis=[PISpec(name="bw", unit="B/s", unit_weighting="time")])
+    spec = WorkloadSpec(
+        name="w", kind="command", pis=[PISpec(name="bw", unit="B/s", unit_weighting="time")]
+    )
     assert WorkloadSpec.model_validate_json(spec.model_dump_json()).pis[0].unit_weighting == "time"
-    assert PISpec.model_validate({"name": "bw", "unit": "B/s"}).unit_weighting is None  # an older manifest
+    assert (
+        PISpec.model_validate({"name": "bw", "unit": "B/s"}).unit_weighting is None
+    )  # an older manifest
 
 
 def _fio(name: str) -> dict[str, str | None]:
@@ -95,9 +126,21 @@ def test_fio_declares_its_averaged_logs_time_windows() -> None:
 
 
 def test_fio_log_window_comes_from_global_or_job_options() -> None:
-    assert fio.log_window_ms({"global options": {"log_avg_msec": "100"}, "jobs": [{"job options": {}}]}) == 100
-    assert fio.log_window_ms({"global options": {"log_avg_msec": "100"},
-                              "jobs": [{"job options": {"log_avg_msec": "0"}}]}) is None  # the job logs every I/O
+    assert (
+        fio.log_window_ms(
+            {"global options": {"log_avg_msec": "100"}, "jobs": [{"job options": {}}]}
+        )
+        == 100
+    )
+    assert (
+        fio.log_window_ms(
+            {
+                "global options": {"log_avg_msec": "100"},
+                "jobs": [{"job options": {"log_avg_msec": "0"}}],
+            }
+        )
+        is None
+    )  # the job logs every I/O
     assert fio.log_window_ms({"jobs": [{"job options": {"name": "x"}}]}) is None
 
 
@@ -114,8 +157,13 @@ def test_iperf3_declares_its_intervals_time_windows() -> None:
 @pytest.mark.live
 def test_builtin_and_timed_function_units_are_equal_work(tmp_path: Path) -> None:
     specs = SequentialIOWorkload(tmp_path).pi_specs()
-    assert [(s.name, s.unit_weighting) for s in specs] == [("write_bw", "work"), ("read_bw", "work")]
-    assert FunctionWorkload(lambda n: None, unit_readings=True).pi_specs()[0].unit_weighting == "work"
+    assert [(s.name, s.unit_weighting) for s in specs] == [
+        ("write_bw", "work"),
+        ("read_bw", "work"),
+    ]
+    assert (
+        FunctionWorkload(lambda n: None, unit_readings=True).pi_specs()[0].unit_weighting == "work"
+    )
     # timed as a whole, a function has no unit readings of its own; what it returns is unknown
     assert FunctionWorkload(lambda n: None).pi_specs()[0].unit_weighting is None
 

@@ -167,8 +167,13 @@ def test_percentages_and_the_one_ci_convention() -> None:
 def test_an_interval_is_shown_on_one_scale_with_the_decimals_it_needs() -> None:
     # 1024 MiB/s ± 2 %: one scale (GiB/s) for mean and bounds, not [1004 MiB/s, 1.02 GiB/s]
     gib = 2**30
-    assert units.ci_parts(gib, 0.98 * gib, 1.02 * gib, "B/s") == ("1.00 GiB/s", "0.98 GiB/s", "1.02 GiB/s")
-    # ± 0.11 %: three digits would show [999, 1.00 k]; the half width (0.0011 k) needs three decimals
+    assert units.ci_parts(gib, 0.98 * gib, 1.02 * gib, "B/s") == (
+        "1.00 GiB/s",
+        "0.98 GiB/s",
+        "1.02 GiB/s",
+    )
+    # ± 0.11 %: three digits would show [999, 1.00 k];
+    # the half width (0.0011 k) needs three decimals
     assert units.ci_parts(1000.2, 999.1, 1001.3, "") == ("1.000 k", "0.999 k", "1.001 k")
     assert units.interval(998.1, 998.9, "") == "[998.1, 998.9]"  # half width 0.4: one decimal
     assert units.interval(999.1, 999.9, "") == "[0.9991 k, 0.9999 k]"  # 999.9 rounds to 1.00 k

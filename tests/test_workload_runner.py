@@ -73,8 +73,13 @@ def test_round_runs_substituted_command_and_keeps_its_output(tmp_path: Path) -> 
 
 @pytest.mark.live
 def test_command_without_work_amount_is_nominal(tmp_path: Path) -> None:
-    out = CommandWorkload(["true"]).run_round(10, tmp_path)
+    workload = CommandWorkload(["true"])
+    out = workload.run_round(10, tmp_path)
     assert out.work_done is None and any("nominal" in w for w in out.warnings)
+    # no work amount to divide: the PI is the round's time, lower is better (not "10 work/s")
+    assert out.readings == {"round_time": pytest.approx(out.duration)}
+    spec = workload.pi_specs()[0]
+    assert (spec.name, spec.unit, spec.higher_is_better) == ("round_time", "s", False)
 
 
 @pytest.mark.parametrize(
@@ -336,5 +341,5 @@ def test_output_streams_to_disk_and_is_never_held_whole(tmp_path: Path) -> None:
     finally:
         tracemalloc.stop()
     assert (tmp_path / "a" / "stdout.txt").stat().st_size == size
-    assert out.readings["work_rate"] > 0
+    assert out.readings["round_time"] > 0  # a command without a work amount: its round time
     assert peak < size / 16, f"peak {peak / 1e6:.1f} MB"

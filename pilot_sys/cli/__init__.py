@@ -15,20 +15,52 @@ import sys
 import click
 
 from pilot_sys import __version__
-from pilot_sys.errors import ExitCode, PilotError
+from pilot_sys.errors import ExitCode, MeasuredOutcome, PilotError
 
 # name -> (module, attribute, one-line help shown in `pilot-sys --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("pilot_sys.cli.run", "run", "Run a workload in rounds until every CI target is met."),
     "analyze": ("pilot_sys.cli.analyze", "analyze", "Mean and honest CI of one column of numbers."),
-    "changepoints": ("pilot_sys.cli.changepoints", "changepoints", "EDM change points and the dominant stable segment."),
-    "steady": ("pilot_sys.cli.steady", "steady", "Steady state, time to steady state and cold-start cost of latencies."),
-    "compare": ("pilot_sys.cli.compare", "compare", "Welch comparison of saved results or interleaved live runs."),
-    "graph": ("pilot_sys.cli.graph", "graph", "Discover the component data-link graph and the data path of arguments."),
-    "monitor": ("pilot_sys.cli.monitor", "monitor", "Run a command while sampling utilization; name hidden bottlenecks."),
-    "tune": ("pilot_sys.cli.tune", "tune", "Highest sampling rate within an overhead budget (Newton's method)."),
-    "report": ("pilot_sys.cli.report", "report", "Regenerate result.json, report.md and plots from a result directory."),
-    "phases": ("pilot_sys.cli.phases", "phases", "Recurrent phase signatures of recorded runs and their matching score."),
+    "changepoints": (
+        "pilot_sys.cli.changepoints",
+        "changepoints",
+        "EDM change points and the dominant stable segment.",
+    ),
+    "steady": (
+        "pilot_sys.cli.steady",
+        "steady",
+        "Steady state, time to steady state and cold-start cost of latencies.",
+    ),
+    "compare": (
+        "pilot_sys.cli.compare",
+        "compare",
+        "Welch comparison of saved results or interleaved live runs.",
+    ),
+    "graph": (
+        "pilot_sys.cli.graph",
+        "graph",
+        "Discover the component data-link graph and the data path of arguments.",
+    ),
+    "monitor": (
+        "pilot_sys.cli.monitor",
+        "monitor",
+        "Run a command while sampling utilization; name hidden bottlenecks.",
+    ),
+    "tune": (
+        "pilot_sys.cli.tune",
+        "tune",
+        "Highest sampling rate within an overhead budget (Newton's method).",
+    ),
+    "report": (
+        "pilot_sys.cli.report",
+        "report",
+        "Regenerate result.json, report.md and plots from a result directory.",
+    ),
+    "phases": (
+        "pilot_sys.cli.phases",
+        "phases",
+        "Recurrent phase signatures of recorded runs and their matching score.",
+    ),
 }
 
 
@@ -36,7 +68,11 @@ class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [name for name, (mod, _, _) in COMMANDS.items() if importlib.util.find_spec(mod) is not None]
+        return [
+            name
+            for name, (mod, _, _) in COMMANDS.items()
+            if importlib.util.find_spec(mod) is not None
+        ]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         entry = COMMANDS.get(cmd_name)
@@ -87,6 +123,9 @@ def main(argv: list[str] | None = None) -> None:
         fail(f"{exc.format_message().rstrip('.')}{hint}", ExitCode.BAD_INPUT)
     except click.ClickException as exc:
         fail(exc.format_message(), exc.exit_code)
+    except MeasuredOutcome as exc:  # a measured answer, not an error: no "error:" before it
+        click.echo(f"pilot-sys: {exc}", err=True)
+        sys.exit(int(exc.exit_code))
     except PilotError as exc:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
@@ -97,6 +136,9 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # noqa: BLE001 - the user gets one line; PILOT_SYS_DEBUG=1 shows the traceback
         if os.environ.get("PILOT_SYS_DEBUG"):
             raise
-        fail(f"internal error: {type(exc).__name__}: {exc} (set PILOT_SYS_DEBUG=1 for the traceback, and please report it)",
-             ExitCode.ERROR)
+        fail(
+            f"internal error: {type(exc).__name__}: {exc} "
+            "(set PILOT_SYS_DEBUG=1 for the traceback, and please report it)",
+            ExitCode.ERROR,
+        )
     sys.exit(rv if isinstance(rv, int) else 0)

@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Literal
 import click
 from pydantic import BaseModel, ConfigDict
 
-from pilot_sys.cli.common import OneLineErrors, save_figure
+from pilot_sys.cli.common import (
+    CI_PERC_HELP,
+    OneLineErrors,
+    decimal_option,
+    library_warnings_as_notes,
+    parse_percent,
+    save_figure,
+)
 from pilot_sys.errors import BadInput, InsufficientData
 from pilot_sys.stats.ci import Summary  # the JSON model nests it; loaded only when analyze runs
 
@@ -38,7 +45,7 @@ class StablePart(BaseModel):
 
 
 def find_stable_part(values: np.ndarray, method: WarmupMethod) -> tuple[StablePart, list[str]]:
-    """The stable part of ``values`` by EDM's dominant segment or the dual-gate steady state."""
+    """The stable part of ``values`` by EDM's dominant segment or the steady state of ``steady``."""
     n = int(values.size)
     if method == "none":
         return StablePart(method=method, begin=0, end=n, removed=[], found=True), []
@@ -53,12 +60,18 @@ def find_stable_part(values: np.ndarray, method: WarmupMethod) -> tuple[StablePa
         else:
             from pilot_sys.stats.steady import detect_steady_state
 
-            start = detect_steady_state(values).steady_state_start
+            steady = detect_steady_state(values)
+            start = steady.steady_state_start
             begin, end = (int(start), n) if start is not None else (0, n)
             found = start is not None
-            why = "the dual-gate detector found no steady state"
+            why = steady.reason
     except InsufficientData as exc:
-        found, begin, end, why = False, 0, n, f"{method} cannot run on these samples ({exc.problem})"
+        found, begin, end, why = (
+            False,
+            0,
+            n,
+            f"{method} cannot run on these samples ({exc.problem})",
+        )
     if not found:
         return StablePart(method=method, begin=0, end=n, removed=[], found=False), [
             f"warm-up removal ({method}): {why}; all samples are used"
@@ -88,11 +101,16 @@ def _render(out: AnalyzeOutput, stable: Summary, raw: Summary) -> None:
     console = Console(highlight=False, soft_wrap=True)
     unit = f" {escape(out.unit)}" if out.unit else ""
     column = f" column {escape(out.column)!s}" if out.column else ""
-    console.print(f"[bold]{escape(out.source)}[/]{column}: {out.pi_type} mean, {100 * out.confidence:g}% CI")
+    console.print(
+        f"[bold]{escape(out.source)}[/]{column}: {out.pi_type} mean, {100 * out.confidence:g}% CI"
+    )
 
     def line(label: str, s: Summary) -> None:
         if s.ci_low is None:
-            console.print(f"  {label:<7} {_fmt(s.mean)}{unit}  [red]no CI[/] (too few effective samples)  n={s.sample_size}")
+            console.print(
+                f"  {label:<7} {_fmt(s.mean)}{unit}  [red]no CI[/] (too few effective samples)  "
+                f"n={s.sample_size}"
+            )
             return
         half = (s.ci_high - s.ci_low) / 2  # type: ignore[operator]
         # harmonic (mapped from reciprocals) and Wilson intervals are not centred on the mean: a ±
@@ -108,7 +126,9 @@ def _render(out: AnalyzeOutput, stable: Summary, raw: Summary) -> None:
     removed = ", ".join(f"{b}..{e - 1}" for b, e in sp.removed) or "nothing"
     if sp.removed:
         line("stable", stable)
-        console.print(f"          samples {sp.begin}..{sp.end - 1} ({sp.method}; removed {removed})")
+        console.print(
+            f"          samples {sp.begin}..{sp.end - 1} ({sp.method}; removed {removed})"
+        )
         line("raw", raw)
     else:
         line("all", stable)
@@ -116,9 +136,9 @@ def _render(out: AnalyzeOutput, stable: Summary, raw: Summary) -> None:
         verdict = "[green]reached[/]" if stable.ci_reached else "[yellow]not reached[/]"
         still = stable.samples_still_needed
         console.print(
-            f"  target  width {_fmt(stable.ci_width)}{unit} vs {_fmt(stable.target_width)}{unit} ({escape(stable.target)}): {verdict}; "
-            f"needs {stable.required_sample_size} samples"
-            + (f", {still} more" if still else "")
+            f"  target  width {_fmt(stable.ci_width)}{unit} vs {_fmt(stable.target_width)}{unit} "
+            f"({escape(stable.target)}): {verdict}; "
+            f"needs {stable.required_sample_size} samples" + (f", {still} more" if still else "")
         )
     for w in out.warnings:
         console.print(f"  [yellow]warning:[/] {escape(w)}")
@@ -134,15 +154,33 @@ def plot_analysis(values: np.ndarray, out: AnalyzeOutput, path: str) -> None:
 
     fig, ax = plt.subplots(figsize=(10, 4))
     dense = values.size > 500  # points, not a line, once a line would only draw a grey block
-    ax.plot(np.arange(values.size), values, color="0.4", label="samples",
-            **({"ls": "none", "marker": ".", "ms": 1.5} if dense else {"lw": 0.6}))
+    ax.plot(
+        np.arange(values.size),
+        values,
+        color="0.4",
+        label="samples",
+        **({"ls": "none", "marker": ".", "ms": 1.5} if dense else {"lw": 0.6}),
+    )
     for b, e in out.stable_part.removed:
-        ax.axvspan(b, e, color="tab:red", alpha=0.12, lw=0, label="removed" if b == out.stable_part.removed[0][0] else None)
+        ax.axvspan(
+            b,
+            e,
+            color="tab:red",
+            alpha=0.12,
+            lw=0,
+            label="removed" if b == out.stable_part.removed[0][0] else None,
+        )
     sp = out.stable_part
     ax.hlines(out.mean, sp.begin, sp.end, color="tab:blue", lw=1.5, label=f"{out.pi_type} mean")
     if out.ci_low is not None and out.ci_high is not None:
-        ax.fill_between([sp.begin, sp.end], out.ci_low, out.ci_high, color="tab:blue", alpha=0.2,
-                        label=f"{100 * out.confidence:g}% CI")
+        ax.fill_between(
+            [sp.begin, sp.end],
+            out.ci_low,
+            out.ci_high,
+            color="tab:blue",
+            alpha=0.2,
+            label=f"{100 * out.confidence:g}% CI",
+        )
     ax.set_xlabel("sample index")
     ax.set_ylabel(out.unit or (out.column or "value"))
     ax.set_title(f"{out.source}: mean {_fmt(out.mean)}", fontsize=10)
@@ -166,18 +204,39 @@ interval is printed when the data hold too few effective samples.
 Exit status: 0 on success, 2 on bad input (one line naming the file:line:column).""",
 )
 @click.argument("source", metavar="[FILE|-]", default="-", required=False)
-@click.option("--column", "-c", metavar="NAME|INDEX", help="Column to read (header name or 0-based index).")
+@click.option(
+    "--column", "-c", metavar="NAME|INDEX", help="Column to read (header name or 0-based index)."
+)
 @click.option(
     "--pi-type",
     type=click.Choice(["arithmetic", "harmonic", "proportion"]),
     default="arithmetic",
     show_default=True,
-    help="arithmetic: times and sizes; harmonic: rates of equal work units (throughput); proportion: 0/1 outcomes.",
+    help="arithmetic: times and sizes; harmonic: rates of equal work units (throughput); "
+    "proportion: 0/1 outcomes.",
 )
-@click.option("--confidence", type=float, default=0.95, show_default=True, help="Confidence level of the interval.")
-@click.option("--ci-perc", type=float, default=None, metavar="PCT", help="Target CI width in percent of the mean  [default: 10].")
-@click.option("--ci-abs", type=float, default=None, metavar="X", help="Target CI width as an absolute value (overrides --ci-perc).")
-@click.option("--autocorr-limit", type=float, default=0.1, show_default=True, help="Largest |lag-1 autocorrelation| of subsession means.")
+@click.option(
+    "--confidence",
+    type=float,
+    default=0.95,
+    show_default=True,
+    help="Confidence level of the interval.",
+)
+@click.option("--ci-perc", default=None, metavar="PCT", help=f"{CI_PERC_HELP}  [default: 10]")
+@click.option(
+    "--ci-abs",
+    type=float,
+    default=None,
+    metavar="X",
+    help="Target CI width as an absolute value (overrides --ci-perc).",
+)
+@click.option(
+    "--autocorr-limit",
+    type=float,
+    default=0.1,
+    show_default=True,
+    help="Largest |lag-1 autocorrelation| of subsession means.",
+)
 @click.option(
     "--warmup",
     type=click.Choice(["edm", "steady", "none"]),
@@ -185,17 +244,24 @@ Exit status: 0 on success, 2 on bad input (one line naming the file:line:column)
     show_default=True,
     help="Warm-up/cool-down removal: EDM dominant segment, dual-gate steady state, or none.",
 )
+@decimal_option
 @click.option("--json", "as_json", is_flag=True, help="Print one machine-readable JSON object.")
-@click.option("--plot", metavar="FILE.png", help="Draw the samples, the removed ranges and the mean with its CI.")
+@click.option(
+    "--plot",
+    metavar="FILE.png",
+    help="Draw the samples, the removed ranges and the mean with its CI.",
+)
+@library_warnings_as_notes
 def analyze(
     source: str,
     column: str | None,
     pi_type: str,
     confidence: float,
-    ci_perc: float | None,
+    ci_perc: str | None,
     ci_abs: float | None,
     autocorr_limit: float,
     warmup: WarmupMethod,
+    decimal: str | None,
     as_json: bool,
     plot: str | None,
 ) -> None:
@@ -207,33 +273,46 @@ def analyze(
     """
     if not 0.0 < confidence < 1.0:
         raise BadInput("--confidence", f"{confidence:g} must be between 0 and 1, e.g. 0.95")
-    if ci_perc is not None and not (0 < ci_perc < math.inf):  # "not <": nan fails too
-        raise BadInput("--ci-perc", f"{ci_perc:g} must be > 0 and finite, e.g. 10 for 10% of the mean")
+    percent = parse_percent(ci_perc, "--ci-perc") if ci_perc is not None else None
     if ci_abs is not None and not (0 < ci_abs < math.inf):
         raise BadInput("--ci-abs", f"{ci_abs:g} must be > 0 and finite, in the unit of the data")
     if not 0.0 < autocorr_limit < 1.0:
         raise BadInput("--autocorr-limit", f"{autocorr_limit:g} must be between 0 and 1, e.g. 0.1")
     if plot is not None and not plot.lower().endswith((".png", ".svg", ".pdf")):
-        raise BadInput("--plot", f"{plot!r}: the picture format comes from the suffix; use .png, .svg or .pdf")
+        raise BadInput(
+            "--plot", f"{plot!r}: the picture format comes from the suffix; use .png, .svg or .pdf"
+        )
     if plot is not None and not os.path.isdir(os.path.dirname(os.path.abspath(plot))):
         # before the analysis, so the result is not printed and then followed by an error
-        raise BadInput("--plot", f"{plot!r}: directory {os.path.dirname(os.path.abspath(plot))} does not exist")
+        raise BadInput(
+            "--plot", f"{plot!r}: directory {os.path.dirname(os.path.abspath(plot))} does not exist"
+        )
     if source == "-" and sys.stdin.isatty():
-        raise BadInput("FILE", "no input: give a file, or pipe numbers into stdin (use - for stdin)")
+        raise BadInput(
+            "FILE", "no input: give a file, or pipe numbers into stdin (use - for stdin)"
+        )
 
     from pilot_sys.dataio import read_table_column
     from pilot_sys.stats.ci import CITarget, summarize
     from pilot_sys.stats.pi import PIType
 
-    col = read_table_column(source, column)
+    col = read_table_column(source, column, decimal=decimal)
     values = col.values
-    target = CITarget(absolute=ci_abs) if ci_abs is not None else CITarget(percent=ci_perc or 10.0)
+    target = CITarget(absolute=ci_abs) if ci_abs is not None else CITarget(percent=percent or 10.0)
     kind = PIType(pi_type)
 
     def run(samples: np.ndarray) -> Summary:
         try:
-            return summarize(samples, pi_type=kind, confidence=confidence, target=target, autocorr_limit=autocorr_limit)
-        except BadInput as exc:  # name the file (and the line of "sample N"), not the internal "samples"
+            return summarize(
+                samples,
+                pi_type=kind,
+                confidence=confidence,
+                target=target,
+                autocorr_limit=autocorr_limit,
+            )
+        except (
+            BadInput
+        ) as exc:  # name the file (and the line of "sample N"), not the internal "samples"
             bad = re.match(r"sample (\d+) is", exc.problem)
             where = col.where(int(bad.group(1)) - 1) if bad and samples is values else col.source
             raise type(exc)(where, exc.problem) from None
@@ -248,9 +327,13 @@ def analyze(
             warnings.append(f"the stable part is too short ({exc.problem}); all samples are used")
             part = StablePart(method=warmup, begin=0, end=values.size, removed=[], found=False)
     out = AnalyzeOutput(
-        source=col.source, column=col.name if col.name is not None else str(col.index), unit=col.unit,
+        source=col.source,
+        column=col.name if col.name is not None else str(col.index),
+        unit=col.unit,
         **stable.model_dump(exclude={"warnings", "samples_still_needed"}),
-        warnings=warnings + stable.warnings, stable_part=part, raw=raw if part.removed else None,
+        warnings=warnings + stable.warnings,
+        stable_part=part,
+        raw=raw if part.removed else None,
     )
     if as_json:
         click.echo(out.model_dump_json(indent=2))

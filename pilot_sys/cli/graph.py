@@ -6,13 +6,13 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import click
 
 from pilot_sys.cli.common import OneLineErrors
 from pilot_sys.errors import BadInput
-
 
 PICTURE_SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -27,7 +27,9 @@ def _writable(option: str, path: str | None) -> None:
     if not os.access(parent, os.W_OK):
         raise BadInput(option, f"{path}: directory {parent} is not writable")
     if option in ("--png", "--svg") and not path.lower().endswith(PICTURE_SUFFIXES):
-        raise BadInput(option, f"{path}: the picture format comes from the suffix; use .png, .svg or .pdf")
+        raise BadInput(
+            option, f"{path}: the picture format comes from the suffix; use .png, .svg or .pdf"
+        )
 
 
 def _write(option: str, path: str, write: Callable[[], None]) -> None:
@@ -46,6 +48,8 @@ Examples:
   pilot-sys graph                         # the whole host
   pilot-sys graph /mnt/data/file /dev/sdb # data paths of a file and a device
   pilot-sys graph 10.0.0.5                # a host: the interface that routes to it
+  pilot-sys graph -- iperf3 -c 10.0.0.5   # a command's data path, found as `run` finds it
+  pilot-sys graph --host nas1=http://nas1:9100 -- fio --client=nas1 job.fio
   pilot-sys graph --devices               # the device-level view (paper Fig. 4)
   pilot-sys graph /tmp --load graphs/rated-virtual-disk.json --png path.png
   pilot-sys graph --json > host-graph.json
@@ -54,56 +58,117 @@ Each limit is shown per direction with its unit and source; an unknown limit is 
 Exit status: 0, or 2 on bad input (one line naming the argument, option or FILE:LINE:COL).
 """,
 )
-@click.argument("targets", nargs=-1, metavar="[PATH|DEVICE|HOST]...")
-@click.option("--load", "loads", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
-              help="Merge a user-designated graph (JSON node-link or GraphML); repeatable. "
-                   "Its limits fill in unknown ones (source=user).")
+@click.argument("targets", nargs=-1, metavar="[PATH|DEVICE|HOST]... | -- CMD [ARGS]...")
+@click.option(
+    "--host",
+    "host_specs",
+    multiple=True,
+    metavar="NAME=URL",
+    help="Add a remote host's components, from its engine (repeatable): http://H:9100 is "
+    "node_exporter, pcp://H:44322 is PCP's pmproxy.",
+)
+@click.option(
+    "--load",
+    "loads",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Merge a user-designated graph (JSON node-link or GraphML); repeatable. "
+    "Its limits fill in unknown ones (source=user).",
+)
 @click.option("--override", is_flag=True, help="Let --load limits replace discovered ones too.")
-@click.option("--no-discover", is_flag=True, help="Show only the --load graphs (e.g. a remote setup), not this host.")
-@click.option("--devices", is_flag=True,
-              help="Show the device-level graph (paper Fig. 4): interconnects, partitions and mounts folded "
-                   "into the device they serve.")
-@click.option("--json", "as_json", is_flag=True, help="Print node-link JSON (nodes, links, data_path; devices with --devices).")
+@click.option(
+    "--no-discover",
+    is_flag=True,
+    help="Show only the --load graphs (e.g. a remote setup), not this host.",
+)
+@click.option(
+    "--devices",
+    is_flag=True,
+    help="Show the device-level graph (paper Fig. 4): interconnects, partitions and mounts folded "
+    "into the device they serve.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print node-link JSON (nodes, links, data_path; devices with --devices).",
+)
 @click.option("--graphml", type=click.Path(dir_okay=False), metavar="FILE", help="Write GraphML.")
 @click.option("--dot", type=click.Path(dir_okay=False), metavar="FILE", help="Write Graphviz DOT.")
 @click.option("--png", type=click.Path(dir_okay=False), metavar="FILE", help="Draw a PNG picture.")
 @click.option("--svg", type=click.Path(dir_okay=False), metavar="FILE", help="Draw an SVG picture.")
-@click.option("--probe", is_flag=True,
-              help="Measure memory bandwidth with a short copy probe when DMI cannot tell (~0.5 s).")
-@click.option("--root", default="/", show_default=True, type=click.Path(file_okay=False),
-              help="Read /proc and /sys under this directory (a captured tree) instead of this machine.")
-def graph(targets: tuple[str, ...], loads: tuple[str, ...], override: bool, no_discover: bool, devices: bool,
-          as_json: bool, graphml: str | None,
-          dot: str | None, png: str | None, svg: str | None, probe: bool, root: str) -> None:
+@click.option(
+    "--probe",
+    is_flag=True,
+    help="Measure memory bandwidth with a short copy probe when DMI cannot tell (~0.5 s).",
+)
+@click.option(
+    "--root",
+    default="/",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Read /proc and /sys under this directory (a captured tree) instead of this machine.",
+)
+def graph(
+    targets: tuple[str, ...],
+    loads: tuple[str, ...],
+    override: bool,
+    no_discover: bool,
+    devices: bool,
+    as_json: bool,
+    graphml: str | None,
+    dot: str | None,
+    png: str | None,
+    svg: str | None,
+    probe: bool,
+    root: str,
+    host_specs: tuple[str, ...] = (),
+) -> None:
     """Discover the component data-link graph and the data path of PATH, DEVICE or HOST.
 
     Without arguments, shows every component of this host from the CPU outward, each limit with
     its source (sysfs, dmi, probe, user, derived) or why it is unknown. With arguments, shows
     the data path of each (memory -> PCIe -> controller -> disk -> partition/dm/md -> mount, or
-    memory -> NIC -> network -> remote host) and the default component under test.
+    memory -> NIC -> network -> remote host) and the default component under test. A command
+    (``graph -- CMD ARGS``) shows the data path that ``run`` and ``monitor`` find for it.
     """
-    if not os.path.isdir(os.path.join(root, "sys")) and not os.path.isdir(os.path.join(root, "proc")):
+    if not os.path.isdir(os.path.join(root, "sys")) and not os.path.isdir(
+        os.path.join(root, "proc")
+    ):
         raise BadInput("--root", f"{root} holds neither proc/ nor sys/")
     for option, path in (("--graphml", graphml), ("--dot", dot), ("--png", png), ("--svg", svg)):
         _writable(option, path)
 
+    from pilot_sys.monitor.data_path import command_data_path, find_data_path
     from pilot_sys.topology.derive import derive_limits
     from pilot_sys.topology.discover import discover
     from pilot_sys.topology.graph import ComponentGraph
-    from pilot_sys.topology.resolve import DataPath, resolve
+    from pilot_sys.topology.remote_hosts import parse_host_specs
+    from pilot_sys.topology.resolve import DataPath, is_command
     from pilot_sys.topology.userspec import apply_user_graph, load_user_graph
+
+    hosts = parse_host_specs(host_specs)
 
     if no_discover and not loads:
         raise BadInput("--no-discover", "needs at least one --load FILE to show")
     if no_discover and targets:
-        raise BadInput("--no-discover", "PATH|DEVICE|HOST arguments resolve on this host: drop --no-discover")
+        raise BadInput(
+            "--no-discover", "PATH|DEVICE|HOST arguments resolve on this host: drop --no-discover"
+        )
     component_graph = ComponentGraph() if no_discover else discover(root, probe_memory=probe)
     notes: list[str] = []
     for path in loads:
         notes += apply_user_graph(component_graph, load_user_graph(path), path, override=override)
     if loads:
-        derive_limits(component_graph)  # user ratings of disks give their partitions and arrays limits
-    data_path: DataPath | None = resolve(component_graph, list(targets), strict=True) if targets else None
+        # user ratings of disks give their partitions and arrays limits
+        derive_limits(component_graph)
+    if targets and is_command(targets[0]):  # a command line: its data path as `run` finds it
+        found = command_data_path(targets, hosts=hosts, graph=component_graph, root=root)
+    else:
+        found = find_data_path(targets, hosts=hosts, graph=component_graph, root=root, strict=True)
+    notes += [*found.loud, *found.notes]
+    data_path: DataPath | None = found.data_path if targets else None
     shown = component_graph if data_path is None else component_graph.subgraph(data_path.components)
 
     if graphml or dot or png or svg:
@@ -112,11 +177,13 @@ def graph(targets: tuple[str, ...], loads: tuple[str, ...], override: bool, no_d
         if graphml:
             _write("--graphml", graphml, lambda: graphio.write_graphml(shown, graphml))
         if dot:
-            _write("--dot", dot, lambda: Path(dot).write_text(graphio.to_dot(shown), encoding="utf-8"))
+            _write(
+                "--dot", dot, lambda: Path(dot).write_text(graphio.to_dot(shown), encoding="utf-8")
+            )
         highlight = [data_path.cut] if data_path and data_path.cut else []
         for option, picture in (("--png", png), ("--svg", svg)):
             if picture:
-                _write(option, picture, lambda: graphio.draw(shown, picture, highlight=highlight))
+                _write(option, picture, partial(graphio.draw, shown, picture, highlight=highlight))
 
     if as_json:
         payload = shown.to_node_link()
@@ -140,13 +207,23 @@ def graph(targets: tuple[str, ...], loads: tuple[str, ...], override: bool, no_d
     if devices:
         console.print(device_tree(shown))
     else:
-        console.print(path_tree(component_graph, data_path) if data_path else host_tree(component_graph))
+        console.print(
+            path_tree(component_graph, data_path) if data_path else host_tree(component_graph)
+        )
     for note in notes:
         console.print(f"note: {note}", style="yellow")
-    unreadable = [f"{plugin}: {what}" for plugin, items in component_graph.unreadable.items() for what in items]
+    unreadable = [
+        f"{plugin}: {what}"
+        for plugin, items in component_graph.unreadable.items()
+        for what in items
+    ]
     if unreadable:
-        console.print(f"could not read ({len(unreadable)}): " + "; ".join(unreadable[:5])
-                      + (" ..." if len(unreadable) > 5 else ""), style="dim")
+        console.print(
+            f"could not read ({len(unreadable)}): "
+            + "; ".join(unreadable[:5])
+            + (" ..." if len(unreadable) > 5 else ""),
+            style="dim",
+        )
     for option, path in (("GraphML", graphml), ("DOT", dot), ("PNG", png), ("SVG", svg)):
         if path:
             console.print(f"wrote {option} {path}", style="dim")

@@ -8,6 +8,8 @@ shown by ``pilot_sys.cli.present``.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +19,7 @@ from pilot_sys.cli.present.comparison import print_comparison, print_saved
 from pilot_sys.cli.present.progress import make_progress
 from pilot_sys.cli.present.summary import print_summary
 from pilot_sys.session.compare_launch import CompareRequest, compare_directories, open_compare
+from pilot_sys.session.journal import JournalWriteFailed
 from pilot_sys.session.launch import RunRequest, open_run
 from pilot_sys.session.progress import Progress
 from pilot_sys.session.result import SessionResult
@@ -42,19 +45,38 @@ def _run(
 
         progress.network = network
         progress.work_unit = session.manifest.config.work_unit
+        progress.fixed_work = session.manifest.config.fixed_work
         if not quiet and not as_json:
             progress.note(f"result directory: {session.journal.root}")
-        return run_and_report(session, plots=plots)
+        try:
+            return run_and_report(session, plots=plots)
+        except JournalWriteFailed as exc:  # a full disk, said once through progress already
+            if session.result is None:
+                raise
+            session.result.exit_code = exc.exit_code  # as result.json says, or 4 without one
+            return session.result
     finally:
         progress.close()
+
+
+def _print_end(result: SessionResult, as_json: bool, quiet: bool) -> None:
+    """The summary; a reader that went away (``| head``) costs the summary, never the exit
+    code the session earned."""
+    try:
+        print_summary(result, as_json=as_json, quiet=quiet)
+        if result.comparison is not None and not as_json and not quiet:
+            print_comparison(result.comparison, result)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)  # no second error when Python flushes at exit
+        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, sys.stderr.fileno())
 
 
 def execute_run(req: RunRequest) -> int:
     """`pilot-sys run`: run (or resume) a session, print its summary; returns the exit code."""
     result = _run(lambda progress: open_run(req, progress), req.quiet, req.as_json, req.plots)
-    print_summary(result, as_json=req.as_json, quiet=req.quiet)
-    if result.comparison is not None and not req.as_json and not req.quiet:  # a resumed comparison
-        print_comparison(result.comparison, result)
+    _print_end(result, req.as_json, req.quiet)
     return result.exit_code
 
 

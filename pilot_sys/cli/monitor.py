@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -14,8 +15,8 @@ from pilot_sys import units
 from pilot_sys.cli.common import OneLineErrors
 from pilot_sys.errors import BadInput, ExitCode
 
-
 PICTURE_SUFFIXES = (".png", ".svg", ".pdf")
+PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 
 
 def _writable(option: str, path: str | None) -> None:
@@ -30,7 +31,9 @@ def _writable(option: str, path: str | None) -> None:
     if not os.path.isdir(parent):
         raise BadInput(option, f"{path}: directory {parent} does not exist")
     if option == "--plot" and not path.lower().endswith(PICTURE_SUFFIXES):
-        raise BadInput(option, f"{path}: the picture format comes from the suffix; use .png, .svg or .pdf")
+        raise BadInput(
+            option, f"{path}: the picture format comes from the suffix; use .png, .svg or .pdf"
+        )
     existed = os.path.exists(path)
     try:
         with open(path, "a", encoding="utf-8"):
@@ -63,13 +66,21 @@ def _write_outputs(result: Any, json_path: str | None, plot_path: str | None, er
         except OSError as exc:
             rescue = _save_elsewhere(result)
             kept = f"; the trace was saved to {rescue} instead" if rescue else ""
-            raise BadInput("--json", f"{json_path}: cannot write ({exc.strerror or exc}){kept}") from None
+            raise BadInput(
+                "--json", f"{json_path}: cannot write ({exc.strerror or exc}){kept}"
+            ) from None
         click.echo(f"pilot-sys monitor: wrote {json_path}", file=err)
     if plot_path:
         from pilot_sys.monitor.plot import draw
 
         try:
-            draw(result.trace, result.verdict, plot_path, graph=result.graph, data_path=result.data_path)
+            draw(
+                result.trace,
+                result.verdict,
+                plot_path,
+                graph=result.graph,
+                data_path=result.data_path,
+            )
         except (OSError, ValueError, RuntimeError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             rescue = None if json_path else _save_elsewhere(result)
@@ -79,7 +90,8 @@ def _write_outputs(result: Any, json_path: str | None, plot_path: str | None, er
 
 
 def _how_it_ended(returncode: int) -> str:
-    """'CMD exited with 1' or 'CMD was killed by SIGKILL (signal 9)': Popen reports a signal as -N."""
+    """'CMD exited with 1' or 'CMD was killed by SIGKILL (signal 9)': Popen reports a signal
+    as -N."""
     if returncode >= 0:
         return f"CMD exited with {returncode}"
     import signal
@@ -91,10 +103,92 @@ def _how_it_ended(returncode: int) -> str:
     return f"CMD was killed by {name}"
 
 
+def samples_to_judge(max_hot_fraction: float) -> int:
+    """Samples a run needs before the share of its time above the threshold can be held
+    against ``max_hot_fraction``: one of n sampled intervals is 1/n of the run, so n >= 1 /
+    fraction intervals (n + 1 samples); a run of fewer is not judged on one hot sample."""
+    intervals = math.ceil(1.0 / max_hot_fraction - 1e-9) if max_hot_fraction > 0 else 1
+    return max(intervals, 2) + 1
+
+
+def too_short_text(
+    samples: int, rate: float, seconds: float, max_hot_fraction: float
+) -> str | None:
+    """``too short to judge: 4 samples at 10 Hz ...``, or None when the run can be judged."""
+    needed = samples_to_judge(max_hot_fraction)
+    if samples >= needed:
+        return None
+    faster = (needed - 1) / seconds if seconds > 0 else math.inf
+    hint = "use a longer command"
+    if faster <= 100:
+        hint = f"use --rate {math.ceil(faster):d} or a longer command"
+    share = units.percent(max_hot_fraction, None)
+    return (
+        f"too short to judge: {samples} samples at {rate:g} Hz, {needed} needed to judge a "
+        f"share of {share} of the run; {hint}"
+    )
+
+
+def _become_subreaper() -> bool:
+    """Orphans of CMD's tree (a daemon it forked) are re-parented to pilot-sys instead of init
+    (``prctl(PR_SET_CHILD_SUBREAPER)``), so they can be found when CMD exits."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def still_running_note(trace: Any) -> str | None:
+    """What CMD left running when it exited (a daemon), and whether the trace saw it: after it
+    left CMD's process tree, its load is not in the workload's series."""
+    import psutil
+
+    me = psutil.Process()
+    left: list[psutil.Process] = []
+    for child in me.children(recursive=True):
+        try:
+            if child.status() == psutil.STATUS_ZOMBIE:
+                os.waitpid(child.pid, os.WNOHANG)  # an orphan that already ended: reap it
+            else:
+                left.append(child)
+        except (psutil.Error, ChildProcessError):
+            continue
+    if not left:
+        return None
+    names = []
+    for proc in left[:5]:
+        try:
+            names.append(f"pid {proc.pid} {proc.name()}")
+        except psutil.Error:
+            names.append(f"pid {proc.pid}")
+    more = f" and {len(left) - 5} more" if len(left) > 5 else ""
+    tree = [
+        max((v for v in values if v is not None), default=0)
+        for key, values in trace.series.items()
+        if key.endswith("/processes")
+    ]
+    seen = max(tree, default=0)
+    sampled = (
+        f"while CMD ran its process tree held up to {seen:g} processes: they were "
+        "sampled only while in it, not after CMD exited"
+        if seen > 1
+        else "they were not sampled: no sample saw more than CMD itself in its tree"
+    )
+    return (
+        f"CMD exited, but {len(left)} process(es) it started still run "
+        f"({', '.join(names)}{more}); {sampled}, so the trace covers CMD's own run only"
+    )
+
+
 def _fraction(option: str, value: float, *, allow_zero: bool = False) -> None:
     low_ok = value >= 0 if allow_zero else value > 0
     if not (low_ok and value <= 1):
-        raise BadInput(option, f"must be a fraction in {'[0' if allow_zero else '(0'}, 1], got {value:g}")
+        raise BadInput(
+            option, f"must be a fraction in {'[0' if allow_zero else '(0'}, 1], got {value:g}"
+        )
 
 
 @click.command(
@@ -104,42 +198,105 @@ def _fraction(option: str, value: float, *, allow_zero: bool = False) -> None:
     epilog="""\b
 Examples:
   pilot-sys monitor -- fio --name=w --filename=/tmp/f --rw=write --bs=1M --size=1G --direct=1
-  pilot-sys monitor --rate 20 --json run.json --plot run.png -- dd if=/dev/zero of=/tmp/x bs=512 count=1000000
+  pilot-sys monitor --rate 20 --json run.json --plot run.png -- dd if=/dev/zero of=/tmp/x \
+bs=512 count=1000000
   pilot-sys monitor --cut nic:eth0 --load my-rated-graph.json -- iperf3 -c 10.0.0.5 -t 10
+  pilot-sys monitor --host srv=http://10.0.0.5:9100 -- iperf3 -c 10.0.0.5 -t 10
 \b
 Exit status: CMD's own (so scripts see whether the workload worked); with --strict, 3 when
-CMD succeeded but a hidden bottleneck made the result invalid; 2 for bad options; 130 after
+CMD succeeded but a hidden bottleneck made the result invalid (a run of fewer sampled intervals
+than 1 / --max-hot-fraction is not judged, and not called invalid); 2 for bad options; 130 after
 Ctrl-C (what was measured is still written).
 """,
 )
 @click.argument("cmd", nargs=-1, required=False, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
-@click.option("--rate", type=float, default=10.0, show_default=True, metavar="HZ",
-              help="Samples per second (absolute deadlines, no drift). /proc CPU times tick at 100 Hz.")
-@click.option("--cut", default=None, metavar="COMPONENT",
-              help="Component under test, e.g. block:vda, nic:eth0, cpu:host. Default: the end of "
-                   "the data path CMD's arguments resolve to.")
-@click.option("--threshold", type=float, default=0.8, show_default=True,
-              help="Utilization above which a component counts as saturated.")
-@click.option("--max-hot-fraction", type=float, default=0.10, show_default=True,
-              help="A component other than the CUT may be above the threshold for at most this "
-                   "share of the run before the result is called invalid.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Write the trace: sampled series, per-component statistics, the verdict "
-                   "(hidden_bottlenecks with component and evidence).")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Draw utilization over time and the data path coloured by peak utilization (PNG).")
-@click.option("--load", "loads", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
-              help="Merge a user-designated component graph (JSON node-link or GraphML) whose "
-                   "limits fill in unknown ones; repeatable.")
-@click.option("--spill-dir", type=click.Path(file_okay=False), metavar="DIR",
-              help="Keep raw samples here as .npy chunks (bounded memory on long runs).")
+@click.option(
+    "--rate",
+    type=float,
+    default=10.0,
+    show_default=True,
+    metavar="HZ",
+    help="Samples per second (absolute deadlines, no drift). /proc CPU times tick at 100 Hz.",
+)
+@click.option(
+    "--cut",
+    default=None,
+    metavar="COMPONENT",
+    help="Component under test, e.g. block:vda, nic:eth0, cpu:host. Default: the end of "
+    "the data path CMD's arguments resolve to.",
+)
+@click.option(
+    "--threshold",
+    type=float,
+    default=0.8,
+    show_default=True,
+    help="Utilization above which a component counts as saturated.",
+)
+@click.option(
+    "--max-hot-fraction",
+    type=float,
+    default=0.10,
+    show_default=True,
+    help="A component other than the CUT may be above the threshold for at most this "
+    "share of the run before the result is called invalid.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Write the trace: sampled series, per-component statistics, the verdict "
+    "(hidden_bottlenecks with component and evidence).",
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Draw utilization over time and the data path coloured by peak utilization (PNG).",
+)
+@click.option(
+    "--load",
+    "loads",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Merge a user-designated component graph (JSON node-link or GraphML) whose "
+    "limits fill in unknown ones; repeatable.",
+)
+@click.option(
+    "--host",
+    "host_specs",
+    multiple=True,
+    metavar="NAME=URL",
+    help="Monitor a remote host too (repeatable): http://H:9100 is node_exporter, "
+    "pcp://H:44322 is PCP's pmproxy. Hosts CMD names are placed on its data path.",
+)
+@click.option(
+    "--spill-dir",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Keep raw samples here as .npy chunks (bounded memory on long runs).",
+)
 @click.option("--strict", is_flag=True, help="Exit 3 when CMD succeeded but the result is invalid.")
-@click.option("--live/--no-live", default=None,
-              help="Live utilization table (default: on when stdout is a terminal).")
+@click.option(
+    "--live/--no-live",
+    default=None,
+    help="Live utilization table (default: on when stdout is a terminal).",
+)
 def monitor(
-    cmd: tuple[str, ...], rate: float, cut: str | None, threshold: float, max_hot_fraction: float,
-    json_path: str | None, plot_path: str | None, loads: tuple[str, ...], spill_dir: str | None,
-    strict: bool, live: bool | None,
+    cmd: tuple[str, ...],
+    rate: float,
+    cut: str | None,
+    threshold: float,
+    max_hot_fraction: float,
+    json_path: str | None,
+    plot_path: str | None,
+    loads: tuple[str, ...],
+    spill_dir: str | None,
+    strict: bool,
+    live: bool | None,
+    host_specs: tuple[str, ...] = (),
 ) -> None:
     """Run CMD while sampling the utilization of its data path; name hidden bottlenecks.
 
@@ -151,12 +308,15 @@ def monitor(
     unknown is judged by what can be measured instead (a single-queue disk's busy time) and
     said so.
     """
-    from pilot_sys.monitor.session_monitor import NO_COMMAND, discover_path, run_monitored
+    from pilot_sys.monitor.data_path import command_data_path
+    from pilot_sys.monitor.session_monitor import NO_COMMAND, run_monitored
+    from pilot_sys.topology.remote_hosts import parse_host_specs
 
     if not cmd:
         raise BadInput("CMD", NO_COMMAND)
     if not (rate > 0) or rate > 10_000:
         raise BadInput("--rate", f"must be in (0, 10000] Hz, got {rate:g}")
+    hosts = parse_host_specs(host_specs)
     _fraction("--threshold", threshold)
     _fraction("--max-hot-fraction", max_hot_fraction, allow_zero=True)
     _writable("--json", json_path)
@@ -165,7 +325,9 @@ def monitor(
         try:
             os.makedirs(spill_dir, exist_ok=True)
         except OSError as exc:
-            raise BadInput("--spill-dir", f"{spill_dir}: cannot create ({exc.strerror or exc})") from None
+            raise BadInput(
+                "--spill-dir", f"{spill_dir}: cannot create ({exc.strerror or exc})"
+            ) from None
         if not os.access(spill_dir, os.W_OK):
             raise BadInput("--spill-dir", f"{spill_dir}: directory is not writable")
 
@@ -178,7 +340,10 @@ def monitor(
         for path in loads:
             for note in apply_user_graph(graph, load_user_graph(path), path):
                 click.echo(f"pilot-sys: {note}", err=True)
-    graph, data_path, notes = discover_path(cmd, graph=graph)
+    found = command_data_path(cmd, hosts=hosts, graph=graph)
+    graph, data_path, notes = found.graph, found.data_path, [*found.loud, *found.notes]
+    for line in found.loud:
+        click.echo(f"pilot-sys monitor: WARNING: {line}", err=True)
 
     show_live = sys.stdout.isatty() if live is None else live
     kwargs: dict[str, Any] = {}
@@ -187,17 +352,32 @@ def monitor(
         from pilot_sys.cli.present.monitor import LiveView
 
         components = list(data_path.components) if data_path is not None else []
-        view = LiveView(components, cut=cut or (data_path.cut if data_path is not None else None), threshold=threshold)
+        view = LiveView(
+            components,
+            cut=cut or (data_path.cut if data_path is not None else None),
+            threshold=threshold,
+        )
         kwargs = {
-            "on_tick": view.update, "on_output": lambda proc: view.relay(proc.stdout),
-            "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT,
+            "on_tick": view.update,
+            "on_output": lambda proc: view.relay(proc.stdout),
+            "stdout": subprocess.PIPE,
+            "stderr": subprocess.STDOUT,
         }
         view.__enter__()
+    subreaper = _become_subreaper()
     try:
         result = run_monitored(
-            list(cmd), rate_hz=rate, cut=cut, threshold=threshold, max_hot_fraction=max_hot_fraction,
-            graph=graph, data_path=data_path, spill_dir=Path(spill_dir) if spill_dir else None,
-            notes=notes, **kwargs,
+            list(cmd),
+            rate_hz=rate,
+            cut=cut,
+            threshold=threshold,
+            max_hot_fraction=max_hot_fraction,
+            graph=graph,
+            data_path=data_path,
+            spill_dir=Path(spill_dir) if spill_dir else None,
+            notes=notes,
+            hosts=hosts,
+            **kwargs,
         )
     finally:
         if view is not None:
@@ -205,6 +385,9 @@ def monitor(
 
     trace, verdict = result.trace, result.verdict
     err = click.get_text_stream("stderr")
+    leftover = still_running_note(trace) if subreaper else None
+    if leftover is not None:
+        trace.notes.append(leftover)
     cost = trace.monitor_cost or {}
     seconds = trace.timestamps[-1] if trace.timestamps else 0.0
     used = units.percent(cost.get("cpu_seconds_per_second", 0.0), 2)
@@ -217,8 +400,14 @@ def monitor(
     )
     from pilot_sys.cli.present.monitor import verdict_lines
 
+    short = too_short_text(len(trace.timestamps), rate, seconds, max_hot_fraction)
+    if short is not None:
+        trace.notes.append(short)
+        click.echo(f"pilot-sys monitor: {short}", file=err)
     for line in verdict_lines(verdict):
         click.echo(f"pilot-sys monitor: {line}", file=err)
+    if leftover is not None:
+        click.echo(f"pilot-sys monitor: note: {leftover}", file=err)
     _write_outputs(result, json_path, plot_path, err)
 
     if result.interrupted:
@@ -226,6 +415,6 @@ def monitor(
     code = result.returncode
     if code < 0:  # killed by a signal: the shell convention
         code = 128 - code
-    if strict and code == 0 and not verdict.valid:
+    if strict and code == 0 and verdict.judged_invalid:
         code = int(ExitCode.INVALID_RESULT)
     sys.exit(code)

@@ -14,10 +14,16 @@ import click
 import numpy as np
 from pydantic import BaseModel, Field
 
-from pilot_sys.cli.common import OneLineErrors, save_figure
+from pilot_sys.cli.common import OneLineErrors, library_warnings_as_notes, save_figure
 from pilot_sys.errors import BadInput
 from pilot_sys.monitor.phase_traces import WORKLOAD_SERIES
-from pilot_sys.monitor.trace_io import LoadedTrace, MetricMatrix, load_traces, metric_matrix
+from pilot_sys.monitor.trace_io import (
+    MIN_SAMPLES,
+    LoadedTrace,
+    MetricMatrix,
+    load_traces,
+    metric_matrix,
+)
 from pilot_sys.stats.phases import (
     DEFAULT_MATCH_THRESHOLD,
     DEFAULT_SMOOTH,
@@ -30,7 +36,6 @@ from pilot_sys.stats.phases import (
     match_signatures,
     transition_signature,
 )
-
 
 #: Below this many baseline transitions the matching score rests on a few, partly chance,
 #: alignments (on this machine's 4-10-transition traces: 89 % hits with 25 % false alarms).
@@ -45,7 +50,9 @@ class RunSignature(BaseModel):
     rate_hz: float
     metrics: list[str]
     transitions: int = Field(description="refined transitions (TBP_gg)")
-    initial_transitions: int = Field(description="transitions before glitch/gradient filtering (TBP_init)")
+    initial_transitions: int = Field(
+        description="transitions before glitch/gradient filtering (TBP_init)"
+    )
     glitches: int
     gradients: int
     transition_samples: list[int]
@@ -57,7 +64,9 @@ class RunMatch(BaseModel):
     signature: RunSignature
     best_shift: int = Field(description="samples the run lags the baseline at the best alignment")
     best_shift_s: float
-    matching_score: float | None = Field(description="best / mean(next ten best) - 1; null when only the peak correlates")
+    matching_score: float | None = Field(
+        description="best / mean(next ten best) - 1; null when only the peak correlates"
+    )
     peak: float
     next_best_mean: float
     verdict: Literal["matches", "differs"]
@@ -69,7 +78,9 @@ class PhasesReport(BaseModel):
     runs: list[RunMatch]
 
 
-def _signature_report(loaded: LoadedTrace, mm: MetricMatrix, sig: Signature, notes: list[str]) -> RunSignature:
+def _signature_report(
+    loaded: LoadedTrace, mm: MetricMatrix, sig: Signature, notes: list[str]
+) -> RunSignature:
     positions = sig.transitions
     notes = list(notes)
     if mm.filled:
@@ -93,17 +104,76 @@ def _signature_report(loaded: LoadedTrace, mm: MetricMatrix, sig: Signature, not
     )
 
 
+def load_path(path: str) -> list[LoadedTrace]:
+    """The traces one argument names: a trace file, a session's result directory (each round's
+    ``rounds/NNNN/monitor.json``, in journal order), or a directory holding ``monitor.json``
+    or ``monitor/*.json``."""
+    root = Path(path)
+    if root.is_dir() and (root / "session.json").is_file():
+        return _session_traces(root)
+    return load_traces(path)
+
+
+def _session_traces(root: Path) -> list[LoadedTrace]:
+    """Every journaled round's monitor trace; rounds with too few samples for transitions are
+    left out, and said so on stderr."""
+    from pilot_sys.session.journal import Journal
+
+    journal = Journal.open(root, repair=False)
+    found: list[LoadedTrace] = []
+    short: list[int] = []
+    for rec in journal.records:
+        if rec.monitor is None or not rec.monitor.file:
+            continue
+        path = root / rec.dir / rec.monitor.file
+        if not path.is_file():
+            continue
+        if rec.monitor.samples < MIN_SAMPLES:
+            short.append(rec.index)
+            continue
+        loaded = load_traces(str(path))[0]
+        found.append(LoadedTrace(loaded.trace, loaded.path, f"{path} (round {rec.index})"))
+    if short:
+        listed = ", ".join(map(str, short[:8])) + (" ..." if len(short) > 8 else "")
+        click.echo(
+            f"pilot-sys phases: {root}: {len(short)} round(s) left out, fewer than "
+            f"{MIN_SAMPLES} samples each (round {listed})",
+            err=True,
+        )
+    if not found:
+        why = "was it run with --no-monitor?" if not short else "every round is too short"
+        raise BadInput(
+            str(root), f"no round of this session has a usable rounds/NNNN/monitor.json ({why})"
+        )
+    return found
+
+
 def _load_all(paths: tuple[str, ...]) -> list[LoadedTrace]:
-    return [lt for p in paths for lt in load_traces(p)]
+    return [lt for p in paths for lt in load_path(p)]
 
 
 def _times(seconds: list[float], limit: int = 12) -> str:
     shown = " ".join(f"{t:.2f}" for t in seconds[:limit])
-    return shown + (f" ... ({len(seconds) - limit} more)" if len(seconds) > limit else "") if seconds else "none"
+    return (
+        shown + (f" ... ({len(seconds) - limit} more)" if len(seconds) > limit else "")
+        if seconds
+        else "none"
+    )
 
 
-def _plot(path: Path, base: tuple[MetricMatrix, Signature], runs: list[tuple[MetricMatrix, Signature, RunMatch]], params: PhaseParams) -> None:
-    """Metric lines with refined transitions per run (aligned on the baseline), and the correlations."""
+def _score_or_inf(match: RunMatch) -> float:
+    """The matching score to print; none (only the peak correlates) as inf."""
+    return match.matching_score if match.matching_score is not None else math.inf
+
+
+def _plot(
+    path: Path,
+    base: tuple[MetricMatrix, Signature],
+    runs: list[tuple[MetricMatrix, Signature, RunMatch]],
+    params: PhaseParams,
+) -> None:
+    """Metric lines with refined transitions per run (aligned on the baseline), and the
+    correlations."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -113,21 +183,36 @@ def _plot(path: Path, base: tuple[MetricMatrix, Signature], runs: list[tuple[Met
     fig, axes = plt.subplots(rows, 1, figsize=(10, 1.8 * rows), squeeze=False)
     axes = axes[:, 0]
     entries = [(base[0], base[1], None)] + runs
-    for ax, (mm, sig, match) in zip(axes, entries):
+    for ax, (mm, sig, match) in zip(axes, entries, strict=False):
         shift = match.best_shift if match else 0
         t = (np.arange(mm.values.shape[0]) - shift) / mm.rate_hz
         ax.plot(t, mm.values, linewidth=0.7, alpha=0.8)
         for pos in sig.transitions:
             ax.axvline((pos - shift) / mm.rate_hz, color="black", linewidth=0.8, linestyle="--")
-        title = "baseline" if match is None else f"score {match.matching_score if match.matching_score is not None else math.inf:.2f} ({match.verdict}), shifted by {-shift:+d} samples"
+        title = (
+            "baseline"
+            if match is None
+            else f"score {_score_or_inf(match):.2f} ({match.verdict}), "
+            f"shifted by {-shift:+d} samples"
+        )
         ax.set_title(f"{title}", fontsize=8, loc="left")
         ax.set_ylabel("fraction", fontsize=7)
         ax.tick_params(labelsize=7)
     ax = axes[-1]
-    for mm, sig, match in runs:
-        lags, values = cross_correlation(sig.refined, blur(base[1].refined, params.tolerance), params.max_shift)
-        ax.plot(lags, values, linewidth=0.8, label=f"score {match.matching_score if match.matching_score is not None else math.inf:.2f}")
-    ax.set_xlabel("shift (samples); dashed lines: refined transitions; time axis in seconds of the baseline", fontsize=7)
+    for _mm, sig, match in runs:
+        lags, values = cross_correlation(
+            sig.refined, blur(base[1].refined, params.tolerance), params.max_shift
+        )
+        ax.plot(
+            lags,
+            values,
+            linewidth=0.8,
+            label=f"score {_score_or_inf(match):.2f}",
+        )
+    ax.set_xlabel(
+        "shift (samples); dashed lines: refined transitions; time axis in seconds of the baseline",
+        fontsize=7,
+    )
     ax.set_ylabel("cross-corr.", fontsize=7)
     ax.tick_params(labelsize=7)
     if runs:
@@ -142,12 +227,14 @@ def build_report(
     params: PhaseParams,
     globs: list[str] | None,
     rate_hz: float | None,
-) -> tuple[PhasesReport, tuple[MetricMatrix, Signature], list[tuple[MetricMatrix, Signature, RunMatch]]]:
+) -> tuple[
+    PhasesReport, tuple[MetricMatrix, Signature], list[tuple[MetricMatrix, Signature, RunMatch]]
+]:
     """Signatures of the baseline and every run, each run matched against the baseline."""
     threshold = params.match_threshold
     base_notes: list[str] = []
     if baseline_path is not None:
-        candidates = load_traces(baseline_path)
+        candidates = load_path(baseline_path)
     else:
         candidates, run_traces = run_traces[:1], run_traces[1:]
         base_notes.append("no --baseline: the first run is the baseline")
@@ -161,16 +248,22 @@ def build_report(
     base_sig = transition_signature(base_mm.values, params)
     if base_sig.transitions.size < FEW_TRANSITIONS:
         base_notes.append(
-            f"only {base_sig.transitions.size} transitions: the matching score rests on a few alignments "
-            "and is unreliable; compare longer runs, or lower --transition-threshold"
+            f"only {base_sig.transitions.size} transitions: the matching score rests on a few "
+            "alignments and is unreliable; compare longer runs, or lower --transition-threshold"
         )
 
     results: list[tuple[MetricMatrix, Signature, RunMatch]] = []
     for lt in run_traces:
         mm = metric_matrix(lt.trace, globs, rate, where=str(lt.path))
         sig = transition_signature(mm.values, params)
-        m = match_signatures(base_sig.refined, sig.refined, params.tolerance, params.max_shift, params.competitors)
-        notes = [f"resampled from {lt.trace.rate_hz:g} Hz to {rate:g} Hz"] if not math.isclose(lt.trace.rate_hz, rate) else []
+        m = match_signatures(
+            base_sig.refined, sig.refined, params.tolerance, params.max_shift, params.competitors
+        )
+        notes = (
+            [f"resampled from {lt.trace.rate_hz:g} Hz to {rate:g} Hz"]
+            if not math.isclose(lt.trace.rate_hz, rate)
+            else []
+        )
         match = RunMatch(
             signature=_signature_report(lt, mm, sig, notes),
             best_shift=m.best_shift,
@@ -182,7 +275,9 @@ def build_report(
         )
         results.append((mm, sig, match))
     report = PhasesReport(
-        params=params, baseline=_signature_report(base, base_mm, base_sig, base_notes), runs=[r[2] for r in results]
+        params=params,
+        baseline=_signature_report(base, base_mm, base_sig, base_notes),
+        runs=[r[2] for r in results],
     )
     return report, (base_mm, base_sig), results
 
@@ -201,17 +296,76 @@ Exit status: 0 whatever the verdicts (they are in the output), 2 on bad input.
 """,
 )
 @click.argument("runs", nargs=-1, required=True, metavar="DIR_OR_TRACE...")
-@click.option("--baseline", "baseline_path", metavar="DIR_OR_TRACE", help="The run the others are matched against (blurred). Default: the first run.")
-@click.option("--tolerance", type=click.IntRange(min=0), default=DEFAULT_TOLERANCE, show_default=True, help="Near-neighbour blurring of the baseline, in samples.")
-@click.option("--threshold", type=click.FloatRange(min=0.0), default=DEFAULT_MATCH_THRESHOLD, show_default=True, help="Matching score at or above which a run matches.")
-@click.option("--transition-threshold", type=click.FloatRange(min=0.0, max=1.0, min_open=True, max_open=True), default=DEFAULT_TRANSITION_THRESHOLD, show_default=True, help="Composite similarity S above which successive samples are a transition.")
-@click.option("--smooth", type=click.IntRange(min=1), default=DEFAULT_SMOOTH, show_default=True, help="Running median over this many samples before the similarity metric (1: none).")
-@click.option("--max-shift", type=click.IntRange(min=0), default=None, help="Largest shift tried, in samples (default: every overlap).")
-@click.option("--metrics", "metric_globs", multiple=True, metavar="GLOB", help="Series to use, e.g. 'block:*/busy' (repeatable; default: utilization-like series).")
-@click.option("--workload", "workload_only", is_flag=True, help="Use the workload's own CPU and I/O series (process:*): on a shared host other tenants move every host-wide series.")
-@click.option("--rate", "rate_hz", type=click.FloatRange(min=0.0, min_open=True), default=None, help="Resample every run to this rate in Hz (default: the baseline's).")
+@click.option(
+    "--baseline",
+    "baseline_path",
+    metavar="DIR_OR_TRACE",
+    help="The run the others are matched against (blurred). Default: the first run.",
+)
+@click.option(
+    "--tolerance",
+    type=click.IntRange(min=0),
+    default=DEFAULT_TOLERANCE,
+    show_default=True,
+    help="Near-neighbour blurring of the baseline, in samples.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(min=0.0),
+    default=DEFAULT_MATCH_THRESHOLD,
+    show_default=True,
+    help="Matching score at or above which a run matches.",
+)
+@click.option(
+    "--transition-threshold",
+    type=click.FloatRange(min=0.0, max=1.0, min_open=True, max_open=True),
+    default=DEFAULT_TRANSITION_THRESHOLD,
+    show_default=True,
+    help="Composite similarity S above which successive samples are a transition.",
+)
+@click.option(
+    "--smooth",
+    type=click.IntRange(min=1),
+    default=DEFAULT_SMOOTH,
+    show_default=True,
+    help="Running median over this many samples before the similarity metric (1: none).",
+)
+@click.option(
+    "--max-shift",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Largest shift tried, in samples (default: every overlap).",
+)
+@click.option(
+    "--metrics",
+    "metric_globs",
+    multiple=True,
+    metavar="GLOB",
+    help="Series to use, e.g. 'block:*/busy' (repeatable; default: utilization-like series).",
+)
+@click.option(
+    "--workload",
+    "workload_only",
+    is_flag=True,
+    help="Use the workload's own CPU and I/O series (process:*): on a shared host other tenants "
+    "move every host-wide series.",
+)
+@click.option(
+    "--rate",
+    "rate_hz",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=None,
+    help="Resample every run to this rate in Hz (default: the baseline's).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write a picture of the signatures and correlations (PNG, SVG, PDF).")
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write a picture of the signatures and correlations (PNG, SVG, PDF).",
+)
+@library_warnings_as_notes
 def phases(
     runs: tuple[str, ...],
     baseline_path: str | None,
@@ -228,8 +382,9 @@ def phases(
 ) -> None:
     """Recurrent phase signatures of recorded runs and how well they match a baseline.
 
-    Each DIR_OR_TRACE is a trace written by `pilot-sys monitor --json`, or a result directory
-    holding monitor.json or monitor/*.json (one trace per round). The signature of a run is
+    Each DIR_OR_TRACE is a trace written by `pilot-sys monitor --json`, or a session's result
+    directory (each round's rounds/NNNN/monitor.json, in round order), or a directory holding
+    monitor.json or monitor/*.json. The signature of a run is
     where its metric mix changes (transitions), cleaned of glitches and gradients; a run
     matches the baseline when its signature, at the best shift, correlates with the blurred
     baseline signature much better than at other shifts (the matching score of Isci and
@@ -237,16 +392,24 @@ def phases(
     disturbed runs of one workload still match, while another workload does not.
     """
     # click's FloatRange lets nan through (every comparison with nan is False)
-    for option, value in (("--threshold", threshold), ("--transition-threshold", transition_threshold),
-                          ("--rate", rate_hz)):
+    for option, value in (
+        ("--threshold", threshold),
+        ("--transition-threshold", transition_threshold),
+        ("--rate", rate_hz),
+    ):
         if value is not None and not math.isfinite(value):
-            raise BadInput(option, f"{value:g} is not a finite number (see pilot-sys phases --help)")
+            raise BadInput(
+                option, f"{value:g} is not a finite number (see pilot-sys phases --help)"
+            )
     if plot_path is not None:
         parent = plot_path.resolve().parent
         if not parent.is_dir():
             raise BadInput("--plot", f"{plot_path}: directory {parent} does not exist")
         if plot_path.suffix.lower() not in (".png", ".svg", ".pdf"):
-            raise BadInput("--plot", f"{plot_path}: the picture format comes from the suffix; use .png, .svg or .pdf")
+            raise BadInput(
+                "--plot",
+                f"{plot_path}: the picture format comes from the suffix; use .png, .svg or .pdf",
+            )
     params = PhaseParams(
         transition_threshold=transition_threshold,
         tolerance=tolerance,
@@ -272,18 +435,33 @@ def phases(
 
 def _print_text(report: PhasesReport, threshold: float) -> None:
     b = report.baseline
-    click.echo(f"baseline {b.source}: {b.samples} samples at {b.rate_hz:g} Hz, {len(b.metrics)} series")
-    click.echo(f"  {b.transitions} transitions ({b.initial_transitions} initial, {b.glitches} glitches dropped, {b.gradients} gradients merged) at {_times(b.transition_times_s)} s")
+    click.echo(
+        f"baseline {b.source}: {b.samples} samples at {b.rate_hz:g} Hz, {len(b.metrics)} series"
+    )
+    click.echo(
+        f"  {b.transitions} transitions ({b.initial_transitions} initial, {b.glitches} glitches "
+        f"dropped, {b.gradients} gradients merged) at {_times(b.transition_times_s)} s"
+    )
     for note in b.notes:
         click.echo(f"  note: {note}")
     if not report.runs:
         click.echo("no runs to match: name one or more runs besides the baseline")
     for r in report.runs:
         s = r.signature
-        score = "inf (only the peak correlates)" if r.matching_score is None else f"{r.matching_score:.3f}"
+        score = (
+            "inf (only the peak correlates)"
+            if r.matching_score is None
+            else f"{r.matching_score:.3f}"
+        )
         click.echo(f"run {s.source}: {s.samples} samples")
-        click.echo(f"  {s.transitions} transitions ({s.initial_transitions} initial, {s.glitches} glitches dropped, {s.gradients} gradients merged) at {_times(s.transition_times_s)} s")
-        click.echo(f"  best shift {r.best_shift:+d} samples ({r.best_shift_s:+.2f} s); matching score {score} {'>=' if r.verdict == 'matches' else '<'} {threshold:g}: {r.verdict}")
+        click.echo(
+            f"  {s.transitions} transitions ({s.initial_transitions} initial, {s.glitches} "
+            f"glitches dropped, {s.gradients} gradients merged) at {_times(s.transition_times_s)} s"
+        )
+        click.echo(
+            f"  best shift {r.best_shift:+d} samples ({r.best_shift_s:+.2f} s); matching score "
+            f"{score} {'>=' if r.verdict == 'matches' else '<'} {threshold:g}: {r.verdict}"
+        )
         for note in s.notes:
             if note not in b.notes:  # e.g. the same series scaled in every run: said once
                 click.echo(f"  note: {note}")

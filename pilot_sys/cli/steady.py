@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pilot_sys.cli.changepoints import check_plot_path, load_series, save_figure
+from pilot_sys.cli.common import decimal_option, library_warnings_as_notes
 from pilot_sys.errors import BadInput, InsufficientData
 
 if TYPE_CHECKING:
@@ -23,7 +24,9 @@ if TYPE_CHECKING:
 UNIT_SECONDS: dict[str, float] = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
 
-def _unit_scale(unit_option: str | None, header_unit: str | None, label: str) -> tuple[str, float, bool]:
+def _unit_scale(
+    unit_option: str | None, header_unit: str | None, label: str
+) -> tuple[str, float, bool]:
     """(unit, seconds per unit, assumed?) from --unit, else the header ("latency (ms)" or
     "latency_ms"), else seconds (assumed, and said so)."""
     if unit_option is not None:
@@ -47,14 +50,25 @@ def _fmt(value: float, unit: str) -> str:
     return f"{value:.6g} {unit}"
 
 
+def _method_line(result: SteadyState) -> str:
+    if result.method == "dual-gate":
+        return f"dual gate, windows of {result.window} x {result.history}"
+    cuts = len(result.changepoints or [])
+    tolerance = 100 * (result.tolerance or 0.0)
+    return f"{cuts + 1} segment(s), levels within {tolerance:g}% count as equal"
+
+
 def _as_text(result: SteadyState, source: str, unit: str, unit_assumed: bool) -> str:
     assumed = " (assumed; set --unit)" if unit_assumed else ""
-    lines = [f"{source}: {result.n} latencies, unit {unit}{assumed}, windows of {result.window} x {result.history}"]
+    if result.too_short:
+        return f"{source}: {result.reason}"
+    lines = [f"{source}: {result.n} latencies, unit {unit}{assumed}, {_method_line(result)}"]
     if result.steady_state_start is None or result.steady is None:
         lines += [
             f"steady state     : {result.reason}",
             f"cold-start cost  : >= {_fmt(result.cold_start_cost, unit)} (the whole run)",
-            f"whole run        : median {_fmt(result.raw.median, unit)}, p99 {_fmt(result.raw.p99, unit)}, "
+            f"whole run        : median {_fmt(result.raw.median, unit)}, "
+            f"p99 {_fmt(result.raw.p99, unit)}, "
             f"p99.9 {_fmt(result.raw.p999, unit)}, max {_fmt(result.raw.max, unit)}",
         ]
         return "\n".join(lines)
@@ -62,21 +76,25 @@ def _as_text(result: SteadyState, source: str, unit: str, unit_assumed: bool) ->
     tts = result.time_to_steady_state
     lines += [
         f"steady state     : from iteration {result.steady_state_start} ({result.reason})",
-        f"time to steady   : {result.warmup_iterations} iterations, {tts if tts is not None else 0.0:.6g} s",
+        f"time to steady   : {result.warmup_iterations} iterations, "
+        f"{tts if tts is not None else 0.0:.6g} s",
         f"cold-start cost  : {_fmt(result.cold_start_cost, unit)} spent before steady state, "
         f"{_fmt(result.cold_start_excess or 0.0, unit)} more than at steady speed",
         "",
-        f"  {'':<13}{'n':>10}  {'median':>12}  {'p99':>12}  {'p99.9':>12}  {'max':>12}  {'mean':>12}",
+        f"  {'':<13}{'n':>10}  {'median':>12}  {'p99':>12}  {'p99.9':>12}  "
+        f"{'max':>12}  {'mean':>12}",
     ]
     for label, d in (("steady state", s), ("whole run", result.raw)):
         lines.append(
-            f"  {label:<13}{d.n:>10}  {d.median:>12.6g}  {d.p99:>12.6g}  {d.p999:>12.6g}  {d.max:>12.6g}  {d.mean:>12.6g}"
+            f"  {label:<13}{d.n:>10}  {d.median:>12.6g}  {d.p99:>12.6g}  {d.p999:>12.6g}  "
+            f"{d.max:>12.6g}  {d.mean:>12.6g}"
         )
     return "\n".join(lines)
 
 
 def plot_steady(values: np.ndarray, result: SteadyState, path: Path, title: str, unit: str) -> None:
-    """Latency per iteration (log scale) with the warm-up shaded and the steady percentiles drawn."""
+    """Latency per iteration (log scale) with the warm-up shaded and the steady percentiles
+    drawn."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -86,12 +104,32 @@ def plot_steady(values: np.ndarray, result: SteadyState, path: Path, title: str,
     fig, ax = plt.subplots(figsize=(10, 4.2))
     positive = values > 0
     index = np.arange(values.size)
-    ax.plot(index[positive], values[positive], lw=0.4, color="0.35", rasterized=values.size > 20_000, label="latency")
+    ax.plot(
+        index[positive],
+        values[positive],
+        lw=0.4,
+        color="0.35",
+        rasterized=values.size > 20_000,
+        label="latency",
+    )
     if result.steady_state_start is not None and result.steady is not None:
         start = result.steady_state_start
-        ax.axvspan(0, start, color="tab:red", alpha=0.12, lw=0, label=f"warm-up ({start} iterations)")
-        for value, style, name in ((result.steady.median, "-", "median"), (result.steady.p999, "--", "p99.9")):
-            ax.hlines(value, start, values.size, colors="tab:green", linestyles=style, lw=1.4, label=f"steady {name}")
+        ax.axvspan(
+            0, start, color="tab:red", alpha=0.12, lw=0, label=f"warm-up ({start} iterations)"
+        )
+        for value, style, name in (
+            (result.steady.median, "-", "median"),
+            (result.steady.p999, "--", "p99.9"),
+        ):
+            ax.hlines(
+                value,
+                start,
+                values.size,
+                colors="tab:green",
+                linestyles=style,
+                lw=1.4,
+                label=f"steady {name}",
+            )
     if positive.all():
         ax.set_yscale("log")
     ax.set_xlim(0, max(values.size - 1, 1))
@@ -112,24 +150,57 @@ Examples:
   pilot-sys steady lat_us.txt --unit us --json
   pilot-sys steady run.csv -c latency_ms --timestamps start_s --plot warmup.png
 
-Exit status: 0 on success (also when no steady state is reached), 2 on bad input.""",
+Exit status: 0 on success (also when no steady state is reached or the series is too
+short to show one), 2 on bad input.""",
 )
 @click.argument("source", metavar="[FILE|-]", default="-", required=False)
-@click.option("--column", "-c", metavar="NAME|INDEX", help="Latency column (header name or 0-based index).")
+@click.option(
+    "--column", "-c", metavar="NAME|INDEX", help="Latency column (header name or 0-based index)."
+)
+@decimal_option
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-@click.option("--window", type=int, metavar="N", help="Iterations per window (default: from the data, up to 10000).")
-@click.option("--history", type=int, default=5, show_default=True, metavar="H", help="Consecutive stable windows required.")
+@click.option(
+    "--method",
+    type=click.Choice(["segments", "dual-gate"]),
+    default="segments",
+    show_default=True,
+    help="segments: where the level settles (PELT, Kalibera walk-back); "
+    "dual-gate: windowed median and p99.9.",
+)
+@click.option(
+    "--tolerance", type=float, default=0.05, show_default=True, help="Level difference that counts."
+)
+@click.option("--window", type=int, metavar="N", help="Iterations per window (dual-gate).")
+@click.option(
+    "--history",
+    type=int,
+    default=5,
+    show_default=True,
+    metavar="H",
+    help="Consecutive stable windows (dual-gate).",
+)
 @click.option(
     "--unit",
     type=click.Choice(sorted(UNIT_SECONDS)),
-    help="Unit of the latencies (default: from the header, e.g. 'latency (ms)' or 'latency_ms', else seconds).",
+    help="Unit of the latencies "
+    "(default: from the header, e.g. 'latency (ms)' or 'latency_ms', else seconds).",
 )
-@click.option("--timestamps", metavar="NAME|INDEX", help="Column of per-iteration timestamps in seconds (files only).")
-@click.option("--plot", metavar="FILE.png", help="Draw latency per iteration with the warm-up shaded.")
+@click.option(
+    "--timestamps",
+    metavar="NAME|INDEX",
+    help="Column of per-iteration timestamps in seconds (files only).",
+)
+@click.option(
+    "--plot", metavar="FILE.png", help="Draw latency per iteration with the warm-up shaded."
+)
+@library_warnings_as_notes
 def steady(
     source: str,
     column: str | None,
+    decimal: str | None,
     as_json: bool,
+    method: str,
+    tolerance: float,
     window: int | None,
     history: int,
     unit: str | None,
@@ -138,34 +209,53 @@ def steady(
 ) -> None:
     """Split per-iteration latencies into cold start, warm-up and steady state.
 
-    The steady state starts where the median AND the p99.9 of H consecutive windows stop moving
-    (2% and 10%, or their sampling noise). Reports time to steady state (iterations, seconds),
-    the cold-start cost and the steady-state distribution (median, p99, p99.9, max) beside the
-    whole run's. "No steady state reached" is a valid answer, with the reason.
+    The steady state starts where the level settles: the series is cut into segments of
+    constant mean and variance (PELT, penalty at the elbow of its CROPS path), and walking back
+    from the last segment, the first one whose mean differs by more than --tolerance
+    (Kalibera's test) ends the warm-up: the procedure of Traini et al. 2022. When the settled
+    part is under a sixth of the run, the end still moves: no steady state. Reports time to
+    steady state (iterations, seconds), the cold-start cost and the steady-state distribution
+    (median, p99, p99.9, max) beside the whole run's. "No steady state reached" and "too short
+    to show a steady state" are valid answers, with the reason.
     """
     if window is not None and window < 2:
         raise BadInput("--window", f"{window} is too small; a window needs at least 2 iterations")
+    if not 0.0 < tolerance < 1.0:
+        raise BadInput("--tolerance", f"{tolerance} must be between 0 and 1, e.g. 0.05")
     if history < 2:
         raise BadInput("--history", f"{history} is too small; stability needs at least 2 windows")
     if timestamps is not None and source == "-":
         raise BadInput("--timestamps", "needs a FILE: stdin can be read only once")
     plot_path = check_plot_path(plot)
-    values, name, header_unit, label = load_series(source, column)
+    values, name, header_unit, label = load_series(source, column, decimal)
     stamps = None
     if timestamps is not None:
-        stamps, _, _, _ = load_series(source, timestamps)
+        stamps, _, _, _ = load_series(source, timestamps, decimal)
         if (stamps[1:] < stamps[:-1]).any():
-            raise BadInput(f"{name} --timestamps {timestamps}", "timestamps go backwards; give start times in seconds")
+            raise BadInput(
+                f"{name} --timestamps {timestamps}",
+                "timestamps go backwards; give start times in seconds",
+            )
     unit_name, seconds_per_unit, assumed = _unit_scale(unit, header_unit, label)
     from pilot_sys.stats.steady import detect_steady_state
 
     try:
         result = detect_steady_state(
-            values, timestamps=stamps, window=window, history=history, seconds_per_unit=seconds_per_unit
+            values,
+            method=method,  # type: ignore[arg-type]
+            tolerance=tolerance,
+            timestamps=stamps,
+            window=window,
+            history=history,
+            seconds_per_unit=seconds_per_unit,
         )
     except InsufficientData as exc:
         raise InsufficientData(name, exc.problem) from None
-    click.echo(_as_json(result, name, unit_name, assumed) if as_json else _as_text(result, name, unit_name, assumed))
+    click.echo(
+        _as_json(result, name, unit_name, assumed)
+        if as_json
+        else _as_text(result, name, unit_name, assumed)
+    )
     if plot_path is not None:
         plot_steady(values, result, plot_path, name, unit_name)
         if not as_json:

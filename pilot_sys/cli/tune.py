@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from pilot_sys import units
 from pilot_sys.cli.common import save_figure
 from pilot_sys.errors import BadInput, ExitCode
 
@@ -22,8 +23,20 @@ if TYPE_CHECKING:  # the method's modules load numpy and scipy: only when the co
     from pilot_sys.monitor.tuner import TuneIteration, TuneResult
     from pilot_sys.workload.base import Workload
 
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|ms|s|sec|m|min)?\s*$")
-_UNIT_SECONDS = {None: 1.0, "s": 1.0, "sec": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "m": 60.0, "min": 60.0}
+_DURATION = re.compile(
+    r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|ms|s|sec|m|min)?\s*$"
+)
+_UNIT_SECONDS = {
+    None: 1.0,
+    "s": 1.0,
+    "sec": 1.0,
+    "ms": 1e-3,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ns": 1e-9,
+    "m": 60.0,
+    "min": 60.0,
+}
 
 
 def parse_budget(text: str, option: str = "--budget") -> float:
@@ -33,11 +46,18 @@ def parse_budget(text: str, option: str = "--budget") -> float:
     try:
         value = float(raw[:-1] if is_percent else raw)
     except ValueError:
-        raise BadInput(option, f"{text!r} is not a budget; write a percentage such as 1% or a fraction such as 0.01") from None
+        raise BadInput(
+            option,
+            f"{text!r} is not a budget; write a percentage such as 1% or a fraction such as 0.01",
+        ) from None
     if is_percent:
         value /= 100.0
     elif value >= 1.0:
-        raise BadInput(option, f"{text} would be {value:.0%} of the PI; write {text}% for {text} percent")
+        raise BadInput(
+            option,
+            f"{text} would be {units.percent(value, None)} of the PI; write {text}% for "
+            f"{text} percent",
+        )
     if not (0.0 < value < 1.0) or not math.isfinite(value):
         raise BadInput(option, f"{text} must be more than 0% and less than 100% of the PI")
     return value
@@ -54,16 +74,24 @@ def parse_duration(text: str, option: str) -> float:
     return seconds
 
 
+def _pct(fraction: float) -> str:
+    return units.percent(fraction, 2, signed=True)
+
+
 def _print_iteration_header() -> None:
-    click.echo(f"{'#':>2}  {'step':<9} {'rate Hz':>8}  {'model':>8}  {'measured overhead [CI]':<28} {'p':>7}  {'bracket Hz':<15}")
+    click.echo(
+        f"{'#':>2}  {'step':<9} {'rate Hz':>8}  {'model':>9}  {'measured overhead [CI]':<31} "
+        f"{'p':>7}  bracket Hz"
+    )
 
 
 def _print_iteration(it: TuneIteration) -> None:
-    model = f"{it.predicted:+.2%}" if it.predicted is not None else "-"
-    measured = f"{it.overhead:+.2%} [{it.ci_low:+.2%}, {it.ci_high:+.2%}]"
+    model = _pct(it.predicted) if it.predicted is not None else "-"
+    measured = f"{_pct(it.overhead)} [{_pct(it.ci_low)}, {_pct(it.ci_high)}]"
     bracket = f"{it.bracket_low_hz:.1f}-{it.bracket_high_hz:.1f}"
     click.echo(
-        f"{it.index:>2}  {it.step.value:<9} {it.rate_hz:>8.1f}  {model:>8}  {measured:<28} {it.p_value:>7.3g}  {bracket:<15}"
+        f"{it.index:>2}  {it.step.value:<9} {it.rate_hz:>8.1f}  {model:>9}  {measured:<31} "
+        f"{it.p_value:>7.2g}  {bracket}"
     )
 
 
@@ -87,11 +115,17 @@ def _plot(result: TuneResult, path: Path) -> None:
     for i, (r, m) in enumerate(zip(rates, mid, strict=True), start=1):
         ax.annotate(str(i), (r, m), textcoords="offset points", xytext=(6, 4), fontsize=8)
     if len(rates):
-        model = fit_overhead_model(rates, mid / 100, np.array([e.se for e in est]), around=result.rate_hz)
+        model = fit_overhead_model(
+            rates, mid / 100, np.array([e.se for e in est]), around=result.rate_hz
+        )
         xs = np.linspace(0, result.bounds.max_hz, 100)
-        ax.plot(xs, (model.intercept + model.slope * xs) * 100, "--", color="grey", label="fitted model")
+        ax.plot(
+            xs, (model.intercept + model.slope * xs) * 100, "--", color="grey", label="fitted model"
+        )
     ax.axhline(result.budget * 100, color="red", label=f"budget {percent(result.budget)}")
-    ax.axvline(result.rate_hz, color="green", label=f"{result.status.value}: {result.rate_hz:.1f} Hz")
+    ax.axvline(
+        result.rate_hz, color="green", label=f"{result.status.value}: {result.rate_hz:.1f} Hz"
+    )
     ax.axvspan(0, result.bounds.min_hz, color="0.9", label="below slowest useful rate")
     ax.set_xlim(0, result.bounds.max_hz * 1.05)
     ax.set_xlabel("sampling rate (Hz)")
@@ -102,19 +136,51 @@ def _plot(result: TuneResult, path: Path) -> None:
     save_figure(fig, path)
 
 
-def _print_summary(result: TuneResult) -> None:
+def budget_line(result: TuneResult) -> str:
+    """Whether the budget is met, in the interval's terms, and the exit code that says so."""
+    from pilot_sys.errors import ExitCode
     from pilot_sys.monitor.tuner import percent
 
+    budget, est, code = percent(result.budget), result.overhead, result.exit_code
+    if est is None:
+        return f"{budget}: not shown (no measurement at the chosen rate; exit {code})"
+    interval = f"[{_pct(est.ci_low)}, {_pct(est.ci_high)}]"
+    if code == ExitCode.OK:
+        return f"{budget}: met (the interval {interval} lies below it)"
+    if code == ExitCode.LIMIT_REACHED:
+        state = "met at this rate" if result.met else "not shown at this rate"
+        return f"{budget}: {state}, but the search did not converge (exit {code})"
+    if code == ExitCode.OVER_BUDGET:
+        return (
+            f"{budget}: over budget (the interval {interval} lies above it even at the "
+            f"slowest useful rate; exit {code})"
+        )
+    return f"{budget}: undecided (the interval {interval} straddles it; exit {code})"
+
+
+def _print_summary(result: TuneResult) -> None:
     click.echo("")
     click.echo(f"rate:      {result.rate_hz:.1f} Hz ({result.status.value})")
     if result.overhead is not None:
-        click.echo(f"overhead:  {result.overhead.describe()} on {result.overhead.pi}, budget {percent(result.budget)} ({result.target.value})")
-    click.echo(f"bounds:    {result.bounds.min_hz:g} Hz ({result.bounds.min_reason}) .. {result.bounds.max_hz:g} Hz ({result.bounds.max_reason})")
+        click.echo(f"overhead:  {result.overhead.describe()} on {result.overhead.pi}")
+    click.echo(f"budget:    {budget_line(result)}")
+    click.echo(
+        f"bounds:    {result.bounds.min_hz:g} Hz ({result.bounds.min_reason}) .. "
+        f"{result.bounds.max_hz:g} Hz ({result.bounds.max_reason})"
+    )
     if result.monitor_cost is not None:
-        click.echo(f"monitor:   {result.monitor_cost.describe()} at {result.monitor_cost.rate_hz:.1f} Hz (monitored rounds)")
+        click.echo(
+            f"monitor:   {result.monitor_cost.describe()} at {result.monitor_cost.rate_hz:.1f} Hz "
+            "(monitored rounds)"
+        )
     if result.calibration is not None:
-        click.echo(f"           {result.calibration.describe()} at {result.calibration.rate_hz:g} Hz (sampler alone; first model)")
-    click.echo(f"time:      {result.elapsed_s:.1f} s, {len(result.iterations)} measurement(s)")
+        click.echo(
+            f"           {result.calibration.describe()} at {result.calibration.rate_hz:g} Hz "
+            "(sampler alone; first model)"
+        )
+    click.echo(
+        f"time:      {units.duration(result.elapsed_s)}, {len(result.iterations)} measurement(s)"
+    )
     click.echo(f"verdict:   {result.message}")
 
 
@@ -128,42 +194,125 @@ The monitor measured is the sampler `pilot-sys run -- CMD` runs (every dynamic p
 component graph of CMD's arguments, and CMD's own processes), so the rate carries over to run.
 Each measurement runs --pairs pairs of rounds, one monitored and one not in a random order,
 and compares them with Welch's test. The overhead is the relative loss of the PI (the round's
-duration unless --pi names a reading the workload reports). Exit codes: 0 found a rate,
-2 bad input or the budget cannot be met even at the slowest useful rate, 4 ran out of
-measurements before converging (the best rate found is still printed), 5 the workload failed.
+duration unless --pi names a reading the workload reports), with its interval at --confidence.
+The budget is met only when that interval lies within it (its upper bound at most the
+budget); the search steers to the highest such rate. docs/tune.md explains the method.
+
+\b
+Exit codes (a script can act on each):
+  0  met: the rate printed keeps the overhead's interval within the budget
+  2  bad input (an option, the command): nothing was measured
+  4  out of measurements before converging: the rate printed is the fastest shown within
+     the budget, if any (raise --max-measurements)
+  5  the workload failed
+  6  undecided: at the slowest useful rate the interval straddles the budget; more pairs
+     (--pairs; the verdict says about how many) or a quieter machine would decide it
+  7  over budget: the interval lies above the budget even at the slowest useful rate;
+     raise the budget, or lengthen --min-spike to allow slower sampling
 """
 
 
 @click.command("tune", epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--budget", default="1%", show_default=True, help="Largest acceptable overhead: 1% or 0.01.")
-@click.option("--min-spike", default="100ms", show_default=True,
-              help="Shortest utilization spike to catch; sets the slowest useful rate (2 samples per spike).")
-@click.option("--max-rate", type=float, default=None,
-              help="Fastest rate to consider, Hz [default: USER_HZ, the per-CPU counters' tick].")
-@click.option("--max-measurements", type=int, default=6, show_default=True,
-              help="Most overhead measurements (each --pairs x 2 rounds) to spend.")
-@click.option("--pairs", type=int, default=8, show_default=True, help="Monitored/unmonitored round pairs per measurement.")
-@click.option("--trim", type=float, default=0.0, show_default=True,
-              help="Fraction trimmed from each end of each arm (Yuen's test) so that rounds hit by other load "
-                   "do not decide; 0 is Welch's test on plain means.")
-@click.option("--confidence", type=float, default=0.95, show_default=True,
-              help="Confidence level of the overhead's CI (and of 'within the budget' for --target upper).")
-@click.option("--target", type=click.Choice(["upper", "estimate"]), default="upper", show_default=True,
-              help="upper: the overhead's CI upper bound stays within the budget; estimate: its point estimate does.")
-@click.option("--work-amount", type=float, default=1.0, show_default=True, help="Value of %WORK_AMOUNT% in the command.")
-@click.option("--pi", default="duration", show_default=True, help="Performance index to compare: 'duration' or a reading the workload reports.")
+@click.option(
+    "--budget", default="1%", show_default=True, help="Largest acceptable overhead: 1% or 0.01."
+)
+@click.option(
+    "--min-spike",
+    default="100ms",
+    show_default=True,
+    help="Shortest utilization spike to catch; sets the slowest useful rate (2 samples per spike).",
+)
+@click.option(
+    "--max-rate",
+    type=float,
+    default=None,
+    help="Fastest rate to consider, Hz [default: USER_HZ, the per-CPU counters' tick].",
+)
+@click.option(
+    "--max-measurements",
+    type=int,
+    default=6,
+    show_default=True,
+    help="Most overhead measurements (each --pairs x 2 rounds) to spend.",
+)
+@click.option(
+    "--pairs",
+    type=int,
+    default=8,
+    show_default=True,
+    help="Monitored/unmonitored round pairs per measurement.",
+)
+@click.option(
+    "--trim",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Fraction trimmed from each end of each arm (Yuen's test) so that rounds hit by other "
+    "load do not decide; 0 is Welch's test on plain means.",
+)
+@click.option(
+    "--confidence",
+    type=float,
+    default=0.95,
+    show_default=True,
+    help="Confidence level of the overhead's interval, which must lie within the budget.",
+)
+@click.option(
+    "--work-amount",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Value of %WORK_AMOUNT% in the command.",
+)
+@click.option(
+    "--pi",
+    default="duration",
+    show_default=True,
+    help="Performance index to compare: 'duration' or a reading the workload reports.",
+)
 @click.option("--timeout", type=float, default=None, help="Seconds before a round is killed.")
 @click.option("--seed", type=int, default=None, help="Seed of the randomised round order.")
-@click.option("--keep", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Keep every round's output in this directory.")
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write a PNG of overhead against rate with the model and the choice.")
+@click.option(
+    "--keep",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep every round's output in this directory.",
+)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write a PNG of overhead against rate with the model and the choice.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
+@click.option(
+    "--host",
+    "host_specs",
+    multiple=True,
+    metavar="NAME=URL",
+    help="Monitor a remote host too (repeatable), as `pilot-sys run --host` would: its scrapes "
+    "are part of the overhead measured.",
+)
+@click.argument(
+    "command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS]..."
+)
 def tune(
-    budget: str, min_spike: str, max_rate: float | None, max_measurements: int, pairs: int, trim: float,
-    confidence: float, target: str, work_amount: float, pi: str, timeout: float | None, seed: int | None, keep: Path | None,
-    plot: Path | None, as_json: bool, command: tuple[str, ...],
+    budget: str,
+    min_spike: str,
+    max_rate: float | None,
+    max_measurements: int,
+    pairs: int,
+    trim: float,
+    confidence: float,
+    work_amount: float,
+    pi: str,
+    timeout: float | None,
+    seed: int | None,
+    keep: Path | None,
+    plot: Path | None,
+    as_json: bool,
+    command: tuple[str, ...],
+    host_specs: tuple[str, ...] = (),
 ) -> None:
     """Find the highest sampling rate whose overhead stays within a budget (Newton's method).
 
@@ -172,6 +321,9 @@ def tune(
     resolution. Prints each iteration, the chosen rate and the overhead measured at it (the rate
     carries over to run --sample-rate: see below).
     """
+    from pilot_sys.topology.remote_hosts import parse_host_specs
+
+    hosts = parse_host_specs(host_specs)
     budget_value = parse_budget(budget)
     spike_s = parse_duration(min_spike, "--min-spike")
     if max_measurements < 1:
@@ -184,17 +336,21 @@ def tune(
         raise BadInput("--confidence", f"must be at least 0.5 and below 1, got {confidence:g}")
     if plot is not None and plot.suffix.lower() != ".png":
         raise BadInput("--plot", f"{plot} must end in .png")
-    from pilot_sys.monitor.tuner import TuneStatus, TuneTarget, percent, rate_bounds, tune_for_workload
+    from pilot_sys.monitor.tuner import TuneStatus, percent, rate_bounds, tune_for_workload
     from pilot_sys.session.monitoring import session_sampler_factory
 
     bounds = rate_bounds(spike_s, max_rate)  # refuses impossible bounds before any round runs
     workload = _command_workload(list(command), timeout)
-    factory = session_sampler_factory(workload.data_path_args())  # what `run -- CMD` samples with
+    # what `run -- CMD` samples with
+    factory = session_sampler_factory(workload.data_path_args(), hosts)
 
     if not as_json:
         click.echo(f"tuning the sampling rate of: {' '.join(command)}")
-        click.echo(f"budget {percent(budget_value)} of {pi} ({target}), rates {bounds.min_hz:g}-{bounds.max_hz:g} Hz, "
-                   f"{pairs} pairs of rounds per measurement, at most {max_measurements} measurements")
+        click.echo(
+            f"budget {percent(budget_value)} of {pi} (the interval's upper bound), "
+            f"rates {bounds.min_hz:g}-{bounds.max_hz:g} Hz, "
+            f"{pairs} pairs of rounds per measurement, at most {max_measurements} measurements"
+        )
         _print_iteration_header()
     done: list[TuneIteration] = []
 
@@ -205,15 +361,34 @@ def tune(
 
     try:
         result = tune_for_workload(
-            workload, budget_value, work_amount=work_amount, pi=pi, higher_is_better=_higher_is_better(workload, pi),
-            min_spike_s=spike_s, max_rate_hz=max_rate, max_measurements=max_measurements, pairs=pairs, trim=trim,
-            confidence=confidence, target=TuneTarget(target), sampler_factory=factory, workdir=keep, seed=seed,
-            allow_unreachable=True, on_iteration=progress,
+            workload,
+            budget_value,
+            work_amount=work_amount,
+            pi=pi,
+            higher_is_better=_higher_is_better(workload, pi),
+            min_spike_s=spike_s,
+            max_rate_hz=max_rate,
+            max_measurements=max_measurements,
+            pairs=pairs,
+            trim=trim,
+            confidence=confidence,
+            sampler_factory=factory,
+            workdir=keep,
+            seed=seed,
+            allow_unreachable=True,
+            on_iteration=progress,
         )
     except KeyboardInterrupt:
         # What was measured is not lost: text mode printed it already, --json gets it now.
         if as_json:
-            click.echo(json.dumps({"status": "interrupted", "iterations": [i.model_dump(mode="json") for i in done]}))
+            click.echo(
+                json.dumps(
+                    {
+                        "status": "interrupted",
+                        "iterations": [i.model_dump(mode="json") for i in done],
+                    }
+                )
+            )
         raise
     if as_json:
         click.echo(json.dumps(result.model_dump(mode="json")))
@@ -223,10 +398,11 @@ def tune(
         _plot(result, plot)
         if not as_json:
             click.echo(f"plot:      {plot}")
-    result.raise_if_unreachable("--budget")
-    if result.status is TuneStatus.MAX_MEASUREMENTS:
-        click.echo(f"pilot-sys: warning: {result.message}", err=True)
-        sys.exit(int(ExitCode.LIMIT_REACHED))
+    if result.exit_code != ExitCode.OK:
+        # an outcome, not an error: stdout has the measurement, stderr the one line that matters
+        word = "warning: " if result.status is TuneStatus.MAX_MEASUREMENTS else ""
+        click.echo(f"pilot-sys: {word}{result.message}", err=True)
+        sys.exit(result.exit_code)
 
 
 def _command_workload(argv: list[str], timeout: float | None) -> Workload:

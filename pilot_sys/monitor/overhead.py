@@ -1,4 +1,5 @@
-"""How much monitoring slows the workload down, measured rather than assumed (seeds/002 §III-C).
+"""How much monitoring slows the workload down, measured rather than assumed (the Pilot paper,
+§III-C).
 
 The workload runs in rounds with the sampler on and off, interleaved in randomised blocks
 (each block holds one monitored and one unmonitored round, in a random order), so that slow
@@ -38,6 +39,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 from scipy import stats
 
+from pilot_sys import units
 from pilot_sys.errors import BadInput, InsufficientData
 from pilot_sys.stats.compare import SampleStats, welch
 from pilot_sys.workload.base import RoundOutput, Workload
@@ -73,12 +75,13 @@ class OverheadEstimate(BaseModel):
 
     def describe(self) -> str:
         """One line for people, in percent."""
-        ci = f"[{self.ci_low:+.2%}, {self.ci_high:+.2%}]"
+        pct = lambda x: units.percent(x, 2, signed=True)  # noqa: E731
+        shown = f"{pct(self.overhead)} [{pct(self.ci_low)}, {pct(self.ci_high)}]"
         if self.detectable:
-            return f"{self.overhead:+.2%} {ci} (p={self.p_value:.3g})"
+            return f"{shown} (p = {self.p_value:.2g})"
         return (
-            f"no detectable overhead at this precision: {self.overhead:+.2%} {ci} "
-            f"(p={self.p_value:.3g}; could detect >= {self.min_detectable:.2%})"
+            f"no detectable overhead at this precision: {shown} "
+            f"(p = {self.p_value:.2g}; could detect >= {units.percent(self.min_detectable, 2)})"
         )
 
 
@@ -104,12 +107,16 @@ def estimate_overhead(
     a = np.asarray(on, dtype=float)
     b = np.asarray(off, dtype=float)
     if a.size < 2 or b.size < 2:
-        raise InsufficientData("readings", f"need at least 2 rounds per arm, got {a.size} on and {b.size} off")
+        raise InsufficientData(
+            "readings", f"need at least 2 rounds per arm, got {a.size} on and {b.size} off"
+        )
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         raise BadInput("readings", "a reading is not a finite number")
     mean_on, mean_off = float(stats.trim_mean(a, trim)), float(stats.trim_mean(b, trim))
     if mean_off == 0.0:
-        raise BadInput("readings", "the unmonitored mean is 0; an overhead relative to it is undefined")
+        raise BadInput(
+            "readings", "the unmonitored mean is 0; an overhead relative to it is undefined"
+        )
     alpha = 1.0 - confidence
     diff = mean_on - mean_off
     sign = -1.0 if higher_is_better else 1.0  # overhead = sign * diff / mean_off
@@ -123,7 +130,13 @@ def estimate_overhead(
             confidence=confidence,
             threshold=alpha,
         )
-        df, p_value, lo, hi, se_diff = res.dof, res.p_value, res.ci.low, res.ci.high, res.ci.std_error
+        df, p_value, lo, hi, se_diff = (
+            res.dof,
+            res.p_value,
+            res.ci.low,
+            res.ci.high,
+            res.ci.std_error,
+        )
     elif np.ptp(a) == 0.0 and np.ptp(b) == 0.0:
         # Identical readings within each arm: Yuen's statistic is undefined; the data are exact.
         df = float(a.size + b.size - 2)
@@ -187,17 +200,43 @@ class MonitorCost(BaseModel):
     cpu_seconds_per_sample: float
     wakeups_per_second: float
     memory_bytes: float
+    # the sources' threads here (remote scrapes), per second and per sampler tick
+    source_cpu_seconds_per_second: float = 0.0
+    # what the remote hosts' engines spent serving the samples, per second, summed over hosts
+    # (where the engine reports its own CPU time; 0 without remote hosts)
+    remote_cpu_seconds_per_second: float = 0.0
+
+    @property
+    def total_cpu_seconds_per_sample(self) -> float:
+        """This host's CPU per tick, sources included: the tuner's first model of overhead.
+
+        A remote host's source asks it once per tick up to its own cap
+        (``remote.source.MAX_RATE_HZ``), so below the cap each tick costs one remote sample per
+        host: the sources' CPU per second over the rate they ran at, not over the tick rate."""
+        from pilot_sys.monitor.remote.source import MAX_RATE_HZ
+
+        source_rate = min(self.rate_hz, MAX_RATE_HZ)
+        return self.cpu_seconds_per_sample + self.source_cpu_seconds_per_second / source_rate
+
+    def with_remote(self, per_host: Mapping[str, float]) -> MonitorCost:
+        """This cost with the remote hosts' engine CPU per second added."""
+        total = float(sum(per_host.values()))
+        return self.model_copy(update={"remote_cpu_seconds_per_second": total})
 
     @classmethod
     def from_sampler(cls, rate_hz: float, cost: Any) -> MonitorCost:
-        """Adapt the sampler's ``SamplerCost`` (a pydantic model, a mapping or an object with fields)."""
+        """Adapt the sampler's ``SamplerCost`` (a pydantic model, a mapping or an object with
+        fields)."""
         if isinstance(cost, Mapping):
             data = dict(cost)
         else:
             data = cost.model_dump() if hasattr(cost, "model_dump") else dict(vars(cost))
         per_s = float(data["cpu_seconds_per_second"])
         per_sample = data.get("cpu_seconds_per_sample")
+        seconds = float(data.get("seconds") or 0.0)
+        source_cpu = float(data.get("source_cpu_seconds") or 0.0)
         return cls(
+            source_cpu_seconds_per_second=source_cpu / seconds if seconds > 0 else 0.0,
             rate_hz=rate_hz,
             cpu_seconds_per_second=per_s,
             cpu_seconds_per_sample=float(per_sample) if per_sample is not None else per_s / rate_hz,
@@ -216,13 +255,27 @@ class MonitorCost(BaseModel):
             cpu_seconds_per_sample=float(np.mean([c.cpu_seconds_per_sample for c in costs])),
             wakeups_per_second=float(np.mean([c.wakeups_per_second for c in costs])),
             memory_bytes=float(max(c.memory_bytes for c in costs)),
+            source_cpu_seconds_per_second=float(
+                np.mean([c.source_cpu_seconds_per_second for c in costs])
+            ),
+            remote_cpu_seconds_per_second=float(
+                np.mean([c.remote_cpu_seconds_per_second for c in costs])
+            ),
         )
 
     def describe(self) -> str:
+        """``1.27 % of a CPU (126 µs/sample), 100 wake-ups/s, 16.0 MiB``, and what sampling the
+        remote hosts cost here and on the hosts when there are any."""
+        remote = ""
+        if self.source_cpu_seconds_per_second or self.remote_cpu_seconds_per_second:
+            remote = (
+                f"; remote hosts: {units.percent(self.source_cpu_seconds_per_second, 2)} of a CPU "
+                f"here, {units.percent(self.remote_cpu_seconds_per_second, 2)} on the hosts"
+            )
         return (
-            f"{self.cpu_seconds_per_second * 100:.3f}% of a CPU "
-            f"({self.cpu_seconds_per_sample * 1e6:.0f} us/sample), "
-            f"{self.wakeups_per_second:.0f} wake-ups/s, {self.memory_bytes / 2**20:.1f} MiB"
+            f"{units.percent(self.cpu_seconds_per_second, 2)} of a CPU "
+            f"({units.duration(self.cpu_seconds_per_sample)}/sample), "
+            f"{self.wakeups_per_second:.0f} wake-ups/s, {units.size(self.memory_bytes)}{remote}"
         )
 
 
@@ -249,8 +302,15 @@ class OverheadMeasurement(BaseModel):
         costs = [c for c in (self.monitor_cost, later.monitor_cost) if c is not None]
         return OverheadMeasurement(
             rate_hz=self.rate_hz,
-            estimate=estimate_overhead(on, off, higher_is_better=est.higher_is_better, pi=est.pi,
-                                       confidence=est.confidence, power=est.power, trim=est.trim),
+            estimate=estimate_overhead(
+                on,
+                off,
+                higher_is_better=est.higher_is_better,
+                pi=est.pi,
+                confidence=est.confidence,
+                power=est.power,
+                trim=est.trim,
+            ),
             monitor_cost=MonitorCost.mean(costs),
             readings_on=on,
             readings_off=off,
@@ -312,7 +372,7 @@ class WorkloadProbe:
 
     ``uninstrumented``, when given, is the same workload with its own measurement switched off
     (e.g. fio without per-window bandwidth logs): the unmonitored rounds run it, so the
-    comparison covers unit-reading instrumentation as well as the sampler (seeds/002 §III-C;
+    comparison covers unit-reading instrumentation as well as the sampler (the Pilot paper, §III-C;
     only the readings, which both variants report, are compared).
     """
 
@@ -337,7 +397,9 @@ class WorkloadProbe:
         self.trim = trim
         self.work_amount = work_amount
         self.pi = pi
-        self.higher_is_better = (pi != DURATION_PI) if higher_is_better is None else higher_is_better
+        self.higher_is_better = (
+            (pi != DURATION_PI) if higher_is_better is None else higher_is_better
+        )
         self.pairs = pairs
         self.warmup_rounds = warmup_rounds
         self.sampler_factory = sampler_factory or default_sampler_factory
@@ -362,7 +424,11 @@ class WorkloadProbe:
         finally:
             if sampler is not None:
                 sampler.stop()
-        cost = MonitorCost.from_sampler(rate_hz, sampler.cost()) if sampler is not None and rate_hz else None
+        cost = (
+            MonitorCost.from_sampler(rate_hz, sampler.cost())
+            if sampler is not None and rate_hz
+            else None
+        )
         return round_reading(output, self.pi), cost
 
     def warm_up(self) -> None:
@@ -385,7 +451,12 @@ class WorkloadProbe:
             if cost is not None:
                 costs.append(cost)
         estimate = estimate_overhead(
-            on, off, higher_is_better=self.higher_is_better, pi=self.pi, confidence=self.confidence, trim=self.trim
+            on,
+            off,
+            higher_is_better=self.higher_is_better,
+            pi=self.pi,
+            confidence=self.confidence,
+            trim=self.trim,
         )
         return OverheadMeasurement(
             rate_hz=rate_hz,

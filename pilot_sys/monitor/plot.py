@@ -1,34 +1,154 @@
-"""Pictures of a monitored run: utilization over time per component, and the component graph
-coloured by each component's peak utilization (seeds/002 Fig. 5 with measured colours).
+"""Pictures of monitored time: a utilization timeline of the components on the data path, and
+the data path coloured by each component's peak utilization (the Pilot paper's component graph,
+Fig. 5, with measured colours).
 
-Export only: reads a ``MonitorTrace`` and its ``Verdict``; matplotlib is imported lazily with
-the Agg backend.
+One panel per component on the data path, the component under test first, then any hidden
+bottleneck: a component's directions share its panel, its busy time (a share of wall time with
+a request in flight, not a fraction of a limit) is a grey fill behind them, and every component
+off the path is collapsed into one "others (max)" panel. The colours are those of
+``pilot_sys.palette``. The selection (:func:`path_panels`) is pure; matplotlib is imported
+lazily with the Agg backend.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
 import numpy as np
 
-from pilot_sys.monitor.bottleneck import ComponentStats, Verdict
+from pilot_sys import palette, units
+from pilot_sys.monitor.bottleneck import ALWAYS_ON_PATH, BUSIEST_CORE, ComponentStats, Verdict
 from pilot_sys.monitor.trace import MonitorTrace
 
 MAX_LINES = 12  # more lines than this on one axis stop being readable
+OTHERS = "others (max)"
+# the order of the path's components after the CUT and the hidden bottlenecks: the data's way
+# from the CPU outward
+KIND_ORDER = (
+    "cpu",
+    "memory",
+    "cgroup",
+    "qdisc",
+    "pci",
+    "controller",
+    "block",
+    "mount",
+    "nic",
+    "network",
+    "host",
+    "remote",
+)
+DIRECTION_STYLES = ("-", "--", ":", "-.")
+PANEL_HEIGHT = 1.2  # inches
+PANEL_WIDTH = 9.0
 
 
 def _values(trace: MonitorTrace, key: str) -> np.ndarray:
-    return np.array([np.nan if v is None else v for v in trace.series.get(key, [])], dtype=np.float64)
+    return np.array(
+        [np.nan if v is None else v for v in trace.series.get(key, [])], dtype=np.float64
+    )
+
+
+# -- which series ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Panel:
+    """One component's panel: its utilization lines and its busy time."""
+
+    component: str
+    role: str  # "cut", "hidden", "path" or "others"
+    lines: tuple[tuple[str, str], ...] = ()  # (series key, label)
+    busy: str | None = None  # series key of the busy time
+    collapsed: tuple[str, ...] = field(default_factory=tuple)  # "others": the keys folded in
+
+
+def _signal(key: str) -> tuple[str, str, str] | None:
+    """(component, kind, label) of a saturation signal: ``util_<direction>`` ("util"), the
+    busiest core ("util"), a block device's busy time ("busy"); None for anything else."""
+    if "/" not in key:
+        return None
+    component, metric = key.split("/", 1)
+    if metric.startswith("util_"):
+        return component, "util", metric[len("util_") :]
+    if metric == BUSIEST_CORE:
+        return component, "util", "busiest core"
+    if metric == "busy" and component.startswith("block:"):
+        return component, "busy", "busy time"
+    return None
+
+
+def _kind_rank(component: str) -> tuple[int, str]:
+    kind = component.split(":", 1)[0]
+    return (KIND_ORDER.index(kind) if kind in KIND_ORDER else len(KIND_ORDER), component)
+
+
+def path_panels(
+    keys: Iterable[str],
+    data_path: Sequence[str] | None,
+    cut: str | None,
+    hidden: Iterable[str] = (),
+) -> tuple[list[Panel], list[str]]:
+    """The panels of a utilization timeline, and the path's components that have no signal.
+
+    On the path: ``data_path`` (all measured components when it is unknown, None), the CPU and
+    memory (every workload's data passes them), the CUT and the hidden bottlenecks. Their
+    ``util_*`` series, the busiest core and a disk's busy time get a panel each, the CUT first,
+    then the hidden bottlenecks, then the rest from the CPU outward. Every other component's
+    ``util_*`` series is folded into one "others (max)" panel; per-core series are left out (the
+    busiest core stands for them)."""
+    hidden = list(dict.fromkeys(hidden))
+    signals: dict[str, list[tuple[str, str, str]]] = {}
+    for key in sorted(keys):
+        found = _signal(key)
+        if found is not None and not found[0].startswith("core:"):
+            signals.setdefault(found[0], []).append((key, found[1], found[2]))
+    on_path = set(ALWAYS_ON_PATH) | set(hidden) | ({cut} if cut else set())
+    on_path |= set(data_path) if data_path is not None else set(signals)
+    ordered = ([cut] if cut else []) + [h for h in hidden if h != cut]
+    ordered += sorted((c for c in on_path if c not in ordered), key=_kind_rank)
+    panels: list[Panel] = []
+    silent: list[str] = []
+    for component in ordered:
+        own = signals.get(component, [])
+        lines = tuple((key, label) for key, kind, label in own if kind == "util")
+        busy = next((key for key, kind, _ in own if kind == "busy"), None)
+        role = "cut" if component == cut else "hidden" if component in hidden else "path"
+        if lines or busy:
+            panels.append(Panel(component, role, lines, busy))
+        elif data_path is None or component in data_path or role != "path":
+            silent.append(component)
+    others = tuple(
+        key
+        for component, own in sorted(signals.items())
+        if component not in on_path
+        for key, kind, _ in own
+        if kind == "util"
+    )
+    if others:
+        panels.append(Panel(OTHERS, "others", collapsed=others))
+    return panels, silent
+
+
+def others_max(series: Mapping[str, np.ndarray], keys: Sequence[str]) -> np.ndarray:
+    """The highest of ``keys`` at each sample (NaN where none is known)."""
+    stacked = np.vstack([series[k] for k in keys])
+    known = np.isfinite(stacked).any(axis=0)
+    out = np.full(stacked.shape[1], np.nan)
+    out[known] = np.nanmax(stacked[:, known], axis=0)
+    return out
 
 
 def plotted_signals(verdict: Verdict) -> list[ComponentStats]:
     """The CUT's and the judged signals that moved at all (peak >= 1 %), hottest first, at most
     ``MAX_LINES``."""
     chosen = [
-        s for s in verdict.per_component
-        if s.mean is not None and (s.judged or s.component == verdict.cut) and (s.peak or 0.0) >= 0.01
+        s
+        for s in verdict.per_component
+        if s.mean is not None
+        and (s.judged or s.component == verdict.cut)
+        and (s.peak or 0.0) >= 0.01
     ]
     chosen.sort(key=lambda s: (s.component != verdict.cut, -(s.p95 or 0.0)))
     return chosen[:MAX_LINES]
@@ -44,85 +164,320 @@ def peak_by_component(verdict: Verdict) -> dict[str, float]:
     return peaks
 
 
-def draw(trace: MonitorTrace, verdict: Verdict, path: str | Path, *, graph: Any = None, data_path: Any = None) -> None:
+# -- what each box says ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Usage:
+    """A component's peaks over the pictured time: utilization per direction, busy time."""
+
+    peaks: dict[str, float] = field(default_factory=dict)  # label -> peak utilization
+    busy: float | None = None
+
+    @property
+    def peak(self) -> float | None:
+        return max(self.peaks.values()) if self.peaks else None
+
+
+def usage_of(series: Mapping[str, np.ndarray]) -> dict[str, Usage]:
+    """Each measured component's peaks (per-core series left out; the busiest core counts for
+    the CPU)."""
+    peaks: dict[str, dict[str, float]] = {}
+    busy: dict[str, float] = {}
+    for key, values in series.items():
+        found = _signal(key)
+        finite = values[np.isfinite(values)]
+        if found is None or found[0].startswith("core:") or not finite.size:
+            continue
+        component, kind, label = found
+        if kind == "busy":
+            busy[component] = float(finite.max())
+        else:
+            peaks.setdefault(component, {})[label] = float(finite.max())
+    return {c: Usage(peaks.get(c, {}), busy.get(c)) for c in set(peaks) | set(busy)}
+
+
+def _short(label: str) -> str:
+    return {
+        "read": "r",
+        "write": "w",
+        "send": "tx",
+        "receive": "rx",
+        "compute": "",
+        "capacity": "",
+        "busiest core": "1 core",
+    }.get(label, label)
+
+
+def usage_lines(usage: Usage | None) -> tuple[str, ...]:
+    """``peak w 92 %, r 40 %``, ``peak busy 97 %``: what a box says about its measurement."""
+    if usage is None:
+        return ()
+    lines = []
+    if usage.peaks:
+        main = {k: v for k, v in usage.peaks.items() if k != "busiest core"}
+        parts = [
+            f"{_short(k)} {units.percent(v, 0)}".strip()
+            for k, v in sorted(main.items(), key=lambda kv: -kv[1])
+        ]
+        if "busiest core" in usage.peaks:
+            parts.append(f"1 core {units.percent(usage.peaks['busiest core'], 0)}")
+        lines.append("peak " + ", ".join(parts))
+    if usage.busy is not None:
+        lines.append(f"peak busy {units.percent(usage.busy, 0)}")
+    return tuple(lines)
+
+
+def measured_looks(
+    graph: Any, usage: Mapping[str, Usage], cut: str | None, hidden: Iterable[str], threshold: float
+) -> dict[str, Any]:
+    """Boxes of ``graph`` filled by peak utilization (grey: measured without a known limit,
+    white: not measured), with their limit and what was measured."""
+    from pilot_sys.topology.graphio import limit_caption, role_look
+
+    hidden = set(hidden)
+    looks = {}
+    for node in graph.g.nodes:
+        use = usage.get(node)
+        peak = use.peak if use is not None else None
+        if use is None:
+            fill = palette.NOT_MEASURED
+        else:
+            fill = palette.utilization_colour(peak, threshold)
+        caption = limit_caption(graph, node)
+        lines = ((caption,) if caption else ()) + usage_lines(use)
+        looks[node] = role_look(node, cut, hidden, fill, lines)
+    return looks
+
+
+# -- drawing -----------------------------------------------------------------------------------
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib import cm, colors
 
-    fig, (ax_time, ax_graph) = plt.subplots(1, 2, figsize=(16, 6.5), gridspec_kw={"width_ratios": [3, 2]})
-    t = np.asarray(trace.timestamps)
-    top = 105.0
-    for s in plotted_signals(verdict):
-        label = f"{s.component} {s.direction}" + (" (busy time)" if s.kind == "busy" else "")
-        style = "-" if s.kind == "utilization" else "--"
-        width = 2.4 if s.component == verdict.cut else 1.2
-        ax_time.plot(t, _values(trace, s.metric) * 100, style, lw=width, label=label)
-        top = max(top, (s.peak or 0.0) * 105)  # above 100 %: the stated limit was exceeded; show it
-    ax_time.axhline(verdict.threshold * 100, color="#d62728", ls=":", lw=1.2,
-                    label=f"threshold {verdict.threshold:.0%}")
-    ax_time.set_xlabel("seconds since start")
-    ax_time.set_ylabel("% of the stated limit (dashed: % of time busy)")
-    ax_time.set_ylim(0, top)
-    status = "valid" if verdict.valid else "INVALID: " + ", ".join(h.component for h in verdict.hidden_bottlenecks)
-    command = " ".join(trace.command)[:70]
-    ax_time.set_title(f"{command}\n{status}", fontsize=10)
-    ax_time.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.12), ncol=3, frameon=False)
-    ax_time.grid(alpha=0.3)
+    return plt
 
-    peaks = peak_by_component(verdict)
-    g = _graph_to_draw(trace, graph, data_path, set(peaks) | {h.component for h in verdict.hidden_bottlenecks})
-    layers = _layers(g)
-    nx.set_node_attributes(g, layers, "layer")
-    pos = nx.multipartite_layout(g, subset_key="layer", align="vertical") if g.number_of_nodes() else {}
-    cmap = matplotlib.colormaps["RdYlGn_r"]
-    norm = colors.Normalize(vmin=0.0, vmax=1.0)
-    nx.draw_networkx_edges(g, pos, ax=ax_graph, arrows=False, edge_color="#999999")
-    hidden = {h.component for h in verdict.hidden_bottlenecks}
-    for node in g.nodes:
-        peak = peaks.get(node)
-        face = cmap(norm(min(peak, 1.0))) if peak is not None else "#dddddd"
-        edge = "#d62728" if node in hidden else ("#1f3b99" if node == verdict.cut else "#333333")
-        text = node + (f"\npeak {peak:.0%}" if peak is not None else "\nno limit/signal")
-        ax_graph.text(*pos[node], text, ha="center", va="center", fontsize=7,
-                      bbox={"boxstyle": "round,pad=0.4", "fc": face, "ec": edge,
-                            "lw": 2.5 if node in hidden or node == verdict.cut else 0.7})
-    fig.colorbar(cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax_graph, fraction=0.04, pad=0.02,
-                 label="peak utilization (grey: unknown limit, no signal)")
-    ax_graph.set_title("data path coloured by peak utilization\n(blue frame: CUT, red frame: hidden bottleneck)",
-                       fontsize=10)
-    ax_graph.set_axis_off()
-    ax_graph.margins(0.2)
-    fig.subplots_adjust(left=0.06, right=0.97, top=0.88, bottom=0.2, wspace=0.12)
-    fig.savefig(path, dpi=110, bbox_inches="tight")  # "tight" keeps the legend below the axes
+
+ROLE_COLOURS = {
+    "cut": palette.CUT,
+    "hidden": palette.HIDDEN,
+    "path": palette.OTHER,
+    "others": palette.EXCLUDED,
+}
+ROLE_WORDS = {
+    "cut": "component under test",
+    "hidden": "hidden bottleneck",
+    "path": "",
+    "others": "components off the data path",
+}
+
+
+def draw_panels(
+    fig: Any,
+    area: Any,
+    t: np.ndarray,
+    series: Mapping[str, np.ndarray],
+    panels: Sequence[Panel],
+    threshold: float,
+    spans: Sequence[tuple[float, float]] = (),
+    span_label: str = "",
+    xlabel: str = "session time (s)",
+) -> list[Any]:
+    """One axes per panel in ``area`` (a SubplotSpec), sharing the time axis; ``spans`` are
+    shaded grey (time that does not count, named ``span_label``)."""
+    grid = area.subgridspec(len(panels), 1, hspace=0.42)
+    axes: list[Any] = []
+    top_needed = 1.05
+    for p in panels:
+        for key, _ in p.lines:
+            v = series.get(key)
+            if v is not None and np.isfinite(v).any():
+                top_needed = max(top_needed, float(np.nanmax(v)) * 1.05)
+    for i, p in enumerate(panels):
+        ax = fig.add_subplot(grid[i, 0], sharex=axes[0] if axes else None)
+        axes.append(ax)
+        colour = ROLE_COLOURS[p.role]
+        for k, (a, b) in enumerate(spans):
+            ax.axvspan(
+                a,
+                b,
+                facecolor="none",
+                edgecolor=palette.EXCLUDED,
+                hatch="////",
+                lw=0,
+                label=span_label if i == 0 and k == 0 else None,
+            )
+        if p.busy is not None and p.busy in series:
+            b = series[p.busy] * 100
+            known = np.isfinite(b)
+            ax.fill_between(
+                t,
+                0,
+                np.where(known, b, 0),
+                where=known,
+                color=palette.BUSY,
+                alpha=0.75,
+                lw=0,
+                label="busy time",
+            )
+        if p.role == "others":
+            named = ", ".join(k.replace("/util_", " ") for k in p.collapsed)
+            label = named if len(named) <= 30 else f"highest of {len(p.collapsed)} series"
+            ax.plot(
+                t, others_max(series, p.collapsed) * 100, color=palette.OTHER, lw=1.0, label=label
+            )
+        for j, (key, label) in enumerate(p.lines):
+            if key in series:
+                ax.plot(
+                    t,
+                    series[key] * 100,
+                    DIRECTION_STYLES[j % len(DIRECTION_STYLES)],
+                    color=colour,
+                    lw=1.6 if p.role in ("cut", "hidden") else 1.1,
+                    label=label,
+                )
+        ax.axhline(
+            threshold * 100,
+            color=palette.THRESHOLD,
+            ls=(0, (4, 3)),
+            lw=0.9,
+            label=f"threshold {units.percent(threshold, 0)}",
+        )
+        ax.set_ylim(0, max(top_needed, 1.12) * 100)
+        ax.set_yticks([0, 50, 100])
+        ax.yaxis.set_major_formatter(lambda v, _pos: units.percent(v / 100, 0))
+        ax.tick_params(labelsize=7, length=2)
+        ax.grid(axis="y", color=palette.GRID, lw=0.6)
+        for spine in ax.spines.values():
+            spine.set_color(colour if p.role in ("cut", "hidden") else "#bbbbbb")
+            spine.set_linewidth(1.8 if p.role in ("cut", "hidden") else 0.8)
+        words = ROLE_WORDS[p.role]
+        if p.role != "others" and not p.lines:
+            words = f"{words}; " if words else ""
+            words += "no stated limit: busy time only"
+        ax.text(
+            0.0,
+            1.0,
+            p.component + (f"  ({words})" if words else ""),
+            transform=ax.transAxes,
+            ha="left",
+            va="bottom",
+            fontsize=8,
+            fontweight="bold",
+            color=colour,
+        )
+        handles, labels = ax.get_legend_handles_labels()
+        if labels:
+            ax.legend(
+                handles,
+                labels,
+                loc="center left",
+                bbox_to_anchor=(1.005, 0.5),
+                fontsize=7,
+                frameon=False,
+                handlelength=1.8,
+            )
+        if i < len(panels) - 1:
+            ax.tick_params(labelbottom=False)
+    if any(p.busy for p in panels):
+        xlabel += (
+            "\ngrey fill: busy time, the share of time a request was in flight "
+            "(not a share of a limit)"
+        )
+    axes[-1].set_xlabel(xlabel, fontsize=8)
+    return axes
+
+
+def timeline_height(panels: Sequence[Panel]) -> float:
+    return 0.45 + PANEL_HEIGHT * len(panels)
+
+
+def draw(
+    trace: MonitorTrace,
+    verdict: Verdict,
+    path: str | Path,
+    *,
+    graph: Any = None,
+    data_path: Any = None,
+) -> None:
+    """``pilot-sys monitor --plot``: the utilization timeline of the data path's components
+    above the data path coloured by peak utilization."""
+    from pilot_sys.topology.graphio import legend_width, render_layout
+
+    plt = _pyplot()
+    t = np.asarray(trace.timestamps, dtype=np.float64)
+    series = {k: _values(trace, k) for k in trace.series}
+    path_ids = list(data_path.components) if getattr(data_path, "components", None) else None
+    hidden = [h.component for h in verdict.hidden_bottlenecks]
+    panels, _ = path_panels(series, path_ids, verdict.cut, hidden)
+    layout = _graph_layout(verdict, series, graph, path_ids, hidden)
+    # inches: the title; the time axis' labels (two lines when busy time is drawn)
+    title_h, axis_h = 0.55, 0.75 if any(p.busy for p in panels) else 0.5
+    timeline_h = timeline_height(panels) if panels else 0.0
+    graph_h = layout.height / 72
+    graph_w = max(layout.width, legend_width(layout)) / 72
+    width = max(PANEL_WIDTH, graph_w)
+    total = title_h + timeline_h + axis_h + graph_h
+    fig = plt.figure(figsize=(width, total))
+    status = "valid" if verdict.valid else "INVALID: hidden bottleneck at " + ", ".join(hidden)
+    fig.suptitle(
+        "\n".join(line for line in (" ".join(trace.command)[:90], status) if line),
+        fontsize=9,
+        y=1 - 0.08 / total,
+        color=palette.HIDDEN if not verdict.valid else "#222222",
+    )
+    if panels:
+        area = fig.add_gridspec(
+            1,
+            1,
+            left=0.8 / width,
+            right=1 - 1.9 / width,
+            top=1 - title_h / total,
+            bottom=(graph_h + axis_h) / total,
+        )[0]
+        draw_panels(fig, area, t, series, panels, verdict.threshold, xlabel="seconds since start")
+    ax = fig.add_axes((0, 0, 1, graph_h / total))
+    ax.set_xlim(0, width * 72)
+    ax.set_ylim(0, layout.height)
+    ax.set_axis_off()
+    render_layout(ax, layout)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def _graph_to_draw(trace: MonitorTrace, graph: Any, data_path: Any, extra: set[str]) -> nx.Graph:
-    """The data path (or every measured component) as an undirected picture graph."""
-    wanted = set(extra)
-    if data_path is not None and getattr(data_path, "components", None):
-        wanted |= set(data_path.components)
-    if trace.component_under_test:
-        wanted.add(trace.component_under_test)
-    g = nx.Graph()
+def _graph_layout(
+    verdict: Verdict,
+    series: Mapping[str, np.ndarray],
+    graph: Any,
+    path_ids: list[str] | None,
+    hidden: list[str],
+) -> Any:
+    """The data path (or every measured component without a graph) as a picture layout."""
+    from pilot_sys.topology.graph import ComponentGraph
+    from pilot_sys.topology.graphio import picture_layout
+
+    usage = usage_of(series)
+    wanted = set(path_ids or []) | set(hidden) | ({verdict.cut} if verdict.cut else set())
     if graph is not None:
-        present = [n for n in wanted if n in graph]
-        g.add_nodes_from(present)
-        for a, b in graph.g.edges:
-            if a in g and b in g:
-                g.add_edge(a, b)
-        # keep isolated measured components (e.g. cores) off the picture unless they are hot
-        g.remove_nodes_from([n for n in list(g.nodes) if g.degree(n) == 0 and n not in extra])
+        wanted |= {n for n in ALWAYS_ON_PATH if n in graph}
+        shown = graph.subgraph([n for n in graph.g.nodes if n in wanted]) if wanted else graph
     else:
-        g.add_nodes_from(sorted(wanted))
-    return g
+        from pilot_sys.topology.components import Component, ComponentKind
 
-
-def _layers(g: nx.Graph) -> dict[str, int]:
-    """Columns by hops from the CPU (components not connected to it go in the last column)."""
-    start = "cpu:host" if "cpu:host" in g else None
-    hops = nx.single_source_shortest_path_length(g, start) if start else {}
-    last = max(hops.values(), default=0) + 1
-    return {n: hops.get(n, last) for n in g.nodes}
+        shown = ComponentGraph()
+        for node in sorted(wanted | {c for c in usage if c in ALWAYS_ON_PATH}):
+            kind = node.split(":", 1)[0]
+            known = kind in {k.value for k in ComponentKind}
+            shown.add_component(
+                Component(
+                    id=node, kind=ComponentKind(kind) if known else ComponentKind.OTHER, name=node
+                )
+            )
+    looks = measured_looks(shown, usage, verdict.cut, hidden, verdict.threshold)
+    return picture_layout(
+        shown,
+        looks,
+        "data path coloured by peak utilization",
+        measured=True,
+        threshold=verdict.threshold,
+    )

@@ -137,7 +137,9 @@ class Measurement(ABC):
         self.limits = {}
 
     @abstractmethod
-    def derive(self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def derive(
+        self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
         """Metrics from the raw values (``raw``: samples x columns, float64, NaN where a value was
         missing) at times ``t`` (seconds, the sampler's monotonic clock). ``metrics`` holds what
         was derived before (only a probe with ``derives_from_metrics`` may rely on it)."""

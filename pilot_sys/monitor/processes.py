@@ -58,7 +58,8 @@ NAME = "process"
 
 USER_HZ = os.sysconf("SC_CLK_TCK")
 COUNTERS = ("cpu_ticks", "rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes")
-IO_VALUES = slice(1, 12, 2)  # the tokens of /proc/PID/io holding rchar, wchar, syscr, syscw, read_bytes, write_bytes
+# the tokens of /proc/PID/io holding rchar, wchar, syscr, syscw, read_bytes, write_bytes
+IO_VALUES = slice(1, 12, 2)
 READ_BYTES = 4096  # one pread of stat, io or a children file; a longer children file is read on
 _OPEN_FILE = os.O_RDONLY | os.O_CLOEXEC
 _OPEN_DIR = os.O_RDONLY | os.O_CLOEXEC | os.O_DIRECTORY
@@ -109,7 +110,13 @@ class _Member:
         return 2 + (self.io_fd is not None) + (self.task_fd is not None) + len(self.children_fds)
 
     def close(self) -> None:
-        for fd in (self.stat_fd, self.io_fd, self.task_fd, *self.children_fds.values(), self.dir_fd):
+        for fd in (
+            self.stat_fd,
+            self.io_fd,
+            self.task_fd,
+            *self.children_fds.values(),
+            self.dir_fd,
+        ):
             _close(fd)
         self.children_fds.clear()
         self.io_fd = self.task_fd = None
@@ -135,8 +142,12 @@ class _Member:
             fd = self.children_fds.get(tid)
             if fd is None:
                 try:
-                    fd = self.children_fds[tid] = os.open(f"task/{tid}/children", _OPEN_FILE, dir_fd=self.dir_fd)
-                except OSError:  # exited since the listing, or a kernel without CONFIG_PROC_CHILDREN
+                    fd = self.children_fds[tid] = os.open(
+                        f"task/{tid}/children", _OPEN_FILE, dir_fd=self.dir_fd
+                    )
+                except (
+                    OSError
+                ):  # exited since the listing, or a kernel without CONFIG_PROC_CHILDREN
                     continue
             try:
                 found += read_pids(fd)
@@ -243,7 +254,8 @@ class ProcessProbe(Probe):
                         ios.append(io[IO_VALUES])
             seen.add(pid)
             fields = stat[stat.rfind(b")") + 2 :].split(None, 18)  # up to num_threads (20)
-            cpu_ticks += sum(map(int, fields[11:15]))  # utime (14), stime (15), cutime (16), cstime (17)
+            # utime (14), stime (15), cutime (16), cstime (17)
+            cpu_ticks += sum(map(int, fields[11:15]))
             num_threads = int(fields[17])  # num_threads (20)
             threads += num_threads
             pending += [(child, pid) for child in member.children(num_threads)]
@@ -253,12 +265,14 @@ class ProcessProbe(Probe):
         if len(ios) == 1:  # a tree of one process: its tokens as read
             io_totals = ios[0]
         elif ios:
-            io_totals = [b"%d" % sum(map(int, column)) for column in zip(*ios)]
+            io_totals = [b"%d" % sum(map(int, column)) for column in zip(*ios, strict=True)]
         else:
             io_totals = [b"0"] * (len(COUNTERS) - 1)
         return [b"%d" % cpu_ticks, *io_totals, b"%d" % len(seen), b"%d" % threads]
 
-    def derive(self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def derive(
+        self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
         cid = self.component
         out = {
             f"{cid}/cpu_cores": per_second(self.col(raw, f"{cid}/cpu_ticks"), t) / USER_HZ,

@@ -260,7 +260,9 @@ class LineTable(TextReader):
                 offset_of[n] = total
                 total += ntok[n]
             count = sum(ntok[first_n : last_n + 1])
-            windows.append((self._marker(all_lines, first_n), self._marker(all_lines, last_n), count))
+            windows.append(
+                (self._marker(all_lines, first_n), self._marker(all_lines, last_n), count)
+            )
         # one window and little else in the file: split the whole file, no ``find`` at all
         before = sum(ntok[: groups[0][0]])
         whole = len(windows) == 1 and sum(ntok) - total <= MAX_SKIP_TOKENS
@@ -329,7 +331,9 @@ class FieldFile(TextReader):
     tokens than the highest wanted index is an error (the sampler records those counters as
     missing for that tick), never a shifted read."""
 
-    def __init__(self, path: str | os.PathLike[str], fields: Sequence[int], *, bufsize: int = 4096) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], fields: Sequence[int], *, bufsize: int = 4096
+    ) -> None:
         self.path = Path(path)
         self.bufsize = bufsize
         self._need = max(fields) + 1
@@ -449,15 +453,23 @@ def parse_segments(segments: Sequence[bytes], layout: dict[str, object]) -> np.n
     return out
 
 
-def _parse_one(text: bytes, layout: dict[str, object], table: bytes | None, pick: list[int], width: int,
-               count: int) -> list[bytes]:
+def _parse_one(
+    text: bytes,
+    layout: dict[str, object],
+    table: bytes | None,
+    pick: list[int],
+    width: int,
+    count: int,
+) -> list[bytes]:
     """One tick's text, the slow way: by token count for one-line files, by line key otherwise."""
     if table is not None:
         text = text.translate(table)
     kind = layout["kind"]
     if kind != "lines":
         toks = text.split()
-        if (kind == "tokens" and len(toks) == width) or (kind == "fields" and toks and len(toks) > max(pick)):
+        if (kind == "tokens" and len(toks) == width) or (
+            kind == "fields" and toks and len(toks) > max(pick)
+        ):
             return [toks[i] for i in pick]
         return [MISSING] * width
     key_token = int(layout["key_token"])  # type: ignore[arg-type]

@@ -87,8 +87,9 @@ def spread_reads(values: np.ndarray, rows: np.ndarray, n: int, *, interval: bool
     return out
 
 
-def place_on_grid(values: np.ndarray, times: np.ndarray, grid: np.ndarray, *, interval: bool,
-                  stale_after: float) -> np.ndarray:
+def place_on_grid(
+    values: np.ndarray, times: np.ndarray, grid: np.ndarray, *, interval: bool, stale_after: float
+) -> np.ndarray:
     """Values taken at their own ``times`` (a source's samples) placed on the sampler's tick
     times ``grid`` (both ascending, on one clock), by ``spread_reads``'s rule: an interval value
     belongs to every tick inside the interval that ends at its sample (each tick gets the first

@@ -22,10 +22,11 @@ Why it looks like this:
   ``every``-th tick (``every = ceil(rate / max_rate_hz)``), and on the opening and closing
   samples. On the other ticks its columns repeat its last reading (``raw()`` shows that carried
   value) and a bit mask at the start of each record says which rows were real reads. Its
-  metrics are derived from its real reads only, with their own times, so a rate is always (counter at read k -
-  counter at read k-1) / (time of read k - time of read k-1), never a jump divided by one tick;
-  the result is then spread over the grid: a rate or share of an interval to every tick inside
-  that interval (the tick that ends it included), a level from its read until the next.
+  metrics are derived from its real reads only, with their own times, so a rate is always
+  (counter at read k - counter at read k-1) / (time of read k - time of read k-1), never a jump
+  divided by one tick; the result is then spread over the grid: a rate or share of an interval
+  to every tick inside that interval (the tick that ends it included), a level from its read
+  until the next.
 * Sources never touch the tick: each runs on its own thread (``source_runner``) from
   ``start()`` until ``stop()``, which asks them all to stop and waits at most
   ``SOURCE_STOP_WAIT_S`` in all. Their samples are derived at their own times and placed on the
@@ -52,12 +53,21 @@ from pilot_sys.errors import BadInput
 from pilot_sys.monitor.probe import Probe, ProbeContext, Reader, TextReader
 from pilot_sys.monitor.processes import open_process_probe
 from pilot_sys.monitor.procread import (
-    MISSING, SEGMENT, TOKEN_DTYPE, parse_segments, parse_tokens, tokens_layout,
+    MISSING,
+    SEGMENT,
+    TOKEN_DTYPE,
+    parse_segments,
+    parse_tokens,
+    tokens_layout,
 )
 from pilot_sys.monitor.rates import spread_reads
 from pilot_sys.monitor.source import Source
 from pilot_sys.monitor.source_runner import (
-    SourceResult, SourceRunner, derive_on_grid, source_notes, source_trace,
+    SourceResult,
+    SourceRunner,
+    derive_on_grid,
+    source_notes,
+    source_trace,
 )
 from pilot_sys.monitor.trace import MonitorTrace, SourceTrace
 from pilot_sys.plugin_loader import load_plugins
@@ -144,16 +154,24 @@ class TickPlan:
 
     __slots__ = ("fast", "guarded_fast", "slow", "errors", "_spec")
 
-    def __init__(self, fast: list[tuple[int, Callable[[], bytes]]],
-                 slow: list[tuple[int, int, list[tuple[int, Callable[[], bytes]]]]]) -> None:
+    def __init__(
+        self,
+        fast: list[tuple[int, Callable[[], bytes]]],
+        slow: list[tuple[int, int, list[tuple[int, Callable[[], bytes]]]]],
+    ) -> None:
         """``fast``: (reader index, tick read) pairs; ``slow``: (every, bit, [(reader index,
         tick read)]) per slow group."""
         self.errors: dict[int, str] = {}  # reader index -> its first error, for the notes
         self.fast = [read for _, read in fast]
         self.guarded_fast = [_guarded(read, k, self.errors) for k, read in fast]
         self.slow = [
-            SlowGroup(every, bit, [read for _, read in reads],
-                      [_guarded(read, k, self.errors) for k, read in reads], [b""] * len(reads))
+            SlowGroup(
+                every,
+                bit,
+                [read for _, read in reads],
+                [_guarded(read, k, self.errors) for k, read in reads],
+                [b""] * len(reads),
+            )
             for every, bit, reads in slow
         ]
         self._spec = (fast, slow)
@@ -211,8 +229,10 @@ def open_plugins(
         elif isinstance(opened, Source):
             sources.append(opened)
         elif opened is not None:
-            context.notes.append(f"dynamic plug-in {name} not used: open_probe returned a "
-                                 f"{type(opened).__name__}, neither a Probe nor a Source")
+            context.notes.append(
+                f"dynamic plug-in {name} not used: open_probe returned a "
+                f"{type(opened).__name__}, neither a Probe nor a Source"
+            )
     return probes, sources
 
 
@@ -238,13 +258,18 @@ class Sampler:
         plugins: Sequence[Any] | None = None,
     ) -> None:
         if not (rate_hz > 0 and np.isfinite(rate_hz)):
-            raise BadInput("--rate", f"sampling rate must be a positive number of Hz, got {rate_hz}")
+            raise BadInput(
+                "--rate", f"sampling rate must be a positive number of Hz, got {rate_hz}"
+            )
         self.rate_hz = float(rate_hz)
         self.period = 1.0 / self.rate_hz
         self.graph = graph
         self.spill_dir = Path(spill_dir) if spill_dir is not None else None
         self.context = ProbeContext(
-            root=Path(root), graph=graph, components=set(components) if components is not None else None, pid=pid
+            root=Path(root),
+            graph=graph,
+            components=set(components) if components is not None else None,
+            pid=pid,
         )
         self.probes, self.sources = open_plugins(self.context, plugins)
         if pid is not None:
@@ -262,7 +287,10 @@ class Sampler:
         self._assemble()
         by_bytes = MAX_CHUNK_BYTES // self._record_dtype().itemsize
         self.chunk_rows = int(
-            chunk_rows or max(MIN_CHUNK_ROWS, min(MAX_CHUNK_ROWS, round(self.rate_hz * CHUNK_SECONDS), by_bytes))
+            chunk_rows
+            or max(
+                MIN_CHUNK_ROWS, min(MAX_CHUNK_ROWS, round(self.rate_hz * CHUNK_SECONDS), by_bytes)
+            )
         )
         self._buf = np.zeros(self.chunk_rows, dtype=self._record_dtype())
         self._times = np.zeros(self.chunk_rows, dtype=np.float64)
@@ -364,7 +392,11 @@ class Sampler:
         cpu = self._cpu_seconds()
         end = self._t_end if self._cpu_end is not None else time.monotonic()
         seconds = max(end - self._t0_mono, 0.0) if self._samples else 0.0
-        memory = self._buf.nbytes + self._times.nbytes + sum(b.nbytes + t.nbytes for b, t in self._chunks)
+        memory = (
+            self._buf.nbytes
+            + self._times.nbytes
+            + sum(b.nbytes + t.nbytes for b, t in self._chunks)
+        )
         return SamplerCost(
             rate_hz=self.rate_hz,
             samples=self._samples,
@@ -402,15 +434,21 @@ class Sampler:
     def schedule(self) -> list[ProbeSchedule]:
         """Which probe is read how often, from which files, and why."""
         out: list[ProbeSchedule] = []
-        for probe, every in zip(self.probes, self._every):
+        for probe, every in zip(self.probes, self._every, strict=True):
             files: list[str] = []
             for reader in probe.readers:
                 if isinstance(reader, TextReader) and str(reader.path) not in files:
                     files.append(str(reader.path))
-            out.append(ProbeSchedule(
-                probe=probe.name, every=every, rate_hz=self.rate_hz / every, columns=len(probe.columns),
-                files=files, reason=probe.rate_reason if every > 1 else "",
-            ))
+            out.append(
+                ProbeSchedule(
+                    probe=probe.name,
+                    every=every,
+                    rate_hz=self.rate_hz / every,
+                    columns=len(probe.columns),
+                    files=files,
+                    reason=probe.rate_reason if every > 1 else "",
+                )
+            )
         return out
 
     def recent(self, rows: int = 20) -> dict[str, float]:
@@ -459,7 +497,9 @@ class Sampler:
             if len(missing) == 1:
                 found[missing[0]] = len(probe.columns) - sum(w for w in found if w is not None)
             if len(missing) > 1 or sum(w or 0 for w in found) != len(probe.columns):
-                self.context.notes.append(f"dynamic plug-in {probe.name} not used: its counters could not be read")
+                self.context.notes.append(
+                    f"dynamic plug-in {probe.name} not used: its counters could not be read"
+                )
                 probe.close()
                 continue
             kept.append(probe)
@@ -480,7 +520,7 @@ class Sampler:
         self._every = [every[id(p)] for p in kept]
         ticks: list[Callable[[], bytes]] = []
         self._layouts, self._bounds = [], []
-        for reader, width in zip(self._readers, self._widths):
+        for reader, width in zip(self._readers, self._widths, strict=True):
             tick, layout, bound = tick_read(reader, width)
             ticks.append(tick)
             self._layouts.append(layout)
@@ -496,7 +536,9 @@ class Sampler:
                 fast += reads
             elif reads:
                 if len(slow) == MAX_SLOW_GROUPS:
-                    raise RuntimeError(f"more than {MAX_SLOW_GROUPS} probes read slower than the sampler")
+                    raise RuntimeError(
+                        f"more than {MAX_SLOW_GROUPS} probes read slower than the sampler"
+                    )
                 bit = 1 << len(slow)
                 slow.append((every[id(p)], bit, reads))
             self._bits.append(bit)
@@ -617,7 +659,8 @@ class Sampler:
         _, _, reads = self._all_rows()
         return {
             self.probes[i].name: np.flatnonzero(_read_mask(reads, bit))
-            for i, bit in self._probe_bits() if bit
+            for i, bit in self._probe_bits()
+            if bit
         }
 
     def _all_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -639,8 +682,13 @@ class Sampler:
         """(probe index, its slow-group bit, 0 for a probe read on every tick)."""
         return list(enumerate(self._bits))
 
-    def _derive(self, raw: np.ndarray, t: np.ndarray, reads: np.ndarray | None = None,
-                sources: Sequence[SourceResult] = ()) -> dict[str, np.ndarray]:
+    def _derive(
+        self,
+        raw: np.ndarray,
+        t: np.ndarray,
+        reads: np.ndarray | None = None,
+        sources: Sequence[SourceResult] = (),
+    ) -> dict[str, np.ndarray]:
         """Every probe's metrics on the grid ``t``, then the sources' (already placed on it),
         then those of the probes that derive from all of these."""
         metrics: dict[str, np.ndarray] = {}
@@ -659,7 +707,9 @@ class Sampler:
             rows = np.flatnonzero(_read_mask(reads, bit))
             derived = probe.derive(block[rows], t[rows], {k: v[rows] for k, v in metrics.items()})
             for key, values in derived.items():
-                metrics[key] = spread_reads(values, rows, len(t), interval=probe.interval_metric(key))
+                metrics[key] = spread_reads(
+                    values, rows, len(t), interval=probe.interval_metric(key)
+                )
         if not placed:
             self._add_sources(metrics, sources)
         return metrics
@@ -687,30 +737,40 @@ class Sampler:
             "record_format": "segments-v1",
             "layouts": self._layouts,
             "slow_reads": [
-                {"probe": self.probes[i].name, "bit": bit, "every": self._every[i],
-                 "columns": list(self.probes[i].columns)}
-                for i, bit in self._probe_bits() if bit
+                {
+                    "probe": self.probes[i].name,
+                    "bit": bit,
+                    "every": self._every[i],
+                    "columns": list(self.probes[i].columns),
+                }
+                for i, bit in self._probe_bits()
+                if bit
             ],
-            "sources": [{"source": s.name, "interval_s": s.interval_s, "columns": list(s.columns)}
-                        for s in self.sources],
+            "sources": [
+                {"source": s.name, "interval_s": s.interval_s, "columns": list(s.columns)}
+                for s in self.sources
+            ],
             "limits": {k: v.model_dump(mode="json") for p in measured for k, v in p.limits.items()},
             "attrs": {k: v for p in measured for k, v in p.attrs().items()},
         }
 
     def _build_trace(self, command: list[str], cut: str | None) -> MonitorTrace:
         if self._error is not None:
-            self.context.notes.append(f"sampling stopped early: {type(self._error).__name__}: {self._error}")
+            self.context.notes.append(
+                f"sampling stopped early: {type(self._error).__name__}: {self._error}"
+            )
         for k, message in sorted(self._plan.errors.items()):
             names = self._reader_columns(k)
             self.context.notes.append(
-                f"reading {names[0].split('/')[0] if names else 'a plug-in'} failed at times ({message}); "
-                "those samples are missing, not zero"
+                f"reading {names[0].split('/')[0] if names else 'a plug-in'} failed at times "
+                f"({message}); those samples are missing, not zero"
             )
         for plan in self.schedule():
             if plan.every > 1:
                 self.context.notes.append(
-                    f"{plan.probe} read at {plan.rate_hz:g} Hz (every {plan.every} ticks; its last reading is "
-                    f"carried between reads, its rates are taken between real reads): {plan.reason}"
+                    f"{plan.probe} read at {plan.rate_hz:g} Hz (every {plan.every} ticks; its last "
+                    "reading is carried between reads, its rates are taken between real reads): "
+                    f"{plan.reason}"
                 )
         raw, t, reads = self._all_rows()
         results = self._source_results(t)
@@ -738,19 +798,25 @@ class Sampler:
         """Each source's own record, on the clock of the trace's timestamps, and its notes."""
         origin, end = (float(t[0]), float(t[-1])) if len(t) else (self._t0_mono, self._t_end)
         out: dict[str, SourceTrace] = {}
-        for runner, stopped, result in zip(self._runners, self._stopped, results):
+        for runner, stopped, result in zip(self._runners, self._stopped, results, strict=True):
             name = runner.source.name or type(runner.source).__name__
             while name in out:
                 name += "'"
             wall_minus_monotonic = self._t0_wall - self._t0_mono
             out[name] = record = source_trace(result, origin, origin, end, wall_minus_monotonic)
             self.context.notes += source_notes(
-                name, record, result, stopped=stopped, runner_error=runner.error,
-                close_error=runner.close_error, stop_wait=SOURCE_STOP_WAIT_S,
+                name,
+                record,
+                result,
+                stopped=stopped,
+                runner_error=runner.error,
+                close_error=runner.close_error,
+                stop_wait=SOURCE_STOP_WAIT_S,
             )
         for name, key in sorted(self._collisions):
             self.context.notes.append(
-                f"source {name}: {key} is also a probe's series; the grid keeps the probe's")
+                f"source {name}: {key} is also a probe's series; the grid keeps the probe's"
+            )
         return out
 
 
@@ -771,10 +837,16 @@ def tick_read(
     return tokens, tokens_layout(width), 21 * width
 
 
-def _parse_records(records: np.ndarray, layouts: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+def _parse_records(
+    records: np.ndarray, layouts: list[dict[str, Any]]
+) -> tuple[np.ndarray, np.ndarray]:
     """Tick records to (raw counters, float64 with NaN where missing, slow-read masks)."""
-    widths = [int(layout["count"]) if layout["kind"] == "tokens" else
-              len(layout["wanted"] if layout["kind"] == "lines" else layout["pick"]) for layout in layouts]
+    widths = [
+        int(layout["count"])
+        if layout["kind"] == "tokens"
+        else len(layout["wanted"] if layout["kind"] == "lines" else layout["pick"])
+        for layout in layouts
+    ]
     n = len(records)
     raw = np.full((n, sum(widths)), np.nan)
     reads = np.zeros(n, dtype=READS_DTYPE)
@@ -789,8 +861,10 @@ def _parse_records(records: np.ndarray, layouts: list[dict[str, Any]]) -> tuple[
         reads[lo : lo + len(block)] = np.where(np.isfinite(masks), masks, 0).astype(READS_DTYPE)
         tokens = np.full((len(block), sum(widths)), MISSING, dtype=TOKEN_DTYPE)
         start = 0
-        for k, (layout, width) in enumerate(zip(layouts, widths)):
-            tokens[:, start : start + width] = parse_segments([segs[k + 1] for segs in split], layout)
+        for k, (layout, width) in enumerate(zip(layouts, widths, strict=True)):
+            tokens[:, start : start + width] = parse_segments(
+                [segs[k + 1] for segs in split], layout
+            )
             start += width
         raw[lo : lo + len(block)] = parse_tokens(tokens)  # procread.MISSING becomes NaN
     return raw, reads
@@ -803,8 +877,9 @@ def _read_mask(reads: np.ndarray, bit: int) -> np.ndarray:
 def _to_list(values: np.ndarray) -> list[float | None]:
     """JSON-ready: NaN and infinities become None ("could not be read / not defined here")."""
     values = np.asarray(values, dtype=np.float64)
-    return [v if v == v and v not in (float("inf"), float("-inf")) else None for v in values.tolist()]
-
+    return [
+        v if v == v and v not in (float("inf"), float("-inf")) else None for v in values.tolist()
+    ]
 
 
 def read_spill(spill_dir: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -817,7 +892,9 @@ def read_spill(spill_dir: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
         columns = description["columns"]
         layouts = description["layouts"]
     except (OSError, ValueError, KeyError) as exc:
-        raise BadInput(str(spill_dir / "columns.json"), f"not a sampler spill directory ({exc})") from None
+        raise BadInput(
+            str(spill_dir / "columns.json"), f"not a sampler spill directory ({exc})"
+        ) from None
     raw_files = sorted(spill_dir.glob("samples-*.npy"))
     records = [np.load(f) for f in raw_files]
     times = [np.load(spill_dir / f.name.replace("samples-", "times-")) for f in raw_files]

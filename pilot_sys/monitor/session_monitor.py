@@ -21,12 +21,18 @@ from pathlib import Path
 from typing import IO, Any
 
 from pilot_sys.errors import BadInput
-from pilot_sys.monitor.bottleneck import DEFAULT_MAX_HOT_FRACTION, DEFAULT_THRESHOLD, Verdict, assess
+from pilot_sys.monitor.bottleneck import (
+    DEFAULT_MAX_HOT_FRACTION,
+    DEFAULT_THRESHOLD,
+    Verdict,
+    assess,
+)
 from pilot_sys.monitor.sampler import Sampler
 from pilot_sys.monitor.trace import MonitorTrace
 
 NO_COMMAND = (
-    "no command given; put it after --, e.g. pilot-sys monitor -- dd if=/dev/zero of=/tmp/x bs=1M count=100"
+    "no command given; put it after --, "
+    "e.g. pilot-sys monitor -- dd if=/dev/zero of=/tmp/x bs=1M count=100"
 )
 GRACE_SECONDS = 5.0  # after Ctrl-C, how long the command may take to exit before SIGTERM/SIGKILL
 
@@ -47,22 +53,22 @@ class MonitoredRun:
         return iter((self.returncode, self.trace, self.verdict))
 
 
-def discover_path(argv: Sequence[str], *, graph: Any = None, root: str | Path = "/") -> tuple[Any, Any, list[str]]:
-    """The component graph (discovered unless given) and the data path of ``argv``'s arguments."""
-    notes: list[str] = []
+def discover_path(
+    argv: Sequence[str], *, graph: Any = None, root: str | Path = "/", hosts: Sequence[Any] = ()
+) -> tuple[Any, Any, list[str]]:
+    """The component graph (discovered unless given, with the declared ``hosts`` in it) and the
+    data path of the command line ``argv``: ``monitor.data_path.find_data_path`` over what
+    ``workload.command_line.data_paths`` reads from it, as ``run`` and ``graph -- CMD`` do."""
     try:
-        from pilot_sys.topology.discover import discover
-        from pilot_sys.topology.resolve import resolve
+        from pilot_sys.monitor.data_path import command_data_path
     except ImportError as exc:  # the topology layer is optional for the sampler
-        return graph, None, [f"no topology: {exc}; limits other than CPU count and NIC speed are unknown"]
-    if graph is None:
-        graph = discover(root)
-    try:
-        data_path = resolve(graph, list(argv), root=root)
-    except BadInput as exc:
-        notes.append(f"data path not resolved: {exc}")
-        data_path = None
-    return graph, data_path, notes
+        return (
+            graph,
+            None,
+            [f"no topology: {exc}; limits other than CPU count and NIC speed are unknown"],
+        )
+    found = command_data_path(argv, hosts=hosts, graph=graph, root=root)
+    return found.graph, found.data_path, [*found.loud, *found.notes]
 
 
 def run_monitored(
@@ -82,6 +88,7 @@ def run_monitored(
     stderr: int | IO[Any] | None = None,
     on_output: Callable[[subprocess.Popen[bytes]], None] | None = None,
     notes: list[str] | None = None,
+    hosts: Sequence[Any] = (),
 ) -> MonitoredRun:
     """Run ``argv`` while sampling at ``rate_hz``; return its exit code, the trace and the verdict.
 
@@ -90,7 +97,8 @@ def run_monitored(
     every ``tick_seconds`` while the command runs (the live view). ``stdout``/``stderr`` are
     passed to ``subprocess.Popen`` (default: inherited, the command's output stays visible);
     ``on_output(proc)`` is called once after start to relay piped output. ``notes`` (e.g. from
-    ``discover_path``) are kept in the trace and the verdict.
+    ``discover_path``) are kept in the trace and the verdict. ``hosts`` (declared
+    ``RemoteHost``s) are sampled too, each by its own source (``monitor.remote.source``).
     """
     if not argv:
         raise BadInput("CMD", NO_COMMAND)
@@ -98,7 +106,7 @@ def run_monitored(
         raise BadInput("CMD", "the command name is empty (an unset shell variable?)")
     notes = list(notes or [])
     if graph is None or data_path is None:
-        graph, data_path, found = discover_path(argv, graph=graph, root=root)
+        graph, data_path, found = discover_path(argv, graph=graph, root=root, hosts=hosts)
         notes += found
     if cut is None and data_path is not None:
         cut = data_path.cut
@@ -106,7 +114,13 @@ def run_monitored(
         known = ", ".join(sorted(c.id for c in graph.components())[:12])
         raise BadInput("--cut", f"no component {cut!r} on this host (components: {known}, ...)")
     # the plug-ins are opened first, so that sampling starts right after the command does
-    sampler = Sampler(graph, rate_hz=rate_hz, spill_dir=spill_dir, root=Path(root))
+    plugins = None
+    if hosts:
+        from pilot_sys.monitor.remote.source import host_plugins
+        from pilot_sys.plugin_loader import load_plugins
+
+        plugins = [*load_plugins("dynamic"), *host_plugins(list(hosts), rate_hz)]
+    sampler = Sampler(graph, rate_hz=rate_hz, spill_dir=spill_dir, root=Path(root), plugins=plugins)
     try:
         proc = subprocess.Popen(list(argv), stdout=stdout, stderr=stderr)
     except OSError as exc:  # not found, not executable, not a program at all (ENOEXEC), ...
@@ -131,7 +145,9 @@ def run_monitored(
                 on_tick(sampler, data_path)
     except KeyboardInterrupt:
         interrupted = True
-        notes.append("interrupted by Ctrl-C: the command was stopped; the trace covers the run until then")
+        notes.append(
+            "interrupted by Ctrl-C: the command was stopped; the trace covers the run until then"
+        )
         _stop(proc)
         if not started:
             raise  # nothing was measured yet
@@ -139,12 +155,20 @@ def run_monitored(
         _stop(proc, grace=0.0)
         raise
     trace = sampler.stop(command=list(argv), cut=cut)  # the closing sample still sees CMD's zombie
+    if data_path is not None:
+        trace.data_path = list(data_path.components)
     proc.wait()  # now reap it
     returncode = proc.returncode if proc.returncode is not None else -signal.SIGINT
     trace.notes += notes
     verdict = assess(
-        trace, graph, cut, threshold=threshold, max_hot_fraction=max_hot_fraction,
-        data_path=list(data_path.components) if data_path is not None and data_path.components else None,
+        trace,
+        graph,
+        cut,
+        threshold=threshold,
+        max_hot_fraction=max_hot_fraction,
+        data_path=list(data_path.components)
+        if data_path is not None and data_path.components
+        else None,
     )
     trace.verdict = verdict.model_dump(mode="json")
     return MonitoredRun(returncode, trace, verdict, graph, data_path, interrupted, notes)
@@ -177,7 +201,12 @@ def _exited(proc: subprocess.Popen[bytes], timeout: float) -> bool:
 def _stop(proc: subprocess.Popen[bytes], grace: float = 1.0) -> None:
     """From a terminal the command got the SIGINT too: give it a moment to exit on its own, then
     pass the SIGINT on (a lone ``kill -INT`` reached only us), then insist."""
-    steps = ((None, grace), (signal.SIGINT, GRACE_SECONDS), (signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0))
+    steps = (
+        (None, grace),
+        (signal.SIGINT, GRACE_SECONDS),
+        (signal.SIGTERM, 2.0),
+        (signal.SIGKILL, 2.0),
+    )
     for sig, wait in steps:
         if sig is not None and proc.poll() is None:
             proc.send_signal(sig)

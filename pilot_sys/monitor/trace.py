@@ -60,11 +60,13 @@ class MonitorTrace(BaseModel):
     series: dict[str, list[float | None]]
     command: list[str] = Field(default_factory=list)
     component_under_test: str | None = None
+    data_path: list[str] = Field(default_factory=list)  # component ids of the workload's data path
     verdict: dict[str, Any] | None = None  # filled by the bottleneck detector
     monitor_cost: dict[str, float] | None = None  # the sampler's own CPU time, wake-ups, memory
     # what each ``util_<direction>`` is a fraction of: "<component id>/<direction>" -> Limit
     limits: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    # facts about measured components the verdict needs, e.g. {"block:vda": {"serves_in_parallel": false}}
+    # facts about measured components the verdict needs,
+    # e.g. {"block:vda": {"serves_in_parallel": false}}
     attrs: dict[str, dict[str, Any]] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)  # what could not be measured, and why
     sources: dict[str, SourceTrace] = Field(default_factory=dict)  # by source name

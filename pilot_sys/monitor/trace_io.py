@@ -47,15 +47,23 @@ def _read_trace_file(path: Path) -> MonitorTrace:
     except PermissionError:
         raise BadInput(str(path), "permission denied") from None
     except UnicodeDecodeError as exc:
-        raise BadInput(str(path), f"not UTF-8 text (byte {exc.start}); expected a monitor trace (JSON)") from None
+        raise BadInput(
+            str(path), f"not UTF-8 text (byte {exc.start}); expected a monitor trace (JSON)"
+        ) from None
     except OSError as exc:
         raise BadInput(str(path), f"cannot read ({exc.strerror or exc})") from None
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise BadInput(f"{path}:{exc.lineno}:{exc.colno}", f"not JSON ({exc.msg}); expected a monitor trace") from None
+        raise BadInput(
+            f"{path}:{exc.lineno}:{exc.colno}", f"not JSON ({exc.msg}); expected a monitor trace"
+        ) from None
     if not isinstance(raw, dict) or "series" not in raw or "timestamps" not in raw:
-        raise BadInput(str(path), "not a monitor trace (no 'timestamps' and 'series'); write one with `pilot-sys monitor --json FILE -- CMD`")
+        raise BadInput(
+            str(path),
+            "not a monitor trace (no 'timestamps' and 'series'); "
+            "write one with `pilot-sys monitor --json FILE -- CMD`",
+        )
     try:
         trace = MonitorTrace.model_validate(raw)
     except ValidationError as exc:
@@ -72,7 +80,9 @@ def _check_shape(trace: MonitorTrace, path: Path) -> None:
         raise InsufficientData(str(path), "the trace holds no samples")
     for key, values in trace.series.items():
         if len(values) != n:
-            raise BadInput(str(path), f"series {key!r} has {len(values)} samples but there are {n} timestamps")
+            raise BadInput(
+                str(path), f"series {key!r} has {len(values)} samples but there are {n} timestamps"
+            )
     if n > 1 and np.any(np.diff(np.asarray(trace.timestamps, dtype=float)) <= 0):
         raise BadInput(str(path), "timestamps are not strictly increasing")
     if trace.rate_hz <= 0:
@@ -90,7 +100,10 @@ def load_traces(path: str | Path) -> list[LoadedTrace]:
         files = sorted((p / TRACE_DIR).glob("*.json")) if (p / TRACE_DIR).is_dir() else []
         if not files:
             raise BadInput(str(p), f"no {TRACE_FILE} or {TRACE_DIR}/*.json in this directory")
-        return [LoadedTrace(_read_trace_file(f), f, f"{f} ({i + 1} of {len(files)} in {p / TRACE_DIR})") for i, f in enumerate(files)]
+        return [
+            LoadedTrace(_read_trace_file(f), f, f"{f} ({i + 1} of {len(files)} in {p / TRACE_DIR})")
+            for i, f in enumerate(files)
+        ]
     if not p.exists():
         raise BadInput(str(p), "no such file or directory")
     return [LoadedTrace(_read_trace_file(p), p, str(p))]
@@ -117,7 +130,8 @@ class MetricMatrix:
         return self.start + np.asarray(sample) / self.rate_hz
 
 
-#: Metric names that say "rate, amount or time": never a fraction, even if every reading is in [0, 1].
+#: Metric names that say "rate, amount or time": never a fraction, even if every reading is in
+#: [0, 1].
 _NOT_FRACTION = ("_per_s", "bytes", "count", "packets", "_s")
 
 
@@ -128,7 +142,8 @@ def is_named_utilization(key: str) -> bool:
 
 
 def is_fraction(key: str, values: NDArray[np.float64]) -> bool:
-    """Named as a utilization, or (unless named as a rate, amount or time) every reading in [0, 1]."""
+    """Named as a utilization, or (unless named as a rate, amount or time) every reading in
+    [0, 1]."""
     if is_named_utilization(key):
         return True
     metric = key.rsplit("/", 1)[-1]
@@ -142,16 +157,20 @@ def _as_float(values: Sequence[float | None]) -> NDArray[np.float64]:
     return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
-def select_series(trace: MonitorTrace, metrics: Sequence[str] | None = None, where: str = "") -> list[str]:
+def select_series(
+    trace: MonitorTrace, metrics: Sequence[str] | None = None, where: str = ""
+) -> list[str]:
     """Keys of the series to use: those matching the ``metrics`` globs; by default the ones named as
-    utilizations (``util*``, ``busy``), or, in a trace without such names, every fraction in [0, 1]."""
+    utilizations (``util*``, ``busy``), or, in a trace without such names, every fraction in
+    [0, 1]."""
     keys = list(trace.series)
     if metrics:
         chosen = [k for k in keys if any(fnmatch.fnmatchcase(k, pat) for pat in metrics)]
         if not chosen:
             raise BadInput(
                 where or "--metrics",
-                f"no series matches {', '.join(metrics)}; the trace has: {', '.join(keys[:12])}{' ...' if len(keys) > 12 else ''}",
+                f"no series matches {', '.join(metrics)}; "
+                f"the trace has: {', '.join(keys[:12])}{' ...' if len(keys) > 12 else ''}",
             )
         return chosen
     chosen = [k for k in keys if is_named_utilization(k)]
@@ -160,7 +179,8 @@ def select_series(trace: MonitorTrace, metrics: Sequence[str] | None = None, whe
     if not chosen:
         raise BadInput(
             where or "trace",
-            "no utilization-like series (fractions in [0, 1]); choose series with --metrics, e.g. --metrics 'nic:*/rx_bytes_per_s'",
+            "no utilization-like series (fractions in [0, 1]); choose series with --metrics, "
+            "e.g. --metrics 'nic:*/rx_bytes_per_s'",
         )
     return chosen
 
@@ -183,9 +203,13 @@ def _fill_gaps(column: NDArray[np.float64]) -> tuple[NDArray[np.float64], int]:
 
 
 def metric_matrix(
-    trace: MonitorTrace, metrics: Sequence[str] | None = None, rate_hz: float | None = None, where: str = ""
+    trace: MonitorTrace,
+    metrics: Sequence[str] | None = None,
+    rate_hz: float | None = None,
+    where: str = "",
 ) -> MetricMatrix:
-    """The trace's chosen series as a matrix on a uniform grid at ``rate_hz`` (default: the trace's).
+    """The trace's chosen series as a matrix on a uniform grid at ``rate_hz`` (default: the
+    trace's).
 
     The grid matters because signatures are compared sample by sample: a sampler that fell behind
     leaves uneven timestamps, and runs recorded at different rates must be put on one rate. Each
@@ -213,7 +237,9 @@ def metric_matrix(
         columns.append(col)
         names.append(key)
     if not columns:
-        raise InsufficientData(where or "trace", f"every chosen series is empty: {', '.join(dropped)}")
+        raise InsufficientData(
+            where or "trace", f"every chosen series is empty: {', '.join(dropped)}"
+        )
     values = np.column_stack(columns)
 
     rate = float(rate_hz or trace.rate_hz)
@@ -221,12 +247,18 @@ def metric_matrix(
     span = t[-1] - t[0]
     count = int(np.floor(span * rate + 1e-9)) + 1
     if count > MAX_GRID_SAMPLES:  # a mistyped --rate must not exhaust memory
-        raise BadInput("--rate", f"{rate:g} Hz puts {span:.4g} s of {where or 'the trace'} on {count:.3g} samples; "
-                                 f"at most {MAX_GRID_SAMPLES:.0e} are analysed, use a lower rate")
+        raise BadInput(
+            "--rate",
+            f"{rate:g} Hz puts {span:.4g} s of {where or 'the trace'} on {count:.3g} samples; "
+            f"at most {MAX_GRID_SAMPLES:.0e} are analysed, use a lower rate",
+        )
     grid = t[0] + np.arange(count) / rate
     # nearest recorded sample for each grid point: compare with the midpoints between samples
     idx = np.searchsorted((t[1:] + t[:-1]) / 2.0, grid, side="right")
     values = values[idx]
     if values.shape[0] < MIN_SAMPLES:
-        raise InsufficientData(where or "trace", f"{values.shape[0]} samples at {rate:g} Hz; at least {MIN_SAMPLES} are needed")
+        raise InsufficientData(
+            where or "trace",
+            f"{values.shape[0]} samples at {rate:g} Hz; at least {MIN_SAMPLES} are needed",
+        )
     return MetricMatrix(values, names, rate, float(t[0]), filled, dropped, scaled)

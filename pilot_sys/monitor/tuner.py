@@ -1,6 +1,7 @@
-"""The highest sampling rate whose overhead stays within a budget (seeds/002 §III-B, last paragraph).
+"""The highest sampling rate whose overhead stays within a budget (the Pilot paper, §III-B, last
+paragraph).
 
-Pilot proposed Newton's method on ``g(r) = overhead(r) - budget`` and never built it. Here
+The Pilot paper proposed Newton's method on ``g(r) = overhead(r) - budget`` and never built it. Here
 ``overhead(r)`` is *measured* (interleaved monitored/unmonitored rounds, Welch's test, see
 ``overhead.py``), so it is noisy and its derivative cannot be taken directly. The derivative
 comes from a local model instead:
@@ -30,10 +31,18 @@ precision. When the slowest useful rate fails the ``upper`` target only for want
 (the CI straddles the budget) and the measurements left can buy the pairs needed, it measures
 there again and pools the rounds instead of giving up.
 
-Two targets: ``estimate`` solves ``overhead(r) = budget`` (the point estimate; what the
-synthetic validation checks against the true optimum); ``upper`` (the default for commands)
+Two search targets: ``upper`` (what ``pilot-sys tune`` and ``run --overhead-budget`` use)
 solves ``ci_high(r) = budget``, so the chosen rate is *shown* to be within the budget at the
-stated confidence, which is what a reviewer of the numbers needs.
+stated confidence, which is what a reviewer of the numbers needs; ``estimate`` solves
+``overhead(r) = budget`` for the point estimate, the rate whose overhead is as likely over the
+budget as under it. The synthetic validation checks the search against the true optimum with
+it; no command offers it, since its answer is by construction not shown within the budget.
+
+Whatever the target, the budget is *met* only when the overhead's interval at the chosen rate
+lies within it (its upper bound at most the budget). Otherwise the answer is one of two
+measured outcomes, not an error: *undecided* (the interval straddles the budget: more pairs of
+rounds or a quieter machine would decide it) or *over budget* (the interval lies above the
+budget even at the slowest useful rate). ``TuneResult.exit_code`` gives each its own code.
 
 Bounds from the other side:
 * the slowest useful rate: a spike of length T is seen at its full height only if a whole
@@ -57,9 +66,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
-from pilot_sys.errors import BadInput
+from pilot_sys import units
+from pilot_sys.errors import BadInput, ExitCode, MeasuredOutcome
 from pilot_sys.monitor.overhead import (
     DURATION_PI,
     MonitorCost,
@@ -83,8 +93,8 @@ LOCAL_WIDTH = 0.5  # the local model's kernel width in ln(rate): points within ~
 
 
 def percent(fraction: float) -> str:
-    """A budget for people: 0.01 -> "1%", 0.005 -> "0.5%", 1e-5 -> "0.001%"."""
-    return f"{fraction * 100:.3g}%"
+    """A budget for people: 0.01 -> "1 %", 0.005 -> "0.5 %", 1e-5 -> "0.001 %"."""
+    return units.percent(fraction, None)
 
 
 class TuneTarget(StrEnum):
@@ -94,8 +104,10 @@ class TuneTarget(StrEnum):
 
 class TuneStatus(StrEnum):
     CONVERGED = "converged"  # g within the measurement's CI at the chosen rate
-    AT_MAX_RATE = "at_max_rate"  # budget met even at the fastest useful rate
-    UNREACHABLE = "unreachable"  # budget not met even at the slowest useful rate
+    AT_MAX_RATE = "at_max_rate"  # target met even at the fastest useful rate
+    # at the slowest useful rate the overhead's interval straddles the budget: not shown either way
+    UNDECIDED = "undecided"
+    OVER_BUDGET = "over_budget"  # the interval lies above the budget even at the slowest rate
     MAX_MEASUREMENTS = "max_measurements"  # ran out of measurements before converging
 
 
@@ -128,17 +140,22 @@ def counter_resolution_hz() -> float:
     return float(os.sysconf("SC_CLK_TCK"))
 
 
-def rate_bounds(min_spike_s: float = DEFAULT_MIN_SPIKE_S, max_rate_hz: float | None = None) -> RateBounds:
+def rate_bounds(
+    min_spike_s: float = DEFAULT_MIN_SPIKE_S, max_rate_hz: float | None = None
+) -> RateBounds:
     """``[2 / min_spike, USER_HZ]``, or the user's ``max_rate_hz`` in place of USER_HZ."""
     low = slowest_useful_rate(min_spike_s)
     if max_rate_hz is None:
         high = counter_resolution_hz()
-        max_reason = f"counter resolution: USER_HZ = {high:g} Hz (faster adds cost, not information)"
+        max_reason = (
+            f"counter resolution: USER_HZ = {high:g} Hz (faster adds cost, not information)"
+        )
         if low > high:
             raise BadInput(
                 "--min-spike",
                 f"{min_spike_s * 1e3:g} ms spikes need {low:g} Hz, above the counters' resolution "
-                f"{high:g} Hz (USER_HZ); use a longer --min-spike or --max-rate {low:g} to sample faster anyway",
+                f"{high:g} Hz (USER_HZ); use a longer --min-spike or --max-rate {low:g} to sample "
+                "faster anyway",
             )
     else:
         if not (max_rate_hz > 0 and math.isfinite(max_rate_hz)):
@@ -149,7 +166,8 @@ def rate_bounds(min_spike_s: float = DEFAULT_MIN_SPIKE_S, max_rate_hz: float | N
             raise BadInput(
                 "--max-rate",
                 f"{high:g} Hz is below the slowest useful rate {low:g} Hz "
-                f"(2 samples per {min_spike_s * 1e3:g} ms spike); raise --max-rate or lengthen --min-spike",
+                f"(2 samples per {min_spike_s * 1e3:g} ms spike); raise --max-rate or lengthen "
+                "--min-spike",
             )
     min_reason = f"{SAMPLES_PER_SPIKE} samples per {min_spike_s * 1e3:g} ms spike"
     return RateBounds(min_hz=low, max_hz=high, min_reason=min_reason, max_reason=max_reason)
@@ -166,7 +184,11 @@ class LinearModel(BaseModel):
 
 
 def fit_overhead_model(
-    rates: np.ndarray, overheads: np.ndarray, ses: np.ndarray, around: float | None = None, width: float = LOCAL_WIDTH
+    rates: np.ndarray,
+    overheads: np.ndarray,
+    ses: np.ndarray,
+    around: float | None = None,
+    width: float = LOCAL_WIDTH,
 ) -> LinearModel:
     """Weighted least squares of ``overhead = a + b * r`` with the anchor ``overhead(0) = 0``.
 
@@ -230,28 +252,54 @@ class TuneResult(BaseModel):
     def overhead_section(self) -> dict[str, Any]:
         """The session's ``overhead`` entry (``SessionManifest.overhead``, read by the report)."""
         est = self.overhead
-        test = "Welch's test" if est is None or est.trim == 0 else f"Yuen's test (trim {est.trim:g})"
-        pairs = f"{est.n_on}+{est.n_off} interleaved on/off rounds" if est is not None else "no rounds at this rate"
+        test = (
+            "Welch's test" if est is None or est.trim == 0 else f"Yuen's test (trim {est.trim:g})"
+        )
+        pairs = (
+            f"{est.n_on}+{est.n_off} interleaved on/off rounds"
+            if est is not None
+            else "no rounds at this rate"
+        )
         return {
             "sampling_rate_hz": self.rate_hz,
             "rate_chosen_by": "tuner",
             "measured_overhead": est.overhead if est is not None else None,
             "measured_overhead_ci": [est.ci_low, est.ci_high] if est is not None else None,
             "p_value": est.p_value if est is not None else None,
-            "method": (f"{pairs}, {test}; Newton's method, {len(self.iterations)} measurement(s), "
-                       f"budget {percent(self.budget)} ({self.target.value}), {self.status.value}"),
+            "method": (
+                f"{pairs}, {test}; Newton's method, {len(self.iterations)} measurement(s), "
+                f"budget {percent(self.budget)} ({self.target.value}), {self.status.value}"
+            ),
             "budget": self.budget,
             "status": self.status.value,
             "message": self.message,
         }
 
-    def raise_if_unreachable(self, option: str = "--budget") -> None:
-        if self.status is TuneStatus.UNREACHABLE:
-            raise BudgetUnreachable(option, self.message)
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def met(self) -> bool:
+        """Whether the measurement at the chosen rate shows the budget held: the overhead's
+        interval lies within it (its upper bound at most the budget)."""
+        return self.overhead is not None and self.overhead.ci_high <= self.budget
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def exit_code(self) -> int:
+        """0 met; 4 out of measurements first; 7 shown over the budget even at the slowest
+        useful rate; 6 the measurement cannot decide (see ``ExitCode``)."""
+        if self.status is TuneStatus.MAX_MEASUREMENTS:
+            return int(ExitCode.LIMIT_REACHED)
+        if self.met:
+            return int(ExitCode.OK)
+        if self.status is TuneStatus.OVER_BUDGET:
+            return int(ExitCode.OVER_BUDGET)
+        return int(ExitCode.UNDECIDED)
 
-class BudgetUnreachable(BadInput):
-    """The budget cannot be met (or shown to be met) even at the slowest useful rate."""
+    def raise_unless_shown(self, option: str = "--budget") -> None:
+        """A ``MeasuredOutcome`` (exit 6 or 7) when the budget is neither shown met nor left
+        for more measurements to settle."""
+        if self.exit_code in (ExitCode.UNDECIDED, ExitCode.OVER_BUDGET):
+            raise MeasuredOutcome(option, self.message, self.exit_code)
 
 
 class _End(BaseModel):
@@ -267,7 +315,9 @@ def _target_g(est: OverheadEstimate, budget: float, target: TuneTarget) -> float
     return value - budget
 
 
-def _update_bracket(lo: _End, hi: _End, rate: float, g: float, bounds: RateBounds) -> tuple[_End, _End]:
+def _update_bracket(
+    lo: _End, hi: _End, rate: float, g: float, bounds: RateBounds
+) -> tuple[_End, _End]:
     """lo: the fastest rate seen within the target; hi: the slowest seen over it.
 
     Noise can contradict an older end (within the target above a rate seen over it): the newer
@@ -286,14 +336,19 @@ def _update_bracket(lo: _End, hi: _End, rate: float, g: float, bounds: RateBound
     return lo, hi
 
 
-def _verdict(g: float, tolerance: float, rate: float, bounds: RateBounds, target: TuneTarget) -> TuneStatus | None:
+def _verdict(
+    est: OverheadEstimate, budget: float, rate: float, bounds: RateBounds, target: TuneTarget
+) -> TuneStatus | None:
     """Whether the measurement at ``rate`` ends the search, and how."""
+    g, tolerance = _target_g(est, budget, target), est.halfwidth
     if g <= 0 and rate >= bounds.max_hz * (1 - 1e-9):
         return TuneStatus.AT_MAX_RATE
-    # estimate: over the budget by more than the CI; upper: the CI upper bound is over it.
-    unreachable_margin = 0.0 if target is TuneTarget.UPPER else tolerance
-    if g > unreachable_margin and rate <= bounds.min_hz * (1 + 1e-9):
-        return TuneStatus.UNREACHABLE
+    # At the slowest rate, over the target: the estimate over the budget by more than the
+    # interval (estimate), or the interval's upper bound over it (upper). Over the budget when
+    # the whole interval is; else the measurement cannot tell.
+    margin = 0.0 if target is TuneTarget.UPPER else tolerance
+    if g > margin and rate <= bounds.min_hz * (1 + 1e-9):
+        return TuneStatus.OVER_BUDGET if est.ci_low > budget else TuneStatus.UNDECIDED
     # The measurement cannot tell g from 0: another step would only chase noise. For the
     # upper target g is the CI upper bound, whose own sampling error is about one standard
     # error (half the half-width): a larger gap under the budget is real, and Newton closes it.
@@ -306,8 +361,16 @@ def _is_measured(rate: float, measured: list[OverheadMeasurement]) -> bool:
 
 
 def _next_rate(
-    model: LinearModel, rate: float, g: float, shift: float, budget: float,
-    lo: _End, hi: _End, bounds: RateBounds, measured: list[OverheadMeasurement], target: TuneTarget,
+    model: LinearModel,
+    rate: float,
+    g: float,
+    shift: float,
+    budget: float,
+    lo: _End,
+    hi: _End,
+    bounds: RateBounds,
+    measured: list[OverheadMeasurement],
+    target: TuneTarget,
 ) -> tuple[StepKind, float] | None:
     """The safeguarded Newton step from ``rate``; None when the bracket admits nothing new.
 
@@ -344,9 +407,17 @@ def _next_rate(
     return StepKind.BISECTION, clamp(bisect[1])
 
 
-def _worth_pooling(m: OverheadMeasurement, budget: float, target: TuneTarget, remaining: int, per_measurement: int) -> bool:
-    """Whether the measurements left could show the CI upper bound at this rate within the budget."""
-    if target is not TuneTarget.UPPER or remaining < 1 or per_measurement < 1 or m.estimate.ci_low > budget:
+def _worth_pooling(
+    m: OverheadMeasurement, budget: float, target: TuneTarget, remaining: int, per_measurement: int
+) -> bool:
+    """Whether the measurements left could show the CI upper bound at this rate within the
+    budget."""
+    if (
+        target is not TuneTarget.UPPER
+        or remaining < 1
+        or per_measurement < 1
+        or m.estimate.ci_low > budget
+    ):
         return False
     needed = pairs_needed(m.estimate, budget)
     have = min(m.estimate.n_on, m.estimate.n_off)
@@ -379,7 +450,11 @@ def newton_tune(
     measured: list[OverheadMeasurement] = []
     iterations: list[TuneIteration] = []
     # Nothing suggests a cost: try the fastest useful rate first.
-    rate = min(max(budget / prior_slope, bounds.min_hz), bounds.max_hz) if prior_slope > 0 else bounds.max_hz
+    rate = (
+        min(max(budget / prior_slope, bounds.min_hz), bounds.max_hz)
+        if prior_slope > 0
+        else bounds.max_hz
+    )
     step = StepKind.PRIOR
     model = LinearModel(intercept=0.0, slope=max(prior_slope, 0.0))
     status: TuneStatus | None = None
@@ -399,9 +474,18 @@ def newton_tune(
             around=rate,
         )
         it = TuneIteration(
-            index=index + 1, rate_hz=rate, step=step, predicted=predicted, overhead=m.estimate.overhead,
-            ci_low=m.estimate.ci_low, ci_high=m.estimate.ci_high, p_value=m.estimate.p_value, g=g,
-            slope=model.slope, bracket_low_hz=lo.rate, bracket_high_hz=hi.rate,
+            index=index + 1,
+            rate_hz=rate,
+            step=step,
+            predicted=predicted,
+            overhead=m.estimate.overhead,
+            ci_low=m.estimate.ci_low,
+            ci_high=m.estimate.ci_high,
+            p_value=m.estimate.p_value,
+            g=g,
+            slope=model.slope,
+            bracket_low_hz=lo.rate,
+            bracket_high_hz=hi.rate,
             elapsed_s=time.monotonic() - started,
         )
         iterations.append(it)
@@ -409,9 +493,11 @@ def newton_tune(
             on_iteration(it)
 
         tolerance = m.estimate.halfwidth
-        status = _verdict(g, tolerance, rate, bounds, target)
+        status = _verdict(m.estimate, budget, rate, bounds, target)
         remaining = max_measurements - index - 1
-        if status is TuneStatus.UNREACHABLE and _worth_pooling(m, budget, target, remaining, len(fresh.readings_on)):
+        if status is TuneStatus.UNDECIDED and _worth_pooling(
+            m, budget, target, remaining, len(fresh.readings_on)
+        ):
             # Not shown within the budget at the slowest rate only for want of precision, and
             # the measurements left can buy it: measure there again and pool.
             status, step = None, StepKind.POOLED
@@ -433,7 +519,7 @@ def newton_tune(
         status = TuneStatus.MAX_MEASUREMENTS
         chosen = _at(measured, lo.rate) if lo.measured else None
     final_rate = chosen.rate_hz if chosen is not None else bounds.min_hz
-    if status is TuneStatus.UNREACHABLE:
+    if status in (TuneStatus.UNDECIDED, TuneStatus.OVER_BUDGET):
         final_rate = bounds.min_hz
     result = TuneResult(
         status=status,
@@ -461,42 +547,77 @@ def _at(measured: list[OverheadMeasurement], rate: float) -> OverheadMeasurement
     return hits[-1] if hits else None
 
 
+def overhead_text(est: OverheadEstimate) -> str:
+    """``+0.77 % [+0.30 %, +1.25 %]``: the overhead and its interval."""
+    pct = lambda x: units.percent(x, 2, signed=True)  # noqa: E731
+    return f"{pct(est.overhead)} [{pct(est.ci_low)}, {pct(est.ci_high)}]"
+
+
+PRACTICAL_PAIRS_FACTOR = 20  # more than 20x the pairs measured is not advice worth giving
+
+
+def _decide_advice(est: OverheadEstimate, budget: float) -> str:
+    """What would decide a measurement whose interval straddles the budget."""
+    needed, have = pairs_needed(est, budget), min(est.n_on, est.n_off)
+    if needed is not None and needed > PRACTICAL_PAIRS_FACTOR * have:
+        more = (
+            f"a quieter machine would decide it (at this noise more pairs would take about "
+            f"{needed}, {have} now)"
+        )
+    else:
+        more = f"{_pairs_advice(est, budget)} or a quieter machine would decide it"
+    return f"{more}; or raise the budget, or lengthen --min-spike to sample slower"
+
+
 def _explain(result: TuneResult) -> str:
     """One sentence that says what was found and what to do about it."""
-    what = "its CI upper bound" if result.target is TuneTarget.UPPER else "the overhead"
     budget = percent(result.budget)
     est = result.overhead
-    at = f" (overhead {est.overhead:+.2%} [{est.ci_low:+.2%}, {est.ci_high:+.2%}])" if est else ""
+    at = f" (overhead {overhead_text(est)})" if est else ""
     n = len(result.iterations)
-    if result.status is TuneStatus.AT_MAX_RATE:
-        return (f"the budget {budget} is met even at the fastest useful rate {result.rate_hz:g} Hz{at}; "
-                f"{result.bounds.max_reason}")
-    if result.status is TuneStatus.CONVERGED:
-        found = f"{result.rate_hz:.1f} Hz keeps {what} within {budget}{at} after {n} measurement(s)"
-        if est is not None and est.halfwidth > result.budget:
-            # the estimate target stops once |g| is within the CI, which a very wide CI always is
-            return (f"{result.rate_hz:.1f} Hz is where the estimate lands{at}, but the CI half-width "
-                    f"{est.halfwidth:.2%} exceeds the budget {budget}: the data cannot tell whether "
-                    f"this rate keeps within it; {_pairs_advice(est, result.budget)}")
-        return found
-    if result.status is TuneStatus.UNREACHABLE:
-        if est is not None and est.ci_low <= result.budget:  # the CI straddles the budget
-            if est.detectable and est.overhead > result.budget / 2:
-                # a real overhead close to the budget: more rounds would only prove a thin margin
-                return (f"{budget} cannot be shown to hold even at the slowest useful rate "
-                        f"{result.bounds.min_hz:g} Hz{at}: the overhead is real and close to the budget "
-                        f"(room {max(result.budget - est.overhead, 0.0):.2%}); raise the budget, lengthen "
-                        f"--min-spike, or {_pairs_advice(est, result.budget)}")
-            return (f"{budget} cannot be shown to hold even at the slowest useful rate "
-                    f"{result.bounds.min_hz:g} Hz{at}: the measurement is too imprecise; "
-                    f"{_pairs_advice(est, result.budget)}, raise the budget, or lengthen --min-spike")
-        return (f"{budget} cannot be met even at the slowest useful rate {result.bounds.min_hz:g} Hz "
-                f"({result.bounds.min_reason}){at}; raise the budget or lengthen --min-spike")
+    slowest = f"the slowest useful rate {result.bounds.min_hz:g} Hz"
+    if result.status in (TuneStatus.AT_MAX_RATE, TuneStatus.CONVERGED) and est is not None:
+        if not result.met:  # only the estimate target gets here: its interval may reach over
+            return (
+                f"{result.rate_hz:.1f} Hz is where the estimate lands{at}, but its interval "
+                f"reaches over the budget {budget}: the data cannot tell whether this rate "
+                f"keeps within it; {_decide_advice(est, result.budget)}"
+            )
+        if result.status is TuneStatus.AT_MAX_RATE:
+            return (
+                f"the budget {budget} is met even at the fastest useful rate "
+                f"{result.rate_hz:g} Hz{at}; {result.bounds.max_reason}"
+            )
+        return (
+            f"{result.rate_hz:.1f} Hz keeps the overhead's interval within {budget}{at} "
+            f"after {n} measurement(s)"
+        )
+    if result.status is TuneStatus.UNDECIDED and est is not None:
+        why = ""
+        if est.detectable and est.overhead > result.budget / 2:
+            room = units.percent(max(result.budget - est.overhead, 0.0), 2)
+            why = f"; the overhead is real and close to the budget (room {room})"
+        return (
+            f"undecided: at {slowest} the overhead is {overhead_text(est)}, an interval that "
+            f"straddles the budget {budget}, so this measurement cannot decide whether the "
+            f"budget holds{why}; {_decide_advice(est, result.budget)}"
+        )
+    if result.status is TuneStatus.OVER_BUDGET and est is not None:
+        return (
+            f"the budget {budget} cannot be met: even at {slowest} "
+            f"({result.bounds.min_reason}) the overhead is {overhead_text(est)}, all of its "
+            "interval above the budget; raise the budget, or lengthen --min-spike to sample "
+            "slower"
+        )
     if est is None:
-        return (f"no rate was shown within {budget} in {n} measurement(s); the slowest useful rate "
-                f"{result.rate_hz:g} Hz was not measured; raise --max-measurements")
-    return (f"not converged after {n} measurement(s); {result.rate_hz:.1f} Hz is the fastest rate measured "
-            f"within {budget}{at}; raise --max-measurements for a closer answer")
+        return (
+            f"no rate was shown within {budget} in {n} measurement(s); the slowest useful rate "
+            f"{result.rate_hz:g} Hz was not measured; raise --max-measurements"
+        )
+    return (
+        f"not converged after {n} measurement(s); {result.rate_hz:.1f} Hz is the fastest rate "
+        f"measured within {budget}{at}; raise --max-measurements for a closer answer"
+    )
 
 
 def pairs_needed(est: OverheadEstimate, budget: float) -> int | None:
@@ -514,19 +635,22 @@ def pairs_needed(est: OverheadEstimate, budget: float) -> int | None:
 def _pairs_advice(est: OverheadEstimate, budget: float) -> str:
     needed = pairs_needed(est, budget)
     if needed is None:
-        return "run more rounds (--pairs)"
-    return f"run more rounds (--pairs; about {needed} at this noise, {min(est.n_on, est.n_off)} now)"
+        return "more pairs of rounds (--pairs)"
+    have = min(est.n_on, est.n_off)
+    return f"more pairs of rounds (--pairs; about {needed} at this noise, {have} now)"
 
 
 def prior_slope_from_cost(cost: MonitorCost | None, share: float = 1.0) -> float:
     """Overhead per Hz if the sampler's CPU time is taken from the workload (``share`` of it).
 
-    ``share = 1`` is a CPU-bound workload sharing the sampler's core (the worst case); with idle
-    cores the true slope is lower and the first measurement corrects it.
+    The sources' threads (remote hosts' scrapes) count too: they run as often as the sampler
+    ticks, up to their own cap. ``share = 1`` is a CPU-bound workload sharing the sampler's
+    core (the worst case); with idle cores the true slope is lower and the first measurement
+    corrects it.
     """
     if cost is None:
         return 0.0
-    return max(cost.cpu_seconds_per_sample, 0.0) * share
+    return max(cost.total_cpu_seconds_per_sample, 0.0) * share
 
 
 def tune_for_workload(
@@ -554,29 +678,45 @@ def tune_for_workload(
     """Tune the sampling rate for a real workload (a command or an in-process function).
 
     Runs one unmonitored warm-up round, spends about one second calibrating the sampler alone
-    (its per-sample cost is the first model), then at most ``max_measurements`` interleaved measurements of ``2 * pairs`` rounds.
+    (its per-sample cost is the first model), then at most ``max_measurements`` interleaved
+    measurements of ``2 * pairs`` rounds.
     ``uninstrumented`` is the workload with its own unit-reading instrumentation off, for the
-    unmonitored rounds (see ``WorkloadProbe``). Raises ``BudgetUnreachable`` (exit 2, one line)
-    when even the slowest useful rate is over the budget, unless ``allow_unreachable``.
+    unmonitored rounds (see ``WorkloadProbe``). Raises ``MeasuredOutcome`` (exit 6 undecided, 7
+    over the budget; one line) when the budget is not shown met even at the slowest useful
+    rate, unless ``allow_unreachable``.
     """
     started = time.monotonic()
     bounds = rate_bounds(min_spike_s, max_rate_hz)
     factory = sampler_factory or default_sampler_factory
     with tempfile.TemporaryDirectory(prefix="pilot-sys-tune-") as tmp:
         probe = WorkloadProbe(
-            workload, work_amount=work_amount, pi=pi, higher_is_better=higher_is_better, pairs=pairs,
-            sampler_factory=factory, workdir=workdir or Path(tmp), trim=trim,
-            confidence=confidence, seed=seed, uninstrumented=uninstrumented,
+            workload,
+            work_amount=work_amount,
+            pi=pi,
+            higher_is_better=higher_is_better,
+            pairs=pairs,
+            sampler_factory=factory,
+            workdir=workdir or Path(tmp),
+            trim=trim,
+            confidence=confidence,
+            seed=seed,
+            uninstrumented=uninstrumented,
         )
         probe.warm_up()  # a workload that cannot run fails before the calibration is spent
         cost = measure_monitor_cost(bounds.max_hz, seconds=1.0, sampler_factory=factory)
         result = newton_tune(
-            probe, budget=budget, bounds=bounds, prior_slope=prior_slope_from_cost(cost),
-            max_measurements=max_measurements, target=target, calibration=cost, on_iteration=on_iteration,
+            probe,
+            budget=budget,
+            bounds=bounds,
+            prior_slope=prior_slope_from_cost(cost),
+            max_measurements=max_measurements,
+            target=target,
+            calibration=cost,
+            on_iteration=on_iteration,
         )
     result.elapsed_s = time.monotonic() - started  # the warm-up and the calibration included
     if not allow_unreachable:
-        result.raise_if_unreachable(budget_option)
+        result.raise_unless_shown(budget_option)
     return result
 
 

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pilot_sys import units
+from pilot_sys.session.glossary import glossary_lines
 from pilot_sys.session.result import SessionResult, Status, WorkloadResult
+from pilot_sys.session.verdict import alpha_text, ranges, verdict_of
 
 EXIT_MEANING = {
     0: "valid result",
@@ -31,23 +33,9 @@ class ReportInput:
     """What report.md is rendered from."""
 
     result: SessionResult
-    plots: dict[str, Path] = field(
-        default_factory=dict
-    )  # title -> path relative to the result directory
+    # title -> path relative to the result directory
+    plots: dict[str, Path] = field(default_factory=dict)
     rounds_table: list[list[str]] = field(default_factory=list)
-
-
-def ranges(indices: list[int]) -> str:
-    """``[1, 2, 3, 7, 9, 10]`` -> ``1-3, 7, 9-10``."""
-    out: list[str] = []
-    for i in sorted(indices):
-        if out and "-" not in out[-1].split(", ")[-1] and int(out[-1]) == i - 1:
-            out[-1] = f"{out[-1]}-{i}"
-        elif out and "-" in out[-1] and int(out[-1].split("-")[1]) == i - 1:
-            out[-1] = f"{out[-1].split('-')[0]}-{i}"
-        else:
-            out.append(str(i))
-    return ", ".join(out)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -68,28 +56,52 @@ def _network(result: SessionResult, w: WorkloadResult) -> bool:
 def header(doc: ReportInput) -> list[str]:
     """The title, an invalid result in red, the status, where and when, the targets."""
     result = doc.result
+    verdict = verdict_of(result)
     lines: list[str] = ["# pilot-sys session report", ""]
     if result.status is Status.INVALID:
-        hidden = ", ".join(result.bottleneck.hidden_bottlenecks) or "?"
         lines += [
-            f'<p style="color:red"><b>&#9940; INVALID RESULT: a hidden bottleneck at {hidden} '
-            "limited this benchmark, not the component under test "
-            f"({result.bottleneck.cut or 'unknown'}). "
+            '<p style="color:red"><b>&#9940; '
+            f"{verdict.headline.replace('INVALID', 'INVALID RESULT', 1)}. "
             "The numbers below do not describe the component under test.</b></p>",
             "",
         ]
     cfg = result.config
+    measured = (
+        ""
+        if result.measured_seconds is None
+        else f", {units.duration(result.measured_seconds)} of it in rounds"
+    )
     return lines + [
         f"- **Status:** `{result.status}`: {result.stop_reason} (exit code {result.exit_code}: "
         f"{EXIT_MEANING.get(result.exit_code, '?')})",
         f"- **Result directory:** `{result.result_dir}`",
-        f"- **Elapsed:** {units.duration(result.elapsed_seconds)}; report written "
+        f"- **Time:** {units.duration(result.elapsed_seconds)} session time{measured} (session "
+        "time: the wall time of every invocation, without the gaps between them; what -s limits); "
+        "report written "
         f"{time.strftime('%Y-%m-%d %H:%M:%S %Z', time.localtime(result.created_at))}",
         f"- **Targets:** every CI within {units.target(cfg.get('ci_perc', 0))} of the mean at "
         f"{100 * cfg.get('confidence', 0):g}% confidence, |autocorrelation| <= "
         f"{cfg.get('autocorr_limit')}, preset `{cfg.get('preset')}`",
         "",
     ]
+
+
+def verdict_section(doc: ReportInput) -> list[str]:
+    """The session's verdict (``result.verdict``, the decision the summary prints too): its
+    headline, why a target was missed and what to do, each excluded round, the bottleneck line."""
+    v = verdict_of(doc.result)
+    lines = ["## Verdict", "", f"**{v.headline}**", ""]
+    if v.why:
+        lines.append(f"- Why: {v.why}")
+    if v.next_step:
+        lines.append(f"- Next: {v.next_step}")
+    if v.excluded:
+        lines.append(f"- Excluded: {v.excluded}")
+        lines += [f"  - {e.text}" for e in v.excluded_rounds]
+    lines.append(f"- {v.bottleneck[0].upper()}{v.bottleneck[1:]}")
+    if v.governs:
+        lines.append(f"- {v.governs}")
+    return lines + [""]
 
 
 # -- each workload ----------------------------------------------------------------------------
@@ -231,12 +243,11 @@ def wps_fit(result: SessionResult, w: WorkloadResult) -> list[str]:
     def q(value: float | None, unit: str) -> str:
         return units.quantity(value, unit, missing=UNKNOWN)
 
-    applied = (
-        f" = {units.work(x.alpha_work_amount, w.work_unit)} of work amount: rounds below it "
-        "are not analysed and it raised the lower end of the work-amount range"
-        if x.alpha_work_amount
-        else " (not applied: alpha is not shown to be above 0)"
-    )
+    if x.alpha_work_amount:
+        amount = units.work(x.alpha_work_amount, w.work_unit)
+        applied = f" = {amount} of work amount: {alpha_text(x)}"
+    else:
+        applied = f" ({alpha_text(x)})"
     lines = [
         "### Work-per-second regression (t = alpha + w / v)",
         "",
@@ -328,9 +339,11 @@ def comparison(doc: ReportInput) -> list[str]:
 
 
 def bottleneck(doc: ReportInput) -> list[str]:
-    """The monitor's verdict over the analysed rounds, its evidence and the peak utilizations."""
+    """The monitor's verdict over the included rounds taken together, its evidence, the rounds
+    excluded on their own verdict, and the peak utilizations."""
     result = doc.result
     b = result.bottleneck
+    v = verdict_of(result)
     lines = ["## Bottleneck verdict", ""]
     if not b.monitored:
         return lines + [
@@ -339,28 +352,49 @@ def bottleneck(doc: ReportInput) -> list[str]:
             "",
         ]
     verdict = {
-        True: "**valid**: no component other than the component under test passed the threshold",
+        True: "**valid**: no component other than the component under test passed the threshold "
+        "over the included rounds taken together",
         False: "**INVALID**: hidden bottleneck at "
-        + ", ".join(f"`{h}`" for h in b.hidden_bottlenecks),
-        None: "unknown (no round could be judged)",
+        + ", ".join(f"`{h}`" for h in b.hidden_bottlenecks)
+        + " over the included rounds taken together",
+        None: f"not judged ({b.detail.get('not_judged') or b.error or 'no round could be judged'})",
     }[b.valid]
     thr = result.config.get("bottleneck_threshold", 0.8)
     lines += [
-        f"- Component under test: `{b.cut or 'unknown'}`",
+        f"- Component under test: `{b.cut or 'unknown'}`"
+        + (
+            ""
+            if b.cut_saturated is None or not b.cut
+            else f" ({'saturated' if b.cut_saturated else 'not saturated'})"
+        ),
         f"- Verdict: {verdict} (threshold {units.percent(thr, None)} of each stated limit)",
     ]
+    if v.governs:
+        lines.append(f"- {v.governs}")
     lines += [
         f"- `{comp}`: {evidence}" for comp, evidence in (b.detail.get("evidence") or {}).items()
     ]
     if b.detail.get("samples"):
-        lines.append(f"- Judged over the analysed rounds' {b.detail['samples']} samples together")
+        lines.append(f"- Judged over the included rounds' {b.detail['samples']} samples together")
     if b.rounds_invalid:
-        lines.append(f"- Rounds whose own verdict was invalid: {ranges(b.rounds_invalid)}")
+        lines.append(
+            f"- Rounds excluded on their own verdict (a hidden bottleneck over enough "
+            f"samples to judge): {ranges(b.rounds_invalid)}"
+        )
+    if b.rounds_unjudged:
+        lines.append(
+            f"- Rounds that saw a hidden bottleneck but were too short to judge on their "
+            f"own (not excluded; judged together above): {ranges(b.rounds_unjudged)}"
+        )
     lines += [f"- note: {note}" for note in b.detail.get("notes") or []]
     if b.error:
         lines.append(f"- Monitor problems: {b.error}")
     if b.max_utilization:
-        lines += ["", "Peak utilization (fraction of the stated limit) over analysed rounds:", ""]
+        lines += [
+            "",
+            "Peak utilization (fraction of the stated limit) over the included rounds:",
+            "",
+        ]
         lines += _table(
             ["series", "peak"],
             [[f"`{k}`", units.percent(v)] for k, v in list(b.max_utilization.items())[:12]],
@@ -425,6 +459,13 @@ def overhead(doc: ReportInput) -> list[str]:
             f"{units.count(mc.get('wakeups_per_second', 0), 'wake-ups/s')}, "
             f"{units.size(mc.get('memory_bytes', 0))}"
         )
+        if mc.get("source_cpu_seconds_per_second") or mc.get("remote_cpu_seconds_per_second"):
+            lines.append(
+                "- Sampling the remote hosts: "
+                f"{units.percent(mc.get('source_cpu_seconds_per_second', 0), 3)} of a CPU here, "
+                f"{units.percent(mc.get('remote_cpu_seconds_per_second', 0), 3)} of a CPU on the "
+                "hosts (their engines' own CPU time, all hosts together)"
+            )
     if o.engine_seconds_per_round is not None:
         lines.append(
             f"- pilot-sys bookkeeping between rounds: {units.duration(o.engine_seconds_per_round)} "
@@ -473,6 +514,11 @@ def context(doc: ReportInput) -> list[str]:
     return ["## Context", ""] + _table(["", ""], rows) + [""]
 
 
+def terms(doc: ReportInput) -> list[str]:
+    """Every term the report uses, explained once (``session.glossary``, as `run --help`)."""
+    return ["## Terms", ""] + glossary_lines() + [""]
+
+
 def notes(doc: ReportInput) -> list[str]:
     if not doc.result.notes:
         return []
@@ -481,6 +527,7 @@ def notes(doc: ReportInput) -> list[str]:
 
 SECTIONS: tuple[Callable[[ReportInput], list[str]], ...] = (
     header,
+    verdict_section,
     workloads,
     comparison,
     bottleneck,
@@ -489,6 +536,7 @@ SECTIONS: tuple[Callable[[ReportInput], list[str]], ...] = (
     rounds,
     context,
     notes,
+    terms,
 )
 
 

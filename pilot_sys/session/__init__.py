@@ -3,9 +3,9 @@
 Public API (see each module):
 
 - ``config.SessionConfig`` / ``SessionConfig.from_preset("quick"|"normal"|"strict", **overrides)``
-- ``session.Session.create(root, config, specs, workloads, command_line)`` / ``Session.resume(root, ...)``,
-  then ``.run() -> result.SessionResult`` (result.json written; ``pilot_sys.run_session(session)``
-  runs it and writes report.md and the plots too)
+- ``session.Session.create(root, config, specs, workloads, command_line)`` /
+  ``Session.resume(root, ...)``, then ``.run() -> result.SessionResult`` (result.json written;
+  ``pilot_sys.run_session(session)`` runs it and writes report.md and the plots too)
 - ``progress``: the events a running session emits (``RoundDone``, ``Note``, ...); it never prints
 - ``launch.open_run(RunRequest, progress)``: the session `pilot-sys run` asks for;
   ``compare_launch.open_compare``, ``compare_launch.compare_directories``

@@ -1,10 +1,11 @@
 """Per-round analysis of one workload's rounds: which rounds count, non-stable removal, CIs.
 
 The statistics themselves live in ``pilot_sys.stats`` (pure functions); this module decides
-*what* goes into them (seeds/002 §III-A, §III-E):
+*what* goes into them (the Pilot paper, §III-A, §III-E):
 
-- short rounds, failed rounds and rounds doing less than the smallest useful work (from the
-  WPS alpha) are not analysed;
+- short rounds, failed rounds, rounds excluded for a hidden bottleneck in their own monitor
+  verdict (``pilot_sys.session.verdict``) and rounds doing less than the smallest useful work
+  (from the WPS alpha) are not analysed;
 - a PI with unit readings: EDM on each analysed round's unit readings, the round's dominant
   stable segment kept (cached per round: a round is examined once, so a session's cost per
   round stays flat), all kept segments together are the samples; when the rounds' levels
@@ -24,16 +25,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pilot_sys.session import statsapi
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import RoundRecord
-from pilot_sys.session.result import PIResult, Removal, RoundCounts, WPSResult
-from pilot_sys.session import statsapi
+from pilot_sys.session.result import DriftingAverage, PIResult, Removal, RoundCounts, WPSResult
+from pilot_sys.session.verdict import is_excluded
 from pilot_sys.stats.pi import PIType
 from pilot_sys.workload.base import PISpec
 
 WPS_PI = "wps"
 MIN_WPS_ROUNDS = 3
-MIN_UNITS_PER_ROUND = 5  # fewer unit readings than this in any analysed round: use readings (EDM itself needs 20)
+MIN_UNITS_PER_ROUND = (
+    5  # fewer unit readings than this in any analysed round: use readings (EDM itself needs 20)
+)
 
 
 UnitLoader = Callable[[RoundRecord], tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]
@@ -73,12 +77,15 @@ class TrackAnalysis:
     config: SessionConfig
     pis: list[PISpec]
     work_unit: str = ""
+    cut: str | None = None  # the component under test: rounds are excluded only when it is known
     stable: dict[tuple[int, str], Stable] = field(default_factory=dict)
     kept_units: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)
-    time_windows: dict[str, bool] = field(default_factory=dict)  # PI -> guessed: units are equal-time windows
+    # PI -> guessed: units are equal-time windows
+    time_windows: dict[str, bool] = field(default_factory=dict)
     wps: WPSResult | None = None
     wps_unit: str = ""
     alpha_work: float = 0.0  # smallest useful work from alpha, in work-amount units (0: none)
+    amount_rate: float | None = None  # the WPS fit's v in work-amount units per second
     results: dict[str, PIResult] = field(default_factory=dict)
     counts: RoundCounts = field(default_factory=RoundCounts)
     # seconds the last update spent on EDM of rounds it had not seen: work each round needs once,
@@ -107,17 +114,21 @@ class TrackAnalysis:
         records: list[RoundRecord],
         load_units: UnitLoader,
     ) -> dict[str, PIResult]:
-        cfg = self.config
         self.new_round_seconds = 0.0
         usable = [r for r in records if not r.failed and not r.short]
+        excluded = [r for r in usable if is_excluded(r, self.cut)]
+        usable = [r for r in usable if not is_excluded(r, self.cut)]
         self.counts = RoundCounts(
             total=len(records),
             short=sum(r.short for r in records),
             failed=sum(r.failed for r in records),
+            excluded=len(excluded),
         )
         self._fit_wps(usable)
         below = [r for r in usable if self.alpha_work > 0 and r.work_amount < self.alpha_work]
-        analysed = [r for r in usable if not (self.alpha_work > 0 and r.work_amount < self.alpha_work)]
+        analysed = [
+            r for r in usable if not (self.alpha_work > 0 and r.work_amount < self.alpha_work)
+        ]
         self.counts.below_alpha = len(below)
         self.counts.analysed = len(analysed)
 
@@ -132,12 +143,16 @@ class TrackAnalysis:
                     # using only the rounds that happen to have enough windows would favour slow
                     # rounds (they last longer, so they log more): all rounds or none
                     res.warnings.append(
-                        f"unit readings not used: {sum(c < MIN_UNITS_PER_ROUND for c in counts)} of {len(counts)} "
-                        f"analysed rounds have fewer than {MIN_UNITS_PER_ROUND}; longer rounds (-w) give more")
+                        "unit readings not used: "
+                        f"{sum(c < MIN_UNITS_PER_ROUND for c in counts)} of {len(counts)} "
+                        f"analysed rounds have fewer than {MIN_UNITS_PER_ROUND}; "
+                        "longer rounds (-w) give more"
+                    )
                 results[spec.name] = res
         if self.wps is not None and self.wps.v is not None:
             wps = self._wps_pi()
-            # WPS is the non-stable removal for readings-only PIs (seeds/000); when every PI
+            # WPS is the non-stable removal for readings-only PIs (Pilot's documentation on
+            # warm-up and cool-down detection); when every PI
             # has unit readings, EDM already did that job and v is reported, not waited for.
             wps.gates_stop = any(p.source == "readings" for p in results.values())
             results[WPS_PI] = wps
@@ -146,7 +161,10 @@ class TrackAnalysis:
 
     # -- unit readings -----------------------------------------------------------------------
     def _from_units(
-        self, spec: PISpec, rounds: list[RoundRecord], below: list[RoundRecord],
+        self,
+        spec: PISpec,
+        rounds: list[RoundRecord],
+        below: list[RoundRecord],
         load_units: UnitLoader,
     ) -> PIResult:
         parts: list[np.ndarray] = []
@@ -157,7 +175,11 @@ class TrackAnalysis:
                 values, times = load_units(rec)
                 if spec.name not in values:
                     continue
-                if spec.unit_weighting is None and spec.name not in self.time_windows and spec.name in times:
+                if (
+                    spec.unit_weighting is None
+                    and spec.name not in self.time_windows
+                    and spec.name in times
+                ):
                     self.time_windows[spec.name] = equal_time_windows(times[spec.name])
                 self._stable_of(rec, spec.name, np.asarray(values[spec.name], dtype=np.float64))
             st = self.stable[key]
@@ -168,8 +190,14 @@ class TrackAnalysis:
         removal = [
             Removal(
                 method="edm" if self.config.remove_nonstable else "none",
-                rounds=len(rounds), samples_removed=removed, samples_kept=kept,
-                detail=(f"{no_dominant} round(s) had no dominant stable segment (kept whole)" if no_dominant else ""),
+                rounds=len(rounds),
+                samples_removed=removed,
+                samples_kept=kept,
+                detail=(
+                    f"{no_dominant} round(s) had no dominant stable segment (kept whole)"
+                    if no_dominant
+                    else ""
+                ),
             )
         ]
         removal += self._excluded_rounds(below)
@@ -181,9 +209,13 @@ class TrackAnalysis:
             unit_spec = spec.model_copy(update={"pi_type": PIType.ARITHMETIC})
         res = self._summarise(unit_spec, parts, "unit_readings", removal)
         if unit_spec is not spec:
-            res.warnings.append(f"unit readings are equal-time windows ({how}): averaged arithmetically "
-                                "(total work / total time)")
-        own = np.array([r.readings[spec.name] for r in rounds if spec.name in r.readings], dtype=np.float64)
+            res.warnings.append(
+                f"unit readings are equal-time windows ({how}): averaged arithmetically "
+                "(total work / total time)"
+            )
+        own = np.array(
+            [r.readings[spec.name] for r in rounds if spec.name in r.readings], dtype=np.float64
+        )
         own = own[np.isfinite(own) & ((own > 0) | (spec.pi_type != PIType.HARMONIC))]
         if own.size:
             res.readings_mean = statsapi.point_estimate(own, spec.pi_type)
@@ -199,12 +231,19 @@ class TrackAnalysis:
         return self.time_windows.get(spec.name, False), "guessed from their timestamps"
 
     # -- readings ----------------------------------------------------------------------------
-    def _from_readings(self, spec: PISpec, rounds: list[RoundRecord], below: list[RoundRecord]) -> PIResult:
-        values = np.array([r.readings[spec.name] for r in rounds if spec.name in r.readings], dtype=np.float64)
+    def _from_readings(
+        self, spec: PISpec, rounds: list[RoundRecord], below: list[RoundRecord]
+    ) -> PIResult:
+        values = np.array(
+            [r.readings[spec.name] for r in rounds if spec.name in r.readings], dtype=np.float64
+        )
         values = values[np.isfinite(values)]
         res = self._summarise(spec, values, "readings", self._excluded_rounds(below))
         if self.wps is not None and self.wps.v is not None and spec.pi_type == PIType.HARMONIC:
-            res.warnings.append("per-round readings include each round's non-stable phases; `wps` is the stable rate")
+            res.warnings.append(
+                "per-round readings include each round's non-stable phases; "
+                "`wps` is the stable rate"
+            )
         return res
 
     def _excluded_rounds(self, below: list[RoundRecord]) -> list[Removal]:
@@ -212,37 +251,67 @@ class TrackAnalysis:
             return []
         return [
             Removal(
-                method="alpha", rounds=len(below),
-                detail=f"rounds with work amount below the smallest useful work = {self.alpha_work:.6g} {self.work_unit}".rstrip(),
+                method="alpha",
+                rounds=len(below),
+                detail=(
+                    "rounds with work amount below the smallest useful work = "
+                    f"{self.alpha_work:.6g} {self.work_unit}"
+                ).rstrip(),
             )
         ]
 
     def _summarise(
-        self, spec: PISpec, samples: np.ndarray | list[np.ndarray], source: str, removed: list[Removal],
+        self,
+        spec: PISpec,
+        samples: np.ndarray | list[np.ndarray],
+        source: str,
+        removed: list[Removal],
     ) -> PIResult:
         """The PI's interval over ``samples``; given as a list (each analysed round's kept unit
-        readings) it may be taken over round means when the rounds disagree (``pilot_sys.stats.rounds``)."""
+        readings) it may be taken over round means when the rounds disagree
+        (``pilot_sys.stats.rounds``)."""
         cfg = self.config
         size = sum(g.size for g in samples) if isinstance(samples, list) else int(samples.size)
         res = PIResult(
-            name=spec.name, unit=spec.unit, pi_type=str(spec.pi_type), higher_is_better=spec.higher_is_better,
-            source=source, confidence=cfg.confidence, target=cfg.ci_perc, sample_size=size,
-            removed=removed, gates_stop=spec.gates_stop,
+            name=spec.name,
+            unit=spec.unit,
+            pi_type=str(spec.pi_type),
+            higher_is_better=spec.higher_is_better,
+            source=source,
+            confidence=cfg.confidence,
+            target=cfg.ci_perc,
+            sample_size=size,
+            removed=removed,
+            gates_stop=spec.gates_stop,
         )
         if size < statsapi.MIN_SAMPLES:
             res.warnings.append(f"{size} sample(s): too few for a confidence interval yet")
             return res
         if not isinstance(samples, list):
-            s = statsapi.summarize(samples, spec.pi_type, cfg.confidence, cfg.ci_perc, cfg.autocorr_limit)
+            s = statsapi.summarize(
+                samples, spec.pi_type, cfg.confidence, cfg.ci_perc, cfg.autocorr_limit
+            )
         else:
-            s = statsapi.summarize_rounds(samples, spec.pi_type, cfg.confidence, cfg.ci_perc, cfg.autocorr_limit)
+            s = statsapi.summarize_rounds(
+                samples, spec.pi_type, cfg.confidence, cfg.ci_perc, cfg.autocorr_limit
+            )
             res.interval_basis, res.rounds_heterogeneity_p = s.basis, s.heterogeneity_p
+            if s.drifting is not None:
+                low, high, rounds, reason = s.drifting
+                res.drifting = DriftingAverage(
+                    ci_low=low, ci_high=high, rounds=rounds, reason=reason
+                )
         res.mean, res.ci_low, res.ci_high = s.mean, s.ci_low, s.ci_high
         res.subsession_size, res.subsession_count = s.subsession_size, s.subsession_count
         res.subsession_variance, res.autocorrelation = s.subsession_variance, s.autocorrelation
         res.required_sample_size = s.required_sample_size
         res.warnings.extend(s.warnings)
-        if res.mean is not None and res.ci_low is not None and res.ci_high is not None and res.mean != 0:
+        if (
+            res.mean is not None
+            and res.ci_low is not None
+            and res.ci_high is not None
+            and res.mean != 0
+        ):
             res.ci_width_rel = float((res.ci_high - res.ci_low) / abs(res.mean))
             res.ci_reached = bool(res.ci_width_rel <= cfg.ci_perc and s.usable)
         return res
@@ -256,11 +325,14 @@ class TrackAnalysis:
         back to *work-amount* units (by the median ratio of work amount to work done) before it
         raises ``a``: the bound compares like with like (Pilot mixed seconds and nanoseconds)."""
         self.wps_unit = f"{self.work_unit}/s" if self.work_unit else "work/s"
+        self.amount_rate = None
         if self.config.fixed_work:
             self.wps = None
             return
         amount = np.array([r.work_amount for r in usable], dtype=np.float64)
-        done = np.array([np.nan if r.work_done is None else r.work_done for r in usable], dtype=np.float64)
+        done = np.array(
+            [np.nan if r.work_done is None else r.work_done for r in usable], dtype=np.float64
+        )
         t = np.array([r.duration for r in usable], dtype=np.float64)
         use_done = bool(done.size) and bool(np.all(np.isfinite(done) & (done > 0)))
         w = done if use_done else amount
@@ -275,18 +347,32 @@ class TrackAnalysis:
             return
         aw = self.wps.alpha_work
         ratio = float(np.median(amount / w)) if use_done else 1.0
+        # the planner predicts in work-amount units: v (work done per second) times this ratio
+        self.amount_rate = float(self.wps.v * ratio) if self.wps.v and ratio > 0 else None
         # only an alpha shown to be above zero bounds anything: an interval reaching down to 0
         # cannot say that short rounds are dominated by non-stable phases
         significant = self.wps.alpha_ci_low is not None and self.wps.alpha_ci_low > 0
         if not significant and self.wps.alpha is not None and self.wps.alpha > 0:
-            self.wps.warnings.append("alpha's CI reaches 0: no lower bound on the work amount is applied")
-        bound = float(aw * ratio) if significant and aw is not None and math.isfinite(aw) and aw > 0 and ratio > 0 else 0.0
+            self.wps.warnings.append(
+                "alpha's CI reaches 0: no lower bound on the work amount is applied"
+            )
+            self.wps.alpha_bound = "not_above_zero"
+        bound = (
+            float(aw * ratio)
+            if significant and aw is not None and math.isfinite(aw) and aw > 0 and ratio > 0
+            else 0.0
+        )
         if bound >= self.config.work_max > 0:
             # every allowed round is dominated by alpha: dropping them all would leave nothing
             self.wps.warnings.append(
-                f"the smallest useful work amount ({bound:.6g} {self.work_unit}) is above the range's maximum "
-                f"({self.config.work_max:g}): every round spends over 10% of its time in setup/warm-up; raise -w MAX")
+                f"the smallest useful work amount ({bound:.6g} {self.work_unit}) is above the "
+                f"range's maximum ({self.config.work_max:g}): every round spends over 10% of its "
+                "time in setup/warm-up; raise -w MAX"
+            )
             bound = 0.0
+            self.wps.alpha_bound = "above_range"
+        elif bound > 0:
+            self.wps.alpha_bound = "applied"
         self.alpha_work = bound
         self.wps.v_unit = self.wps_unit
         self.wps.alpha_work_amount = self.alpha_work or None
@@ -295,9 +381,17 @@ class TrackAnalysis:
         assert self.wps is not None
         cfg = self.config
         res = PIResult(
-            name=WPS_PI, unit=self.wps_unit, pi_type=str(PIType.HARMONIC), source="wps", confidence=cfg.confidence,
-            target=cfg.ci_perc, mean=self.wps.v, ci_low=self.wps.v_ci_low, ci_high=self.wps.v_ci_high,
-            sample_size=self.wps.rounds_used, subsession_size=self.wps.subsession_size,
+            name=WPS_PI,
+            unit=self.wps_unit,
+            pi_type=str(PIType.HARMONIC),
+            source="wps",
+            confidence=cfg.confidence,
+            target=cfg.ci_perc,
+            mean=self.wps.v,
+            ci_low=self.wps.v_ci_low,
+            ci_high=self.wps.v_ci_high,
+            sample_size=self.wps.rounds_used,
+            subsession_size=self.wps.subsession_size,
             warnings=list(self.wps.warnings),
         )
         if res.mean and res.ci_low is not None and res.ci_high is not None:
@@ -328,7 +422,12 @@ class TrackAnalysis:
         for res in self.results.values():
             if res.ci_reached or not res.gates_stop:
                 continue
-            if res.ci_low is None or res.required_sample_size is None or res.sample_size == 0 or analysed_rounds == 0:
+            if (
+                res.ci_low is None
+                or res.required_sample_size is None
+                or res.sample_size == 0
+                or analysed_rounds == 0
+            ):
                 return None  # no interval yet: the stats' estimate is only "more than now"
             per_round = res.sample_size / analysed_rounds
             missing = max(res.required_sample_size - res.sample_size, 1)

@@ -4,34 +4,19 @@ It is written to ``session.json`` in the result directory when a session starts,
 ``pilot-sys run --resume DIR`` continues with exactly the same targets and
 ``pilot-sys report DIR`` can say what was asked for.
 
-Presets (``--preset``); every value can be overridden by its own option:
-
-==========================  =======  =======  =======
-field                       quick    normal   strict
-==========================  =======  =======  =======
-ci_perc (CI width / mean)   0.10     0.10     0.05
-confidence                  0.95     0.95     0.99
-autocorr_limit              0.1      0.1      0.1
-session_limit (s)           30       600      3600
-first_result_seconds (t)    10       60       60
-min_round_seconds           0.1      0.5      1.0
-max_round_seconds           0.5      20       60
-min_rounds                  8        8        10
-==========================  =======  =======  =======
-
-The quick preset keeps rounds short (at most 0.5 s): an interval needs about 50 independent
-samples, and when the rounds differ from each other (a shared or throttled machine) the rounds,
-not the unit readings within them, are what is independent; short rounds give many of them.
+Presets (``--preset``): ``PRESETS`` below; every value can be overridden by its own option,
+and ``pilot-sys run --help`` prints the table from it (``preset_rows``), so the two cannot
+disagree. ``quick`` keeps rounds short: an interval needs about 50 independent samples, and
+when the rounds differ from each other (a shared or throttled machine) the rounds, not the unit
+readings within them, are what is independent; short rounds give many of them.
 
 ``ci_perc`` is the *full* width of the confidence interval (``ci_high - ci_low``) as a
-fraction of the mean, Pilot's ``--ci-perc`` (seeds/002 §IV: "desired width of CI, default to
-10% of mean"). ``min_rounds`` keeps a few lucky rounds from ending a session: the CI of unit readings from
-a few rounds says little about the round-to-round variation. It is at least 8, the fewest
-subsessions an interval is trusted from (``stats.subsession.MIN_SUBSESSIONS``): only then can
-every subsession span a whole round, so that rounds that differ show up in the interval. (With
-3, the quick preset stopped after 3 rounds of 0.15 s on this VM with write_bw 2.60 GiB/s
-[2.54, 2.66], while other sessions that day measured 2.37-2.49 GiB/s with intervals that do
-not overlap it.)
+fraction of the mean, Pilot's ``--ci-perc`` (the Pilot paper, §IV: "desired width of CI, default
+to 10% of mean"); people see it as the half width it allows (10 % -> ± 5 %). ``min_rounds`` keeps
+a few lucky rounds from ending a session: the CI of unit readings from a few rounds says little
+about the round-to-round variation. It is at least 8, the fewest subsessions an interval is
+trusted from (``stats.subsession.MIN_SUBSESSIONS``): only then can every subsession span a whole
+round, so that rounds that differ show up in the interval.
 """
 
 from __future__ import annotations
@@ -49,17 +34,38 @@ class Preset(StrEnum):
 
 
 PRESETS: dict[Preset, dict[str, Any]] = {
+    # about a minute: on a shared host consecutive rounds are correlated (the host's state
+    # changes over seconds), so session time, not the number of rounds, buys independent samples
+    # (benchmarks/results/quick_preset.md)
     Preset.QUICK: dict(
-        ci_perc=0.10, confidence=0.95, autocorr_limit=0.1, session_limit=30.0,
-        first_result_seconds=10.0, min_round_seconds=0.1, max_round_seconds=0.5, min_rounds=8,
+        ci_perc=0.10,
+        confidence=0.95,
+        autocorr_limit=0.1,
+        session_limit=60.0,
+        first_result_seconds=20.0,
+        min_round_seconds=0.1,
+        max_round_seconds=0.5,
+        min_rounds=8,
     ),
     Preset.NORMAL: dict(
-        ci_perc=0.10, confidence=0.95, autocorr_limit=0.1, session_limit=600.0,
-        first_result_seconds=60.0, min_round_seconds=0.5, max_round_seconds=20.0, min_rounds=8,
+        ci_perc=0.10,
+        confidence=0.95,
+        autocorr_limit=0.1,
+        session_limit=600.0,
+        first_result_seconds=60.0,
+        min_round_seconds=0.5,
+        max_round_seconds=20.0,
+        min_rounds=8,
     ),
     Preset.STRICT: dict(
-        ci_perc=0.05, confidence=0.99, autocorr_limit=0.1, session_limit=3600.0,
-        first_result_seconds=60.0, min_round_seconds=1.0, max_round_seconds=60.0, min_rounds=10,
+        ci_perc=0.05,
+        confidence=0.99,
+        autocorr_limit=0.1,
+        session_limit=3600.0,
+        first_result_seconds=60.0,
+        min_round_seconds=1.0,
+        max_round_seconds=60.0,
+        min_rounds=10,
     ),
 }
 
@@ -70,15 +76,27 @@ class SessionConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     preset: Preset = Preset.NORMAL
-    ci_perc: float = Field(0.10, gt=0, lt=10, description="target full CI width as a fraction of |mean|")
+    ci_perc: float = Field(
+        0.10, gt=0, lt=10, description="target full CI width as a fraction of |mean|"
+    )
     confidence: float = Field(0.95, gt=0.5, lt=1)
-    autocorr_limit: float = Field(0.1, gt=0, lt=1, description="|lag-1 autocorrelation| accepted after subsession merging")
+    autocorr_limit: float = Field(
+        0.1, gt=0, lt=1, description="|lag-1 autocorrelation| accepted after subsession merging"
+    )
     session_limit: float | None = Field(600.0, gt=0, description="seconds; None: no limit")
-    first_result_seconds: float = Field(60.0, gt=0, description="t of the k heuristic (seeds/000)")
+    first_result_seconds: float = Field(
+        60.0, gt=0, description="t of the k heuristic (Pilot docs, warm-up detection)"
+    )
     k_rounds: int = Field(50, ge=2, description="n of the k heuristic: rounds expected within t")
-    min_round_seconds: float = Field(0.5, ge=0, description="rounds shorter than this are stored, not analysed")
-    max_round_seconds: float = Field(20.0, gt=0, description="cap on one round's predicted duration")
-    min_rounds: int = Field(5, ge=1, description="analysed rounds needed before the session may stop")
+    min_round_seconds: float = Field(
+        0.5, ge=0, description="rounds shorter than this are stored, not analysed"
+    )
+    max_round_seconds: float = Field(
+        20.0, gt=0, description="cap on one round's predicted duration"
+    )
+    min_rounds: int = Field(
+        5, ge=1, description="analysed rounds needed before the session may stop"
+    )
     max_rounds: int | None = Field(None, ge=1)
     work_min: float = Field(0.0, ge=0, description="a: the smallest valid work amount")
     work_max: float = Field(0.0, ge=0, description="b: the largest valid work amount")
@@ -89,14 +107,19 @@ class SessionConfig(BaseModel):
     sample_rate_source: str = "default"  # "default", "--sample-rate", "tuner"
     bottleneck_threshold: float = Field(0.8, gt=0, le=1)
     cut: str | None = None  # component id of the component under test, if the user names one
+    hosts: list[str] = Field(default_factory=list)  # --host NAME=URL: remote hosts monitored too
     compare_p_threshold: float = Field(0.01, gt=0, lt=1)
-    compare_pi: str | None = None  # the PI an interleaved comparison ranks by (None: the first shared)
+    compare_pi: str | None = (
+        None  # the PI an interleaved comparison ranks by (None: the first shared)
+    )
     remove_nonstable: bool = True
 
     @model_validator(mode="after")
     def _range_ordered(self) -> SessionConfig:
         if self.work_max and self.work_max < self.work_min:
-            raise ValueError(f"work amount range {self.work_min:g},{self.work_max:g}: MAX is below MIN")
+            raise ValueError(
+                f"work amount range {self.work_min:g},{self.work_max:g}: MAX is below MIN"
+            )
         if self.max_round_seconds < self.min_round_seconds:
             raise ValueError("max_round_seconds is below min_round_seconds")
         return self
@@ -113,3 +136,23 @@ class SessionConfig(BaseModel):
         values: dict[str, Any] = {"preset": p, **PRESETS[p]}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+def preset_rows() -> list[tuple[str, list[str]]]:
+    """(what, one value per preset, in ``Preset`` order): the table ``run --help`` prints."""
+    from pilot_sys import units
+
+    def row(label: str, show: Any) -> tuple[str, list[str]]:
+        return label, [show(PRESETS[p]) for p in Preset]
+
+    return [
+        row(
+            "CI target (--ci-perc)",
+            lambda p: f"{units.percent(p['ci_perc'], None)} ({units.target(p['ci_perc'])})",
+        ),
+        row("confidence", lambda p: units.percent(p["confidence"], None)),
+        row("session limit (-s)", lambda p: f"{p['session_limit']:g} s"),
+        row("min rounds", lambda p: str(p["min_rounds"])),
+        row("round length", lambda p: f"{p['min_round_seconds']:g}-{p['max_round_seconds']:g} s"),
+        row("first result within", lambda p: f"{p['first_result_seconds']:g} s"),
+    ]

@@ -1,10 +1,12 @@
 """The round loop: plan, run (monitored), journal, analyse, decide; until a stop rule fires.
 
-Stop rules, checked before every round (seeds/002 §III-E, §III-F):
+Stop rules, checked before every round (the Pilot paper, §III-E, §III-F):
 
 - every PI of every workload meets its CI target, at least ``min_rounds`` rounds were analysed,
   and (interleaved comparisons) every adjacent pair of the ranking is separated -> done;
-- the session limit (seconds of this invocation) or ``max_rounds`` -> limit reached;
+- the session limit or ``max_rounds`` -> limit reached; the limit counts the session's time:
+  this invocation's, plus that of earlier ones (``--resume``; ``elapsed_before``), never the
+  idle gaps between them;
 - Ctrl-C or SIGTERM -> interrupted (the round in flight is set aside, all earlier ones kept);
 - a round whose workload failed -> workload failure (the failed round is journaled too).
 
@@ -20,43 +22,41 @@ from __future__ import annotations
 import math
 import signal
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from types import FrameType
 from typing import Protocol
 
 import numpy as np
 
+from pilot_sys import units
 from pilot_sys.errors import PilotError, WorkloadFailed
 from pilot_sys.session import statsapi
 from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.config import SessionConfig
-from pilot_sys.session.journal import Journal, JournalWriteFailed, MonitorSummary, RoundRecord, SyncBatch, WorkloadSpec
+from pilot_sys.session.journal import (
+    Journal,
+    JournalWriteFailed,
+    MonitorSummary,
+    RoundRecord,
+    SyncBatch,
+    WorkloadSpec,
+)
 from pilot_sys.session.planner import Planner
 from pilot_sys.session.progress import (
+    Budget,
     Countdown,
-    HiddenBottleneckSeen,
-    Note,
     NoProgress,
+    Note,
     Progress,
     RoundDone,
+    RoundExcluded,
 )
+from pilot_sys.session.result import StopReason
+from pilot_sys.session.verdict import excluded_round, is_excluded, judged, unjudged_sighting
 from pilot_sys.workload.base import PISpec, RoundOutput, Workload
-
-
-class StopReason(StrEnum):
-    TARGETS_MET = "every CI target met"
-    # the limit stopped the rounds, and the final analysis (which sees the rounds since the last
-    # paced one) meets every target: a valid result, not a near miss
-    TARGETS_MET_AT_END = "every CI target met at the final analysis (the limit came first)"
-    SESSION_LIMIT = "session time limit reached"
-    MAX_ROUNDS = "maximum number of rounds reached"
-    INTERRUPTED = "interrupted by the user"
-    WORKLOAD_FAILED = "the workload failed"
-    DISK_FULL = "the round journal could not be written"
 
 
 @dataclass
@@ -73,7 +73,9 @@ class Track:
     analysed_at: int = -1  # usable rounds at the last analysis
     analysed_index: int = 0  # the last round (session index) the analysis has seen
     next_analysis_at: int = 0  # analyse again once this many usable rounds exist
-    pending_units: dict[int, tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = field(default_factory=dict)
+    pending_units: dict[int, tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = field(
+        default_factory=dict
+    )
     warned_short: bool = False
 
     @property
@@ -96,7 +98,9 @@ ANALYSIS_GROWTH = 0.02  # re-analyse at the latest after this much growth in rou
 FORECAST_MARGIN = 0.5  # ... or once this share of the forecast rounds have run
 
 
-def analysis_step(usable_rounds: int, rounds_needed: int | None, to_first_interval: int | None = None) -> int:
+def analysis_step(
+    usable_rounds: int, rounds_needed: int | None, to_first_interval: int | None = None
+) -> int:
     """Rounds until the next analysis.
 
     The CI of all samples so far costs O(samples) to recompute (the autocorrelation time is an
@@ -104,14 +108,11 @@ def analysis_step(usable_rounds: int, rounds_needed: int | None, to_first_interv
     with its length. It cannot reach its target before about the required sample size, so the
     engine re-analyses once ``FORECAST_MARGIN`` of the forecast rounds have run, and at the latest
     after ``ANALYSIS_GROWTH`` more rounds: O(log n) full analyses per session, each decision on
-    fresh numbers, and ``cost_floor`` bounds what they cost per round. Until 2026-11-21 the values
-    were 0.8 and 10%, to temper optional stopping (stopping on a lucky, briefly narrow CI); that
-    cost 4-9% more rounds than analysing after every round and bought no coverage:
-    ``benchmarks/session_oracle.py --reps 300`` at 0.5 and 2% gave 1.44x / 1.14x / 1.15x the
-    oracle (readings, units, readings at 1%) with coverage 95.0% / 94.3% / 95.3%, against
-    1.54x / 1.14x / 1.18x and 95.0% / 94.0% / 95.0% before. Before any interval exists, the
-    stats' estimate of the samples one needs at all is used the same way (it is rough from few
-    samples, so it only ever brings the next analysis closer)."""
+    fresh numbers, and ``cost_floor`` bounds what they cost per round. Analysing less often, to
+    temper optional stopping (stopping on a lucky, briefly narrow CI), cost more rounds and
+    bought no coverage (``benchmarks/session_oracle.py``, benchmarks/results/session.md). Before
+    any interval exists, the stats' estimate of the samples one needs at all is used the same way
+    (it is rough from few samples, so it only ever brings the next analysis closer)."""
     growth = max(1, math.ceil(ANALYSIS_GROWTH * usable_rounds))
     forecast = rounds_needed if rounds_needed is not None else to_first_interval
     if forecast is None:
@@ -119,7 +120,6 @@ def analysis_step(usable_rounds: int, rounds_needed: int | None, to_first_interv
     return max(1, min(growth, math.floor(FORECAST_MARGIN * forecast)))
 
 
-# 2 ms until 2026-11-21: with EDM, the journal and its fsync that broke the 5 ms a round
 ANALYSIS_BUDGET = 0.001  # seconds of full re-analysis per round, amortised, at the least ...
 ANALYSIS_SHARE = 0.02  # ... or this share of a round's duration, whichever is larger
 
@@ -132,10 +132,20 @@ def cost_floor(analysis_seconds: float, mean_round_seconds: float) -> int:
     return max(1, math.ceil(analysis_seconds / budget))
 
 
-def make_track(spec: WorkloadSpec, workload: Workload, config: SessionConfig, pis: list[PISpec]) -> Track:
+def make_track(
+    spec: WorkloadSpec,
+    workload: Workload,
+    config: SessionConfig,
+    pis: list[PISpec],
+    cut: str | None = None,
+) -> Track:
     return Track(
-        spec=spec, workload=workload, planner=Planner(config),
-        analysis=TrackAnalysis(config=config, pis=pis, work_unit=config.work_unit),
+        spec=spec,
+        workload=workload,
+        planner=Planner(config),
+        analysis=TrackAnalysis(
+            config=config, pis=pis, work_unit=config.work_unit, cut=cut or config.cut
+        ),
     )
 
 
@@ -169,12 +179,15 @@ class Engine:
         monitor: RoundMonitor | None = None,
         extra_stop: Callable[[list[Track]], bool] | None = None,
         on_round: Callable[[Track, RoundRecord], None] | None = None,
+        elapsed_before: float = 0.0,
     ) -> None:
         self.journal = journal
         self.cfg = config
         self.tracks = tracks
         self.progress: Progress = progress or NoProgress()
-        self._countdown = Countdown()  # the forecast between analyses
+        manifest = journal.manifest
+        self.cut = (manifest.cut if manifest is not None else None) or config.cut
+        self._countdown = Countdown(self.cut)  # the forecast between analyses
         self.monitor = monitor
         self.extra_stop = extra_stop  # interleaved comparison: are all pairs separated?
         self.on_round = on_round
@@ -183,7 +196,9 @@ class Engine:
         self._turn = 0
         self.engine_seconds: list[float] = []  # per round: workload end -> next workload start
         self.sync_wait_seconds: list[float] = []  # of which: waiting for the round's fsyncs
-        self._announced: set[str] = set()  # hidden bottlenecks already shouted about
+        self.elapsed_before = elapsed_before  # session time of earlier invocations (--resume)
+        self._told_unjudged = False  # the note on rounds too short to judge, once
+        self._told_no_cut = False  # the note on a hot component without a CUT, once
 
     # -- resume ------------------------------------------------------------------------------
     def replay(self) -> None:
@@ -204,7 +219,8 @@ class Engine:
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self) -> EngineOutcome:
-        statsapi.preload()  # scipy.stats imports take seconds: pay them before round 1, not after it
+        # scipy.stats imports take seconds: pay them before round 1, not after it
+        statsapi.preload()
         start = time.monotonic()
         old_int = signal.signal(signal.SIGINT, self._on_signal)
         old_term = signal.signal(signal.SIGTERM, self._on_signal)
@@ -228,7 +244,7 @@ class Engine:
                     return outcome(StopReason.DISK_FULL, str(exc))
                 if self._last_failure is not None:
                     return outcome(StopReason.WORKLOAD_FAILED, self._last_failure)
-                reason = self._should_stop(time.monotonic() - start)
+                reason = self._should_stop(self.elapsed_before + time.monotonic() - start)
                 if reason is not None:
                     return outcome(reason)
                 track = self._next_track()
@@ -259,7 +275,9 @@ class Engine:
 
     def targets_met(self) -> bool:
         """Every workload's targets (and the comparison's, if any) met by the current analyses."""
-        return all(t.targets_met() for t in self.tracks) and (self.extra_stop is None or self.extra_stop(self.tracks))
+        return all(t.targets_met() for t in self.tracks) and (
+            self.extra_stop is None or self.extra_stop(self.tracks)
+        )
 
     def _confirmed(self) -> bool:
         """Targets met by every track's *latest* rounds: a paced analysis can be some rounds old,
@@ -273,11 +291,14 @@ class Engine:
         return not stale or self.targets_met()
 
     def _should_stop(self, elapsed: float) -> StopReason | None:
+        """``elapsed``: the session's time so far, earlier invocations included."""
         if self._interrupted:
             return StopReason.INTERRUPTED
         if self.targets_met() and self._confirmed():
             return StopReason.TARGETS_MET
-        if self.cfg.max_rounds is not None and all(t.rounds >= self.cfg.max_rounds for t in self.tracks):
+        if self.cfg.max_rounds is not None and all(
+            t.rounds >= self.cfg.max_rounds for t in self.tracks
+        ):
             return StopReason.MAX_ROUNDS
         limit = self.cfg.session_limit
         if limit is not None:
@@ -289,7 +310,7 @@ class Engine:
         return None
 
     def _next_track(self) -> Track:
-        """Round-robin over workloads (seeds/002 Fig. 6: interleaving lowers temporal
+        """Round-robin over workloads (the Pilot paper, Fig. 6: interleaving lowers temporal
         correlation); a workload whose targets are met still takes its turn in a comparison,
         because the pair decisions need fresh, interleaved rounds of both."""
         track = self.tracks[self._turn % len(self.tracks)]
@@ -298,7 +319,7 @@ class Engine:
 
     def _one_round(self, track: Track, session_start: float) -> RoundRecord:
         limit = self.cfg.session_limit
-        left = None if limit is None else limit - (time.monotonic() - session_start)
+        left = None if limit is None else limit - self._used(session_start)
         plan = track.planner.next_round(left)
         wr = track.rounds + 1
         round_dir, rel = self.journal.round_dir(track.name, wr, several=len(self.tracks) > 1)
@@ -319,7 +340,9 @@ class Engine:
         except (WorkloadFailed, PilotError) as exc:
             failure = str(exc)
         except OSError as exc:  # the round's files vanished, a device error...: the round failed
-            failure = f"{track.name}: {exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}"
+            failure = (
+                f"{track.name}: {exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}"
+            )
         except Exception as exc:  # noqa: BLE001 - an in-process workload that crashes is a failed round
             failure = f"{track.name}: {type(exc).__name__}: {exc}"
         except KeyboardInterrupt:
@@ -340,8 +363,11 @@ class Engine:
             monitor_summary = self.monitor.stop(round_dir, self._batch)
             self._excluded += time.perf_counter() - m0
         duration = out.duration if out is not None and out.duration > 0 else wall
-        short = out is not None and failure is None and track.planner.is_short(
-            duration, out.work_amount if out is not None else None)
+        short = (
+            out is not None
+            and failure is None
+            and track.planner.is_short(duration, out.work_amount if out is not None else None)
+        )
         units = dict(out.unit_readings) if out is not None else {}
         unit_times = dict(out.unit_timestamps) if out is not None else {}
         if out is not None and failure is None:
@@ -359,7 +385,11 @@ class Engine:
             returncode=out.returncode if out is not None else -1,
             failed=failure is not None,
             failure=failure,
-            readings={k: float(v) for k, v in (out.readings.items() if out is not None else ()) if v is not None},
+            readings={
+                k: float(v)
+                for k, v in (out.readings.items() if out is not None else ())
+                if v is not None
+            },
             unit_counts={k: int(np.asarray(v).size) for k, v in units.items()},
             work_done=out.work_done if out is not None else None,
             warnings=list(out.warnings) if out is not None else [],
@@ -377,12 +407,19 @@ class Engine:
             self._refresh_pis(track)
             track.last_duration = duration
             track.planner.observe(rec.work_amount, duration, short)
-            if self.cfg.min_round_seconds and track.planner.all_short_warning and not track.warned_short:
+            if (
+                self.cfg.min_round_seconds
+                and track.planner.all_short_warning
+                and not track.warned_short
+            ):
                 track.warned_short = True
-                self.progress.emit(Note(
-                    f"even the largest work amount ({track.planner.b:g}) runs shorter than "
-                    f"{self.cfg.min_round_seconds:g} s: rounds are analysed anyway; raise -w MAX"
-                ))
+                self.progress.emit(
+                    Note(
+                        f"even the largest work amount ({track.planner.b:g}) runs shorter than "
+                        f"{self.cfg.min_round_seconds:g} s: rounds are analysed anyway; "
+                        "raise -w MAX"
+                    )
+                )
             self._analyse(track, units={rec.index: (units, unit_times)})
         if self.on_round is not None:
             self.on_round(track, rec)
@@ -399,7 +436,9 @@ class Engine:
                 self.journal.save_manifest()
 
     def _analyse(
-        self, track: Track, units: dict[int, tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] | None = None,
+        self,
+        track: Track,
+        units: dict[int, tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] | None = None,
         force: bool = False,
     ) -> None:
         """Update the track's analysis when it can change a decision (see ``analysis_due``)."""
@@ -424,21 +463,31 @@ class Engine:
         track.analysed_at = usable
         track.analysed_index = records[-1].index if records else 0
         analysed = analysis.counts.analysed
-        step = analysis_step(usable, analysis.rounds_needed(analysed), analysis.rounds_to_first_interval(analysed))
+        step = analysis_step(
+            usable, analysis.rounds_needed(analysed), analysis.rounds_to_first_interval(analysed)
+        )
         mean_round = track.seconds / track.rounds if track.rounds else 0.0
         track.next_analysis_at = usable + max(step, cost_floor(cost, mean_round))
         if analysis.wps is not None:
-            track.planner.set_rate(analysis.wps.v)
+            # v is in work *done* per second (bytes for fio, dd); the planner caps work amounts
+            track.planner.set_rate(analysis.amount_rate)
         if analysis.alpha_work > 0 and track.planner.raise_lower_bound(analysis.alpha_work):
             unit = f" {analysis.work_unit}" if analysis.work_unit else ""
-            self.progress.emit(Note(
-                f"[{track.name}] WPS alpha raises the smallest work amount to {track.planner.a:.6g}{unit}"
-            ))
+            self.progress.emit(
+                Note(
+                    f"[{track.name}] WPS alpha raises the smallest work amount to "
+                    f"{track.planner.a:.6g}{unit}"
+                )
+            )
 
     def finalize(self) -> None:
         """Bring every analysis up to the last journaled round (for the result)."""
         for track in self.tracks:
             self._analyse(track, force=True)
+
+    def _used(self, session_start: float) -> float:
+        """The session time so far: earlier invocations' and this one's."""
+        return self.elapsed_before + time.monotonic() - session_start
 
     def _report_progress(self, track: Track, rec: RoundRecord, session_start: float) -> None:
         analysed = track.analysis.counts.analysed
@@ -452,9 +501,38 @@ class Engine:
         pis = list(track.analysis.results.values())
         as_of = track.analysed_index if track.analysed_index < rec.index else None
         forecast = self._countdown.update(rec, needed, eta, as_of)
-        self.progress.emit(RoundDone(rec, pis, forecast, time.monotonic() - session_start, as_of))
-        if rec.monitor is not None and rec.monitor.valid is False and not rec.short:
-            new = [h for h in rec.monitor.hidden_bottlenecks if h not in self._announced]
-            if new or not self._announced:  # once per component (an unnamed one once)
-                self._announced.update(new or [""])
-                self.progress.emit(HiddenBottleneckSeen(rec.index, new))
+        used = self._used(session_start)
+        budget = Budget(self.cfg.session_limit, used, str(self.cfg.preset))
+        self.progress.emit(RoundDone(rec, pis, forecast, used, as_of, budget))
+        if is_excluded(rec, self.cut):
+            trace = self.journal.load_monitor(rec)
+            saved = trace.verdict if trace is not None else None
+            self.progress.emit(RoundExcluded(excluded_round(rec, saved)))
+        elif (
+            judged(rec)
+            and rec.monitor is not None
+            and rec.monitor.valid is False
+            and self.cut is None
+            and not self._told_no_cut
+        ):
+            self._told_no_cut = True
+            seen = ", ".join(rec.monitor.hidden_bottlenecks) or "a component"
+            self.progress.emit(
+                Note(
+                    f"round {rec.index} saw {seen} "
+                    f"above {units.percent(self.cfg.bottleneck_threshold, 0)}, "
+                    "but no component under test is known, so no round is excluded for it: "
+                    "name one with --cut"
+                )
+            )
+        elif unjudged_sighting(rec) and not self._told_unjudged:
+            self._told_unjudged = True
+            seen = ", ".join(rec.monitor.hidden_bottlenecks) if rec.monitor is not None else ""
+            self.progress.emit(
+                Note(
+                    f"round {rec.index} saw {seen or 'a component other than the CUT'} above "
+                    f"{units.percent(self.cfg.bottleneck_threshold, 0)}, "
+                    "but is too short to judge on its own: "
+                    "the rounds are judged together at the end"
+                )
+            )

@@ -1,4 +1,4 @@
-"""Interleaved comparison of several workloads (seeds/002 §III-F, Fig. 6).
+"""Interleaved comparison of several workloads (the Pilot paper, §III-F and Fig. 6).
 
 The engine runs one round of each workload in turn (W1 R1, W2 R1, ..., Wn R1, W1 R2, ...), so
 slow drifts of the machine hit every workload alike instead of whichever ran last. After each
@@ -13,45 +13,46 @@ exactly what ``result.json`` keeps, so saved results compare the same way as liv
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pilot_sys.session.analysis import TrackAnalysis
+from pilot_sys.session.compare_pis import Side, build_table, sample_stats
 from pilot_sys.session.config import SessionConfig
-from pilot_sys.session.result import Comparison, PairComparison, PIResult, SessionResult
-from pilot_sys.stats.pi import PIType
-
-
-def sample_stats(p: PIResult) -> object | None:
-    """Welch's inputs from a PI result, on the PI's own scale (None without an interval).
-
-    A harmonic PI's subsession variance is of reciprocals; the delta method maps it to the rate
-    scale (Var(1/X) ~ Var(X) / m^4), as ``SampleStats.from_summary`` does for a live summary."""
-    from pilot_sys.stats.compare import SampleStats
-
-    if p.mean is None or p.subsession_variance is None or not p.subsession_count or p.subsession_count < 2:
-        return None
-    variance = p.subsession_variance
-    if p.pi_type == PIType.HARMONIC:
-        variance = variance * p.mean**4
-    return SampleStats(mean=p.mean, variance=variance, count=p.subsession_count)
+from pilot_sys.session.pi_table import PITable
+from pilot_sys.session.result import Comparison, PairComparison, PIResult
+from pilot_sys.workload.primary import primary_pi
 
 
 def _overlap(a: PIResult, b: PIResult) -> bool:
-    assert a.ci_low is not None and a.ci_high is not None and b.ci_low is not None and b.ci_high is not None
+    assert (
+        a.ci_low is not None
+        and a.ci_high is not None
+        and b.ci_low is not None
+        and b.ci_high is not None
+    )
     return a.ci_low <= b.ci_high and b.ci_low <= a.ci_high
 
 
 def compare_results(
-    results: dict[str, PIResult], confidence: float, threshold: float, pi_name: str,
+    results: dict[str, PIResult],
+    confidence: float,
+    threshold: float,
+    pi_name: str,
 ) -> Comparison | None:
     """Rank workloads by one PI (best first) and test every adjacent pair."""
     from pilot_sys.stats.compare import welch
 
-    ready = {name: p for name, p in results.items() if p.mean is not None and p.ci_low is not None and p.ci_high is not None}
+    ready = {
+        name: p
+        for name, p in results.items()
+        if p.mean is not None and p.ci_low is not None and p.ci_high is not None
+    }
     if len(ready) < 2:
         return None
     higher = next(iter(ready.values())).higher_is_better
     ranking = sorted(ready, key=lambda n: ready[n].mean or 0.0, reverse=higher)
     pairs: list[PairComparison] = []
-    for better, worse in zip(ranking, ranking[1:]):
+    for better, worse in zip(ranking, ranking[1:], strict=False):
         a, b = ready[better], ready[worse]
         assert a.mean is not None and b.mean is not None
         overlap = _overlap(a, b)
@@ -61,51 +62,64 @@ def compare_results(
             w = welch(sa, sb, confidence=confidence, threshold=threshold)  # type: ignore[arg-type]
             p_value, low, high = float(w.p_value), float(w.ci.low), float(w.ci.high)
         diff = a.mean - b.mean
-        pairs.append(PairComparison(
-            better=better, worse=worse, pi=pi_name, difference=diff,
-            difference_rel=diff / b.mean if b.mean else None, ci_low=low, ci_high=high, p_value=p_value,
-            cis_overlap=overlap, separated=(not overlap) or (p_value is not None and p_value < threshold),
-        ))
+        pairs.append(
+            PairComparison(
+                better=better,
+                worse=worse,
+                pi=pi_name,
+                difference=diff,
+                difference_rel=diff / b.mean if b.mean else None,
+                ci_low=low,
+                ci_high=high,
+                p_value=p_value,
+                cis_overlap=overlap,
+                separated=(not overlap) or (p_value is not None and p_value < threshold),
+            )
+        )
     complete = len(ready) == len(results)
-    return Comparison(pi=pi_name, ranking=ranking, pairs=pairs, p_threshold=threshold,
-                      all_separated=complete and all(p.separated for p in pairs))
+    return Comparison(
+        pi=pi_name,
+        ranking=ranking,
+        pairs=pairs,
+        p_threshold=threshold,
+        all_separated=complete and all(p.separated for p in pairs),
+    )
 
 
-def _first_with_ci(names: list[str], per: list[dict[str, PIResult]]) -> str | None:
-    """The first of ``names`` with a CI on every side, else the first one (still without a CI)."""
-    for name in names:
-        if all(p[name].ci_low is not None and p[name].ci_high is not None for p in per):
-            return name
-    return names[0] if names else None
-
-
-def common_pi(analyses: dict[str, TrackAnalysis], wanted: str | None = None) -> str | None:
-    """The PI to rank by: ``wanted``, else the first PI every workload reports that has a CI on
-    every side (a per-round reading may still lack one while the WPS fit or unit readings have it)."""
-    names = [set(ta.results) for ta in analyses.values()]
-    if not names:
+def ranking_pi(per: list[Mapping[str, PIResult]], wanted: str | None = None) -> str | None:
+    """The PI to rank by: ``wanted`` when every side reports it, else the primary PI of the
+    first side among those every side reports (``pilot_sys.workload.primary``); None when the
+    sides share none, or not ``wanted``."""
+    if not per:
         return None
-    shared = set.intersection(*names)
+    shared = [n for n in per[0] if all(n in p for p in per[1:])]
     if wanted is not None:
         return wanted if wanted in shared else None
-    first = next(iter(analyses.values()))
-    return _first_with_ci([n for n in first.results if n in shared], [ta.results for ta in analyses.values()])
+    return primary_pi(per[0][n] for n in shared)
 
 
-def compare_analyses(analyses: dict[str, TrackAnalysis], config: SessionConfig, pi: str | None = None) -> Comparison | None:
-    name = common_pi(analyses, pi or config.compare_pi)
-    if name is None:
+def tables_against_first(
+    sides: list[Side], confidence: float, threshold: float, first: str | None
+) -> list[PITable]:
+    """Every shared PI of each side against the first (the reference, as pyperf's compare_to)."""
+    return [build_table(sides[0], other, confidence, threshold, first) for other in sides[1:]]
+
+
+def compare_analyses(
+    analyses: dict[str, TrackAnalysis], config: SessionConfig, pi: str | None = None
+) -> Comparison | None:
+    """The interleaved comparison as it stands: the ranking by the ranked PI (empty while a side
+    has no interval on it) and the table of every shared PI of each workload against the first."""
+    name = ranking_pi([ta.results for ta in analyses.values()], pi or config.compare_pi)
+    if name is None or len(analyses) < 2:
         return None
-    return compare_results({w: ta.results[name] for w, ta in analyses.items()}, config.confidence,
-                           config.compare_p_threshold, name)
-
-
-def compare_saved(results: list[SessionResult], labels: list[str], pi: str | None, threshold: float) -> Comparison | None:
-    """Compare the first workload of several saved results (``pilot-sys compare DIR_A DIR_B``)."""
-    per: list[dict[str, PIResult]] = [r.primary().pis for r in results]
-    shared = set.intersection(*(set(p) for p in per))
-    name = pi if pi is not None else _first_with_ci([n for n in per[0] if n in shared], per)
-    if name is None or name not in shared:
-        return None
-    confidence = float(results[0].config.get("confidence", 0.95))
-    return compare_results({label: p[name] for label, p in zip(labels, per)}, confidence, threshold, name)
+    ranked = compare_results(
+        {w: ta.results[name] for w, ta in analyses.items()},
+        config.confidence,
+        config.compare_p_threshold,
+        name,
+    )
+    cmp_ = ranked or Comparison(pi=name, ranking=[], p_threshold=config.compare_p_threshold)
+    sides = [Side(w, ta.results, ta.counts.analysed) for w, ta in analyses.items()]
+    cmp_.tables = tables_against_first(sides, config.confidence, config.compare_p_threshold, name)
+    return cmp_

@@ -16,9 +16,11 @@ appended (a full disk fails here, at once, and the line is cut back so the journ
 lines); their fsyncs run in parallel (:class:`SyncBatch`) and complete before the next round
 starts. A round is part of the session exactly when its journal line is complete, so a crash
 at any point leaves a consistent directory: a torn last line is cut off on resume (its bytes
-kept in ``rounds.jsonl.torn``), a round folder without a journal line is renamed
+kept in ``rounds.jsonl.torn``), the round folder a crash left without a journal line is renamed
 ``*.incomplete`` (kept, not analysed), and a ``units.npz`` torn by a power loss costs that
-round its unit readings, not the session. One process writes a directory at a time (``.lock``).
+round its unit readings, not the session. Any other gap between the journal and the folders is
+reported, never repaired silently (:meth:`Journal.check`). One process writes a directory at a
+time (``.lock``); readers can tell whether one is writing (:meth:`Journal.writer_pid`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from pilot_sys import __version__
-from pilot_sys.errors import BadInput, PilotError
+from pilot_sys.errors import BadInput, ExitCode, PilotError
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.workload.base import PISpec
 
@@ -49,7 +51,12 @@ MANIFEST_SCHEMA_VERSION = 1
 
 
 class JournalWriteFailed(PilotError):
-    """The journal could not be written (typically a full disk); what is there is consistent."""
+    """The result directory could not be written (a full disk); what is there is consistent.
+
+    Exit 4, as for a session stopped before every target (result.json says ``incomplete``);
+    a session that saved its result.json exits with the code written there."""
+
+    exit_code: int = ExitCode.LIMIT_REACHED
 
 
 class WorkloadSpec(BaseModel):
@@ -75,6 +82,8 @@ class Invocation(BaseModel):
     ended_at: float | None = None
     command_line: list[str] = Field(default_factory=list)
     first_round: int = 1
+    # targets and limits changed by this invocation (--resume --ci-perc ...): field -> [old, new]
+    config_changes: dict[str, list[Any]] = Field(default_factory=dict)
     stop_reason: str | None = None
     status: str | None = None
     exit_code: int | None = None
@@ -93,7 +102,8 @@ class SessionManifest(BaseModel):
     context: dict[str, Any] = Field(default_factory=dict)
     created_at: float = Field(default_factory=time.time)
     invocations: list[Invocation] = Field(default_factory=list)
-    overhead: dict[str, Any] = Field(default_factory=dict)  # filled by the tuner (--overhead-budget)
+    # filled by the tuner (--overhead-budget)
+    overhead: dict[str, Any] = Field(default_factory=dict)
     cut: str | None = None  # the component under test the data path resolved to
     data_path: list[str] | None = None  # component ids on the workload's data path
 
@@ -107,6 +117,8 @@ class MonitorSummary(BaseModel):
     hidden_bottlenecks: list[str] = Field(default_factory=list)
     max_utilization: dict[str, float] = Field(default_factory=dict)
     error: str | None = None
+    # stretches a source (a remote host) gave no sample: "remote:srv 3.1-4.5 s"
+    gaps: list[str] = Field(default_factory=list)
 
 
 class RoundRecord(BaseModel):
@@ -132,6 +144,17 @@ class RoundRecord(BaseModel):
     engine_seconds: float | None = None  # the previous round's bookkeeping cost, for the record
 
 
+def _ranges(indices: list[int]) -> str:
+    """``[1, 2, 3, 7]`` -> ``"1-3, 7"``."""
+    out: list[str] = []
+    for i in sorted(indices):
+        if out and out[-1].split("-")[-1] == str(i - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{i}"
+        else:
+            out.append(str(i))
+    return ", ".join(out)
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -141,20 +164,52 @@ def _fsync_dir(path: Path) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write via a temporary file and rename, so a reader never sees half a file."""
+    """Write via a temporary file and rename, so a reader never sees half a file; on any
+    failure (a full disk, Ctrl-C) the temporary file is removed and ``path`` is untouched."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise
+
+
+def unwritable(root: Path, exc: OSError) -> PilotError:
+    """One line for a result directory that cannot be written: a read-only file system or no
+    permission is bad input (exit 2); a full disk is :class:`JournalWriteFailed`."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return JournalWriteFailed(
+            f"{root}: disk full ({errno.errorcode[exc.errno]}) while saving the result; every "
+            f"journaled round is intact: free some space, then `pilot-sys report {root}` writes "
+            "the result and the reports"
+        )
+    if exc.errno == errno.EROFS:
+        why = "is on a read-only file system"
+    elif exc.errno in (errno.EACCES, errno.EPERM):
+        why = "is not writable by this user"
+    else:
+        why = f"cannot be written ({exc.strerror or exc})"
+    return BadInput(
+        str(root), f"{why}; `pilot-sys report --stdout {root}` shows its report without writing"
+    )
 
 
 def _write_error(path: Path, exc: OSError, kept: int | None) -> JournalWriteFailed:
     """One clear line for a failed write; a full disk says what is kept and how to go on."""
     root = path.parent if path.name == JOURNAL else path.parent.parent.parent
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        held = f"the {kept} round(s) journaled before are intact" if kept is not None else "every journaled round is intact"
+        held = (
+            f"the {kept} round(s) journaled before are intact"
+            if kept is not None
+            else "every journaled round is intact"
+        )
         return JournalWriteFailed(
             f"{path}: disk full (ENOSPC) while saving a round; {held}: free some space, "
             f"then `pilot-sys run --resume {root}` continues the session"
@@ -209,6 +264,22 @@ class SyncBatch:
 LOCK_FILE = ".lock"
 
 
+def _only_leftovers(root: Path) -> bool:
+    """True when ``root`` holds nothing, or only what a session refused before its first round
+    leaves behind (an empty ``rounds/``, the ``.lock``): such a directory is reused."""
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return False
+    for entry in entries:
+        if entry.name == LOCK_FILE and entry.is_file():
+            continue
+        if entry.name == ROUNDS_DIR and entry.is_dir() and not any(entry.iterdir()):
+            continue
+        return False
+    return True
+
+
 class Journal:
     """Writer and reader of one result directory."""
 
@@ -216,7 +287,9 @@ class Journal:
         self.root = Path(root)
         self.manifest: SessionManifest | None = None
         self.records: list[RoundRecord] = []
-        self.repairs: list[str] = []
+        self.repairs: list[str] = []  # what a reader must know: repairs made, gaps found
+        self.damage: list[str] = []  # gaps that make the directory unsafe to continue (check())
+        self.orphans: list[Path] = []  # round folders without a journal line (check())
         self._lock_fd: int | None = None
 
     def lock(self) -> None:
@@ -225,17 +298,48 @@ class Journal:
         kill -9 included, so a stale lock never blocks a resume."""
         import fcntl
 
-        fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise unwritable(self.root, exc) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
             os.close(fd)
-            raise BadInput(str(self.root), f"another pilot-sys (pid {holder}) is writing this result directory; "
-                                           "wait for it to finish") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            raise BadInput(
+                str(self.root),
+                f"another pilot-sys (pid {holder}) is writing this result directory; "
+                "wait for it to finish",
+            ) from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as exc:
+            os.close(fd)
+            raise unwritable(self.root, exc) from None
         self._lock_fd = fd
+
+    @staticmethod
+    def writer_pid(root: Path) -> int | None:
+        """The pid of the pilot-sys that holds ``root``'s lock (a session still running), or
+        None when no process writes it. Only reads: works on a read-only file system too."""
+        import fcntl
+
+        try:
+            fd = os.open(Path(root) / LOCK_FILE, os.O_RDONLY)
+        except OSError:
+            return None  # no lock file: nothing ever wrote here, or it was removed
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            return int(text) if text.isdigit() else -1
+        except OSError:
+            return None
+        finally:
+            os.close(fd)  # closing it drops the shared lock just taken
+        return None
 
     def unlock(self) -> None:
         if self._lock_fd is not None:
@@ -245,9 +349,23 @@ class Journal:
     # -- creation and opening ----------------------------------------------------------------
     @staticmethod
     def refuse_existing(root: Path) -> None:
-        """BadInput when ``root`` already holds a session (checked again by :meth:`create`)."""
-        if (Path(root) / JOURNAL).exists() or (Path(root) / MANIFEST).exists():
-            raise BadInput(str(root), "already holds a session; use --resume to continue it or choose another -o")
+        """BadInput unless ``root`` is new or empty (checked again by :meth:`create`): a
+        directory holding a session is continued with --resume, and a directory holding
+        anything else is the user's, never written into."""
+        root = Path(root)
+        if (root / JOURNAL).exists() or (root / MANIFEST).exists():
+            raise BadInput(
+                str(root),
+                "already holds a session; use --resume to continue it or choose another -o",
+            )
+        if root.exists() and not root.is_dir():
+            raise BadInput(str(root), "is a file, not a directory; choose another -o")
+        if root.is_dir() and not _only_leftovers(root):
+            raise BadInput(
+                str(root),
+                "is not empty and holds no pilot-sys session; nothing was "
+                "written: choose a new or empty directory for -o",
+            )
 
     @classmethod
     def create(cls, root: Path, manifest: SessionManifest) -> Journal:
@@ -256,7 +374,9 @@ class Journal:
         try:
             (root / ROUNDS_DIR).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise BadInput(str(root), f"cannot create the result directory: {exc.strerror}") from None
+            raise BadInput(
+                str(root), f"cannot create the result directory: {exc.strerror}"
+            ) from None
         j = cls(root)
         j.lock()
         j.manifest = manifest
@@ -266,9 +386,16 @@ class Journal:
         return j
 
     @classmethod
-    def open(cls, root: Path, repair: bool = True) -> Journal:
-        """Open an existing directory; with ``repair``, cut a torn last line and set aside
-        round folders that never got a journal line (what a kill -9 leaves)."""
+    def open(cls, root: Path, repair: bool = True, set_aside: bool = False) -> Journal:
+        """Open an existing directory. Every gap between the journal and the round folders is
+        found (:meth:`check`): a missing ``units.npz`` or ``monitor.json`` is noted in
+        ``repairs``, damage (round folders the journal does not know, beyond the one round a
+        kill leaves in flight; a missing journal beside round folders) in ``damage``.
+
+        With ``repair`` (a writer: --resume), the directory is locked, damage is refused unless
+        ``set_aside`` (``run --resume --repair``) allows setting those folders aside, a torn
+        last line is cut (kept in ``rounds.jsonl.torn``) and the round in flight is kept as
+        ``*.incomplete``. Without it (``pilot-sys report``) nothing is changed."""
         root = Path(root)
         mpath = root / MANIFEST
         if not mpath.is_file():
@@ -277,17 +404,116 @@ class Journal:
         if repair:  # a writer (resume); `pilot-sys report` only reads
             j.lock()
         try:
-            j.manifest = SessionManifest.model_validate_json(mpath.read_bytes())
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ".".join(str(p) for p in err["loc"])
-            raise BadInput(str(mpath), f"{loc}: {err['msg']}") from None
-        j._read_journal(repair)
-        if repair:
-            j._set_aside_incomplete()
+            try:
+                j.manifest = SessionManifest.model_validate_json(mpath.read_bytes())
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                loc = ".".join(str(p) for p in err["loc"])
+                raise BadInput(str(mpath), f"{loc}: {err['msg']}") from None
+            j._read_journal(repair=repair, cut=False)
+            j.check()
+            if repair:
+                if j.damage and not set_aside:
+                    damage = "; ".join(j.damage)
+                    raise BadInput(
+                        str(root),
+                        f"damaged: {damage}; nothing was changed. `pilot-sys "
+                        f"run --resume {root} --repair` sets those folders "
+                        "aside (kept as *.incomplete) and continues",
+                    )
+                j.repairs = []
+                j.records = []
+                j._read_journal(repair=True)
+                j.check()
+                j._set_aside_incomplete(j.orphans)
+        except BaseException:
+            j.unlock()
+            raise
         return j
 
-    def _read_journal(self, repair: bool) -> None:
+    def check(self) -> None:
+        """Compare the journal with the round folders (no change to either).
+
+        Noted in ``repairs`` (the analysis goes on without the missing part, and says so):
+        journaled rounds whose ``units.npz`` or ``monitor.json`` is missing. ``damage``: round
+        folders without a journal line other than the single round in flight when a session
+        was killed, journal lines out of sequence, and a journal missing beside round folders.
+        ``orphans`` lists the folders without a journal line (the round in flight included)."""
+        assert self.manifest is not None
+        self.damage = []
+        notes: list[str] = []
+        journal_exists = (self.root / JOURNAL).is_file()
+        indices = [r.index for r in self.records]
+        if indices != list(range(1, len(indices) + 1)):
+            missing = sorted(set(range(1, max(indices, default=0) + 1)) - set(indices))
+            self.damage.append(
+                f"{JOURNAL} is out of sequence (round(s) {_ranges(missing) or '?'} "
+                "missing or repeated)"
+            )
+        no_units: dict[str, list[int]] = {}
+        no_monitor: list[int] = []
+        for rec in self.records:
+            folder = self.root / rec.dir
+            counted = sorted(k for k, n in rec.unit_counts.items() if n > 0)
+            if counted and not (folder / UNITS_FILE).is_file():
+                no_units.setdefault(", ".join(counted), []).append(rec.index)
+            trace = rec.monitor.file if rec.monitor is not None else None
+            if trace and not (folder / trace).is_file():
+                no_monitor.append(rec.index)
+        for pis, rounds in no_units.items():
+            notes.append(
+                f"{UNITS_FILE} missing for round(s) {_ranges(rounds)}: their unit "
+                f"readings of {pis} are lost, and the intervals from unit readings "
+                "leave those rounds out"
+            )
+        if no_monitor:
+            notes.append(
+                f"{MONITOR_FILE} missing for round(s) {_ranges(no_monitor)}: the "
+                "bottleneck and phase checks leave those rounds out"
+            )
+        known = {r.dir for r in self.records}
+        rdir = self.root / ROUNDS_DIR
+        self.orphans = sorted(
+            child
+            for child in (rdir.iterdir() if rdir.is_dir() else ())
+            if child.is_dir()
+            and ".incomplete" not in child.name
+            and f"{ROUNDS_DIR}/{child.name}" not in known
+        )
+        in_flight = self._next_round_names()
+        strays = [c for c in self.orphans if not (len(self.orphans) == 1 and c.name in in_flight)]
+        if strays:
+            shown = ", ".join(f"{ROUNDS_DIR}/{c.name}" for c in strays[:3])
+            more = f" and {len(strays) - 3} more" if len(strays) > 3 else ""
+            if not journal_exists:
+                held = f"{JOURNAL} is missing"
+            elif not self.records:
+                held = f"{JOURNAL} is empty"
+            else:
+                held = f"{JOURNAL} holds {len(self.records)} round(s)"
+            self.damage.append(
+                f"{held}, but {len(strays)} round folder(s) have no journal line ({shown}{more})"
+            )
+        for note in notes:
+            if note not in self.repairs:
+                self.repairs.append(note)
+
+    def _next_round_names(self) -> set[str]:
+        """Folder names the next round of each workload would get: the one round a kill can
+        leave in flight without a journal line."""
+        assert self.manifest is not None
+        names = [w.name for w in self.manifest.workloads]
+        names = names or sorted({r.workload for r in self.records})
+        several = len(names) > 1
+        out = set()
+        for name in names:
+            nxt = max((r.workload_round for r in self.records if r.workload == name), default=0) + 1
+            out.add(f"{name}-{nxt:04d}" if several else f"{nxt:04d}")
+        return out
+
+    def _read_journal(self, repair: bool, cut: bool = True) -> None:
+        """Read the journal; with ``repair`` a torn or garbled last line is left out (and, with
+        ``cut``, cut off the file, its bytes kept in ``rounds.jsonl.torn``)."""
         path = self.root / JOURNAL
         data = path.read_bytes() if path.exists() else b""
         good_end = 0
@@ -305,35 +531,50 @@ class Journal:
                 except ValidationError as exc:
                     if data.find(b"\n", nl + 1) >= 0 or not repair:
                         err = exc.errors()[0]
-                        raise BadInput(f"{path}:{lineno}", f"damaged journal line: {err['msg']}") from None
+                        raise BadInput(
+                            f"{path}:{lineno}", f"damaged journal line: {err['msg']}"
+                        ) from None
                     break  # garbage in the very last line: treat as torn
             pos = nl + 1
             good_end = pos
         if good_end < len(data):
             torn = data[good_end:]
-            if repair:
-                with open(path.with_name(JOURNAL + ".torn"), "ab") as fh:
-                    fh.write(torn + b"\n")
-                with open(path, "r+b") as fh:
-                    fh.truncate(good_end)
-                    os.fsync(fh.fileno())
-            self.repairs.append(f"cut a torn last journal line ({len(torn)} bytes, kept in {JOURNAL}.torn)")
+            if repair and cut:
+                try:
+                    with open(path.with_name(JOURNAL + ".torn"), "ab") as fh:
+                        fh.write(torn + b"\n")
+                    with open(path, "r+b") as fh:
+                        fh.truncate(good_end)
+                        os.fsync(fh.fileno())
+                except OSError as exc:
+                    raise unwritable(self.root, exc) from None
+                self.repairs.append(
+                    f"cut a torn last journal line ({len(torn)} bytes, kept in {JOURNAL}.torn)"
+                )
+            else:
+                self.repairs.append(
+                    f"a torn last journal line ({len(torn)} bytes) is left out "
+                    "(the round it began never finished)"
+                )
 
-    def _set_aside_incomplete(self) -> None:
-        known = {r.dir for r in self.records}
-        rdir = self.root / ROUNDS_DIR
-        if not rdir.is_dir():
-            return
-        for child in sorted(rdir.iterdir()):
+    def _set_aside_incomplete(self, folders: list[Path]) -> None:
+        """Rename round folders without a journal line to ``*.incomplete`` (kept, not
+        analysed): the round a kill left in flight, or what ``--repair`` was asked to set aside."""
+        for child in folders:
             rel = f"{ROUNDS_DIR}/{child.name}"
-            if child.is_dir() and rel not in known and not child.name.endswith(".incomplete"):
-                target = child.with_name(child.name + ".incomplete")
-                n = 1
-                while target.exists():
-                    n += 1
-                    target = child.with_name(f"{child.name}.incomplete{n}")
+            target = child.with_name(child.name + ".incomplete")
+            n = 1
+            while target.exists():
+                n += 1
+                target = child.with_name(f"{child.name}.incomplete{n}")
+            try:
                 child.rename(target)
-                self.repairs.append(f"round folder {rel} had no journal line (interrupted round): kept as {target.name}")
+            except OSError as exc:
+                raise unwritable(self.root, exc) from None
+            self.repairs.append(
+                f"round folder {rel} had no journal line (interrupted round): kept as {target.name}"
+            )
+        self.orphans = []
 
     def discard_empty(self) -> None:
         """Remove what :meth:`create` made, when a session is refused before its first round."""
@@ -364,7 +605,9 @@ class Journal:
 
     @staticmethod
     def write_units(
-        round_dir: Path, unit_readings: dict[str, np.ndarray], unit_times: dict[str, np.ndarray],
+        round_dir: Path,
+        unit_readings: dict[str, np.ndarray],
+        unit_times: dict[str, np.ndarray],
         batch: SyncBatch | None = None,
     ) -> Path | None:
         """Unit readings of a round as one numpy archive (``<pi>`` and ``<pi>.t``); fsynced now,
@@ -385,6 +628,10 @@ class Journal:
                 if batch is None:
                     os.fsync(fh.fileno())
         except OSError as exc:
+            try:  # no half-written archive: it would only hold the space a full disk lacks
+                path.unlink(missing_ok=True)
+            except OSError:
+                pass
             raise _write_error(path, exc, None) from None
         if batch is not None:
             batch.add_path(path)
@@ -421,7 +668,9 @@ class Journal:
         self.records.append(record)
 
     # -- reading -----------------------------------------------------------------------------
-    def load_units(self, record: RoundRecord) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    def load_units(
+        self, record: RoundRecord
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Unit readings (and their times) of a journaled round; empty if it had none."""
         path = self.root / record.dir / UNITS_FILE
         if not path.is_file():
@@ -435,8 +684,15 @@ class Journal:
                         times[key[:-2]] = z[key]
                     else:
                         values[key] = z[key]
-        except (OSError, ValueError, EOFError) as exc:  # torn by a power loss: the round keeps its readings
-            note = f"{record.dir}/{UNITS_FILE} unreadable ({exc}); that round's unit readings are not used"
+        except (
+            OSError,
+            ValueError,
+            EOFError,
+        ) as exc:  # torn by a power loss: the round keeps its readings
+            note = (
+                f"{record.dir}/{UNITS_FILE} unreadable ({exc}); "
+                "that round's unit readings are not used"
+            )
             if note not in self.repairs:
                 self.repairs.append(note)
             return {}, {}

@@ -3,7 +3,7 @@ workload's arguments, sample while each round runs, and judge each round's trace
 
 A failure of the monitor never costs a measurement: it is reported (in the terminal and the
 result) and the session goes on unmonitored. The verdict is per round; a session is invalid
-when any analysed round saw a hidden bottleneck (seeds/002 §III-B: "the monitoring is done
+when any analysed round saw a hidden bottleneck (the Pilot paper §III-B: "the monitoring is done
 throughout the workload because the utilization rates can change over time").
 
 Every round's trace also follows the workload's own processes, as ``process:workload/*``
@@ -17,8 +17,18 @@ which the engine also calls ``run_round`` from) starts after ``start()``, i.e. t
 One ``pread`` of that file per tick finds them; the trees are read by the process probe
 (``monitor.processes``).
 
+Declared remote hosts (``--host NAME=URL``) are part of the graph (their inventories, asked once
+by ``monitor.data_path.find_data_path``, the one function that also finds the data path for
+``monitor`` and ``graph``) and of every round's sampler: one source per host, asking its engine
+at the sampling rate (at most ``remote.source.MAX_RATE_HZ``), and the links to them
+(``monitor.remote.source``). A host that stops answering is a gap in its series for that
+stretch, named in the round's trace and journal line; the round and the session go on. What the
+scrapes cost, here (the sources' threads) and on the hosts (their engines' own CPU time), is in
+the monitor's cost.
+
 ``round_sampler`` builds that sampler (every dynamic plug-in over the session's graph, plus the
-round's processes) for ``RoundMonitoring`` and, through ``session_sampler_factory``, for the
+round's processes and the declared hosts) for ``RoundMonitoring`` and, through
+``session_sampler_factory``, for the
 tuner (``run --overhead-budget``, ``tune``): the overhead it measures is that of the sampler the
 session then runs, per-process probe included.
 
@@ -41,6 +51,7 @@ from pilot_sys.monitor.overhead import MonitorCost, SamplerFactory
 from pilot_sys.monitor.probe import ProbeContext
 from pilot_sys.monitor.processes import ProcessProbe, read_pids
 from pilot_sys.session.journal import MONITOR_FILE, MonitorSummary, SyncBatch, atomic_write_text
+from pilot_sys.topology.remote_hosts import RemoteHost
 
 if TYPE_CHECKING:  # the sampler loads every plug-in: imported when a round starts
     from pilot_sys.monitor.sampler import Sampler
@@ -59,7 +70,14 @@ class RoundMonitoring:
     """One per session; ``start()``/``stop(round_dir)`` around every round."""
 
     def __init__(
-        self, rate_hz: float, threshold: float, cut: str | None, data_path_args: list[str], root: Path
+        self,
+        rate_hz: float,
+        threshold: float,
+        cut: str | None,
+        data_path_args: list[str],
+        root: Path,
+        hosts: Sequence[RemoteHost] = (),
+        cgroup: str | None = None,
     ) -> None:
         self.rate_hz = rate_hz
         self.threshold = threshold
@@ -74,12 +92,22 @@ class RoundMonitoring:
         self.verdict_detail: dict[str, Any] = {}
         self.data_path: list[str] | None = None
         self.notes: list[str] = []
-        try:
-            from pilot_sys.monitor.session_monitor import discover_path
+        self.loud: list[str] = []  # notes a person must see (an unmonitored server on the path)
+        self.hosts = list(hosts)
+        # where the workload runs (``--cgroup``, or where it moves itself): its limits in the graph
+        from pilot_sys.session.workload_cgroups import WorkloadCgroups
 
-            self.graph, path, self.notes = discover_path(data_path_args)
+        self.cgroups = WorkloadCgroups(cgroup)
+        try:
+            from pilot_sys.monitor.data_path import find_data_path
+
+            found = find_data_path(data_path_args, hosts=self.hosts, graph=self.cgroups.graph())
+            self.graph, path = found.graph, found.data_path
+            self.loud, self.notes = list(found.loud), [*found.loud, *found.notes]
         except Exception as exc:  # a monitor problem must not stop a benchmark
-            self.error = f"component discovery failed ({_describe_error(exc)}): rounds are not monitored"
+            self.error = (
+                f"component discovery failed ({_describe_error(exc)}): rounds are not monitored"
+            )
             return
         if path is not None:
             if self.cut is None:
@@ -114,11 +142,15 @@ class RoundMonitoring:
         if not self.active:
             return
         try:
-            self._sampler = round_sampler(self.graph, self.rate_hz)
+            self._sampler = round_sampler(
+                self.graph, self.rate_hz, self.hosts, extra=[self.cgroups.watcher()]
+            )
             self._sampler.start()
         except Exception as exc:
             self._sampler = None
-            self.error = f"the sampler could not start ({_describe_error(exc)}): rounds are not monitored"
+            self.error = (
+                f"the sampler could not start ({_describe_error(exc)}): rounds are not monitored"
+            )
 
     def abort(self) -> None:
         if self._sampler is not None:
@@ -136,19 +168,33 @@ class RoundMonitoring:
         try:
             trace = sampler.stop(cut=self.cut)
             try:
-                self.costs.append(MonitorCost.from_sampler(self.rate_hz, sampler.cost()))
+                cost = MonitorCost.from_sampler(self.rate_hz, sampler.cost())
+                self.costs.append(cost.with_remote(remote_cpu_per_second(trace)))
             except Exception:
                 pass
         except Exception as exc:
             return MonitorSummary(error=f"sampler stop failed: {_describe_error(exc)}")
-        summary = MonitorSummary(file=MONITOR_FILE, samples=len(getattr(trace, "timestamps", [])))
+        trace.data_path = list(self.data_path or [])
+        summary = MonitorSummary(
+            file=MONITOR_FILE,
+            samples=len(getattr(trace, "timestamps", [])),
+            gaps=source_gaps(trace),
+        )
         drop_unseen_processes(trace)
+        changed, cgroup_notes = self.cgroups.after_round(self.graph)
+        trace.notes += cgroup_notes
+        if changed:
+            self.save_graph()
         try:
             from pilot_sys.monitor.bottleneck import assess
 
-            verdict = assess(trace, self.graph, self.cut, threshold=self.threshold, data_path=self.data_path)
+            verdict = assess(
+                trace, self.graph, self.cut, threshold=self.threshold, data_path=self.data_path
+            )
             summary.valid = bool(verdict.valid)
-            summary.hidden_bottlenecks = [f"{h.component} ({h.direction})" for h in verdict.hidden_bottlenecks]
+            summary.hidden_bottlenecks = [
+                f"{h.component} ({h.direction})" for h in verdict.hidden_bottlenecks
+            ]
             try:
                 trace.verdict = verdict.model_dump(mode="json")
             except Exception:
@@ -172,45 +218,78 @@ class RoundMonitoring:
         return None if c is None else c.model_dump()
 
 
-def round_sampler(graph: Any, rate_hz: float) -> Sampler:
+def round_sampler(
+    graph: Any, rate_hz: float, hosts: Sequence[RemoteHost] = (), extra: Sequence[Any] = ()
+) -> Sampler:
     """The sampler a session round runs: every installed dynamic plug-in over ``graph``, plus the
-    round's own processes (``process:workload``).
+    round's own processes (``process:workload``) and the declared remote hosts.
 
     Call it from the thread that will run the round: the processes that thread starts from now
     on are the ones followed. ``RoundMonitoring.start`` builds each round's sampler here, and the
-    tuner (``round_sampler_factory``) measures the overhead of exactly this sampler."""
+    tuner (``round_sampler_factory``) measures the overhead of exactly this sampler. ``extra``:
+    more plug-in objects (the session's watch of the workload's cgroups)."""
+    from pilot_sys.monitor.remote.source import host_plugins
     from pilot_sys.monitor.sampler import Sampler
     from pilot_sys.plugin_loader import load_plugins
 
-    return Sampler(graph, rate_hz=rate_hz,
-                   plugins=[*load_plugins("dynamic"), RoundProcessesPlugin(threading.get_native_id())])
+    plugins = [
+        *load_plugins("dynamic"),
+        RoundProcessesPlugin(threading.get_native_id()),
+        *host_plugins(list(hosts), rate_hz),
+        *extra,
+    ]
+    return Sampler(graph, rate_hz=rate_hz, plugins=plugins)
 
 
-def round_sampler_factory(graph: Any) -> SamplerFactory:
+def round_sampler_factory(graph: Any, hosts: Sequence[RemoteHost] = ()) -> SamplerFactory:
     """``round_sampler`` as the overhead measurement's ``SamplerFactory`` (rate -> sampler).
 
     ``WorkloadProbe`` calls the factory in the thread that then runs the monitored round, as the
     session does, so the probe follows that round's processes."""
 
     def factory(rate_hz: float) -> Sampler:
-        return round_sampler(graph, rate_hz)
+        return round_sampler(graph, rate_hz, hosts)
 
     return factory
 
 
-def session_sampler_factory(data_path_args: Sequence[str]) -> SamplerFactory:
+def session_sampler_factory(
+    data_path_args: Sequence[str], hosts: Sequence[RemoteHost] = ()
+) -> SamplerFactory:
     """The factory of the sampler that a session with these data path arguments runs: the graph
     discovered as ``RoundMonitoring`` discovers it (a second discovery in one process is cheap;
     the session reports what could not be found). Discovery failing leaves the self-evident
     limits only (the session would then run unmonitored; the tuner still measures the sampler's
-    probes)."""
-    from pilot_sys.monitor.session_monitor import discover_path
+    probes). The declared hosts' sources are in it: the tuner measures what scraping them costs."""
+    from pilot_sys.monitor.data_path import find_data_path
 
     try:
-        graph, _path, _notes = discover_path(list(data_path_args))
+        graph = find_data_path(list(data_path_args), hosts=list(hosts)).graph
     except Exception:  # as in RoundMonitoring: a monitor problem must not stop the tool
         graph = None
-    return round_sampler_factory(graph)
+    return round_sampler_factory(graph, hosts)
+
+
+def remote_cpu_per_second(trace: Any) -> dict[str, float]:
+    """Each source's backend CPU time per second of the trace (what sampling cost the remote
+    host's engine), where the backend reports its own CPU time."""
+    stamps = getattr(trace, "timestamps", [])
+    seconds = stamps[-1] - stamps[0] if len(stamps) > 1 else 0.0
+    out: dict[str, float] = {}
+    for name, record in getattr(trace, "sources", {}).items():
+        spent = record.cost.remote_cpu_seconds
+        if spent is not None and seconds > 0:
+            out[name] = spent / seconds
+    return out
+
+
+def source_gaps(trace: Any) -> list[str]:
+    """``SOURCE START-END s`` for every stretch a source gave no sample (seconds into the round)."""
+    return [
+        f"{name} {start:.1f}-{end:.1f} s"
+        for name, record in getattr(trace, "sources", {}).items()
+        for start, end in record.gaps
+    ]
 
 
 def drop_unseen_processes(trace: Any) -> None:
@@ -228,8 +307,10 @@ def drop_unseen_processes(trace: Any) -> None:
         return
     for key in keys:
         del series[key]
-    trace.notes.append(f"{WORKLOAD_COMPONENT}: the round started no process that a sample saw (an in-process "
-                       "workload, or a command shorter than a sampling period): no per-process series")
+    trace.notes.append(
+        f"{WORKLOAD_COMPONENT}: the round started no process that a sample saw (an in-process "
+        "workload, or a command shorter than a sampling period): no per-process series"
+    )
 
 
 def max_utilization(trace: Any) -> dict[str, float]:
@@ -243,7 +324,6 @@ def max_utilization(trace: Any) -> dict[str, float]:
         if finite:
             out[key] = float(max(finite))
     return out
-
 
 
 class RoundProcessesProbe(ProcessProbe):
@@ -284,5 +364,7 @@ class RoundProcessesPlugin:
         try:
             return RoundProcessesProbe(context, path)
         except OSError as exc:  # a kernel without CONFIG_PROC_CHILDREN: host-wide series only
-            context.notes.append(f"{WORKLOAD_COMPONENT} not followed: {exc.strerror or exc} ({path})")
+            context.notes.append(
+                f"{WORKLOAD_COMPONENT} not followed: {exc.strerror or exc} ({path})"
+            )
             return None

@@ -1,4 +1,5 @@
-"""Phase behaviour of a session's rounds (seeds/004, Isci and Martonosi), from their monitor traces.
+"""Phase behaviour of a session's rounds, from their monitor traces (Isci and Martonosi,
+"Detecting Recurrent Phase Behavior under Real-System Variability").
 
 Two uses: within a workload, a round whose transition signature does not match its siblings'
 ran something else or hit a different system state (another tenant, a cache flushed, a device
@@ -50,13 +51,17 @@ def has_workload_series(trace: Any) -> bool:
     """Whether a trace holds series of the workload's own processes (``WORKLOAD_SERIES``)."""
     from pilot_sys.monitor.phase_traces import WORKLOAD_SERIES
 
-    return any(fnmatch.fnmatchcase(k, g) for k in getattr(trace, "series", ()) for g in WORKLOAD_SERIES)
+    return any(
+        fnmatch.fnmatchcase(k, g) for k in getattr(trace, "series", ()) for g in WORKLOAD_SERIES
+    )
 
 
 def _host_only(trace: Any) -> Any:
     """The trace without its process series: the detector's default then takes the host-wide
     utilizations (a ``process:*/busy`` would otherwise count as one)."""
-    return trace.model_copy(update={"series": {k: v for k, v in trace.series.items() if not k.startswith("process:")}})
+    return trace.model_copy(
+        update={"series": {k: v for k, v in trace.series.items() if not k.startswith("process:")}}
+    )
 
 
 def choose_series(traces: Sequence[Any]) -> tuple[str | None, str, list[Any]]:
@@ -67,8 +72,11 @@ def choose_series(traces: Sequence[Any]) -> tuple[str | None, str, list[Any]]:
     having = sum(has_workload_series(t) for t in traces)
     if having == len(traces):
         return WORKLOAD, "the workload's own CPU and I/O series (process:*)", list(traces)
-    why = "the traces have no per-process series" if having == 0 else (
-        f"only {having} of {len(traces)} traces have per-process series")
+    why = (
+        "the traces have no per-process series"
+        if having == 0
+        else (f"only {having} of {len(traces)} traces have per-process series")
+    )
     return HOST, f"host-wide utilizations ({why})", [_host_only(t) for t in traces]
 
 
@@ -82,17 +90,28 @@ def evenly_spaced(items: Sequence[Any], limit: int) -> list[Any]:
 
 def _eligible(records: Sequence[RoundRecord]) -> tuple[list[RoundRecord], int]:
     """Rounds whose saved trace is long enough for a signature, and how many had any trace."""
-    traced = [r for r in records if r.monitor is not None and r.monitor.file and r.monitor.samples > 0]
-    return [r for r in traced if r.monitor is not None and r.monitor.samples >= MIN_SAMPLES], len(traced)
+    traced = [
+        r for r in records if r.monitor is not None and r.monitor.file and r.monitor.samples > 0
+    ]
+    return [r for r in traced if r.monitor is not None and r.monitor.samples >= MIN_SAMPLES], len(
+        traced
+    )
 
 
 def _load(journal: Journal, records: Sequence[RoundRecord]) -> list[tuple[int, Any]]:
-    return [(r.index, t) for r in records if (t := journal.load_monitor(r)) is not None and len(t.timestamps) >= MIN_SAMPLES]
+    return [
+        (r.index, t)
+        for r in records
+        if (t := journal.load_monitor(r)) is not None and len(t.timestamps) >= MIN_SAMPLES
+    ]
 
 
 def _too_few(traced: int, eligible: int) -> str:
-    return (f"not checked: {eligible} of {traced} monitored round(s) have at least {MIN_SAMPLES} samples and "
-            f"{MIN_ROUNDS} are needed (longer rounds, e.g. a larger -w MAX, or a higher --sample-rate give more)")
+    return (
+        f"not checked: {eligible} of {traced} monitored round(s) have at least {MIN_SAMPLES} "
+        f"samples and {MIN_ROUNDS} are needed (longer rounds, e.g. a larger -w MAX, or a higher "
+        "--sample-rate give more)"
+    )
 
 
 def check_traces(traces: Sequence[tuple[int, Any]], total: int | None = None) -> PhaseCheck:
@@ -112,27 +131,49 @@ def check_traces(traces: Sequence[tuple[int, Any]], total: int | None = None) ->
     try:
         checks = consistent_rounds(chosen, params)
     except Exception as exc:  # noqa: BLE001 - advisory: a failure is a note, never a failed session
-        return PhaseCheck(checked_rounds=indices, note=f"phase check failed: {type(exc).__name__}: {exc}")
+        return PhaseCheck(
+            checked_rounds=indices, note=f"phase check failed: {type(exc).__name__}: {exc}"
+        )
     odd = [indices[c.round_index] for c in checks if not c.consistent]
     scores = [c.median_score for c in checks]
-    sampled = f" (an evenly spaced sample of {total})" if total is not None and total > len(traces) else ""
+    sampled = (
+        f" (an evenly spaced sample of {total})"
+        if total is not None and total > len(traces)
+        else ""
+    )
     on = f" on {words}" if words else ""
     if odd:
-        shown = [f"{indices[c.round_index]} (score {c.median_score:.2f})" if c.median_score is not None
-                 else str(indices[c.round_index]) for c in checks if not c.consistent]
-        named = ", ".join(shown[:NAMED]) + (f" and {len(shown) - NAMED} more" if len(shown) > NAMED else "")
+        shown = [
+            f"{indices[c.round_index]} (score {c.median_score:.2f})"
+            if c.median_score is not None
+            else str(indices[c.round_index])
+            for c in checks
+            if not c.consistent
+        ]
+        named = ", ".join(shown[:NAMED]) + (
+            f" and {len(shown) - NAMED} more" if len(shown) > NAMED else ""
+        )
         which = "round" if len(odd) == 1 else "rounds"
-        note = (f"{which} {named} of {len(traces)} checked{sampled}{on}: phase behaviour unlike the other rounds' "
-                f"(median matching score below {params.match_threshold:g}): a different workload or system state; "
-                "look at their monitor.json")
+        note = (
+            f"{which} {named} of {len(traces)} checked{sampled}{on}: phase behaviour unlike the "
+            f"other rounds' (median matching score below {params.match_threshold:g}): a different "
+            "workload or system state; look at their monitor.json"
+        )
     else:
         note = f"{len(traces)} rounds checked{sampled}{on}: the same phase behaviour in every one"
-    return PhaseCheck(checked_rounds=indices, inconsistent_rounds=odd, scores=scores,
-                      threshold=params.match_threshold, note=note, series=series)
+    return PhaseCheck(
+        checked_rounds=indices,
+        inconsistent_rounds=odd,
+        scores=scores,
+        threshold=params.match_threshold,
+        note=note,
+        series=series,
+    )
 
 
 def check_rounds(journal: Journal, records: Sequence[RoundRecord]) -> PhaseCheck | None:
-    """The phase check over ``records`` (a workload's analysed rounds); None when none was monitored."""
+    """The phase check over ``records`` (a workload's analysed rounds); None when none was
+    monitored."""
     try:
         eligible, traced = _eligible(records)
         if traced == 0:
@@ -145,22 +186,32 @@ def check_rounds(journal: Journal, records: Sequence[RoundRecord]) -> PhaseCheck
         return PhaseCheck(note=f"phase check failed: {type(exc).__name__}: {exc}")
 
 
-def compare_traces(a: str, traces_a: Sequence[Any], b: str, traces_b: Sequence[Any]) -> PhaseComparison:
+def compare_traces(
+    a: str, traces_a: Sequence[Any], b: str, traces_b: Sequence[Any]
+) -> PhaseComparison:
     """``compare_phase_behaviour`` of two workloads' round traces, as a result entry."""
     from pilot_sys.monitor.phase_traces import compare_phase_behaviour
 
     if not traces_a or not traces_b:
         short = a if not traces_a else b
-        return PhaseComparison(a=a, b=b, note=f"phase behaviour not compared: {short} has no monitor trace of "
-                                              f"at least {MIN_SAMPLES} samples (longer rounds give some)")
+        return PhaseComparison(
+            a=a,
+            b=b,
+            note=f"phase behaviour not compared: {short} has no monitor trace of "
+            f"at least {MIN_SAMPLES} samples (longer rounds give some)",
+        )
     _, words, chosen = choose_series([*traces_a, *traces_b])  # one kind of series for both sides
     on = f" (on {words})" if words else ""
     try:
         differs = compare_phase_behaviour(chosen[: len(traces_a)], chosen[len(traces_a) :])
     except Exception as exc:  # noqa: BLE001 - advisory
-        return PhaseComparison(a=a, b=b, note=f"phase comparison failed: {type(exc).__name__}: {exc}")
+        return PhaseComparison(
+            a=a, b=b, note=f"phase comparison failed: {type(exc).__name__}: {exc}"
+        )
     if differs is None:
-        return PhaseComparison(a=a, b=b, differs=False, note=f"{a} and {b}: the same phase behaviour{on}")
+        return PhaseComparison(
+            a=a, b=b, differs=False, note=f"{a} and {b}: the same phase behaviour{on}"
+        )
     return PhaseComparison(a=a, b=b, differs=True, note=f"{a} (A) vs {b} (B): {differs}{on}")
 
 
@@ -171,7 +222,9 @@ def workload_traces(journal: Journal, records: Sequence[RoundRecord]) -> tuple[l
     return [t for _, t in _load(journal, evenly_spaced(eligible, MAX_COMPARED))], traced
 
 
-def compare_workloads(journal: Journal, pairs: Sequence[tuple[str, str]], analysed: set[int]) -> list[PhaseComparison]:
+def compare_workloads(
+    journal: Journal, pairs: Sequence[tuple[str, str]], analysed: set[int]
+) -> list[PhaseComparison]:
     """One entry per pair of workloads of an interleaved session (their analysed rounds);
     nothing for a pair when either side was not monitored."""
     out: list[PhaseComparison] = []
@@ -180,11 +233,17 @@ def compare_workloads(journal: Journal, pairs: Sequence[tuple[str, str]], analys
         try:
             for name in (a, b):
                 if name not in cache:
-                    cache[name] = workload_traces(journal, [r for r in journal.rounds_of(name) if r.index in analysed])
+                    cache[name] = workload_traces(
+                        journal, [r for r in journal.rounds_of(name) if r.index in analysed]
+                    )
             if cache[a][1] and cache[b][1]:
                 out.append(compare_traces(a, cache[a][0], b, cache[b][0]))
         except Exception as exc:  # noqa: BLE001 - advisory
-            out.append(PhaseComparison(a=a, b=b, note=f"phase comparison failed: {type(exc).__name__}: {exc}"))
+            out.append(
+                PhaseComparison(
+                    a=a, b=b, note=f"phase comparison failed: {type(exc).__name__}: {exc}"
+                )
+            )
     return out
 
 
@@ -204,7 +263,7 @@ def compare_saved_runs(labelled: Sequence[tuple[str, Any, str]]) -> list[PhaseCo
     sides compared; nothing when a side has no monitor traces."""
     loaded = [(label, saved_traces(d, w)) for label, d, w in labelled]
     out: list[PhaseComparison] = []
-    for (a, ta), (b, tb) in zip(loaded, loaded[1:]):
+    for (a, ta), (b, tb) in zip(loaded, loaded[1:], strict=False):
         if ta is not None and tb is not None and ta[1] and tb[1]:
             out.append(compare_traces(a, ta[0], b, tb[0]))
     return out

@@ -1,6 +1,7 @@
-"""Which work amount the next round gets (seeds/000, seeds/002 §III-A and §III-E).
+"""Which work amount the next round gets (the Pilot paper §III-A and §III-E, and its
+documentation on warm-up detection).
 
-The plan has three phases, each from the seeds:
+The plan has three phases, each from the Pilot paper or its documentation:
 
 1. **calibrate**: start at ``a`` (or ``b/1024`` when the user gave ``a = 0``). A round shorter
    than ``min_round_seconds`` is *short*: stored, not analysed; the work amount doubles until a
@@ -48,7 +49,7 @@ def midpoint_fractions(count: int, start: int = 1) -> np.ndarray:
     """Positions in (0, 1) of midpoint-sequence rounds ``start .. start+count-1`` (1-based).
 
     Round i sits at level L = floor(log2 i), position j = i - 2^L: fraction (2j+1) / 2^(L+1);
-    so 1/2, 1/4, 3/4, 1/8, 3/8, 5/8, 7/8, 1/16, ... (seeds/002 Fig. 3).
+    so 1/2, 1/4, 3/4, 1/8, 3/8, 5/8, 7/8, 1/16, ... (the Pilot paper, Fig. 3).
     """
     i = np.arange(start, start + count, dtype=np.int64)
     level = np.floor(np.log2(i)).astype(np.int64)
@@ -65,9 +66,9 @@ def midpoint_sequence(a: float, b: float, count: int, start: int = 1) -> np.ndar
 
 
 def k_increment(t: float, s: float, n: int) -> float:
-    """k of the seeds' heuristic: each round ``k`` seconds longer than the previous one, so that
-    ``n`` rounds starting at ``s`` seconds take ``t`` seconds. Never negative: when ``n`` rounds of
-    ``s`` seconds already exceed ``t``, rounds stay at ``s``."""
+    """k of the Pilot documentation's heuristic: each round ``k`` seconds longer than the
+    previous one, so that ``n`` rounds starting at ``s`` seconds take ``t`` seconds. Never
+    negative: when ``n`` rounds of ``s`` seconds already exceed ``t``, rounds stay at ``s``."""
     if n < 2:
         return 0.0
     return max(0.0, (2.0 * t - 2.0 * s * n) / (n * n - n))
@@ -103,7 +104,9 @@ class Planner:
                     w = max(w, 1.0)
             else:
                 w = min(self.last_work * 2.0, self.b)
-            return RoundPlan(work_amount=w, phase=Phase.CALIBRATE, predicted_seconds=self._predict(w))
+            return RoundPlan(
+                work_amount=w, phase=Phase.CALIBRATE, predicted_seconds=self._predict(w)
+            )
         if self.phase is Phase.RAMP:
             assert self.s is not None
             target = self.s + self.ramp_index * self.k
@@ -165,18 +168,21 @@ class Planner:
             if self.phase is Phase.FIXED:
                 self.b = self.a
             return
-        if short:  # the rate estimate was off: lengthen rounds from here on (seeds/000)
+        if short:  # the rate estimate was off: lengthen rounds from here on (Pilot docs)
             self.a = min(max(self.a, work_amount * 2.0), self.b)
         if self.phase is Phase.RAMP:
             self.ramp_index += 1
             self.ramp_elapsed += duration
-            if self.ramp_elapsed >= self.cfg.first_result_seconds or self.ramp_index >= self.cfg.k_rounds:
+            if (
+                self.ramp_elapsed >= self.cfg.first_result_seconds
+                or self.ramp_index >= self.cfg.k_rounds
+            ):
                 self.phase = Phase.REFINE
             return
         self.refine_index += 1
 
     def set_rate(self, work_per_second: float | None) -> None:
-        """Use the WPS fit's v (work units per second) for predictions."""
+        """Use the WPS fit's v, converted to work-amount units per second, for predictions."""
         if work_per_second is not None and math.isfinite(work_per_second) and work_per_second > 0:
             self.rate = float(work_per_second)
 

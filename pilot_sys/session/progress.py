@@ -13,11 +13,12 @@ than a false "0 more".
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from pilot_sys.session.journal import RoundRecord
-from pilot_sys.session.result import PIResult
+from pilot_sys.session.result import ExcludedRound, PIResult
+from pilot_sys.session.verdict import is_excluded
 
 
 @dataclass(frozen=True)
@@ -33,14 +34,29 @@ class Forecast:
 
 
 @dataclass(frozen=True)
+class Budget:
+    """The session limit against the session time used (what ``-s`` counts: the wall time of
+    every invocation, resumes included, without the idle gaps between them)."""
+
+    limit: float | None  # seconds; None: no limit
+    used: float
+    preset: str = ""
+
+    @property
+    def left(self) -> float | None:
+        return None if self.limit is None else max(self.limit - self.used, 0.0)
+
+
+@dataclass(frozen=True)
 class RoundDone:
     """A round was journaled (and, when due, analysed)."""
 
     record: RoundRecord
     pis: list[PIResult]  # its workload's PIs as of the last analysis
     forecast: Forecast
-    elapsed: float  # seconds since this invocation's first round
+    elapsed: float  # session time so far (``Budget.used``)
     cis_as_of: int | None = None  # the round the PIs' intervals were computed after, when older
+    budget: Budget | None = None
 
 
 @dataclass(frozen=True)
@@ -53,14 +69,15 @@ class Note:
 
 
 @dataclass(frozen=True)
-class HiddenBottleneckSeen:
-    """A round's monitor found a component other than the CUT saturated (once per component)."""
+class RoundExcluded:
+    """A round's own monitor verdict named a hidden bottleneck: the round is kept in the journal
+    and left out of the PI analysis (``pilot_sys.session.verdict``). One event per such round, so
+    the warnings a person saw and the count the summary gives agree."""
 
-    round_index: int
-    components: list[str] = field(default_factory=list)  # "cpu:host (compute)"; empty: not named
+    excluded: ExcludedRound
 
 
-ProgressEvent = RoundDone | Note | HiddenBottleneckSeen
+ProgressEvent = RoundDone | Note | RoundExcluded
 
 
 class Progress(Protocol):
@@ -91,16 +108,18 @@ class Countdown:
 
     Fresh forecasts come with ``as_of=None`` (the engine analysed after this round); later
     rounds carry ``as_of``, the round of that analysis. Only rounds that count (not short, not
-    failed) bring the target closer. When the analysis was not seen (a resumed session), the
-    engine's own numbers are passed on as they are."""
+    failed, not excluded for a hidden bottleneck) bring the target closer. When the analysis was
+    not seen (a resumed session), the engine's own numbers are passed on as they are."""
 
-    def __init__(self) -> None:
+    def __init__(self, cut: str | None = None) -> None:
         self._made: dict[str, _Made] = {}
+        self.cut = cut  # rounds excluded for a hidden bottleneck need a known CUT
 
     def update(
         self, record: RoundRecord, rounds_needed: int | None, eta: float | None, as_of: int | None
     ) -> Forecast:
-        # the engine's ETA is rounds x the latest round's duration: keep that pace, it is the freshest
+        # the engine's ETA is rounds x the latest round's duration:
+        # keep that pace, it is the freshest
         pace = eta / rounds_needed if eta is not None and rounds_needed else None
         if as_of is None:
             self._made[record.workload] = _Made(record.index, rounds_needed, pace)
@@ -108,7 +127,7 @@ class Countdown:
         made = self._made.get(record.workload)
         if made is None or made.at != as_of:
             return Forecast(rounds_needed, eta, as_of)
-        if not record.short and not record.failed:
+        if not record.short and not record.failed and not is_excluded(record, self.cut):
             made.since += 1
         if pace is not None:
             made.seconds_per_round = pace

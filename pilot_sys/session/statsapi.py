@@ -33,8 +33,12 @@ class SummaryView:
     required_sample_size: int | None
     usable: bool
     warnings: list[str] = field(default_factory=list)
-    basis: str = "samples"  # "rounds": the interval is over round means (``pilot_sys.stats.rounds``)
+    basis: str = (
+        "samples"  # "rounds": the interval is over round means (``pilot_sys.stats.rounds``)
+    )
     heterogeneity_p: float | None = None
+    # no interval because the round means drift: the interval over them all the same, and why
+    drifting: tuple[float, float, int, str] | None = None
 
 
 def preload() -> None:
@@ -42,34 +46,47 @@ def preload() -> None:
     import pilot_sys.stats.changepoint  # noqa: F401
     import pilot_sys.stats.ci  # noqa: F401
     import pilot_sys.stats.rounds  # noqa: F401
+    import pilot_sys.stats.settle  # noqa: F401
     import pilot_sys.stats.wps  # noqa: F401
 
 
 def stable_segment(values: np.ndarray) -> tuple[int, int, list[int], bool]:
-    """EDM on one round's unit readings: (begin, end) of the dominant stable segment, the change
-    points, and whether a dominant (>50%) segment exists; without one the round is kept whole.
+    """One round's unit readings: (begin, end) of its stable part, EDM's change points, and
+    whether a stable part holding more than half of the round exists; without one the round is
+    kept whole.
 
-    A short warm-up or cool-down at either end of the round is found by EDM's edge intervals
+    The stable part is ``pilot_sys.stats.settle.dominant_run`` over EDM's segments: the longest
+    segment grown over its neighbours that match it in level and spread. A short
+    warm-up or cool-down at either end of the round is found by EDM's edge intervals
     (``pilot_sys.stats.changepoint.edge_intervals``). Non-finite readings are left out of the
     analysis, and every index returned is a position in ``values`` as given, which is what the
     caller slices."""
     from pilot_sys.stats.changepoint import detect
+    from pilot_sys.stats.settle import dominant_run
 
     n = int(values.size)
     finite = np.isfinite(values)
     positions = np.flatnonzero(finite)
     if positions.size == 0:
         return 0, n, [], False
-    cps = detect(values[finite] if positions.size < n else values)
-    changepoints = [int(positions[c]) for c in cps.changepoints]
-    if cps.stable_segment is None:
+    kept = values[finite] if positions.size < n else values
+    cps = detect(kept).changepoints
+    changepoints = [int(positions[c]) for c in cps]
+    # tolerance 0: a neighbour joins only with no sign of another mean at all; the 5 % that
+    # decides a warm-up in ``steady`` would keep the end of a ramp, a bias the session's CI does
+    # not allow for (benchmarks/results/steady_real.md)
+    begin, end = dominant_run(kept, cps, tolerance=0.0)
+    if 2 * (end - begin) <= kept.size:
         return 0, n, changepoints, False
-    begin, end = cps.stable_segment
     return int(positions[begin]), int(positions[end - 1]) + 1, changepoints, True
 
 
 def summarize(
-    samples: np.ndarray, pi_type: PIType | str, confidence: float, target: float, autocorr_limit: float
+    samples: np.ndarray,
+    pi_type: PIType | str,
+    confidence: float,
+    target: float,
+    autocorr_limit: float,
 ) -> SummaryView:
     """Mean, CI (subsession analysis) and required sample size of one PI's samples.
 
@@ -80,8 +97,11 @@ def summarize(
 
     try:
         s = stats_summarize(
-            np.asarray(samples, dtype=np.float64), pi_type=PIType(pi_type), confidence=confidence,
-            target=CITarget(percent=100.0 * target), autocorr_limit=autocorr_limit,
+            np.asarray(samples, dtype=np.float64),
+            pi_type=PIType(pi_type),
+            confidence=confidence,
+            target=CITarget(percent=100.0 * target),
+            autocorr_limit=autocorr_limit,
         )
     except InsufficientData as exc:
         return _refused(exc.problem)
@@ -110,7 +130,11 @@ def _view(s: Summary) -> SummaryView:
 
 
 def summarize_rounds(
-    groups: list[np.ndarray], pi_type: PIType | str, confidence: float, target: float, autocorr_limit: float
+    groups: list[np.ndarray],
+    pi_type: PIType | str,
+    confidence: float,
+    target: float,
+    autocorr_limit: float,
 ) -> SummaryView:
     """``summarize`` for unit readings kept from several rounds: the pooled interval, or one over
     round means when the rounds disagree (see ``pilot_sys.stats.rounds``)."""
@@ -120,17 +144,32 @@ def summarize_rounds(
 
     try:
         r = stats_summarize_rounds(
-            [np.asarray(g, dtype=np.float64) for g in groups], pi_type=PIType(pi_type), confidence=confidence,
-            target=CITarget(percent=100.0 * target), autocorr_limit=autocorr_limit,
+            [np.asarray(g, dtype=np.float64) for g in groups],
+            pi_type=PIType(pi_type),
+            confidence=confidence,
+            target=CITarget(percent=100.0 * target),
+            autocorr_limit=autocorr_limit,
         )
     except InsufficientData as exc:
         return _refused(exc.problem)
+    from pilot_sys.stats.rounds import refusal
+
     view = _view(r.summary)
     view.basis, view.heterogeneity_p = r.basis, r.heterogeneity_p
+    d = r.drifting
+    if d is not None and d.ci_low is not None and d.ci_high is not None and d.n_subsessions:
+        view.drifting = (
+            float(d.ci_low),
+            float(d.ci_high),
+            int(d.n_subsessions),
+            refusal(view.warnings) or "the round means drift",
+        )
     return view
 
 
-def wps_fit(work: np.ndarray, seconds: np.ndarray, confidence: float, autocorr_limit: float) -> WPSResult | None:
+def wps_fit(
+    work: np.ndarray, seconds: np.ndarray, confidence: float, autocorr_limit: float
+) -> WPSResult | None:
     """The WPS regression t = alpha + w / v over analysed rounds; None while it cannot be fitted."""
     from pilot_sys.errors import InsufficientData
     from pilot_sys.stats.wps import fit

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from pilot_sys import units
 from pilot_sys.session.analysis import TrackAnalysis
-from pilot_sys.session.engine import StopReason
 from pilot_sys.session.journal import Journal, RoundRecord
 from pilot_sys.session.monitoring import GRAPH_FILE
 from pilot_sys.session.phase_check import check_rounds, compare_workloads
@@ -21,11 +21,18 @@ from pilot_sys.session.result import (
     BottleneckSection,
     OverheadSection,
     SessionResult,
-    Status,
     WorkloadResult,
 )
+from pilot_sys.session.verdict import (
+    KILLED,
+    decide,
+    excluded_round,
+    is_excluded,
+    judged,
+    unjudged_sighting,
+)
 
-KILLED = "pilot-sys stopped without a clean stop (killed or crashed)"
+__all__ = ["KILLED", "analyse_journal", "build_result", "offline_stop_reason", "session_seconds"]
 
 
 def analyse_journal(journal: Journal) -> dict[str, TrackAnalysis]:
@@ -34,22 +41,65 @@ def analyse_journal(journal: Journal) -> dict[str, TrackAnalysis]:
     cfg = journal.manifest.config
     out: dict[str, TrackAnalysis] = {}
     for spec in journal.manifest.workloads:
-        ta = TrackAnalysis(config=cfg, pis=list(spec.pis), work_unit=cfg.work_unit)
+        ta = TrackAnalysis(
+            config=cfg,
+            pis=list(spec.pis),
+            work_unit=cfg.work_unit,
+            cut=journal.manifest.cut or cfg.cut,
+        )
         ta.update(journal.rounds_of(spec.name), journal.load_units)
         out[spec.name] = ta
     return out
 
 
 def analysed_indices(analysis: TrackAnalysis, records: list[RoundRecord]) -> set[int]:
+    """The rounds the PI analysis used: not failed, short, excluded or below alpha."""
     aw = analysis.alpha_work
-    return {r.index for r in records if not r.failed and not r.short and not (aw > 0 and r.work_amount < aw)}
+    return {
+        r.index
+        for r in records
+        if not r.failed
+        and not r.short
+        and not is_excluded(r, analysis.cut)
+        and not (aw > 0 and r.work_amount < aw)
+    }
+
+
+def session_seconds(journal: Journal, current: float | None = None) -> float:
+    """The session's wall time across invocations, without the idle gaps between them: each
+    invocation from its start to its clean end, or (killed) to the end of its last round.
+    ``current``: the seconds the running invocation has taken so far, when there is one (it is
+    the last, and has no end yet). This is what ``-s`` limits."""
+    assert journal.manifest is not None
+    invs = journal.manifest.invocations
+    total = 0.0
+    for i, inv in enumerate(invs):
+        last = i == len(invs) - 1
+        if last and current is not None:
+            total += current
+            continue
+        if inv.ended_at is not None:
+            total += max(inv.ended_at - inv.started_at, 0.0)
+            continue
+        upto = invs[i + 1].first_round if not last else None
+        ends = [
+            r.started_at + r.duration
+            for r in journal.records
+            if r.index >= inv.first_round and (upto is None or r.index < upto)
+        ]
+        total += max(max(ends, default=inv.started_at) - inv.started_at, 0.0)
+    return total
 
 
 def combined_trace(journal: Journal, indices: set[int]) -> Any | None:
     """The analysed rounds' monitor traces end to end on one clock (None without any)."""
     from pilot_sys.monitor.trace import MonitorTrace
 
-    traces = [t for r in journal.records if r.index in indices and (t := journal.load_monitor(r)) is not None and t.timestamps]
+    traces = [
+        t
+        for r in journal.records
+        if r.index in indices and (t := journal.load_monitor(r)) is not None and t.timestamps
+    ]
     if not traces:
         return None
     t0 = traces[0].start_time
@@ -73,55 +123,91 @@ def combined_trace(journal: Journal, indices: set[int]) -> Any | None:
         attrs.update(t.attrs)
         notes.extend(n for n in t.notes if n not in notes)
     first = traces[0]
-    return MonitorTrace(rate_hz=first.rate_hz, start_time=t0, timestamps=stamps, series=series,
-                        command=first.command, component_under_test=first.component_under_test,
-                        limits=limits, attrs=attrs, notes=notes)
+    return MonitorTrace(
+        rate_hz=first.rate_hz,
+        start_time=t0,
+        timestamps=stamps,
+        series=series,
+        command=first.command,
+        component_under_test=first.component_under_test,
+        limits=limits,
+        attrs=attrs,
+        notes=notes,
+    )
 
 
-def bottleneck_section(journal: Journal, analysed: set[int], cut: str | None, monitored: bool,
-                       threshold: float = 0.8) -> BottleneckSection:
-    """The verdict over all analysed rounds together (their traces end to end): a component
-    above the threshold for long enough across the session is a hidden bottleneck. Per-round
-    verdicts are kept as detail; a round of a few samples cannot be judged on its own."""
+#: a component other than the CUT above the threshold for this share of the included rounds'
+#: time (half the allowance) is shown as evidence of a busy host when a target is missed
+BUSY_SHARE = 0.05
+
+
+def bottleneck_section(
+    journal: Journal, included: set[int], cut: str | None, monitored: bool, threshold: float = 0.8
+) -> BottleneckSection:
+    """The verdict over the included rounds taken together (their traces end to end): a
+    component above the threshold for long enough across them is a hidden bottleneck that short
+    rounds hide. When every judged round was excluded, the excluded rounds are taken together
+    instead: the section then names what governed them, with its evidence. The rounds excluded
+    on their own verdict, and those that saw one but were too short to judge, are listed (see
+    ``pilot_sys.session.verdict``)."""
     sec = BottleneckSection(monitored=monitored, cut=cut)
     errors = {r.monitor.error for r in journal.records if r.monitor is not None and r.monitor.error}
     if errors:
         sec.error = "; ".join(sorted(errors))
-    judged = [r for r in journal.records if r.index in analysed and r.monitor is not None and r.monitor.valid is not None]
-    sec.rounds_invalid = [r.index for r in judged if r.monitor is not None and r.monitor.valid is False]
+    sec.rounds_invalid = [r.index for r in journal.records if is_excluded(r, cut)]
+    sec.rounds_unjudged = [r.index for r in journal.records if unjudged_sighting(r)]
     if not monitored:
         return sec
-    trace = combined_trace(journal, analysed)
+    judged_over = included
+    if not included and sec.rounds_invalid:
+        # every judged round excluded: their traces together still say what governed the session
+        judged_over = set(sec.rounds_invalid)
+    trace = combined_trace(journal, judged_over)
     if trace is None:
+        if not included:
+            sec.detail["not_judged"] = "no round was analysed"
         return sec
-    from pilot_sys.monitor.bottleneck import assess
+    from pilot_sys.monitor.bottleneck import assess, min_intervals
 
     assert journal.manifest is not None
     verdict = assess(trace, None, cut, threshold=threshold, data_path=journal.manifest.data_path)
-    sec.valid = verdict.valid
-    sec.hidden_bottlenecks = [f"{h.component} ({h.direction})" for h in verdict.hidden_bottlenecks]
-    peaks = {s.metric: float(s.peak) for s in verdict.per_component if s.peak is not None and s.kind == "utilization"}
+    sec.cut_saturated = verdict.cut_saturated
+    hidden = [f"{h.component} ({h.direction})" for h in verdict.hidden_bottlenecks]
+    peaks = {
+        s.metric: float(s.peak)
+        for s in verdict.per_component
+        if s.peak is not None and s.kind == "utilization"
+    }
     sec.max_utilization = dict(sorted(peaks.items(), key=lambda kv: -kv[1]))
+    busy = {
+        f"{s.component} ({s.direction})": float(s.time_above_fraction)
+        for s in verdict.per_component
+        if s.judged and s.component != cut and (s.time_above_fraction or 0.0) >= BUSY_SHARE
+    }
     sec.detail = {
-        "rounds_judged": len(judged), "samples": len(trace.timestamps), "cut_saturated": verdict.cut_saturated,
-        "evidence": {f"{h.component} ({h.direction})": h.evidence for h in verdict.hidden_bottlenecks},
+        "judged_over": "included rounds" if judged_over is included else "excluded rounds",
+        "rounds_judged": sum(1 for r in journal.records if judged(r)),
+        "samples": len(trace.timestamps),
+        "intervals": verdict.intervals,
+        "threshold": threshold,
+        "cut_saturated": verdict.cut_saturated,
+        "evidence": {
+            f"{h.component} ({h.direction})": h.evidence for h in verdict.hidden_bottlenecks
+        },
+        "busy": busy,
         "notes": verdict.notes[:12],
     }
+    if not verdict.enough_samples:
+        sec.detail["not_judged"] = (
+            f"the included rounds hold {verdict.intervals} sampled "
+            f"interval(s) together, {min_intervals()} are needed"
+        )
+        sec.detail["seen"] = hidden
+        return sec
+    sec.valid = verdict.valid
+    sec.hidden_bottlenecks = hidden
+    sec.governing = verdict.governing
     return sec
-
-
-def status_for(stop_reason: str, bottleneck_valid: bool | None, any_result: bool) -> Status:
-    if stop_reason in (StopReason.INTERRUPTED, KILLED):
-        return Status.INTERRUPTED
-    if stop_reason == StopReason.WORKLOAD_FAILED:
-        return Status.WORKLOAD_FAILED
-    if bottleneck_valid is False:
-        return Status.INVALID
-    if stop_reason in (StopReason.TARGETS_MET, StopReason.TARGETS_MET_AT_END):
-        return Status.VALID
-    if stop_reason == StopReason.DISK_FULL:
-        return Status.INCOMPLETE
-    return Status.LIMIT_REACHED if any_result else Status.INCOMPLETE
 
 
 def build_result(
@@ -145,22 +231,59 @@ def build_result(
         a = min((r.work_amount for r in recs if r.index in analysed), default=cfg.work_min)
         workloads.append(
             WorkloadResult(
-                name=spec.name, command=list(spec.argv), work_unit=cfg.work_unit,
+                name=spec.name,
+                command=list(spec.argv),
+                work_unit=cfg.work_unit,
                 work_range=(float(max(a, ta.alpha_work)), float(cfg.work_max)),
-                pis=ta.results, wps=ta.wps, rounds=ta.counts,
+                pis=ta.results,
+                wps=ta.wps,
+                rounds=ta.counts,
                 seconds_in_rounds=float(sum(r.duration for r in recs)),
-                phase_check=check_rounds(journal, [r for r in recs if r.index in mine]) if cfg.monitor else None,
+                phase_check=check_rounds(journal, [r for r in recs if r.index in mine])
+                if cfg.monitor
+                else None,
             )
         )
     if comparison is not None and cfg.monitor:
-        comparison.phase_behaviour = compare_workloads(journal, [(p.better, p.worse) for p in comparison.pairs], analysed)
+        comparison.phase_behaviour = compare_workloads(
+            journal, [(p.better, p.worse) for p in comparison.pairs], analysed
+        )
     last = m.invocations[-1] if m.invocations else None
-    monitored = cfg.monitor and any(r.monitor is not None and r.monitor.samples > 0 for r in journal.records)
-    bsec = bottleneck_section(journal, analysed, m.cut or cfg.cut, monitored, cfg.bottleneck_threshold)
+    monitored = cfg.monitor and any(
+        r.monitor is not None and r.monitor.samples > 0 for r in journal.records
+    )
+    bsec = bottleneck_section(
+        journal, analysed, m.cut or cfg.cut, monitored, cfg.bottleneck_threshold
+    )
     if last is not None and last.monitor_error:
         bsec.error = last.monitor_error if not bsec.error else f"{last.monitor_error}; {bsec.error}"
-    any_result = any(p.mean is not None for w in workloads for p in w.pis.values())
-    status = status_for(stop_reason, bsec.valid, any_result)
+    excluded = [
+        excluded_round(r, _round_verdict(journal, r))
+        for r in journal.records
+        if is_excluded(r, bsec.cut)
+    ]
+    judged_rounds = sum(1 for r in journal.records if judged(r))
+    more = _more_rounds(analyses, workloads)
+    needed = None
+    if more is not None and journal.records and elapsed > 0:
+        needed = elapsed + more * len(workloads) * elapsed / len(journal.records)
+    failed = "workload failed: "
+    failure = next((n.removeprefix(failed) for n in notes or [] if n.startswith(failed)), None)
+    verdict = decide(
+        stop_reason=str(stop_reason),
+        workloads=workloads,
+        bsec=bsec,
+        excluded=excluded,
+        judged_rounds=judged_rounds,
+        cfg=cfg,
+        comparison=comparison,
+        network=lambda w: units.network_traffic(w.command, bsec.cut),
+        needed_seconds=needed,
+        more_rounds=more,
+        failure=failure,
+        result_dir=str(journal.root),
+    )
+    status = verdict.status
     engine = [r.engine_seconds for r in journal.records if r.engine_seconds is not None]
     overhead = OverheadSection(
         sampling_rate_hz=cfg.sample_rate_hz if cfg.monitor else None,
@@ -184,29 +307,65 @@ def build_result(
     for w in workloads:
         for p in w.pis.values():
             # the PI table already says whether the CI is missing or too wide
-            all_notes.extend(f"{w.name}/{p.name}: {msg}" for msg in p.warnings
-                             if "too few" not in msg and "is wider than the target" not in msg)
-    if bsec.valid is False:
-        all_notes.insert(0, f"INVALID: hidden bottleneck at {', '.join(bsec.hidden_bottlenecks) or '?'}")
+            all_notes.extend(
+                f"{w.name}/{p.name}: {msg}"
+                for msg in p.warnings
+                if "too few" not in msg and "is wider than the target" not in msg
+            )
     return SessionResult(
-        created_at=time.time(), result_dir=str(journal.root), status=status, exit_code=int(STATUS_EXIT[status]),
-        stop_reason=str(stop_reason), elapsed_seconds=float(elapsed), config=cfg.model_dump(mode="json"),
-        workloads=workloads, comparison=comparison, bottleneck=bsec,
+        created_at=time.time(),
+        result_dir=str(journal.root),
+        status=status,
+        exit_code=int(STATUS_EXIT[status]),
+        stop_reason=str(stop_reason),
+        verdict=verdict,
+        elapsed_seconds=float(elapsed),
+        measured_seconds=float(sum(r.duration for r in journal.records)),
+        config=cfg.model_dump(mode="json"),
+        workloads=workloads,
+        comparison=comparison,
+        bottleneck=bsec,
         graph_file=GRAPH_FILE if (journal.root / GRAPH_FILE).is_file() else None,
-        overhead=overhead, context=m.context, notes=list(dict.fromkeys(all_notes)),
+        overhead=overhead,
+        context=m.context,
+        notes=list(dict.fromkeys(all_notes)),
     )
 
 
 def offline_stop_reason(journal: Journal) -> tuple[str, float]:
-    """Why the last invocation stopped, as recorded; a missing clean stop means it was killed."""
+    """Why the last invocation stopped, as recorded (a missing clean stop means it was killed),
+    and the session's wall time (``session_seconds``)."""
     assert journal.manifest is not None
     invs = journal.manifest.invocations
     if not invs:
         return KILLED, 0.0
     last = invs[-1]
-    elapsed = sum(((i.ended_at or i.started_at) - i.started_at) for i in invs)
+    elapsed = session_seconds(journal)
     if last.ended_at is None or last.stop_reason is None:
-        if journal.records:
-            elapsed = max(elapsed, journal.records[-1].started_at + journal.records[-1].duration - invs[0].started_at)
         return KILLED, elapsed
     return last.stop_reason, elapsed
+
+
+def _round_verdict(journal: Journal, rec: RoundRecord) -> dict[str, Any] | None:
+    """The monitor verdict saved in a round's trace (None when it cannot be read)."""
+    try:
+        trace = journal.load_monitor(rec)
+    except Exception:  # noqa: BLE001 - a damaged trace costs the round's numbers, not the result
+        return None
+    return None if trace is None else trace.verdict
+
+
+def _more_rounds(analyses: dict[str, TrackAnalysis], workloads: list[WorkloadResult]) -> int | None:
+    """Rounds each workload still needs for its targets, the most of any (None: unknown)."""
+    most: int | None = None
+    for w in workloads:
+        ta = analyses.get(w.name)
+        if ta is None:
+            continue
+        n = ta.rounds_needed(ta.counts.analysed)
+        if n is None:
+            n = ta.rounds_to_first_interval(ta.counts.analysed)
+        if n is None:
+            return None
+        most = max(most or 0, n)
+    return most

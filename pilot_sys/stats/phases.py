@@ -573,7 +573,7 @@ def compare_phase_behaviour(
     within = [scores[: len(a), : len(a)], scores[len(a) :, len(a) :]]
     parts = [
         f"{name} {float(np.nanmedian(w)):.2f}"
-        for name, w in zip("AB", within)
+        for name, w in zip("AB", within, strict=True)
         if np.isfinite(w).any()
     ]
     context = f" (within {', '.join(parts)})" if parts else ""

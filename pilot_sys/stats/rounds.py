@@ -39,6 +39,11 @@ a VM can be clearly correlated (the host's state changes over seconds). So the v
 multiplied by the AR(1) factor (1 + r) / (1 - r) at the bias-corrected lag-1 r of the round
 means when r > 0, and r >= ``WANDER_LAG1`` gives no interval.
 
+A drifting or wandering session still averaged *something*: the interval over its round means
+(their spread, trend included, without the lag-1 correction, since the trend is what correlates
+them) is returned beside the refusal (``RoundsSummary.drifting``), so that a report can state
+the session's average over a drifting level, labelled as such, rather than nothing.
+
 ``benchmarks/session_oracle.py --scenario units-rounds`` measures coverage and time on simulated
 sessions with a round effect.
 """
@@ -88,6 +93,9 @@ class RoundsSummary:
     summary: ci.Summary
     basis: Basis
     heterogeneity_p: float | None  # F test of round-level against pooled variance (None: not run)
+    # the round means drift or wander, so ``summary`` has no interval; this is the interval over
+    # round means all the same: the session's average over a drifting level, not a stable one
+    drifting: ci.Summary | None = None
 
 
 def round_level(groups: Sequence[np.ndarray]) -> RoundLevel:
@@ -209,13 +217,22 @@ def summarize_rounds(
             f"the interval is over {level.rounds} round means"
         )
     trend = trend_p(level.round_means)
-    if trend < TREND_LEVEL:
-        reason = f"{DRIFT} (linear trend p = {trend:.2g}): there is no stable level to estimate yet"
-        return RoundsSummary(_without_interval(pooled, reason), "rounds", p)
     lag1 = float(subsession.corrected_lag1(level.round_means))
-    if lag1 >= WANDER_LAG1:
-        reason = f"{WANDER} (lag-1 {lag1:.2f}): the level wanders"
-        return RoundsSummary(_without_interval(pooled, reason), "rounds", p)
+    refused = None
+    if trend < TREND_LEVEL:
+        refused = (
+            f"{DRIFT} (linear trend p = {trend:.2g}): there is no stable level to estimate yet"
+        )
+    elif lag1 >= WANDER_LAG1:
+        refused = f"{WANDER} (lag-1 {lag1:.2f}): the level wanders"
+    if refused is not None:
+        # the spread of the round means, trend included, without the lag-1 correction (the
+        # trend is what correlates them): the range of levels this session's rounds averaged
+        spread = why + (
+            "; the round means drift, so this is the session's average over a drifting level"
+        )
+        drifting = _over_rounds(level, variance, 0.0, pooled, pi_type, confidence, target, spread)
+        return RoundsSummary(_without_interval(pooled, refused), "rounds", p, drifting)
     if lag1 > 0:
         inflation = (1 + lag1) / (1 - lag1)
         variance *= inflation

@@ -35,13 +35,17 @@ steady-state distribution with exact percentiles (numpy, linear interpolation).
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from pydantic import BaseModel, ConfigDict, Field
 
 from pilot_sys.errors import InsufficientData
+from pilot_sys.stats.settle import DEFAULT_MIN_STEADY, DEFAULT_TOLERANCE, MIN_READINGS, settle
 
+Method = Literal["segments", "dual-gate"]
+DEFAULT_METHOD: Method = "segments"
 DEFAULT_HISTORY = 5
 DEFAULT_MEDIAN_TOLERANCE = 0.02
 DEFAULT_TAIL_TOLERANCE = 0.10
@@ -70,23 +74,42 @@ class SteadyState(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     n: int
-    steady_state_start: int | None = Field(description="0-based index of the first steady iteration")
+    steady_state_start: int | None = Field(
+        description="0-based index of the first steady iteration"
+    )
     reason: str
     warmup_iterations: int | None
     time_to_steady_state: float | None = Field(description="seconds until the steady state starts")
-    cold_start_cost: float = Field(description="sum of latencies before the steady state (all, if never reached)")
-    cold_start_excess: float | None = Field(description="cold_start_cost minus warm-up iterations at steady median")
+    cold_start_cost: float = Field(
+        description="sum of latencies before the steady state (all, if never reached)"
+    )
+    cold_start_excess: float | None = Field(
+        description="cold_start_cost minus warm-up iterations at steady median"
+    )
     steady: SteadyDistribution | None
     raw: SteadyDistribution
-    window: int
-    history: int
-    median_tolerance: float
-    tail_tolerance: float
-    tail_quantile: float = Field(description="percentile used by the tail gate (0.999 unless windows are short)")
+    method: Method = "segments"
+    too_short: bool = Field(
+        default=False, description="too few readings for the method to show a steady state"
+    )
+    # segments method
+    changepoints: list[int] | None = Field(default=None, description="segment starts (segments)")
+    tolerance: float | None = Field(default=None, description="level difference that counts")
+    # dual-gate method
+    window: int | None = None
+    history: int | None = None
+    median_tolerance: float | None = None
+    tail_tolerance: float | None = None
+    tail_quantile: float | None = Field(
+        default=None, description="percentile of the tail gate (0.999 unless windows are short)"
+    )
 
 
-def choose_window(n: int, history: int = DEFAULT_HISTORY, tail_samples: int = DEFAULT_TAIL_SAMPLES) -> int:
-    """Window length from the data: 10 readings above p99.9 if the run allows, else n / (2 history)."""
+def choose_window(
+    n: int, history: int = DEFAULT_HISTORY, tail_samples: int = DEFAULT_TAIL_SAMPLES
+) -> int:
+    """Window length from the data: 10 readings above p99.9 if the run allows, else
+    n / (2 history)."""
     ideal = math.ceil(tail_samples / (1.0 - DEFAULT_TAIL_QUANTILE))
     return max(MIN_WINDOW, min(ideal, n // (2 * history)))
 
@@ -122,8 +145,11 @@ def _window_statistic(ordered: np.ndarray, q: float) -> tuple[np.ndarray, np.nda
     return value, 0.5 * (ordered[:, hi] - ordered[:, lo])
 
 
-def _gate(stat: np.ndarray, se: np.ndarray, history: int, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
-    """For every run of ``history`` windows: does it pass, and its drift relative to the allowance."""
+def _gate(
+    stat: np.ndarray, se: np.ndarray, history: int, tolerance: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """For every run of ``history`` windows: does it pass, and its drift relative to the
+    allowance."""
     runs = sliding_window_view(stat, history)
     spread = runs.max(axis=1) - runs.min(axis=1)
     centre = np.abs(runs.mean(axis=1))
@@ -137,18 +163,26 @@ def _gate(stat: np.ndarray, se: np.ndarray, history: int, tolerance: float) -> t
 def detect_steady_state(
     latencies: np.ndarray,
     *,
+    method: Method = DEFAULT_METHOD,
     timestamps: np.ndarray | None = None,
+    seconds_per_unit: float = 1.0,
+    tolerance: float = DEFAULT_TOLERANCE,
+    penalty: float | None = None,
+    min_steady: float = DEFAULT_MIN_STEADY,
     window: int | None = None,
     history: int = DEFAULT_HISTORY,
     median_tolerance: float = DEFAULT_MEDIAN_TOLERANCE,
     tail_tolerance: float = DEFAULT_TAIL_TOLERANCE,
-    seconds_per_unit: float = 1.0,
 ) -> SteadyState:
-    """Dual-gate steady state of time-ordered per-iteration ``latencies`` (see the module doc).
+    """Steady state of time-ordered per-iteration ``latencies`` and the three-regime report.
 
+    ``method="segments"`` (default): where the level settles (``pilot_sys.stats.settle``:
+    ``tolerance``, ``penalty``, ``min_steady``). ``method="dual-gate"``: the windowed detector of
+    the module doc (``window``, ``history``, ``median_tolerance``, ``tail_tolerance``).
     ``timestamps`` (seconds, one per iteration) give time_to_steady_state directly; otherwise it
     is the sum of warm-up latencies times ``seconds_per_unit`` (1e-3 for milliseconds, ...).
-    Raises InsufficientData when the series cannot hold ``history`` windows of MIN_WINDOW.
+    A series too short for the method is answered ``too_short`` (no steady state can be shown);
+    InsufficientData only for an empty one.
     """
     values = np.asarray(latencies, dtype=np.float64)
     if values.ndim != 1:
@@ -158,20 +192,34 @@ def detect_steady_state(
     if history < 2:
         raise ValueError("history must be at least 2 windows")
     n = values.size
+    stamps = None
     if timestamps is not None:
         stamps = np.asarray(timestamps, dtype=np.float64)
         if stamps.shape != values.shape:
             raise ValueError("timestamps must have one entry per latency")
+    if n == 0:
+        raise InsufficientData("latencies", "no readings")
+    if method == "segments":
+        if n < MIN_READINGS:
+            return _too_short(
+                values, MIN_READINGS, stamps, dict(method=method, tolerance=tolerance)
+            )
+        found = settle(
+            values,
+            tolerance=tolerance,
+            penalty=penalty,
+            min_steady=min_steady,
+            seconds_per_unit=seconds_per_unit,
+        )
+        extra = dict(method=method, changepoints=found.changepoints, tolerance=tolerance)
+        return _report(values, found.start, found.reason, stamps, seconds_per_unit, extra)
     size = choose_window(n, history) if window is None else int(window)
     if size < 2:
         raise ValueError("window must be at least 2 iterations")
     n_windows = n // size
     if n < history * MIN_WINDOW or n_windows < history:
-        raise InsufficientData(
-            "latencies",
-            f"{n} samples: need at least {history} windows of {max(size, MIN_WINDOW)} iterations "
-            f"({history * max(size, MIN_WINDOW)} samples) to judge stability",
-        )
+        needed = history * max(size, MIN_WINDOW)
+        return _too_short(values, needed, stamps, dict(method=method, window=size, history=history))
     q_tail = tail_quantile_for(size)
     ordered = np.sort(values[: n_windows * size].reshape(n_windows, size), axis=1)
     medians, median_se = _window_statistic(ordered, 0.5)
@@ -179,11 +227,9 @@ def detect_steady_state(
     median_ok, median_drift = _gate(medians, median_se, history, median_tolerance)
     tail_ok, tail_drift = _gate(tails, tail_se, history, tail_tolerance)
     both = np.flatnonzero(median_ok & tail_ok)
-    raw = _distribution(values)
     tail_name = f"p{round(100 * q_tail, 2):g}"
-    common = dict(
-        n=n,
-        raw=raw,
+    extra = dict(
+        method=method,
         window=size,
         history=history,
         median_tolerance=median_tolerance,
@@ -191,8 +237,43 @@ def detect_steady_state(
         tail_quantile=q_tail,
     )
     if both.size == 0:
-        reason = _no_steady_reason(median_ok, tail_ok, median_drift, tail_drift, tail_name, size, history)
+        reason = _no_steady_reason(
+            median_ok, tail_ok, median_drift, tail_drift, tail_name, size, history
+        )
+        return _report(values, None, reason, stamps, seconds_per_unit, extra)
+    start = int(both[0]) * size
+    reason = (
+        f"median and {tail_name} of {history} consecutive windows of {size} iterations "
+        "stayed within "
+        f"{100 * median_tolerance:g}% and {100 * tail_tolerance:g}% (or their sampling noise) "
+        f"from iteration {start}"
+    )
+    return _report(values, start, reason, stamps, seconds_per_unit, extra)
+
+
+def _too_short(
+    values: np.ndarray, needed: int, stamps: np.ndarray | None, extra: dict[str, object]
+) -> SteadyState:
+    """The answer for a series too short for the method: no steady state can be shown."""
+    readings = f"{values.size} reading{'' if values.size == 1 else 's'}"
+    reason = f"too short to show a steady state: {readings}, at least {needed} needed"
+    report = _report(values, None, reason, stamps, 1.0, extra)
+    return report.model_copy(update={"too_short": True})
+
+
+def _report(
+    values: np.ndarray,
+    start: int | None,
+    reason: str,
+    stamps: np.ndarray | None,
+    seconds_per_unit: float,
+    extra: dict[str, object],
+) -> SteadyState:
+    """The three-regime report for a steady state starting at ``start`` (None: never reached)."""
+    raw = _distribution(values)
+    if start is None:
         return SteadyState(
+            n=values.size,
             steady_state_start=None,
             reason=reason,
             warmup_iterations=None,
@@ -200,21 +281,17 @@ def detect_steady_state(
             cold_start_cost=float(values.sum()),
             cold_start_excess=None,
             steady=None,
-            **common,
+            raw=raw,
+            **extra,  # type: ignore[arg-type]
         )
-    start = int(both[0]) * size
     steady = _distribution(values[start:])
     warm = values[:start]
-    if timestamps is not None:
+    if stamps is not None:
         seconds = float(stamps[start] - stamps[0])
     else:
         seconds = float(warm.sum()) * seconds_per_unit
-    reason = (
-        f"median and {tail_name} of {history} consecutive windows of {size} iterations stayed within "
-        f"{100 * median_tolerance:g}% and {100 * tail_tolerance:g}% (or their sampling noise) "
-        f"from iteration {start}"
-    )
     return SteadyState(
+        n=values.size,
         steady_state_start=start,
         reason=reason,
         warmup_iterations=start,
@@ -222,7 +299,8 @@ def detect_steady_state(
         cold_start_cost=float(warm.sum()),
         cold_start_excess=float(warm.sum() - start * steady.median),
         steady=steady,
-        **common,
+        raw=raw,
+        **extra,  # type: ignore[arg-type]
     )
 
 
@@ -240,7 +318,8 @@ def _no_steady_reason(
     if not median_ok.any() and not tail_ok.any():
         return (
             f"no steady state reached: neither the median nor the {tail_name} settled {where} "
-            f"(best drift {median_drift.min():.2f}x and {tail_drift.min():.2f}x the allowance); run longer"
+            f"(best drift {median_drift.min():.2f}x and {tail_drift.min():.2f}x the allowance); "
+            "run longer"
         )
     if not median_ok.any():
         return (

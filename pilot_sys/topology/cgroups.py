@@ -14,6 +14,19 @@ which is not ``/`` inside a container or for a bind mount). The limit files read
 - I/O: v1 ``blkio.throttle.{read,write}_{bps,iops}_device`` (``MAJ:MIN VALUE`` lines), v2
   ``io.max`` (``MAJ:MIN rbps=N wbps=N riops=N wiops=max``).
 
+Beside each limit, the counter files that show it binding (``CgroupLimit.counters``, sampled by
+the dynamic plug-ins), read where the kernel counts for that limit:
+
+- CPU quota: ``cpu.stat`` of the cgroup that *sets* the quota (CFS counts nr_periods,
+  nr_throttled and the throttled time there, not in the children), and the cores it used: v2
+  ``cpu.stat`` ``usage_usec`` (same file), v1 ``cpuacct.usage`` of the same cgroup path in the
+  cpuacct hierarchy (the same directory where ``cpu,cpuacct`` are mounted together), only when
+  the process's cpuacct cgroup lies at or under that path (else that usage has another scope).
+- Memory: v1 ``memory.usage_in_bytes``, ``memory.failcnt`` (times the limit was hit),
+  ``memory.stat``; v2 ``memory.current``, ``memory.events``, ``memory.stat``, ``memory.pressure``.
+- I/O: v1 ``blkio.throttle.io_service_bytes`` / ``io_serviced`` of the throttling cgroup (its
+  own tasks' I/O, the scope of a v1 throttle); v2 ``io.stat`` (hierarchical, like ``io.max``).
+
 Effective limits walk up the hierarchy: a parent's tighter CPU quota, memory limit or v2
 ``io.max`` binds its children. v1 ``blkio.throttle.*`` is flat: a parent's throttle does not
 apply to processes in a child cgroup (the kernel's v1 blkio documentation, "Hierarchical
@@ -70,6 +83,11 @@ class CgroupLimit(BaseModel):
     directory: str  # the cgroup's directory, inside the machine
     device: str | None = None  # MAJ:MIN of an I/O throttle
     detail: str = ""
+    # the files whose counters show this limit binding: role -> file inside the machine (only
+    # files that exist); roles: cpu.stat, usage (v1 cpuacct.usage, ns), usage_usec (v2 cpu.stat),
+    # memory usage, failcnt, events, stat, pressure, io bytes, ios, io.stat
+    counters: dict[str, str] = Field(default_factory=dict)
+    cpus: list[int] = Field(default_factory=list)  # a cpuset's CPUs
 
 
 class ProcessCgroups(BaseModel):
@@ -124,6 +142,11 @@ def place(sysroot: SysRoot, pid: str | int) -> tuple[list[CgroupPlacement], list
             else "missing (no such process, or no cgroups)"
         )
         return [], [f"/proc/{pid}/cgroup: {why}; cgroup limits unknown"]
+    return place_membership(sysroot, text)
+
+
+def place_membership(sysroot: SysRoot, text: str) -> tuple[list[CgroupPlacement], list[str]]:
+    """The cgroups named by a ``/proc/PID/cgroup`` text, located in this mount namespace."""
     mounts = parse_mountinfo(sysroot.read("/proc/self/mountinfo") or "")
     placements: list[CgroupPlacement] = []
     notes: list[str] = []
@@ -146,6 +169,39 @@ def place(sysroot: SysRoot, pid: str | int) -> tuple[list[CgroupPlacement], list
             )
         placements.append(placement)
     return placements, notes
+
+
+def joined_membership(sysroot: SysRoot, text: str, directories: list[str]) -> str:
+    """The ``/proc/PID/cgroup`` text of a process that had membership ``text`` and then joined
+    the cgroup ``directories`` (each a cgroup's directory in one mounted hierarchy): the lines
+    of those hierarchies name the joined cgroups, the others are kept."""
+    mounts = [
+        m
+        for m in parse_mountinfo(sysroot.read("/proc/self/mountinfo") or "")
+        if m.fstype in ("cgroup", "cgroup2")
+    ]
+    lines = []
+    for line in text.splitlines():
+        parsed = parse_membership(line)
+        if not parsed:
+            continue
+        hierarchy, controllers, path = parsed[0]
+        version = 2 if hierarchy == 0 and not controllers else 1
+        for directory in directories:
+            for m in mounts:
+                mountpoint = m.mountpoint.rstrip("/")
+                inside = directory == mountpoint or directory.startswith(mountpoint + "/")
+                same = (
+                    (m.fstype == "cgroup2")
+                    if version == 2
+                    else (
+                        m.fstype == "cgroup" and set(controllers) <= set(m.super_options.split(","))
+                    )
+                )
+                if inside and same:
+                    path = (m.root.rstrip("/") + directory[len(mountpoint) :]) or "/"
+        lines.append(f"{hierarchy}:{','.join(controllers)}:{path}")
+    return "\n".join(lines) + "\n"
 
 
 def _levels(placement: CgroupPlacement) -> list[tuple[str, str]]:
@@ -214,6 +270,7 @@ def _cpuset(sysroot: SysRoot, placement: CgroupPlacement, online: int) -> Cgroup
         file=f"{directory}/{name}",
         directory=str(directory),
         detail=f"cpuset {text}: {len(cpus)} of {online} online CPUs",
+        cpus=cpus,
     )
 
 
@@ -246,50 +303,90 @@ def _memory(
 def _io(
     sysroot: SysRoot, placement: CgroupPlacement, path: str, directory: str
 ) -> list[CgroupLimit]:
+    def limit(key: str, value: str, file: str, device: str, detail: str) -> CgroupLimit:
+        return CgroupLimit(
+            resource="io",
+            key=key,
+            value=float(value),
+            unit=IO_UNITS[key],
+            cgroup=path,
+            member=placement.path,
+            version=placement.version,
+            file=f"{directory}/{file}",
+            directory=directory,
+            device=device,
+            detail=detail,
+        )
+
     found = []
     if placement.version == 1:
         for name, key in V1_IO_FILES.items():
             for line in (sysroot.read(f"{directory}/{name}") or "").splitlines():
                 device, _, value = line.partition(" ")
                 if value.strip().isdigit():
-                    found.append(
-                        CgroupLimit(
-                            resource="io",
-                            key=key,
-                            value=float(value),
-                            unit=IO_UNITS[key],
-                            cgroup=path,
-                            member=placement.path,
-                            version=1,
-                            file=f"{directory}/{name}",
-                            directory=directory,
-                            device=device,
-                            detail=f"{name} {line.strip()}",
-                        )
-                    )
+                    found.append(limit(key, value, name, device, f"{name} {line.strip()}"))
         return found
     for line in (sysroot.read(f"{directory}/io.max") or "").splitlines():
         device, *pairs = line.split()
         for pair in pairs:
             name, _, value = pair.partition("=")
             if name in V2_IO_KEYS and value.isdigit():
-                key = V2_IO_KEYS[name]
                 found.append(
-                    CgroupLimit(
-                        resource="io",
-                        key=key,
-                        value=float(value),
-                        unit=IO_UNITS[key],
-                        cgroup=path,
-                        member=placement.path,
-                        version=2,
-                        file=f"{directory}/io.max",
-                        directory=directory,
-                        device=device,
-                        detail=f"io.max {device} {pair}",
-                    )
+                    limit(V2_IO_KEYS[name], value, "io.max", device, f"io.max {device} {pair}")
                 )
     return found
+
+
+# the counter files of each kind of limit, in the directory of the cgroup that sets it
+COUNTER_FILES: dict[tuple[str, int], dict[str, str]] = {
+    ("cpu", 1): {"cpu.stat": "cpu.stat"},
+    ("cpu", 2): {"cpu.stat": "cpu.stat", "usage_usec": "cpu.stat"},
+    ("cpuset", 1): {},
+    ("cpuset", 2): {"usage_usec": "cpu.stat"},
+    ("memory", 1): {
+        "usage": "memory.usage_in_bytes",
+        "failcnt": "memory.failcnt",
+        "stat": "memory.stat",
+    },
+    ("memory", 2): {
+        "usage": "memory.current",
+        "events": "memory.events",
+        "stat": "memory.stat",
+        "pressure": "memory.pressure",
+    },
+    ("io", 1): {"bytes": "blkio.throttle.io_service_bytes", "ios": "blkio.throttle.io_serviced"},
+    ("io", 2): {"io.stat": "io.stat"},
+}
+
+
+def _cpuacct_usage(sysroot: SysRoot, placements: list[CgroupPlacement], path: str) -> str | None:
+    """v1 ``cpuacct.usage`` of cgroup ``path``, when the process's cpuacct cgroup is ``path`` or
+    below it (then that usage counts the same tasks as the quota or cpuset set at ``path``)."""
+    for placement in placements:
+        if placement.version != 1 or "cpuacct" not in placement.controllers:
+            continue
+        if placement.directory is None:
+            return None
+        for level, directory in _levels(placement):
+            if level == path and sysroot.exists(f"{directory}/cpuacct.usage"):
+                return f"{directory}/cpuacct.usage"
+    return None
+
+
+def _with_counters(
+    sysroot: SysRoot, limit: CgroupLimit, placements: list[CgroupPlacement]
+) -> CgroupLimit:
+    """``limit`` with the counter files that exist for it."""
+    counters = {
+        role: f"{limit.directory}/{name}"
+        for role, name in COUNTER_FILES[(limit.resource, limit.version)].items()
+        if sysroot.exists(f"{limit.directory}/{name}")
+    }
+    if limit.version == 1 and limit.resource in ("cpu", "cpuset"):
+        usage = _cpuacct_usage(sysroot, placements, limit.cgroup)
+        if usage is not None:
+            counters["usage"] = usage
+    return limit.model_copy(update={"counters": counters})
 
 
 def _tightest(limits: list[CgroupLimit]) -> list[CgroupLimit]:
@@ -337,15 +434,20 @@ def limits_of(sysroot: SysRoot, placements: list[CgroupPlacement]) -> list[Cgrou
             io_levels = levels[:1] if placement.version == 1 else levels  # v1 throttles are flat
             for path, directory in io_levels:
                 found += _io(sysroot, placement, path, directory)
-    return _tightest(found)
+    return [_with_counters(sysroot, limit, placements) for limit in _tightest(found)]
 
 
-def process_cgroups(sysroot: SysRoot, pids: list[str | int]) -> ProcessCgroups:
-    """The cgroup limits binding each of ``pids``; a limit found for several is listed once."""
+def process_cgroups(
+    sysroot: SysRoot, pids: list[str | int], memberships: list[str] | None = None
+) -> ProcessCgroups:
+    """The cgroup limits binding each of ``pids``, and each process whose ``/proc/PID/cgroup``
+    text is in ``memberships`` (one about to be started in a chosen cgroup, or one seen
+    earlier); a limit found for several is listed once."""
     result = ProcessCgroups(pids=[str(p) for p in pids])
     seen: set[tuple[str, str, str, str | None]] = set()
-    for pid in pids:
-        placements, notes = place(sysroot, pid)
+    found = [place(sysroot, pid) for pid in pids]
+    found += [place_membership(sysroot, text) for text in memberships or []]
+    for placements, notes in found:
         result.notes += [n for n in notes if n not in result.notes]
         result.placements += [p for p in placements if p not in result.placements]
         for limit in limits_of(sysroot, placements):

@@ -24,11 +24,17 @@ def md_limit(level: str, values: list[float], direction: str) -> tuple[float, st
     if level == "raid0":
         return sum(values), f"raid0: sum of {n} members"
     if level == "raid1":
-        return (sum(values), f"raid1: reads from all {n} mirrors") if direction == "read" else (
-            min(values), f"raid1: every write goes to all {n} mirrors")
+        return (
+            (sum(values), f"raid1: reads from all {n} mirrors")
+            if direction == "read"
+            else (min(values), f"raid1: every write goes to all {n} mirrors")
+        )
     if level == "raid10":
-        return (sum(values), f"raid10: reads from all {n} members") if direction == "read" else (
-            sum(values) / 2, f"raid10: two copies over {n} members")
+        return (
+            (sum(values), f"raid10: reads from all {n} members")
+            if direction == "read"
+            else (sum(values) / 2, f"raid10: two copies over {n} members")
+        )
     if level in PARITY and n > PARITY[level]:
         data = n - PARITY[level]
         return min(values) * data, f"{level}: {data} data members of {n}"
@@ -53,20 +59,28 @@ def derive_limits(graph: ComponentGraph) -> None:
         if component.kind != ComponentKind.BLOCK:
             continue
         role = component.attrs.get("role")
-        below = [p for p in graph.g.predecessors(node)
-                 if graph.link(p, node).direction in OUTWARD and graph.component(p).kind == ComponentKind.BLOCK]
+        below = [
+            p
+            for p in graph.g.predecessors(node)
+            if graph.link(p, node).direction in OUTWARD
+            and graph.component(p).kind == ComponentKind.BLOCK
+        ]
         for direction in ("read", "write"):
             if not _derivable(component.limits.get(direction)):
                 continue
             limits = [graph.limit(p, direction) for p in below]
-            if not limits or not all(l.known and l.value is not None for l in limits):
+            if not limits or not all(lim.known and lim.value is not None for lim in limits):
                 continue
-            values = [float(l.value) for l in limits if l.value is not None]
+            values = [float(lim.value) for lim in limits if lim.value is not None]
             derived: tuple[float, str] | None = None
             if role == "partition" or (role == "dm" and len(values) == 1):
                 derived = values[0], f"{role}: the limit of {below[0].removeprefix('block:')}"
             elif role == "md":
                 derived = md_limit(str(component.attrs.get("level")), values, direction)
             if derived is not None:
-                graph.set_limit(node, direction, Limit(value=derived[0], source=LimitSource.DERIVED, detail=derived[1]))
+                graph.set_limit(
+                    node,
+                    direction,
+                    Limit(value=derived[0], source=LimitSource.DERIVED, detail=derived[1]),
+                )
                 component = graph.component(node)

@@ -29,16 +29,25 @@ def device_map(graph: ComponentGraph) -> dict[str, str]:
     g = graph.g
 
     def parents(node: str) -> list[str]:
-        return sorted(p for p in g.predecessors(node) if g.edges[p, node]["link"].direction in OUTWARD)
+        return sorted(
+            p for p in g.predecessors(node) if g.edges[p, node]["link"].direction in OUTWARD
+        )
 
     def children(node: str) -> list[str]:
-        return sorted(c for c in g.successors(node) if g.edges[node, c]["link"].direction in OUTWARD)
+        return sorted(
+            c for c in g.successors(node) if g.edges[node, c]["link"].direction in OUTWARD
+        )
 
     @cache
     def inward(node: str) -> str:
         c = graph.component(node)
         ups = parents(node)
-        if c.kind in (ComponentKind.CPU, ComponentKind.NETWORK, ComponentKind.REMOTE, ComponentKind.HOST):
+        if c.kind in (
+            ComponentKind.CPU,
+            ComponentKind.NETWORK,
+            ComponentKind.REMOTE,
+            ComponentKind.HOST,
+        ):
             return node
         if c.kind == ComponentKind.MEMORY:
             return MEMORY_ID if MEMORY_ID in graph else node

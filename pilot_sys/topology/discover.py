@@ -29,7 +29,9 @@ def run_plugins(root: str | Path = "/", *, probe_memory: bool = False) -> list[D
         try:
             discovery = plugin.discover(sysroot)
         except Exception as exc:  # noqa: BLE001 - one broken plug-in must not hide the others
-            discovery = Discovery(plugin=name, unreadable=[f"plug-in failed: {type(exc).__name__}: {exc}"])
+            discovery = Discovery(
+                plugin=name, unreadable=[f"plug-in failed: {type(exc).__name__}: {exc}"]
+            )
         discovery.unreadable.extend(u for u in sysroot.unreadable if u not in discovery.unreadable)
         found.append(discovery)
     return found
@@ -42,8 +44,14 @@ def build_graph(discoveries: list[Discovery]) -> ComponentGraph:
         for component in discovery.components:
             graph.add_component(component)
     if ROOT_ID not in graph:
-        graph.add_component(Component(id=ROOT_ID, kind=ComponentKind.CPU, name="CPU complex",
-                                      limits={"compute": Limit(unit="cores", detail="no CPU plug-in ran")}))
+        graph.add_component(
+            Component(
+                id=ROOT_ID,
+                kind=ComponentKind.CPU,
+                name="CPU complex",
+                limits={"compute": Limit(unit="cores", detail="no CPU plug-in ran")},
+            )
+        )
     if MEMORY_ID not in graph:
         graph.add_component(Component(id=MEMORY_ID, kind=ComponentKind.MEMORY, name="memory"))
     if not graph.g.has_edge(ROOT_ID, MEMORY_ID):
@@ -66,7 +74,8 @@ def _prune_idle_pci(graph: ComponentGraph) -> None:
     so the host picture shows data paths rather than every PCI function."""
     while True:
         idle = [
-            c.id for c in graph.components(ComponentKind.PCI)
+            c.id
+            for c in graph.components(ComponentKind.PCI)
             if c.attrs.get("class_name") not in _PCI_KEEP
             and not any(graph.link(c.id, n).direction in OUTWARD for n in graph.g.successors(c.id))
         ]

@@ -14,7 +14,14 @@ from typing import Any
 
 import networkx as nx
 
-from pilot_sys.topology.components import UNKNOWN_LIMIT, Component, ComponentKind, Limit, LimitSource, Link
+from pilot_sys.topology.components import (
+    UNKNOWN_LIMIT,
+    Component,
+    ComponentKind,
+    Limit,
+    LimitSource,
+    Link,
+)
 
 OUTWARD = {"write": "read", "send": "receive", "down": "up"}
 INWARD = {v: k for k, v in OUTWARD.items()}
@@ -42,7 +49,9 @@ class ComponentGraph:
             limits = {**component.limits, **old.limits}
             attrs = {**component.attrs, **old.attrs}
             warnings = old.warnings + [w for w in component.warnings if w not in old.warnings]
-            component = old.model_copy(update={"limits": limits, "attrs": attrs, "warnings": warnings})
+            component = old.model_copy(
+                update={"limits": limits, "attrs": attrs, "warnings": warnings}
+            )
         self.g.add_node(component.id, component=component)
 
     def add_link(self, link: Link) -> None:
@@ -58,9 +67,19 @@ class ComponentGraph:
         **attrs: Any,
     ) -> None:
         """One physical link as two directed edges: parent -> child (``outward``) and back."""
-        self.add_link(Link(source=parent, target=child, direction=outward, capacity=capacity_out, attrs=attrs))
+        self.add_link(
+            Link(source=parent, target=child, direction=outward, capacity=capacity_out, attrs=attrs)
+        )
         back = capacity_out if capacity_in is None else capacity_in
-        self.add_link(Link(source=child, target=parent, direction=reverse_direction(outward), capacity=back, attrs=attrs))
+        self.add_link(
+            Link(
+                source=child,
+                target=parent,
+                direction=reverse_direction(outward),
+                capacity=back,
+                attrs=attrs,
+            )
+        )
 
     # -- queries --------------------------------------------------------------------------
     def __contains__(self, component_id: object) -> bool:
@@ -97,10 +116,13 @@ class ComponentGraph:
 
     def outward_view(self) -> nx.DiGraph:
         """Only the edges that point away from memory: the graph data paths are walked on."""
-        return nx.subgraph_view(self.g, filter_edge=lambda a, b: self.g.edges[a, b]["link"].direction in OUTWARD)
+        return nx.subgraph_view(
+            self.g, filter_edge=lambda a, b: self.g.edges[a, b]["link"].direction in OUTWARD
+        )
 
     def paths_to(self, target: str, *, source: str = ROOT_ID, limit: int = 64) -> list[list[str]]:
-        """Every data path from the CPU outward to ``target`` (at most ``limit``), shortest first."""
+        """Every data path from the CPU outward to ``target`` (at most ``limit``), shortest
+        first."""
         if target not in self.g or source not in self.g:
             return []
         view = self.outward_view()
@@ -135,7 +157,8 @@ class ComponentGraph:
                     limits[key] = limit.model_copy(update={"source": LimitSource.USER})
                 elif limit.known and current.known and current.value != limit.value:
                     notes.append(
-                        f"{theirs.id}: kept discovered {key} limit {current.value:g} ({current.source}); "
+                        f"{theirs.id}: kept discovered {key} limit {current.value:g} "
+                        f"({current.source}); "
                         f"user graph says {limit.value:g}"
                     )
             self.g.nodes[theirs.id]["component"] = ours.model_copy(

@@ -51,10 +51,18 @@ def cgroup_id(limit: CgroupLimit, device_name: str | None) -> str:
 
 
 def cgroup_discovery(
-    sysroot: SysRoot, pids: Sequence[str | int] = ("self",), *, plugin: str = "cgroup"
+    sysroot: SysRoot,
+    pids: Sequence[str | int] = ("self",),
+    *,
+    plugin: str = "cgroup",
+    memberships: Sequence[str] = (),
 ) -> Discovery:
-    """The cgroup limits binding ``pids`` (the workload's processes, or this one)."""
-    found = process_cgroups(sysroot, list(pids))
+    """The cgroup limits binding ``pids`` (the workload's processes, or this one) and the
+    processes whose ``/proc/PID/cgroup`` texts are ``memberships``. Each component's attrs name
+    the cgroup, the files its limits were read from (``files``), the counter files that show
+    them binding (``counters``, see ``topology.cgroups``), the resources it limits
+    (``resources``), a cpuset's CPUs (``cpus``) and an I/O throttle's device."""
+    found = process_cgroups(sysroot, list(pids), list(memberships))
     components: dict[str, Component] = {}
     links: list[Link] = []
     for limit in found.limits:
@@ -81,12 +89,19 @@ def cgroup_discovery(
                 "pids": found.pids,
                 "limits": target,
                 "files": {},
+                "counters": {},
+                "resources": [],
             },
         )
         current = component.limits.get(limit.key)
         if current is None or (current.value or 0.0) > limit.value:
             component.limits[limit.key] = value
         component.attrs["files"][f"{limit.resource}:{limit.key}"] = limit.file
+        component.attrs["counters"].update(limit.counters)
+        if limit.resource not in component.attrs["resources"]:
+            component.attrs["resources"].append(limit.resource)
+        if limit.cpus:
+            component.attrs["cpus"] = limit.cpus
         if limit.member not in component.attrs["members"]:
             component.attrs["members"].append(limit.member)
         if limit.device:
@@ -116,7 +131,13 @@ def qdisc_discovery(sysroot: SysRoot, *, plugin: str = "qdisc") -> Discovery:
                 kind=ComponentKind.QDISC,
                 name=f"{interface} {shaping.kind}",
                 limits={"send": rate},
-                attrs={"qdisc": shaping.kind, "handle": shaping.handle, **shaping.attrs},
+                attrs={
+                    "qdisc": shaping.kind,
+                    "handle": shaping.handle,
+                    "interface": interface,
+                    "limits": f"nic:{interface}",
+                    **shaping.attrs,
+                },
             )
         )
         links.append(limits_link(cid, f"nic:{interface}"))
@@ -171,7 +192,7 @@ def cpufreq_discovery(sysroot: SysRoot, *, plugin: str = "cpufreq") -> Discovery
                         f"hardware {hardware / 1e6:g} MHz",
                     )
                 },
-                attrs={"governors": governors},
+                attrs={"governors": governors, "limits": "cpu:host"},
             )
         )
         links.append(limits_link("cpufreq:host", "cpu:host"))

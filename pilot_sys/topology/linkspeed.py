@@ -52,9 +52,15 @@ def sata_limit(text: str | None) -> Limit:
     """SATA link (``/sys/class/ata_link/*/sata_spd``: ``"6.0 Gbps"``); 8b/10b line coding."""
     match = _NUMBER.search(text or "")
     if not text or match is None or "<unknown>" in text:
-        return Limit(detail=f"SATA link speed reads {text!r}" if text else "SATA link speed unreadable")
+        return Limit(
+            detail=f"SATA link speed reads {text!r}" if text else "SATA link speed unreadable"
+        )
     gbps = float(match.group(1))
-    return Limit(value=gbps * 1e9 * 8 / 10 / 8, source=LimitSource.SYSFS, detail=f"SATA {gbps:g} Gb/s, 8b/10b")
+    return Limit(
+        value=gbps * 1e9 * 8 / 10 / 8,
+        source=LimitSource.SYSFS,
+        detail=f"SATA {gbps:g} Gb/s, 8b/10b",
+    )
 
 
 def sas_limit(text: str | None) -> Limit:
@@ -64,14 +70,24 @@ def sas_limit(text: str | None) -> Limit:
         return Limit(detail=f"SAS link rate reads {text!r}" if text else "SAS link rate unreadable")
     gbps = float(match.group(1))
     if gbps > 12.0:  # SAS-4: 22.5 Gb/s line rate with 128b/150b coding
-        return Limit(value=22.5e9 * 128 / 150 / 8, source=LimitSource.SYSFS, detail="SAS-4 22.5 Gb/s, 128b/150b")
-    return Limit(value=gbps * 1e9 * 8 / 10 / 8, source=LimitSource.SYSFS, detail=f"SAS {gbps:g} Gb/s, 8b/10b")
+        return Limit(
+            value=22.5e9 * 128 / 150 / 8,
+            source=LimitSource.SYSFS,
+            detail="SAS-4 22.5 Gb/s, 128b/150b",
+        )
+    return Limit(
+        value=gbps * 1e9 * 8 / 10 / 8, source=LimitSource.SYSFS, detail=f"SAS {gbps:g} Gb/s, 8b/10b"
+    )
 
 
 def nic_limit(speed_text: str | None, speed_errno: int | None, duplex: str | None) -> Limit:
     """A NIC's per-direction limit from ``speed`` (Mb/s). -1, 0 or unreadable stays unknown."""
     if speed_text is None:
-        why = "speed unreadable: no link, or the driver does not report it" if speed_errno else "no speed file"
+        why = (
+            "speed unreadable: no link, or the driver does not report it"
+            if speed_errno
+            else "no speed file"
+        )
         return Limit(detail=why)
     try:
         mbps = int(speed_text)

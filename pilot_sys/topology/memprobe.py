@@ -28,5 +28,6 @@ def probe_copy_bandwidth(buffer_bytes: int = 64 * 1024**2, repeats: int = 4) -> 
     return Limit(
         value=moved / best,
         source=LimitSource.PROBE,
-        detail=f"single-thread numpy copy of {buffer_bytes // 1024**2} MiB, best of {repeats} (read+write)",
+        detail=f"single-thread numpy copy of {buffer_bytes // 1024**2} MiB, "
+        f"best of {repeats} (read+write)",
     )

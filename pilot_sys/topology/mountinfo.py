@@ -15,16 +15,60 @@ from pydantic import BaseModel
 T = TypeVar("T")
 
 NETWORK_FS = frozenset(
-    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "ceph", "glusterfs", "fuse.glusterfs", "fuse.sshfs",
-     "sshfs", "9p", "virtiofs", "afs", "lustre", "gpfs", "fuse.s3fs", "fuse.rclone", "beegfs",
-     "fuse.cephfs", "ocfs2", "gfs2", "orangefs", "fuse.juicefs"}
+    {
+        "nfs",
+        "nfs4",
+        "cifs",
+        "smb3",
+        "smbfs",
+        "ceph",
+        "glusterfs",
+        "fuse.glusterfs",
+        "fuse.sshfs",
+        "sshfs",
+        "9p",
+        "virtiofs",
+        "afs",
+        "lustre",
+        "gpfs",
+        "fuse.s3fs",
+        "fuse.rclone",
+        "beegfs",
+        "fuse.cephfs",
+        "ocfs2",
+        "gfs2",
+        "orangefs",
+        "fuse.juicefs",
+    }
 )
 MEMORY_FS = frozenset({"tmpfs", "ramfs", "devtmpfs", "rootfs", "shm"})
 # Kernel interface file systems: no data path worth drawing.
 PSEUDO_FS = frozenset(
-    {"proc", "sysfs", "devpts", "cgroup", "cgroup2", "securityfs", "debugfs", "tracefs", "pstore",
-     "bpf", "mqueue", "configfs", "fusectl", "binfmt_misc", "autofs", "efivarfs", "selinuxfs",
-     "rpc_pipefs", "nsfs", "hugetlbfs", "fuse.gvfsd-fuse", "fuse.portal", "nfsd"}
+    {
+        "proc",
+        "sysfs",
+        "devpts",
+        "cgroup",
+        "cgroup2",
+        "securityfs",
+        "debugfs",
+        "tracefs",
+        "pstore",
+        "bpf",
+        "mqueue",
+        "configfs",
+        "fusectl",
+        "binfmt_misc",
+        "autofs",
+        "efivarfs",
+        "selinuxfs",
+        "rpc_pipefs",
+        "nsfs",
+        "hugetlbfs",
+        "fuse.gvfsd-fuse",
+        "fuse.portal",
+        "nfsd",
+    }
 )
 
 _OCTAL = re.compile(r"\\([0-7]{3})")
@@ -118,7 +162,11 @@ def remote_host(entry: MountEntry) -> str | None:
     if source.startswith("//"):  # cifs: //server/share
         return source[2:].split("/")[0]
     if ":" in source and not source.startswith("/"):
-        host = source.rsplit(":", 1)[0] if source.count(":") > 1 and source.startswith("[") else source.split(":")[0]
+        host = (
+            source.rsplit(":", 1)[0]
+            if source.count(":") > 1 and source.startswith("[")
+            else source.split(":")[0]
+        )
         host = host.split("@")[-1].strip("[]")
         return host or None
     return None

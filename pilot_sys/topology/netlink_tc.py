@@ -23,6 +23,15 @@ Layouts (include/uapi/linux/rtnetlink.h, pkt_sched.h, gen_stats.h):
   htb class: ``TCA_HTB_PARMS`` (1) = ratespec rate, ratespec ceil, u32 buffer, cbuffer, quantum,
   level, prio; ``TCA_HTB_RATE64`` (6), ``TCA_HTB_CEIL64`` (7).
 
+The sampler reads one NIC's root qdisc counters per tick with a *get* request
+(``RootQdiscGetter``: ``RTM_GETQDISC`` for ``ifindex``, parent ``TC_H_ROOT``, ``NLM_F_ECHO``; the
+kernel's ``tc_get_qdisc`` answers the requester only when asked to echo, and also sends the
+answer to listeners of the ``RTNLGRP_TC`` group, so ``tc monitor`` shows each read). It costs
+about half a dump of every qdisc of the host and grows with the NICs watched, not with the
+host's qdiscs. The answer is built in the sending thread, so it is queued before ``send``
+returns and is read without waiting (``MSG_DONTWAIT``): a kernel that did not answer leaves the
+counters missing for that tick, never a blocked sampler.
+
 Only the options of tbf and htb are read: they are the shapers checked against the kernel's own
 bytes (tests/fixtures/limits/tc-veth). Other kinds keep their name and counters.
 """
@@ -41,6 +50,7 @@ from pilot_sys.topology.sysroot import SysRoot
 RTM_GETQDISC = 38
 RTM_GETTCLASS = 42
 NLM_F_REQUEST = 0x1
+NLM_F_ECHO = 0x8
 NLM_F_DUMP = 0x300
 NLMSG_ERROR = 2
 NLMSG_DONE = 3
@@ -240,6 +250,57 @@ def _last_is_done(data: bytes) -> bool:
             return True
         offset += (length + 3) & ~3
     return False
+
+
+def stats_offsets(message: bytes) -> tuple[int, int] | None:
+    """Where one ``RTM_NEWQDISC`` message keeps its counters: the offsets (from the message's
+    start) of ``TCA_STATS_BASIC``'s payload (u64 bytes, u32 packets) and ``TCA_STATS_QUEUE``'s
+    (u32 qlen, backlog, drops, requeues, overlimits); None when it has no ``TCA_STATS2``."""
+    offset = _NLMSGHDR.size + _TCMSG.size
+    while offset + 4 <= len(message):
+        length, kind = _RTATTR.unpack_from(message, offset)
+        if length < 4:
+            return None
+        if kind & 0x3FFF == 7:  # TCA_STATS2
+            inner, end = offset + 4, offset + length
+            basic = queue = None
+            while inner + 4 <= end:
+                ilen, ikind = _RTATTR.unpack_from(message, inner)
+                if ilen < 4:
+                    break
+                if ikind & 0x3FFF == 1 and ilen >= 4 + 12:
+                    basic = inner + 4
+                elif ikind & 0x3FFF == 3 and ilen >= 4 + 20:
+                    queue = inner + 4
+                inner += (ilen + 3) & ~3
+            return (basic, queue) if basic is not None and queue is not None else None
+        offset += (length + 3) & ~3
+    return None
+
+
+class RootQdiscGetter:
+    """A kept-open rtnetlink socket that asks for one NIC's root qdisc (see the module
+    docstring): ``query()`` returns the kernel's answer as it came (one ``RTM_NEWQDISC``
+    message, or an ``NLMSG_ERROR`` when the NIC is gone)."""
+
+    def __init__(self, ifindex: int) -> None:
+        self.ifindex = ifindex
+        self._sock = socket.socket(
+            socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, socket.NETLINK_ROUTE
+        )
+        header = _NLMSGHDR.pack(
+            _NLMSGHDR.size + _TCMSG.size, RTM_GETQDISC, NLM_F_REQUEST | NLM_F_ECHO, 1, 0
+        )
+        self.request = header + _TCMSG.pack(0, ifindex, 0, TC_H_ROOT, 0)
+        self.send = self._sock.send
+        self.recv = self._sock.recv
+
+    def query(self) -> bytes:
+        self.send(self.request)
+        return self.recv(_RECV_BYTES, socket.MSG_DONTWAIT)
+
+    def close(self) -> None:
+        self._sock.close()
 
 
 # Where a captured tree keeps the dumps (raw bytes as the kernel sent them): the qdisc dump, and

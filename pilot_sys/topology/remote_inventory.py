@@ -273,7 +273,7 @@ def host_link(
         limits[direction] = Limit(
             value=slower.value,
             source=LimitSource.DERIVED,
-            detail=f"the slower NIC: {slower_id}; a user graph may say more",
+            detail=f"the slower NIC: {slower_id} ({slower.detail}); a user graph may say more",
         )
     component = Component(
         id=lid,

@@ -5,6 +5,13 @@ An argument can be an existing path, the parent of a file to be created, a devic
 dd style option (``--filename=/x``, ``--directory=/d``, ``of=/x``, ``if=/x``), or a host (an IP
 literal, or the value of ``-c``/``--client``) which resolves to the interface routing to it.
 
+A host that was declared with ``--host`` (its inventory merged into the graph by
+``remote_graph``) does not end at the routing interface: the path goes on through the link
+between the hosts (``network:host~NAME``), the host's NIC and memory to its CPU, and to the disk
+under the path when the argument names one on that host (``host:NAME:/PATH``, a fio server's
+job files). ``hosts`` maps what the arguments call such a host (its name or address as written)
+to its declared name.
+
 The component under test (CUT) is the *end of the data path that has a bandwidth of its own*:
 a mount has none, a partition or a device-mapper volume only forwards to what lies below, and a
 loop device to the file holding it. So for a file the CUT is the physical device under it
@@ -18,6 +25,7 @@ import ipaddress
 import os
 import shutil
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -28,8 +36,10 @@ from pilot_sys.topology.components import ComponentKind
 from pilot_sys.topology.effective import with_limiters
 from pilot_sys.topology.graph import ComponentGraph
 from pilot_sys.topology.mountinfo import mount_for
+from pilot_sys.topology.remote_path import local_nic_of, remote_paths
 from pilot_sys.topology.routes import Route, lookup, read_routes, resolve_host
 from pilot_sys.topology.sysroot import SysRoot
+from pilot_sys.workload.command_line import HOST_PREFIX, host_of, split_host_argument
 
 HOST_OPTIONS = {"-c", "--client", "-H", "--host", "--server-host"}
 FILE_KEYS = {"filename", "directory", "of", "if", "file", "dir", "path", "target"}
@@ -40,6 +50,7 @@ CUT_BLOCK_ROLES = {"disk", "md", "zram"}
 class ResolvedArgument(BaseModel):
     argument: str  # as given
     target: str  # the path, device or host taken from it
+    host: str | None = None  # the declared remote host it reaches (``--host NAME=URL``)
     kind: Literal["path", "new-file", "device", "host"]
     component: str  # where the argument lands: a mount, a block device, a NIC
     paths: list[list[str]]
@@ -53,7 +64,8 @@ class DataPath(BaseModel):
     paths: list[list[str]] = Field(default_factory=list)
     cut: str | None = None
     components: list[str] = Field(default_factory=list)
-    unresolved: list[str] = Field(default_factory=list)  # "ARG: why", arguments skipped (not strict)
+    # "ARG: why", arguments skipped (not strict)
+    unresolved: list[str] = Field(default_factory=list)
 
 
 def _split_fio_names(value: str) -> list[str]:
@@ -81,7 +93,8 @@ def candidates(args: list[str]) -> list[tuple[str, str, bool]]:
     host_next = False
     for arg in args:
         if host_next:
-            found.append((arg, "host:" + arg, True))
+            if host_of(arg) is not None:  # ``-c SCRIPT`` of another program is no host
+                found.append((arg, "host:" + arg, True))
             host_next = False
             continue
         if arg in HOST_OPTIONS:
@@ -93,11 +106,16 @@ def candidates(args: list[str]) -> list[tuple[str, str, bool]]:
             if not value or any(part in key_name for part in SKIP_KEY_PARTS):
                 continue
             if key.lstrip("-") in ("c", "client", "host"):
-                found.append((arg, "host:" + value, True))
+                if host_of(value) is not None:
+                    found.append((arg, "host:" + value, True))
                 continue
             values = _split_fio_names(value) if key_name == "filename" else [value]
             explicit = key_name in FILE_KEYS
-            found += [(arg, v, explicit) for v in values if explicit or v.startswith(("/", "./", "../", "~"))]
+            found += [
+                (arg, v, explicit)
+                for v in values
+                if explicit or v.startswith(("/", "./", "../", "~"))
+            ]
             continue
         if arg.startswith("-"):
             continue
@@ -115,8 +133,8 @@ class _Resolver:
 
     # -- what an argument is --------------------------------------------------------------
     def classify(self, value: str, explicit: bool, strict: bool) -> tuple[str, str] | None:
-        if value.startswith("host:"):
-            if not value[5:].strip():
+        if value.startswith(HOST_PREFIX):
+            if not split_host_argument(value)[0].strip():
                 raise BadInput(repr(value), "empty host name after host:")
             return "host", value[5:]
         if strict and not value.strip():
@@ -145,7 +163,10 @@ class _Resolver:
         if strict and os.path.isdir(parent):
             return "new-file", path
         if strict:
-            raise BadInput(value, "no such file or directory, its parent does not exist either, and it is not a host")
+            raise BadInput(
+                value,
+                "no such file or directory, its parent does not exist either, and it is not a host",
+            )
         return None
 
     @staticmethod
@@ -195,7 +216,8 @@ class _Resolver:
             raise BadInput(path, "block device not found in the discovered graph")
         return found
 
-    def _host(self, host: str) -> str:
+    def _host(self, target: str) -> str:
+        host, _path = split_host_argument(target)
         address = resolve_host(host)
         if address is None:
             raise BadInput(host, "host name does not resolve")
@@ -203,17 +225,21 @@ class _Resolver:
             self._routes = read_routes(self.sysroot)
         route = lookup(self._routes, address)
         if route is None:
-            raise BadInput(host, f"no route to {address} in /proc/net/route or /proc/net/ipv6_route")
+            raise BadInput(
+                host, f"no route to {address} in /proc/net/route or /proc/net/ipv6_route"
+            )
         nic = f"nic:{route.interface}"
         if nic not in self.graph:
             raise BadInput(host, f"routing interface {route.interface} not in the discovered graph")
         return nic
 
     # -- paths and the component under test -----------------------------------------------
-    def paths(self, component: str) -> list[list[str]]:
+    def paths(self, component: str, *, remote: bool = True) -> list[list[str]]:
+        """From the CPU to ``component``; a NIC's paths go on to its network unless a declared
+        host's link takes over (``remote=False``)."""
         paths = self.graph.paths_to(component) or [[component]]
         network = component.replace("nic:", "network:", 1)
-        if component.startswith("nic:") and network in self.graph:
+        if remote and component.startswith("nic:") and network in self.graph:
             paths = [p + [network] for p in paths]
         # kernel-imposed limits (cgroup quota and throttles, qdisc) join just before what they limit
         return [with_limiters(self.graph, p) for p in paths]
@@ -230,11 +256,10 @@ class _Resolver:
         return component
 
 
-def _is_program(arg: str) -> bool:
-    """The workload's executable (``fio``, ``/usr/bin/dd``): it is not where its data goes."""
-    if os.sep not in arg:
-        return not os.path.exists(arg) and shutil.which(arg) is not None
-    return os.path.isfile(arg) and os.access(arg, os.X_OK)
+def is_command(arg: str) -> bool:
+    """``arg`` names a program on PATH and nothing in the current directory: the start of a
+    command line (``graph -- iperf3 -c HOST``), not a path, device or host."""
+    return os.sep not in arg and not os.path.exists(arg) and shutil.which(arg) is not None
 
 
 def _is_ip(text: str) -> bool:
@@ -245,39 +270,69 @@ def _is_ip(text: str) -> bool:
     return True
 
 
-def resolve(graph: ComponentGraph, args: list[str], *, root: str | Path | None = None,
-            strict: bool = False) -> DataPath:
+def resolve(
+    graph: ComponentGraph,
+    args: list[str],
+    *,
+    root: str | Path | None = None,
+    strict: bool = False,
+    hosts: Mapping[str, str] | None = None,
+) -> DataPath:
     """The data paths of ``args`` through ``graph``.
 
     Arguments that are none of path, device or host are ignored (a workload's other options);
     with ``strict`` (the ``graph`` command, whose every argument must resolve) they raise
-    ``BadInput``. ``root`` defaults to the root the graph was discovered from.
+    ``BadInput``. ``root`` defaults to the root the graph was discovered from. ``hosts``: what
+    the arguments call each declared remote host (lower case) -> its declared name.
     """
+    declared = {k.lower().rstrip("."): v for k, v in (hosts or {}).items()}
     resolver = _Resolver(graph, root)
-    if not strict and args and _is_program(args[0]):
-        args = args[1:]  # the workload's own executable is not its data
+    if not strict and args and is_command(args[0]):
+        # a whole command line (tests, scripts): its program is not its data. The commands give
+        # ``workload.command_line.data_paths`` instead, where a path is never taken for a program.
+        args = args[1:]
     resolved: list[ResolvedArgument] = []
     unresolved: list[str] = []
-    for argument, value, explicit in candidates(args) if not strict else [(a, a, True) for a in args]:
+    for argument, value, explicit in (
+        candidates(args) if not strict else [(a, a, True) for a in args]
+    ):
         classified = resolver.classify(value, explicit, strict)
         if classified is None:
             continue
         kind, target = classified
-        try:
-            component = resolver.landing(kind, target)
-        except BadInput as exc:
-            if strict:
-                raise
-            unresolved.append(str(exc))  # a workload's odd argument must not stop its monitoring
-            continue
-        paths = resolver.paths(component)
-        resolved.append(ResolvedArgument(argument=argument, target=target, kind=kind, component=component,  # type: ignore[arg-type]
-                                         paths=paths, cut=resolver.cut(component, paths)))
+        host = split_host_argument(target)[0].lower().rstrip(".")
+        name = declared.get(host) if kind == "host" else None
+        if name is not None and local_nic_of(graph, name) is not None:
+            component = str(local_nic_of(graph, name))  # the interface the host's link leaves from
+        else:
+            try:
+                component = resolver.landing(kind, target)
+            except BadInput as exc:
+                if strict:
+                    raise
+                unresolved.append(str(exc))  # an odd argument must not stop the monitoring
+                continue
+        paths = resolver.paths(component, remote=name is None)
+        cut = resolver.cut(component, paths)
+        if name is not None:
+            paths, cut = remote_paths(graph, name, paths, split_host_argument(target)[1])
+        resolved.append(
+            ResolvedArgument(
+                argument=argument,
+                target=target,
+                host=name,
+                kind=kind,  # type: ignore[arg-type]
+                component=component,
+                paths=paths,
+                cut=cut,
+            )
+        )
     all_paths: list[list[str]] = []
     for item in resolved:
         all_paths += [p for p in item.paths if p not in all_paths]
     cuts = [r.cut for r in resolved if r.cut]
-    # A source like /dev/zero (memory) is rarely what is under test: prefer a storage or network CUT.
+    # A source like /dev/zero (memory) is rarely what is under test: prefer a storage or
+    # network CUT.
     preferred = [c for c in cuts if not c.startswith("memory:")] or cuts
     return DataPath(
         arguments=resolved,

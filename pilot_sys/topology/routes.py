@@ -95,13 +95,21 @@ def parse_local_ipv4(fib_trie: str) -> list[Route]:
 
 
 def parse_local_ipv6(if_inet6: str) -> list[Route]:
-    """Addresses of this host from ``/proc/net/if_inet6`` (address, index, prefix, scope, flags, dev)."""
+    """Addresses of this host from ``/proc/net/if_inet6`` (address, index, prefix, scope,
+    flags, dev)."""
     routes: list[Route] = []
     for line in if_inet6.splitlines():
         fields = line.split()
         if len(fields) >= 6:
             addr = ipaddress.IPv6Address(bytes.fromhex(fields[0]))
-            routes.append(Route(network=ipaddress.IPv6Network(f"{addr}/128"), gateway=None, metric=0, interface="lo"))
+            routes.append(
+                Route(
+                    network=ipaddress.IPv6Network(f"{addr}/128"),
+                    gateway=None,
+                    metric=0,
+                    interface="lo",
+                )
+            )
     return routes
 
 
@@ -127,7 +135,8 @@ def lookup(routes: list[Route], address: str) -> Route | None:
     for route in routes:
         if route.network.version != addr.version or addr not in route.network:
             continue
-        # Local addresses (interface lo, metric 0) win ties with the connected route of the same prefix.
+        # Local addresses (interface lo, metric 0) win ties with the connected route of the
+        # same prefix.
         key = (route.network.prefixlen, route.interface == "lo", -route.metric)
         if best is None or key > (best.network.prefixlen, best.interface == "lo", -best.metric):
             best = route

@@ -35,7 +35,7 @@ class SysRoot:
     def inner(self, host_path: str) -> str:
         """The path inside the machine of a host path under the root."""
         if self._prefix and host_path.startswith(self._prefix):
-            return host_path[len(self._prefix):] or "/"
+            return host_path[len(self._prefix) :] or "/"
         return host_path
 
     def read_raw(self, inner: str) -> tuple[bytes | None, int | None]:
@@ -101,14 +101,16 @@ class SysRoot:
         return self.inner(os.path.realpath(self.path(inner)))
 
     def link_name(self, inner: str) -> str | None:
-        """The last component of a symlink's target (``/sys/class/net/eth0/master`` -> ``bond0``)."""
+        """The last component of a symlink's target (``/sys/class/net/eth0/master`` ->
+        ``bond0``)."""
         try:
             return os.path.basename(os.readlink(self.path(inner)))
         except OSError:
             return None
 
     def class_devices(self, subsystem: str) -> list[tuple[str, str]]:
-        """``(name, resolved sysfs path)`` of every device of a class (``block``, ``net``, ``nvme``).
+        """``(name, resolved sysfs path)`` of every device of a class (``block``, ``net``,
+        ``nvme``).
 
         pyudev enumerates when a udev database exists on the live machine; otherwise, and for
         fixtures, the class directory is scanned. Both return the same resolved paths.
@@ -118,7 +120,9 @@ class SysRoot:
                 import pyudev
 
                 context = pyudev.Context()
-                return sorted((d.sys_name, d.sys_path) for d in context.list_devices(subsystem=subsystem))
+                return sorted(
+                    (d.sys_name, d.sys_path) for d in context.list_devices(subsystem=subsystem)
+                )
             except Exception:  # noqa: BLE001 - any libudev failure falls back to sysfs
                 pass
         base = f"/sys/bus/{subsystem}/devices" if subsystem == "pci" else f"/sys/class/{subsystem}"

@@ -13,9 +13,15 @@ from pilot_sys.topology.humanize import format_limits
 from pilot_sys.topology.resolve import DataPath
 
 KIND_STYLES = {
-    ComponentKind.CPU: "red", ComponentKind.MEMORY: "dark_orange", ComponentKind.PCI: "cyan",
-    ComponentKind.CONTROLLER: "green", ComponentKind.BLOCK: "blue", ComponentKind.MOUNT: "magenta",
-    ComponentKind.NIC: "yellow", ComponentKind.NETWORK: "bright_black", ComponentKind.REMOTE: "white",
+    ComponentKind.CPU: "red",
+    ComponentKind.MEMORY: "dark_orange",
+    ComponentKind.PCI: "cyan",
+    ComponentKind.CONTROLLER: "green",
+    ComponentKind.BLOCK: "blue",
+    ComponentKind.MOUNT: "magenta",
+    ComponentKind.NIC: "yellow",
+    ComponentKind.NETWORK: "bright_black",
+    ComponentKind.REMOTE: "white",
 }
 
 
@@ -24,20 +30,32 @@ def _summary(c: Component) -> str:
     a = c.attrs
     parts: list[str] = []
     if c.kind == ComponentKind.CPU and "cores" in a:
-        parts.append(f"{a.get('sockets')} socket(s), {a.get('cores')} cores, {a.get('online_cpus')} CPUs")
+        parts.append(
+            f"{a.get('sockets')} socket(s), {a.get('cores')} cores, {a.get('online_cpus')} CPUs"
+        )
     elif c.kind == ComponentKind.BLOCK and "role" in a:
         role = str(a["role"])
-        parts.append(role + {"md": f" {a.get('level')} of {', '.join(a.get('members', []))}",
-                             "dm": f" {a.get('dm_target')} {a.get('dm_name')}",
-                             "loop": f" backed by {a.get('backing_file')}"}.get(role, ""))
+        parts.append(
+            role
+            + {
+                "md": f" {a.get('level')} of {', '.join(a.get('members', []))}",
+                "dm": f" {a.get('dm_target')} {a.get('dm_name')}",
+                "loop": f" backed by {a.get('backing_file')}",
+            }.get(role, "")
+        )
         if "rotational" in a:
             parts.append("rotational" if a["rotational"] else "non-rotational")
     elif c.kind == ComponentKind.MOUNT and "fstype" in a:
-        parts.append(f"{a['fstype']} from {a.get('source')}" + (f", bind of {a['bind_of']}" if a.get("bind_of") else ""))
+        parts.append(
+            f"{a['fstype']} from {a.get('source')}"
+            + (f", bind of {a['bind_of']}" if a.get("bind_of") else "")
+        )
     elif c.kind == ComponentKind.NIC and "type" in a:
         parts.append(f"{a['type']}, mtu {a.get('mtu')}, {a.get('operstate')}")
     elif c.kind == ComponentKind.CONTROLLER and "type" in a:
-        parts.append(str(a["type"]) + (f", transport {a['transport']}" if a.get("transport") else ""))
+        parts.append(
+            str(a["type"]) + (f", transport {a['transport']}" if a.get("transport") else "")
+        )
     elif c.kind == ComponentKind.PCI and "class_name" in a:
         parts.append(str(a["class_name"]) + (f", driver {a['driver']}" if a.get("driver") else ""))
     if a.get("user") and c.name and c.name != c.id.partition(":")[2]:
@@ -65,8 +83,13 @@ def path_tree(graph: ComponentGraph, data: DataPath) -> Tree:
     """One branch per argument; the argument's paths merged into a tree from the CPU outward."""
     top = Tree(Text("data paths", style="bold"))
     for argument in data.arguments:
-        branch = top.add(Text.assemble((argument.argument, "bold"), f"  ({argument.kind}) → {argument.component}",
-                                       ("  CUT " + (argument.cut or "none"), "red")))
+        branch = top.add(
+            Text.assemble(
+                (argument.argument, "bold"),
+                f"  ({argument.kind}) → {argument.component}",
+                ("  CUT " + (argument.cut or "none"), "red"),
+            )
+        )
         drawn: dict[str, Tree] = {}
         edges: set[tuple[str, str]] = set()
         for path in argument.paths:  # paths share prefixes and rejoin (bond slaves, md members)
@@ -89,7 +112,9 @@ def host_tree(graph: ComponentGraph) -> Tree:
     """The whole graph from the CPU outward (then from any other root, e.g. the clients of a
     loaded graph); a component reached from several parents (an md member set, a bond) is drawn
     under the first and referenced under the others."""
-    view = nx.subgraph_view(graph.g, filter_edge=lambda a, b: graph.link(a, b).direction in (*OUTWARD, "contains"))
+    view = nx.subgraph_view(
+        graph.g, filter_edge=lambda a, b: graph.link(a, b).direction in (*OUTWARD, "contains")
+    )
     drawn: set[str] = set()
 
     def grow(root: str, top: Tree) -> None:
@@ -123,7 +148,9 @@ def device_tree(graph: ComponentGraph) -> Tree:
     devices = device_graph(graph)
     outward = nx.DiGraph()
     outward.add_nodes_from(devices.nodes)
-    outward.add_edges_from((a, b) for a, b, d in devices.edges(data=True) if set(d["directions"]) & set(OUTWARD))
+    outward.add_edges_from(
+        (a, b) for a, b, d in devices.edges(data=True) if set(d["directions"]) & set(OUTWARD)
+    )
     top = Tree(Text("devices", style="bold"), hide_root=True)
     drawn: set[str] = set()
 

@@ -2,7 +2,8 @@
 designated component graph"): JSON node-link or GraphML, validated by pydantic models, each
 error naming the file and the bad node or link.
 
-JSON shape (a limit or capacity is a number in B/s, or ``{"value": ..., "unit": ..., "detail": ...}``)::
+JSON shape (a limit or capacity is a number in B/s, or
+``{"value": ..., "unit": ..., "detail": ...}``)::
 
     {"nodes": [{"id": "block:vda", "limits": {"write": 2.0e8}}],
      "links": [{"source": "nic:eth0", "target": "network:lan", "direction": "send",
@@ -42,8 +43,15 @@ class UserLimit(BaseModel):
 
     def to_limit(self, default_unit: str = "B/s") -> Limit:
         if self.value is None:
-            return Limit(unit=self.unit or default_unit, detail=self.detail or "unknown in the user graph")
-        return Limit(value=self.value, unit=self.unit or default_unit, source=LimitSource.USER, detail=self.detail)
+            return Limit(
+                unit=self.unit or default_unit, detail=self.detail or "unknown in the user graph"
+            )
+        return Limit(
+            value=self.value,
+            unit=self.unit or default_unit,
+            source=LimitSource.USER,
+            detail=self.detail,
+        )
 
 
 LimitField = Number | UserLimit | None
@@ -93,7 +101,10 @@ def _problem(exc: ValidationError) -> str:
     if field == "limits":
         key = loc[1] if len(loc) > 1 else "?"
         unit = _UNITS.get(key, "B/s")
-        return f"limit {key!r} must be a number in {unit} (or null when unknown), not {err.get('input')!r}"
+        return (
+            f"limit {key!r} must be a number in {unit} (or null when unknown), "
+            f"not {err.get('input')!r}"
+        )
     if err["type"] == "missing":
         return f"{field} is required"
     if field == "kind":
@@ -109,12 +120,18 @@ def _label_link(raw: Any) -> str:
 
 def parse_user_graph(data: Any, where: str) -> ComponentGraph:
     """Validate node-link data (already decoded) into a ComponentGraph; errors name the entry."""
-    if not isinstance(data, dict) or not isinstance(data.get("nodes", []), list) or not isinstance(data.get("links", data.get("edges", [])), list):
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("nodes", []), list)
+        or not isinstance(data.get("links", data.get("edges", [])), list)
+    ):
         raise BadInput(where, 'expected an object with lists "nodes" and "links"')
     graph = ComponentGraph()
     seen: set[str] = set()
     for index, raw in enumerate(data.get("nodes", []), start=1):
-        label = f" ({raw['id']})" if isinstance(raw, dict) and isinstance(raw.get("id"), str) else ""
+        label = (
+            f" ({raw['id']})" if isinstance(raw, dict) and isinstance(raw.get("id"), str) else ""
+        )
         try:
             node = UserNode.model_validate(raw)
         except ValidationError as exc:
@@ -123,10 +140,23 @@ def parse_user_graph(data: Any, where: str) -> ComponentGraph:
             raise BadInput(f"{where}: node {index}{label}", "duplicate id")
         seen.add(node.id)
         prefix, _, rest = node.id.partition(":")
-        kind = node.kind or (ComponentKind(prefix) if prefix in ComponentKind._value2member_map_ else ComponentKind.OTHER)
-        limits = {key: _as_limit(value, _UNITS.get(key, "B/s")) for key, value in node.limits.items()}
-        graph.add_component(Component(id=node.id, kind=kind, name=node.name or rest or node.id, limits=limits,
-                                      attrs={**node.attrs, "user": True}))
+        kind = node.kind or (
+            ComponentKind(prefix)
+            if prefix in ComponentKind._value2member_map_
+            else ComponentKind.OTHER
+        )
+        limits = {
+            key: _as_limit(value, _UNITS.get(key, "B/s")) for key, value in node.limits.items()
+        }
+        graph.add_component(
+            Component(
+                id=node.id,
+                kind=kind,
+                name=node.name or rest or node.id,
+                limits=limits,
+                attrs={**node.attrs, "user": True},
+            )
+        )
     raw_links = data.get("links", data.get("edges", []))
     links: list[UserLink] = []
     for index, raw in enumerate(raw_links, start=1):
@@ -135,22 +165,44 @@ def parse_user_graph(data: Any, where: str) -> ComponentGraph:
         except ValidationError as exc:
             raise BadInput(f"{where}: link {index}{_label_link(raw)}", _problem(exc)) from None
         if link.direction not in DIRECTIONS:
-            raise BadInput(f"{where}: link {index}{_label_link(raw)}",
-                           f"direction must be one of {', '.join(sorted(DIRECTIONS))}")
+            raise BadInput(
+                f"{where}: link {index}{_label_link(raw)}",
+                f"direction must be one of {', '.join(sorted(DIRECTIONS))}",
+            )
         links.append(link)
-    listed = {(l.source, l.target) for l in links}
-    for end in sorted({end for l in links for end in (l.source, l.target)} - seen):
+    listed = {(link.source, link.target) for link in links}
+    for end in sorted({end for link in links for end in (link.source, link.target)} - seen):
         # Named by a link but defined elsewhere (a discovered id): a placeholder until merged.
         prefix, _, rest = end.partition(":")
-        kind = ComponentKind(prefix) if prefix in ComponentKind._value2member_map_ else ComponentKind.OTHER
-        graph.add_component(Component(id=end, kind=kind, name=rest or end, attrs={"placeholder": True}))
+        kind = (
+            ComponentKind(prefix)
+            if prefix in ComponentKind._value2member_map_
+            else ComponentKind.OTHER
+        )
+        graph.add_component(
+            Component(id=end, kind=kind, name=rest or end, attrs={"placeholder": True})
+        )
     for index, link in enumerate(links, start=1):
         graph.g.graph.setdefault("link_index", {})[(link.source, link.target)] = index
-        graph.add_link(Link(source=link.source, target=link.target, direction=link.direction,
-                            capacity=_as_limit(link.capacity), attrs=link.attrs))
+        graph.add_link(
+            Link(
+                source=link.source,
+                target=link.target,
+                direction=link.direction,
+                capacity=_as_limit(link.capacity),
+                attrs=link.attrs,
+            )
+        )
         if (link.target, link.source) not in listed and link.direction not in ONE_WAY:
-            graph.add_link(Link(source=link.target, target=link.source, direction=reverse_direction(link.direction),
-                                capacity=_as_limit(link.reverse_capacity), attrs=link.attrs))
+            graph.add_link(
+                Link(
+                    source=link.target,
+                    target=link.source,
+                    direction=reverse_direction(link.direction),
+                    capacity=_as_limit(link.reverse_capacity),
+                    attrs=link.attrs,
+                )
+            )
     return graph
 
 
@@ -161,7 +213,10 @@ def _graphml_data(path: Path) -> dict[str, Any]:
         g = nx.read_graphml(path)
     except ParseError as exc:
         line, column = exc.position
-        raise BadInput(f"{path}:{line}:{column}", f"not valid GraphML XML ({exc.msg if hasattr(exc, 'msg') else exc})") from None
+        raise BadInput(
+            f"{path}:{line}:{column}",
+            f"not valid GraphML XML ({exc.msg if hasattr(exc, 'msg') else exc})",
+        ) from None
     except (nx.NetworkXError, KeyError, ValueError) as exc:
         raise BadInput(str(path), f"not valid GraphML: {exc}") from None
     nodes = []
@@ -198,11 +253,15 @@ def load_user_graph(path: str | Path) -> ComponentGraph:
     return parse_user_graph(data, str(path))
 
 
-def apply_user_graph(graph: ComponentGraph, user: ComponentGraph, where: str, *, override: bool = False) -> list[str]:
+def apply_user_graph(
+    graph: ComponentGraph, user: ComponentGraph, where: str, *, override: bool = False
+) -> list[str]:
     """Merge a user graph into a discovered one; a link to a node neither defines is an error."""
     for (source, target), number in user.g.graph.get("link_index", {}).items():  # in file order
         for end in (source, target):
             if user.component(end).attrs.get("placeholder") and end not in graph:
-                raise BadInput(f"{where}: link {number} ({source} -> {target})",
-                               f"unknown node {end}: define it under \"nodes\" or use a discovered id")
+                raise BadInput(
+                    f"{where}: link {number} ({source} -> {target})",
+                    f'unknown node {end}: define it under "nodes" or use a discovered id',
+                )
     return graph.merge(user, override=override)

@@ -48,7 +48,8 @@ def file_system_of(path: Path) -> tuple[str, str]:
 
 
 def supports_direct_io(directory: Path) -> bool:
-    """Whether an aligned O_DIRECT write works in ``directory`` (tmpfs before Linux 6.6, FUSE... do not)."""
+    """Whether an aligned O_DIRECT write works in ``directory`` (tmpfs before Linux 6.6,
+    FUSE... do not)."""
     probe = directory / f"{FILE_PREFIX}{os.getpid()}.probe"
     buffer = mmap.mmap(-1, ALIGNMENT)
     try:
@@ -73,12 +74,14 @@ def supports_direct_io(directory: Path) -> bool:
 def _remove_stale_files(directory: Path) -> None:
     """Delete files left by a pilot-sys that was killed mid-round (its pid is gone)."""
     for path in directory.glob(f"{FILE_PREFIX}*"):
-        pid = path.name[len(FILE_PREFIX):].split(".", 1)[0]
+        pid = path.name[len(FILE_PREFIX) :].split(".", 1)[0]
         if pid.isdigit() and not psutil.pid_exists(int(pid)):
             path.unlink(missing_ok=True)
 
 
-def unit_rates(ends_ns: np.ndarray, start_ns: int, block_size: int, group: int) -> tuple[np.ndarray, np.ndarray]:
+def unit_rates(
+    ends_ns: np.ndarray, start_ns: int, block_size: int, group: int
+) -> tuple[np.ndarray, np.ndarray]:
     """B/s per group of ``group`` blocks from the blocks' end times; timestamps are group ends."""
     edges = np.concatenate(([start_ns], ends_ns[group - 1 :: group]))
     seconds = np.diff(edges) / 1e9
@@ -88,33 +91,48 @@ def unit_rates(ends_ns: np.ndarray, start_ns: int, block_size: int, group: int) 
 
 
 class SequentialIOWorkload:
-    """Sequential write then read of ``work_amount`` MiB in ``block_size`` blocks, cache kept out."""
+    """Sequential write then read of ``work_amount`` MiB in ``block_size`` blocks, cache kept
+    out."""
 
     work_amount_unit = "MiB"
 
-    def __init__(self, directory: Path | str = ".", *, block_size: int = MiB, read_back: bool = True,
-                 method: Method = "auto") -> None:
+    def __init__(
+        self,
+        directory: Path | str = ".",
+        *,
+        block_size: int = MiB,
+        read_back: bool = True,
+        method: Method = "auto",
+    ) -> None:
         self.directory = Path(directory)
         if not self.directory.is_dir():
-            raise BadInput(str(directory), "not a directory (the built-in workload writes a file there)")
+            raise BadInput(
+                str(directory), "not a directory (the built-in workload writes a file there)"
+            )
         if not os.access(self.directory, os.W_OK | os.X_OK):
             raise BadInput(str(directory), "not writable by this user; choose another directory")
         if block_size <= 0 or block_size % ALIGNMENT:
-            raise BadInput("--block-size", f"must be a positive multiple of {ALIGNMENT} bytes, got {block_size}")
+            raise BadInput(
+                "--block-size",
+                f"must be a positive multiple of {ALIGNMENT} bytes, got {block_size}",
+            )
         self.block_size = block_size
         self.read_back = read_back
         self.requested_method: Method = method
         self.group = max(1, math.ceil(MIN_UNIT_BYTES / block_size))
         self.mount, self.fs_type = file_system_of(self.directory)
         self._direct: bool | None = None
-        self.name = f"builtin sequential write{'/read' if read_back else ''} in {self.directory.resolve()}"
+        self.name = (
+            f"builtin sequential write{'/read' if read_back else ''} in {self.directory.resolve()}"
+        )
 
     @property
     def direct(self) -> bool:
         """Whether rounds use O_DIRECT (probed once on the directory for ``method='auto'``)."""
         if self._direct is None:
             if self.requested_method == "auto":
-                # On memory-backed file systems the page cache is the storage: O_DIRECT means nothing.
+                # On memory-backed file systems the page cache is the storage:
+                # O_DIRECT means nothing.
                 memory = self.fs_type in MEMORY_FS
                 self._direct = not memory and supports_direct_io(self.directory)
             else:
@@ -124,23 +142,44 @@ class SequentialIOWorkload:
     def method_description(self) -> str:
         where = f"{self.fs_type} at {self.mount}"
         if self.direct:
-            text = f"O_DIRECT with a page-aligned buffer, {self.block_size // 1024} KiB blocks, page cache bypassed ({where})"
+            text = (
+                f"O_DIRECT with a page-aligned buffer, {self.block_size // 1024} KiB blocks, "
+                f"page cache bypassed ({where})"
+            )
         else:
-            text = (f"buffered {self.block_size // 1024} KiB blocks with fsync after each block and "
-                    f"posix_fadvise(DONTNEED) before reading back, O_DIRECT not used ({where})")
+            text = (
+                f"buffered {self.block_size // 1024} KiB blocks with fsync after each block and "
+                f"posix_fadvise(DONTNEED) before reading back, O_DIRECT not used ({where})"
+            )
         if self.fs_type in MEMORY_FS:
-            text = (f"{self.block_size // 1024} KiB blocks on a memory-backed file system ({where}): "
-                    "this measures memory copies, there is no device or page cache to keep out")
+            text = (
+                f"{self.block_size // 1024} KiB blocks on a memory-backed file system ({where}): "
+                "this measures memory copies, there is no device or page cache to keep out"
+            )
         return text
 
     def pi_specs(self) -> list[PISpec]:
         how = self.method_description()
         # one unit reading per group of blocks: equal work, whatever the rate
-        specs = [PISpec(name="write_bw", unit="B/s", pi_type=PIType.HARMONIC, unit_weighting="work",
-                        description=f"sequential write: {how}")]
+        specs = [
+            PISpec(
+                name="write_bw",
+                unit="B/s",
+                pi_type=PIType.HARMONIC,
+                unit_weighting="work",
+                description=f"sequential write: {how}",
+            )
+        ]
         if self.read_back:
-            specs.append(PISpec(name="read_bw", unit="B/s", pi_type=PIType.HARMONIC, unit_weighting="work",
-                                description=f"sequential read: {how}"))
+            specs.append(
+                PISpec(
+                    name="read_bw",
+                    unit="B/s",
+                    pi_type=PIType.HARMONIC,
+                    unit_weighting="work",
+                    description=f"sequential read: {how}",
+                )
+            )
         return specs
 
     def free_bytes(self) -> int:
@@ -148,24 +187,35 @@ class SequentialIOWorkload:
         return stat.f_bavail * stat.f_frsize
 
     def default_work_amount_range(self) -> tuple[float, float]:
-        """16 MiB .. 1 GiB, capped at a quarter of the free space; BadInput when too little is free."""
+        """16 MiB .. 1 GiB, capped at a quarter of the free space; BadInput when too little is
+        free."""
         low, high = DEFAULT_RANGE_MIB
         free = self.free_bytes() - SPACE_MARGIN
         high = min(high, float(free // 4 // MiB))
         if high < low:
-            raise BadInput(str(self.directory), f"only {max(free, 0) // MiB} MiB free after a {SPACE_MARGIN // MiB} MiB "
-                           f"margin; the built-in workload needs at least {4 * low:g} MiB: free space or choose another directory")
+            raise BadInput(
+                str(self.directory),
+                f"only {max(free, 0) // MiB} MiB free after a {SPACE_MARGIN // MiB} MiB "
+                f"margin; the built-in workload needs at least {4 * low:g} MiB: free space or "
+                "choose another directory",
+            )
         return low, high
 
-    def validate_work_amount_range(self, low: float, high: float, where: str = "-w/--work-amount") -> None:
+    def validate_work_amount_range(
+        self, low: float, high: float, where: str = "-w/--work-amount"
+    ) -> None:
         """BadInput (naming ``where``) when the largest round would not fit in the free space."""
         if low < 1 or high < low:
             raise BadInput(where, f"needs 1 <= MIN <= MAX MiB, got {low:g},{high:g}")
         need = self._blocks(high) * self.block_size + SPACE_MARGIN
         free = self.free_bytes()
         if need > free:
-            raise BadInput(where, f"a {high:g} MiB round needs {need / MiB:.0f} MiB free in {self.directory} "
-                           f"(with a {SPACE_MARGIN // MiB} MiB margin), only {free / MiB:.0f} MiB are; lower MAX")
+            raise BadInput(
+                where,
+                f"a {high:g} MiB round needs {need / MiB:.0f} MiB free in {self.directory} "
+                f"(with a {SPACE_MARGIN // MiB} MiB margin), only {free / MiB:.0f} MiB are; "
+                "lower MAX",
+            )
 
     def data_path_args(self) -> list[str]:
         return [str(self.directory.resolve())]
@@ -177,17 +227,24 @@ class SequentialIOWorkload:
         """A failed round (not bad input) when space ran out since the range was checked."""
         free = self.free_bytes()
         if free - SPACE_MARGIN < nbytes:
-            raise WorkloadFailed(f"{self.directory}: a {nbytes / MiB:g} MiB round needs {(nbytes + SPACE_MARGIN) / MiB:g} MiB "
-                                 f"free (with margin), only {free / MiB:.0f} MiB are: lower the work amount or free space")
+            raise WorkloadFailed(
+                f"{self.directory}: a {nbytes / MiB:g} MiB round needs "
+                f"{(nbytes + SPACE_MARGIN) / MiB:g} MiB free (with margin), "
+                f"only {free / MiB:.0f} MiB are: lower the work amount or free space"
+            )
 
-    def _write(self, path: Path, blocks: int, buffer: mmap.mmap, ends: np.ndarray) -> tuple[int, int]:
-        """Write the file, recording each block's end time; returns (start, end incl. final fsync) in ns."""
+    def _write(
+        self, path: Path, blocks: int, buffer: mmap.mmap, ends: np.ndarray
+    ) -> tuple[int, int]:
+        """Write the file, recording each block's end time; returns (start, end incl. final
+        fsync) in ns."""
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | (os.O_DIRECT if self.direct else 0)
         fd = os.open(path, flags, 0o600)
         try:
             start = time.perf_counter_ns()
             for i in range(blocks):
-                buffer[:8] = i.to_bytes(8, "little")  # distinct blocks: no dedup or zero-block shortcuts
+                # distinct blocks: no dedup or zero-block shortcuts
+                buffer[:8] = i.to_bytes(8, "little")
                 if os.write(fd, buffer) != self.block_size:
                     raise WorkloadFailed(f"{path}: short write at block {i}")
                 if not self.direct:
@@ -201,7 +258,9 @@ class SequentialIOWorkload:
             os.close(fd)
         return start, end
 
-    def _read(self, path: Path, blocks: int, buffer: mmap.mmap, ends: np.ndarray) -> tuple[int, int]:
+    def _read(
+        self, path: Path, blocks: int, buffer: mmap.mmap, ends: np.ndarray
+    ) -> tuple[int, int]:
         fd = os.open(path, os.O_RDONLY | (os.O_DIRECT if self.direct else 0))
         try:
             if not self.direct:
@@ -240,7 +299,9 @@ class SequentialIOWorkload:
             duration = (time.perf_counter_ns() - round_start) / 1e9
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
-                raise WorkloadFailed(f"{self.directory}: file system full during the round; lower the work amount") from None
+                raise WorkloadFailed(
+                    f"{self.directory}: file system full during the round; lower the work amount"
+                ) from None
             raise WorkloadFailed(f"{path}: {exc.strerror}") from None
         finally:
             path.unlink(missing_ok=True)
@@ -249,8 +310,11 @@ class SequentialIOWorkload:
         rates, stamps = unit_rates(write_ends, w_start, self.block_size, self.group)
         units = {"write_bw": rates}
         times = {"write_bw": (stamps - round_start) / 1e9}
-        lines = [f"method: {self.method_description()}", f"bytes: {nbytes}",
-                 f"write_seconds: {(w_end - w_start) / 1e9:.9f}"]
+        lines = [
+            f"method: {self.method_description()}",
+            f"bytes: {nbytes}",
+            f"write_seconds: {(w_end - w_start) / 1e9:.9f}",
+        ]
         if self.read_back:
             readings["read_bw"] = nbytes / ((r_end - r_start) / 1e9)
             rates, stamps = unit_rates(read_ends, r_start, self.block_size, self.group)
@@ -259,5 +323,12 @@ class SequentialIOWorkload:
             lines.append(f"read_seconds: {(r_end - r_start) / 1e9:.9f}")
         summary = round_dir / "builtin.txt"
         summary.write_text("\n".join(lines) + "\n")
-        return RoundOutput(work_amount=nbytes / MiB, duration=duration, readings=readings, unit_readings=units,
-                           unit_timestamps=times, work_done=float(nbytes), output_files=[summary])
+        return RoundOutput(
+            work_amount=nbytes / MiB,
+            duration=duration,
+            readings=readings,
+            unit_readings=units,
+            unit_timestamps=times,
+            work_done=float(nbytes),
+            output_files=[summary],
+        )

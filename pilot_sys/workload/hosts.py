@@ -19,8 +19,7 @@ from pydantic import BaseModel, Field
 
 from pilot_sys.topology.mountinfo import MountEntry, mount_for, remote_host
 from pilot_sys.topology.remote_hosts import RemoteHost
-from pilot_sys.topology.resolve import candidates
-from pilot_sys.workload.command_line import data_paths, program_index
+from pilot_sys.workload.command_line import HOST_PREFIX, data_paths, host_arguments
 
 _LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
@@ -38,55 +37,8 @@ class HostMatch(BaseModel):
 
     matched: dict[str, list[HostMention]] = Field(default_factory=dict)  # declared name -> mentions
     undeclared: list[HostMention] = Field(default_factory=list)  # one per host, first mention
-    local: list[HostMention] = Field(
-        default_factory=list
-    )  # loopback: this machine, monitored anyway
-
-
-def _iperf3_servers(args: list[str]) -> list[tuple[str, str]]:
-    found = []
-    for i, arg in enumerate(args):
-        if arg in ("-c", "--client") and i + 1 < len(args):
-            found.append((f"{arg} {args[i + 1]}", args[i + 1]))
-        elif arg.startswith("--client="):
-            found.append((arg, arg.partition("=")[2]))
-        elif arg.startswith("-c") and not arg.startswith("--") and len(arg) > 2:
-            found.append((arg, arg[2:]))
-    return found
-
-
-def _fio_host(value: str) -> str | None:
-    """``ip:h,port``, ``ip6:addr,port``, ``h,port`` or ``h`` -> h; ``sock:path`` -> None (local)."""
-    if value.startswith("sock:"):
-        return None
-    for prefix in ("ip:", "ip6:"):
-        if value.startswith(prefix):
-            value = value[len(prefix) :]
-            break
-    host = value.rsplit(",", 1)[0] if "," in value else value
-    return host.strip("[]") or None
-
-
-def _fio_servers(args: list[str], cwd: Path) -> list[tuple[str, str]]:
-    values = []
-    for i, arg in enumerate(args):
-        if arg == "--client" and i + 1 < len(args):
-            values.append((f"{arg} {args[i + 1]}", args[i + 1]))
-        elif arg.startswith("--client="):
-            values.append((arg, arg.partition("=")[2]))
-    found = []
-    for argument, value in values:
-        listing = cwd / value
-        if "," not in value and ":" not in value and listing.is_file():
-            # fio reads a file of host names, one per line
-            lines = listing.read_text(errors="replace").splitlines()
-            hosts = [
-                h for line in lines if (h := _fio_host(line.strip())) and not line.startswith("#")
-            ]
-            found += [(argument, h) for h in hosts]
-        elif (host := _fio_host(value)) is not None:
-            found.append((argument, host))
-    return found
+    # loopback: this machine, monitored anyway
+    local: list[HostMention] = Field(default_factory=list)
 
 
 def mentioned_hosts(
@@ -99,28 +51,14 @@ def mentioned_hosts(
     """
     if not argv:
         return []
-    start = program_index(argv)
-    program = os.path.basename(argv[start])
-    args = argv[start + 1 :]
-    mentions: list[HostMention] = []
-    if program == "iperf3":
-        mentions += [
-            HostMention(host=h, argument=a, role="iperf3 server") for a, h in _iperf3_servers(args)
-        ]
-    elif program == "fio":
-        mentions += [
-            HostMention(host=h, argument=a, role="fio server") for a, h in _fio_servers(args, cwd)
-        ]
-    else:
-        mentions += [
-            HostMention(host=value.removeprefix("host:"), argument=argument, role="host option")
-            for argument, value, _ in candidates(args)
-            if value.startswith("host:")
-        ]
+    found = host_arguments(argv, cwd)
+    mentions = [HostMention(host=m.host, argument=m.argument, role=m.role) for m in found]
     # In fio's client/server mode the job's files are on the servers, not on this machine.
-    client_mode = program == "fio" and any(m.role == "fio server" for m in mentions)
+    client_mode = any(m.role == "fio server" for m in mentions)
     if mounts and not client_mode:
         for path in data_paths(argv, cwd):
+            if path.startswith(HOST_PREFIX):
+                continue
             full = os.path.realpath(path if os.path.isabs(path) else cwd / path)
             entry = mount_for(full, mounts)
             if entry is not None and entry.is_network and (server := remote_host(entry)):

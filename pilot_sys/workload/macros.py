@@ -25,5 +25,8 @@ def uses_work_amount(argv: list[str]) -> bool:
 
 
 def substitute(argv: list[str], work_amount: str, result_dir: Path) -> list[str]:
-    """Replace both macros in every argument (anywhere inside it, e.g. ``--size=%WORK_AMOUNT%M``)."""
-    return [arg.replace(WORK_AMOUNT, work_amount).replace(RESULT_DIR, str(result_dir)) for arg in argv]
+    """Replace both macros in every argument (anywhere inside it, e.g.
+    ``--size=%WORK_AMOUNT%M``)."""
+    return [
+        arg.replace(WORK_AMOUNT, work_amount).replace(RESULT_DIR, str(result_dir)) for arg in argv
+    ]

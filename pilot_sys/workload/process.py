@@ -107,14 +107,28 @@ def _pgid(pid: int) -> int | None:
         return None
 
 
-def run_process(argv: list[str], *, stdout: Path, stderr: Path, env: dict[str, str], cwd: Path,
-                timeout: float | None) -> ProcessResult:
+def run_process(
+    argv: list[str],
+    *,
+    stdout: Path,
+    stderr: Path,
+    env: dict[str, str],
+    cwd: Path,
+    timeout: float | None,
+) -> ProcessResult:
     """Run ``argv`` to completion with its output in files; raise on timeout, kill on interrupt."""
     with stdout.open("wb") as out, stderr.open("wb") as err:
         start = time.perf_counter()
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=cwd,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+            )
         except FileNotFoundError:
             raise BadInput(argv[0], "command not found (check the spelling and PATH)") from None
         except PermissionError:
@@ -123,8 +137,10 @@ def run_process(argv: list[str], *, stdout: Path, stderr: Path, env: dict[str, s
             returncode = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             kill_tree(proc)
-            raise WorkloadTimeout(f"{os.path.basename(argv[0])}: round timed out after {timeout:g} s; "
-                                  "the command and its child processes were killed") from None
+            raise WorkloadTimeout(
+                f"{os.path.basename(argv[0])}: round timed out after {timeout:g} s; "
+                "the command and its child processes were killed"
+            ) from None
         except BaseException:  # Ctrl-C or the engine stopping: leave nothing running
             kill_tree(proc)
             raise

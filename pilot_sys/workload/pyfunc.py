@@ -1,4 +1,5 @@
-"""In-process workloads: a Python function given the work amount (the first kind of benchmark, seeds/002 §IV).
+"""In-process workloads: a Python function given the work amount (the first kind of
+benchmark, the Pilot paper §IV).
 
 Like a unit-test framework, the user writes the function and pilot-sys decides the rounds::
 
@@ -37,9 +38,16 @@ REGISTRY: dict[str, FunctionWorkload] = {}
 class FunctionWorkload:
     """A Python callable run in rounds; see the module docstring for what it may return."""
 
-    def __init__(self, func: Callable[[int], Result], *, name: str | None = None, pi_specs: list[PISpec] | None = None,
-                 unit_readings: bool = False, work_amount_unit: str = "work",
-                 work_amount: tuple[float, float] | None = None) -> None:
+    def __init__(
+        self,
+        func: Callable[[int], Result],
+        *,
+        name: str | None = None,
+        pi_specs: list[PISpec] | None = None,
+        unit_readings: bool = False,
+        work_amount_unit: str = "work",
+        work_amount: tuple[float, float] | None = None,
+    ) -> None:
         if not callable(func):
             raise BadInput("func", "a benchmark must be callable with the work amount")
         self.func = func
@@ -48,9 +56,13 @@ class FunctionWorkload:
         self.work_amount_unit = work_amount_unit
         self.work_amount_range = work_amount
         # per unit, each timed call is one unit of work: its rates average harmonically
-        rate = PISpec(name="work_rate", unit=f"{work_amount_unit}/s", pi_type=PIType.HARMONIC,
-                      unit_weighting="work" if unit_readings else None,
-                      description=f"work amount per second of {self.name}")
+        rate = PISpec(
+            name="work_rate",
+            unit=f"{work_amount_unit}/s",
+            pi_type=PIType.HARMONIC,
+            unit_weighting="work" if unit_readings else None,
+            description=f"work amount per second of {self.name}",
+        )
         self._specs = {spec.name: spec for spec in pi_specs or [rate]}
         # Numbers the function returns go to the user's first PI, or to a plain "value" PI.
         self._value_name = pi_specs[0].name if pi_specs else "value"
@@ -70,8 +82,12 @@ class FunctionWorkload:
     def _call(self, amount: int) -> Result:
         try:
             return self.func(amount)
-        except Exception as exc:  # the user's code failing is a failed round, not a crash of pilot-sys
-            raise WorkloadFailed(f"{self.name}({amount}) raised {type(exc).__name__}: {exc}") from exc
+        except (
+            Exception
+        ) as exc:  # the user's code failing is a failed round, not a crash of pilot-sys
+            raise WorkloadFailed(
+                f"{self.name}({amount}) raised {type(exc).__name__}: {exc}"
+            ) from exc
 
     def _per_unit_round(self, amount: int, out: RoundOutput) -> None:
         """Call the function once per unit, timing each call."""
@@ -93,7 +109,9 @@ class FunctionWorkload:
             units = 1e9 / np.diff(np.concatenate(([start], ends))).astype(float)
         out.unit_readings[spec.name] = units
         out.unit_timestamps[spec.name] = stamps
-        out.readings[spec.name] = float(amount / out.duration) if not values else type_mean(units, spec.pi_type)
+        out.readings[spec.name] = (
+            float(amount / out.duration) if not values else type_mean(units, spec.pi_type)
+        )
 
     def run_round(self, work_amount: float, round_dir: Path) -> RoundOutput:
         """Run the function for one round; nothing is written to ``round_dir``."""
@@ -107,7 +125,9 @@ class FunctionWorkload:
         out.duration = time.perf_counter() - start
         if result is None:
             if out.duration <= 0:
-                raise WorkloadFailed(f"{self.name}({amount}) took no measurable time; raise the work amount")
+                raise WorkloadFailed(
+                    f"{self.name}({amount}) took no measurable time; raise the work amount"
+                )
             out.readings[self._spec("work_rate").name] = amount / out.duration
         elif isinstance(result, dict):
             for name, value in result.items():
@@ -123,25 +143,40 @@ class FunctionWorkload:
         try:
             units = np.asarray(value, dtype=float).ravel()
         except (TypeError, ValueError):
-            raise WorkloadFailed(f"{self.name} returned {type(value).__name__} for {spec.name}; "
-                                 "expected a number or a sequence of numbers") from None
+            raise WorkloadFailed(
+                f"{self.name} returned {type(value).__name__} for {spec.name}; "
+                "expected a number or a sequence of numbers"
+            ) from None
         if units.size == 0:
             raise WorkloadFailed(f"{self.name} returned no values for {spec.name}")
         out.unit_readings[spec.name] = units
         out.readings[spec.name] = type_mean(units, spec.pi_type)
 
 
-def benchmark(func: F | None = None, *, name: str | None = None, pi_specs: list[PISpec] | None = None,
-              unit_readings: bool = False, work_amount_unit: str = "work",
-              work_amount: tuple[float, float] | None = None) -> Any:
-    """Register a function as a benchmark (``@benchmark`` or ``@benchmark(...)``); returns it unchanged.
+def benchmark(
+    func: F | None = None,
+    *,
+    name: str | None = None,
+    pi_specs: list[PISpec] | None = None,
+    unit_readings: bool = False,
+    work_amount_unit: str = "work",
+    work_amount: tuple[float, float] | None = None,
+) -> Any:
+    """Register a function as a benchmark (``@benchmark`` or ``@benchmark(...)``); returns it
+    unchanged.
 
     The registered ``FunctionWorkload`` is in ``REGISTRY`` and on the function as ``.workload``.
     """
 
     def register(f: F) -> F:
-        workload = FunctionWorkload(f, name=name, pi_specs=pi_specs, unit_readings=unit_readings,
-                                    work_amount_unit=work_amount_unit, work_amount=work_amount)
+        workload = FunctionWorkload(
+            f,
+            name=name,
+            pi_specs=pi_specs,
+            unit_readings=unit_readings,
+            work_amount_unit=work_amount_unit,
+            work_amount=work_amount,
+        )
         REGISTRY[workload.name] = workload
         f.workload = workload  # type: ignore[attr-defined]
         return f

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -20,12 +21,23 @@ from pilot_sys.errors import BadInput, WorkloadFailed
 from pilot_sys.stats.pi import PIType
 from pilot_sys.workload import macros
 from pilot_sys.workload.base import PISpec, RoundOutput
+from pilot_sys.workload.cgroup_launch import CgroupTarget, in_cgroup
 from pilot_sys.workload.command_line import data_paths, program_index, program_name
-from pilot_sys.workload.parsers import PARSERS, CapturedOutput, MalformedOutput, ParsedOutput, iperf3, table
-from pilot_sys.workload.process import run_process
+from pilot_sys.workload.parsers import (
+    PARSERS,
+    CapturedOutput,
+    MalformedOutput,
+    ParsedOutput,
+    iperf3,
+    table,
+)
+from pilot_sys.workload.process import WorkloadTimeout, run_process
 
 FIO_LOG_PREFIX = "fio"  # logs land in the round directory as fio_bw.1.log, fio_lat.1.log...
 REPRESENTATIVE_WORK_AMOUNT = 1.0  # what data_path_args() substitutes: paths rarely depend on it
+# a round still running at the session limit is cut once it overruns the limit by this share of
+# it: a round the planner sized to fit, a little slower than predicted, is still kept whole
+LIMIT_GRACE = 0.05
 
 
 def detect_parser(argv: list[str]) -> str:
@@ -38,8 +50,17 @@ def _has_option(args: Iterable[str], *names: str) -> bool:
     return any(arg == name or arg.startswith(name + "=") for arg in args for name in names)
 
 
+class RoundCutByLimit(WorkloadFailed):
+    """A round still running at the session limit, killed with its process tree: the session
+    ends at its limit (not a workload failure), and the round is journaled as cut."""
+
+
 class CommandWorkload:
-    """Runs ``argv`` once per round and parses its output into readings and unit readings."""
+    """Runs ``argv`` once per round and parses its output into readings and unit readings.
+
+    ``session_deadline`` (``time.monotonic()`` seconds, set by the session when it has a limit)
+    bounds every round: one that hangs is cut at the limit (plus ``LIMIT_GRACE`` of it) and
+    ``cut_by_limit`` says why, instead of holding the session past its limit."""
 
     def __init__(
         self,
@@ -55,12 +76,15 @@ class CommandWorkload:
         integer_work_amount: bool = True,
         fio_log_avg_msec: int = 100,
         work_amount_unit: str = "work",
+        cgroup: CgroupTarget | None = None,
     ) -> None:
         if not argv or not argv[0]:
             raise BadInput("command", "no command given to run")
         chosen = parser or detect_parser(argv)
         if chosen not in PARSERS:
-            raise BadInput("--parser", f"unknown parser {chosen!r}; choose one of {', '.join(PARSERS)}")
+            raise BadInput(
+                "--parser", f"unknown parser {chosen!r}; choose one of {', '.join(PARSERS)}"
+            )
         if timeout is not None and timeout <= 0:
             raise BadInput("--timeout", f"must be a positive number of seconds, got {timeout:g}")
         if fio_log_avg_msec <= 0:
@@ -75,21 +99,55 @@ class CommandWorkload:
         self.integer_work_amount = integer_work_amount
         self.fio_log_avg_msec = fio_log_avg_msec
         self.work_amount_unit = work_amount_unit
+        self.cgroup = cgroup  # every round starts inside it (``cgroup_launch.in_cgroup``)
         self.nominal_work_amount = not macros.uses_work_amount(self.argv + list(self.env.values()))
+        self.session_deadline: float | None = None
+        self.session_limit: float | None = None  # the limit the deadline comes from, for messages
+        self.cut_by_limit: str | None = None
         self._overrides = {spec.name: spec for spec in pi_specs or []}
         self._specs: list[PISpec] = list(pi_specs or [])
         if self.parser == "none":
-            self._specs = [self._work_rate_spec()]
+            self._specs = [self._timing_spec()]
         if not self.cwd.is_dir():
             raise BadInput(str(self.cwd), "working directory does not exist")
 
     def _work_rate_spec(self) -> PISpec:
-        return self._overrides.get("work_rate", PISpec(
-            name="work_rate", unit=f"{self.work_amount_unit}/s", pi_type=PIType.HARMONIC,
-            description="work amount divided by the round's wall-clock duration"))
+        return self._overrides.get(
+            "work_rate",
+            PISpec(
+                name="work_rate",
+                unit=f"{self.work_amount_unit}/s",
+                pi_type=PIType.HARMONIC,
+                description="work amount divided by the round's wall-clock duration",
+            ),
+        )
+
+    def _round_time_spec(self) -> PISpec:
+        return self._overrides.get(
+            "round_time",
+            PISpec(
+                name="round_time",
+                unit="s",
+                pi_type=PIType.ARITHMETIC,
+                higher_is_better=False,
+                description="the round's wall-clock duration (the command has no %WORK_AMOUNT%)",
+            ),
+        )
+
+    @property
+    def _times_rounds(self) -> bool:
+        """Every round does the same, unnamed work (no %WORK_AMOUNT%, no --work-unit)."""
+        return self.nominal_work_amount and self.work_amount_unit == "work"
+
+    def _timing_spec(self) -> PISpec:
+        """What ``--parser none`` measures: the rate of work when the work amount varies or has
+        a unit (``--work-unit requests``: a round is one request), else the time a round takes:
+        ``sleep 0.1`` is about 102 ms a round, not 9.8 work/s."""
+        return self._round_time_spec() if self._times_rounds else self._work_rate_spec()
 
     def pi_specs(self) -> list[PISpec]:
-        """The PIs: known up front for ``--parser none`` or given ``pi_specs``, else after a first round."""
+        """The PIs: known up front for ``--parser none`` or given ``pi_specs``, else after a
+        first round."""
         return list(self._specs)
 
     def command_for(self, work_amount: float, round_dir: Path) -> list[str]:
@@ -100,7 +158,9 @@ class CommandWorkload:
         rest = argv[at:]
         added: list[str] = []
         if self.parser == "fio":
-            formats = next((a.split("=", 1)[1] for a in rest if a.startswith("--output-format=")), None)
+            formats = next(
+                (a.split("=", 1)[1] for a in rest if a.startswith("--output-format=")), None
+            )
             if formats is None:
                 added.append("--output-format=json")
             elif not any(f.startswith("json") for f in formats.split(",")):  # json+ is JSON too
@@ -113,7 +173,8 @@ class CommandWorkload:
                 added.append(f"--log_avg_msec={self.fio_log_avg_msec}")
         elif self.parser == "iperf3" and not _has_option(rest, "-J", "--json"):
             added.append("-J")
-        return argv[:at] + added + rest
+        final = argv[:at] + added + rest
+        return in_cgroup(final, self.cgroup) if self.cgroup is not None else final
 
     def _environment(self, work_amount: str, round_dir: Path) -> dict[str, str]:
         """The user's environment, plus ``env`` with the macros substituted in its values too."""
@@ -137,7 +198,10 @@ class CommandWorkload:
             out = ParsedOutput()
             if duration <= 0:
                 raise MalformedOutput(captured.stdout_name, "the round took no measurable time")
-            out.add(self._work_rate_spec(), work_amount / duration)
+            if self._times_rounds:
+                out.add(self._round_time_spec(), duration)
+            else:
+                out.add(self._work_rate_spec(), work_amount / duration)
             return out
         if self.parser in ("csv", "lines"):
             out = table.parse(captured, one_column=self.parser == "lines", specs=self._overrides)
@@ -148,10 +212,15 @@ class CommandWorkload:
         if out.non_finite:  # a failed measurement: averaging around it would invent a result
             first = out.non_finite[0]
             where = first.where if first.line is not None else captured.stdout_name
-            raise MalformedOutput(where, "the workload printed values that are not finite "
-                                  "numbers: " + "; ".join(n.message() for n in out.non_finite))
+            raise MalformedOutput(
+                where,
+                "the workload printed values that are not finite "
+                "numbers: " + "; ".join(n.message() for n in out.non_finite),
+            )
         if not out.readings:
-            raise MalformedOutput(captured.stdout_name, f"nothing the {self.parser} parser could read")
+            raise MalformedOutput(
+                captured.stdout_name, f"nothing the {self.parser} parser could read"
+            )
         out.specs = [self._overrides.get(spec.name, spec) for spec in out.specs]
         return out
 
@@ -167,7 +236,8 @@ class CommandWorkload:
             except ValueError:  # a real-time signal has no name
                 how = f"was killed by signal {-returncode}"
         else:
-            how = f"exited with code {returncode} (accepted: {', '.join(map(str, sorted(self.accepted_returncodes)))})"
+            accepted = ", ".join(map(str, sorted(self.accepted_returncodes)))
+            how = f"exited with code {returncode} (accepted: {accepted})"
         return WorkloadFailed(f"{self.name}: {how}: {why} [output kept in {captured.round_dir}]")
 
     def run_round(self, work_amount: float, round_dir: Path) -> RoundOutput:
@@ -176,8 +246,25 @@ class CommandWorkload:
         argv = self.command_for(work_amount, round_dir)
         text = macros.format_work_amount(work_amount, integer=self.integer_work_amount)
         amount = float(work_amount) if self.nominal_work_amount else float(text)
-        result = run_process(argv, stdout=round_dir / "stdout.txt", stderr=round_dir / "stderr.txt",
-                             env=self._environment(text, round_dir), cwd=self.cwd, timeout=self.timeout)
+        timeout, by_limit = self._round_timeout()
+        try:
+            result = run_process(
+                argv,
+                stdout=round_dir / "stdout.txt",
+                stderr=round_dir / "stderr.txt",
+                env=self._environment(text, round_dir),
+                cwd=self.cwd,
+                timeout=timeout,
+            )
+        except WorkloadTimeout:
+            if not by_limit:
+                raise
+            self.cut_by_limit = (
+                f"{self.name}: still running at the session limit, cut after "
+                f"{timeout:.3g} s with its child processes [output kept in "
+                f"{round_dir}]"
+            )
+            raise RoundCutByLimit(self.cut_by_limit) from None
         captured = self._captured(argv, round_dir)
         if result.returncode not in self.accepted_returncodes:
             raise self._failure(result.returncode, captured)
@@ -185,16 +272,40 @@ class CommandWorkload:
         self._specs = parsed.specs
         warnings = list(parsed.warnings)
         if self.nominal_work_amount:
-            warnings.append("the command has no %WORK_AMOUNT%: every round does the same work, the work amount is nominal")
+            warnings.append(
+                "the command has no %WORK_AMOUNT%: every round does the same work, "
+                "the work amount is nominal"
+            )
         if result.leftovers_killed:
             warnings.append(f"ended {result.leftovers_killed} process(es) the command left running")
         return RoundOutput(
-            work_amount=amount, duration=result.duration, returncode=result.returncode,
-            readings=parsed.readings, unit_readings=parsed.unit_readings, unit_timestamps=parsed.unit_timestamps,
-            work_done=parsed.work_done if parsed.work_done is not None else (None if self.nominal_work_amount else amount),
-            output_files=sorted(p for p in round_dir.iterdir() if p.is_file()), warnings=warnings)
+            work_amount=amount,
+            duration=result.duration,
+            returncode=result.returncode,
+            readings=parsed.readings,
+            unit_readings=parsed.unit_readings,
+            unit_timestamps=parsed.unit_timestamps,
+            work_done=parsed.work_done
+            if parsed.work_done is not None
+            else (None if self.nominal_work_amount else amount),
+            output_files=sorted(p for p in round_dir.iterdir() if p.is_file()),
+            warnings=warnings,
+        )
+
+    def _round_timeout(self) -> tuple[float | None, bool]:
+        """This round's timeout: ``--timeout``, or the time to the session's deadline (plus the
+        grace) when that comes first; and whether it is the deadline's."""
+        if self.session_deadline is None:
+            return self.timeout, False
+        grace = LIMIT_GRACE * self.session_limit if self.session_limit else 0.0
+        left = max(0.0, self.session_deadline + grace - time.monotonic())
+        if self.timeout is not None and self.timeout <= left:
+            return self.timeout, False
+        return left, True
 
     def data_path_args(self) -> list[str]:
         """File, directory and device arguments, with the macros substituted."""
-        argv = macros.substitute(self.argv, macros.format_work_amount(REPRESENTATIVE_WORK_AMOUNT), Path("."))
+        argv = macros.substitute(
+            self.argv, macros.format_work_amount(REPRESENTATIVE_WORK_AMOUNT), Path(".")
+        )
         return data_paths(argv, self.cwd)

@@ -15,7 +15,7 @@ Formulas (per interval, sysstat ``iostat -x`` style):
 * ``busy`` = delta(field 10) / (delta t x 1000), clipped to [0, 1] (io_ticks advance in whole
   jiffies at request boundaries, so a short interval can read slightly over 1). It is the share
   of time with at least one request in flight: a saturation signal for a device that serves
-  one request at a time (a single-queue disk, this VM's virtio disk), misleading for devices
+  one request at a time (a single-queue disk, a virtio disk), misleading for devices
   that serve many in parallel (NVMe, RAID, multi-queue): 100 % busy can be far from their limit.
 * ``queue_depth`` = delta(field 11) / (delta t x 1000): the average number of requests in flight.
 * ``read_await_s`` = delta(field 4) / delta(field 1) / 1000 (NaN in an interval without reads);
@@ -47,8 +47,15 @@ NAME = "block"
 SECTOR = 512
 # name -> field number in /proc/diskstats (after major, minor, name)
 FIELDS = {
-    "reads": 1, "sectors_read": 3, "read_ms": 4, "writes": 5, "sectors_written": 7,
-    "write_ms": 8, "in_flight": 9, "io_ticks_ms": 10, "time_in_queue_ms": 11,
+    "reads": 1,
+    "sectors_read": 3,
+    "read_ms": 4,
+    "writes": 5,
+    "sectors_written": 7,
+    "write_ms": 8,
+    "in_flight": 9,
+    "io_ticks_ms": 10,
+    "time_in_queue_ms": 11,
 }
 PARALLEL_PREFIXES = ("nvme", "md", "rbd")
 PER_DEVICE_FILES_UP_TO = 1 / 3  # of the devices /proc/diskstats lists
@@ -99,7 +106,10 @@ def default_devices(context: ProbeContext, present: list[str]) -> list[str]:
         for name in present:
             if name.startswith("ram") or _is_partition(context.root, name):
                 continue
-            if name.startswith("loop") and not (context.path("sys", "block", name, "loop", "backing_file")).exists():
+            if (
+                name.startswith("loop")
+                and not (context.path("sys", "block", name, "loop", "backing_file")).exists()
+            ):
                 continue
             chosen.append(name)
     if context.components is not None:
@@ -110,7 +120,9 @@ def default_devices(context: ProbeContext, present: list[str]) -> list[str]:
 class BlockProbe(Probe):
     name = NAME
 
-    def __init__(self, context: ProbeContext, devices: list[str], listed: int | None = None) -> None:
+    def __init__(
+        self, context: ProbeContext, devices: list[str], listed: int | None = None
+    ) -> None:
         super().__init__()
         self.devices = devices
         self.parallel = {d: serves_in_parallel(context.root, d) for d in devices}
@@ -132,7 +144,9 @@ class BlockProbe(Probe):
         psi_path = context.path("proc", "pressure", "io")
         if psi_path.exists():
             try:
-                self._psi = LineTable(psi_path, [Wanted("some", 8), Wanted("full", 8)], separators=b"=")
+                self._psi = LineTable(
+                    psi_path, [Wanted("some", 8), Wanted("full", 8)], separators=b"="
+                )
                 columns += [f"{IO_PSI}/psi_some_us", f"{IO_PSI}/psi_full_us"]
                 self.readers.append(self._psi)
             except OSError:
@@ -149,14 +163,21 @@ class BlockProbe(Probe):
         files: list[FieldFile] = []
         try:
             for d in devices:
-                files.append(FieldFile(context.path("sys", "class", "block", d, "stat"), [n - 1 for n in FIELDS.values()]))
+                files.append(
+                    FieldFile(
+                        context.path("sys", "class", "block", d, "stat"),
+                        [n - 1 for n in FIELDS.values()],
+                    )
+                )
         except (OSError, ValueError):
             for f in files:
                 f.close()
             return []
         return files
 
-    def derive(self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def derive(
+        self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         dt_ms = intervals(t) * 1000.0
         for d in self.devices:
@@ -170,7 +191,12 @@ class BlockProbe(Probe):
             out[f"{cid}/write_bytes_per_s"] = write_bps
             out[f"{cid}/read_iops"] = read_iops
             out[f"{cid}/write_iops"] = write_iops
-            rates = {"read": read_bps, "write": write_bps, "iops_read": read_iops, "iops_write": write_iops}
+            rates = {
+                "read": read_bps,
+                "write": write_bps,
+                "iops_read": read_iops,
+                "iops_write": write_iops,
+            }
             for direction, rate in rates.items():
                 util = utilization(rate, self.limits[f"{cid}/{direction}"])
                 if util is not None:
@@ -190,7 +216,10 @@ class BlockProbe(Probe):
 
     def attrs(self) -> dict[str, dict[str, object]]:
         return {
-            f"block:{d}": {"serves_in_parallel": self.parallel[d], "hardware_queues": self.queues[d]}
+            f"block:{d}": {
+                "serves_in_parallel": self.parallel[d],
+                "hardware_queues": self.queues[d],
+            }
             for d in self.devices
         }
 

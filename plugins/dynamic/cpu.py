@@ -33,7 +33,17 @@ from pilot_sys.topology.components import Limit, LimitSource
 KIND = "dynamic"
 NAME = "cpu"
 
-FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")  # /proc/stat fields 1-8
+# /proc/stat fields 1-8
+FIELDS = (
+    "user",
+    "nice",
+    "system",
+    "idle",
+    "iowait",
+    "irq",
+    "softirq",
+    "steal",
+)
 BUSY = ("user", "nice", "system", "irq", "softirq")
 SHARES = ("user", "system", "iowait", "irq", "softirq", "steal")
 HOST = "cpu:host"
@@ -46,7 +56,7 @@ class CpuProbe(Probe):
         super().__init__()
         self._stat_lines = LineTable(context.path("proc", "stat"), [Wanted("cpu", 1)])
         self.cores = sorted(
-            (int(k[3:]) for k in self._stat_lines.keys() if k.startswith("cpu") and k[3:].isdigit())
+            int(k[3:]) for k in self._stat_lines.keys() if k.startswith("cpu") and k[3:].isdigit()
         )
         self._stat_lines.close()
         wanted = [Wanted(f"cpu{n}", i + 1) for n in self.cores for i in range(len(FIELDS))]
@@ -66,7 +76,9 @@ class CpuProbe(Probe):
         limit = context.limit(HOST, "compute")
         if not limit.known:
             limit = Limit(
-                value=float(len(self.cores)), unit="cores", source=LimitSource.DERIVED,
+                value=float(len(self.cores)),
+                unit="cores",
+                source=LimitSource.DERIVED,
                 detail="online CPUs counted in /proc/stat",
             )
         self.limits[f"{HOST}/compute"] = limit
@@ -76,7 +88,9 @@ class CpuProbe(Probe):
             )
         self.readers = [self._stat] + ([self._psi] if self._psi is not None else [])
 
-    def derive(self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def derive(
+        self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         n_cores = len(self.cores)
         # ticks per interval: samples x cores x fields

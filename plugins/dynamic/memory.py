@@ -52,8 +52,25 @@ KIND = "dynamic"
 NAME = "memory"
 
 HOST = "memory:host"
-MEMINFO = ("MemTotal", "MemAvailable", "Buffers", "Cached", "SwapTotal", "SwapFree", "Dirty", "Writeback")
-VMSTAT = ("pswpin", "pswpout", "pgmajfault", "pgsteal_kswapd", "pgsteal_direct", "pgscan_kswapd", "pgscan_direct")
+MEMINFO = (
+    "MemTotal",
+    "MemAvailable",
+    "Buffers",
+    "Cached",
+    "SwapTotal",
+    "SwapFree",
+    "Dirty",
+    "Writeback",
+)
+VMSTAT = (
+    "pswpin",
+    "pswpout",
+    "pgmajfault",
+    "pgsteal_kswapd",
+    "pgsteal_direct",
+    "pgscan_kswapd",
+    "pgscan_direct",
+)
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 KIB = 1024.0
 DEFAULT_STAT_INTERVAL_S = 1.0  # the kernel's default vm.stat_interval (HZ jiffies)
@@ -71,7 +88,10 @@ def stat_interval(root: os.PathLike[str] | str = "/") -> tuple[float, str]:
             return value, f"vm.stat_interval = {value:g} s"
     except (OSError, ValueError, IndexError):
         pass
-    return DEFAULT_STAT_INTERVAL_S, f"vm.stat_interval unreadable, the kernel default {DEFAULT_STAT_INTERVAL_S:g} s assumed"
+    return (
+        DEFAULT_STAT_INTERVAL_S,
+        f"vm.stat_interval unreadable, the kernel default {DEFAULT_STAT_INTERVAL_S:g} s assumed",
+    )
 
 
 def useful_rate_hz(interval_s: float) -> float:
@@ -91,21 +111,28 @@ class MemoryProbe(Probe):
         )
         present_vm = set(_keys(context.path("proc", "vmstat")))
         self.vmstat_keys = [k for k in VMSTAT if k in present_vm]
-        self._vmstat = LineTable(context.path("proc", "vmstat"), [Wanted(k, 1) for k in self.vmstat_keys])
-        columns = [f"{HOST}/{k}_kb" for k in self.meminfo_keys] + [f"{HOST}/{k}" for k in self.vmstat_keys]
+        self._vmstat = LineTable(
+            context.path("proc", "vmstat"), [Wanted(k, 1) for k in self.vmstat_keys]
+        )
+        columns = [f"{HOST}/{k}_kb" for k in self.meminfo_keys] + [
+            f"{HOST}/{k}" for k in self.vmstat_keys
+        ]
         self.readers = [self._meminfo, self._vmstat]
         self.columns = tuple(columns)
         interval, source = stat_interval(context.root)
         self.max_rate_hz = useful_rate_hz(interval)
         self.rate_reason = (
             f"meminfo levels and vmstat nr_* are folded from per-CPU deltas every vm.stat_interval "
-            f"({source}): {READS_PER_FOLD:g} reads per fold, at most {MAX_RATE_HZ:g} Hz; the vmstat "
-            "events used are exact at every read and cumulative, so no event is lost, only timing "
-            "finer than the read interval (memory stalls keep the full rate through memory PSI)"
+            f"({source}): {READS_PER_FOLD:g} reads per fold, at most {MAX_RATE_HZ:g} Hz; the "
+            "vmstat events used are exact at every read and cumulative, so no event is lost, only "
+            "timing finer than the read interval (memory stalls keep the full rate through memory "
+            "PSI)"
         )
         self._capacity = context.limit(HOST, "capacity")
 
-    def derive(self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def derive(
+        self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
 
         def kb(key: str) -> np.ndarray:
@@ -121,8 +148,10 @@ class MemoryProbe(Probe):
             capacity = total
             finite = total[np.isfinite(total)]
             self.limits[f"{HOST}/capacity"] = Limit(
-                value=float(finite[-1]) if finite.size else None, unit="B",
-                source=LimitSource.DERIVED if finite.size else LimitSource.UNKNOWN, detail="MemTotal",
+                value=float(finite[-1]) if finite.size else None,
+                unit="B",
+                source=LimitSource.DERIVED if finite.size else LimitSource.UNKNOWN,
+                detail="MemTotal",
             )
         out[f"{HOST}/used_bytes"] = used
         out[f"{HOST}/available_bytes"] = available
@@ -134,7 +163,11 @@ class MemoryProbe(Probe):
 
         def rate(key: str) -> np.ndarray:
             name = f"{HOST}/{key}"
-            return per_second(self.col(raw, name), t) if name in self.columns else np.full(len(t), np.nan)
+            return (
+                per_second(self.col(raw, name), t)
+                if name in self.columns
+                else np.full(len(t), np.nan)
+            )
 
         out[f"{HOST}/swap_in_bytes_per_s"] = rate("pswpin") * PAGE_SIZE
         out[f"{HOST}/swap_out_bytes_per_s"] = rate("pswpout") * PAGE_SIZE

@@ -35,7 +35,9 @@ class MemoryPressureProbe(Probe):
         self.columns = (f"{HOST}/psi_some_us", f"{HOST}/psi_full_us")
         self.readers = [table]
 
-    def derive(self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def derive(
+        self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
         return {
             f"{HOST}/psi_some": per_second(self.col(raw, f"{HOST}/psi_some_us"), t) / 1e6,
             f"{HOST}/psi_full": per_second(self.col(raw, f"{HOST}/psi_full_us"), t) / 1e6,

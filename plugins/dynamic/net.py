@@ -35,8 +35,14 @@ KIND = "dynamic"
 NAME = "net"
 
 FIELDS = {
-    "rx_bytes": 1, "rx_packets": 2, "rx_errors": 3, "rx_drops": 4,
-    "tx_bytes": 9, "tx_packets": 10, "tx_errors": 11, "tx_drops": 12,
+    "rx_bytes": 1,
+    "rx_packets": 2,
+    "rx_errors": 3,
+    "rx_drops": 4,
+    "tx_bytes": 9,
+    "tx_packets": 10,
+    "tx_errors": 11,
+    "tx_drops": 12,
 }
 HEADER_LINES = 2
 
@@ -56,7 +62,10 @@ def sysfs_speed(root: Path, ifname: str) -> Limit:
 
 def lower_devices(root: Path, ifname: str) -> list[str]:
     try:
-        return sorted(p.name[len("lower_"):] for p in (root / "sys" / "class" / "net" / ifname).glob("lower_*"))
+        return sorted(
+            p.name[len("lower_") :]
+            for p in (root / "sys" / "class" / "net" / ifname).glob("lower_*")
+        )
     except OSError:
         return []
 
@@ -75,7 +84,9 @@ class NetProbe(Probe):
         )
         self.readers = [self._dev]
         self.columns = tuple(f"nic:{i}/{f}" for i in interfaces for f in FIELDS)
-        self.duplex = {i: read_text(context.path("sys", "class", "net", i, "duplex")) for i in interfaces}
+        self.duplex = {
+            i: read_text(context.path("sys", "class", "net", i, "duplex")) for i in interfaces
+        }
         self.lower = {i: lower_devices(context.root, i) for i in interfaces}
         for i in interfaces:
             for direction in ("receive", "send"):
@@ -91,10 +102,14 @@ class NetProbe(Probe):
             limit = context.limit(f"nic:{lower}", direction)
             limit = limit if limit.known else sysfs_speed(context.root, lower)
             if limit.known:
-                return limit.model_copy(update={"detail": f"{limit.detail}, of lower device {lower}"})
+                return limit.model_copy(
+                    update={"detail": f"{limit.detail}, of lower device {lower}"}
+                )
         return own
 
-    def derive(self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def derive(
+        self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         for i in self.interfaces:
             cid = f"nic:{i}"
@@ -104,7 +119,9 @@ class NetProbe(Probe):
             rx, tx = rates["rx_bytes"], rates["tx_bytes"]
             half = self.duplex.get(i) == "half"
             for direction, own in (("receive", rx), ("send", tx)):
-                util = utilization(rx + tx if half else own, self.limits.get(f"{cid}/{direction}", UNKNOWN_LIMIT))
+                util = utilization(
+                    rx + tx if half else own, self.limits.get(f"{cid}/{direction}", UNKNOWN_LIMIT)
+                )
                 if util is not None:
                     out[f"{cid}/util_{direction}"] = util
         return out

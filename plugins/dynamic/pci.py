@@ -11,7 +11,8 @@ Formulas, per PCI function (``pci:<address>``), direction as the static PCI plug
 (``send`` = device to host, ``receive`` = host to device):
 
 * ``send_bytes_per_s`` = sum over child disks of ``read_bytes_per_s`` + over child NICs of
-  ``rx_bytes_per_s``; ``receive_bytes_per_s`` = disks' ``write_bytes_per_s`` + NICs' ``tx_bytes_per_s``.
+  ``rx_bytes_per_s``; ``receive_bytes_per_s`` = disks' ``write_bytes_per_s`` + NICs'
+  ``tx_bytes_per_s``.
 * ``util_send`` / ``util_receive`` = those / the link's stated ``send``/``receive`` limit
   (PCIe current link speed x width, from the graph); absent when unknown (emulated devices).
 """
@@ -29,6 +30,7 @@ from pilot_sys.topology.sysfs_paths import pci_ancestors
 KIND = "dynamic"
 NAME = "pci"
 
+
 class PciProbe(Probe):
     name = NAME
     derives_from_metrics = True  # sorted after the block and net plug-ins
@@ -43,14 +45,19 @@ class PciProbe(Probe):
             for direction in ("send", "receive"):
                 self.limits[f"{pci}/{direction}"] = context.limit(pci, direction)
 
-    def derive(self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def derive(
+        self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         self.unmeasured = {}
         for pci, kids in self.children.items():
             send, receive = np.zeros(len(t)), np.zeros(len(t))
             for kid in kids:
-                up, down = (("read_bytes_per_s", "write_bytes_per_s") if kid.startswith("block:")
-                            else ("rx_bytes_per_s", "tx_bytes_per_s"))
+                up, down = (
+                    ("read_bytes_per_s", "write_bytes_per_s")
+                    if kid.startswith("block:")
+                    else ("rx_bytes_per_s", "tx_bytes_per_s")
+                )
                 if f"{kid}/{up}" not in metrics:
                     # not sampled (filtered out): the sum is a lower bound, and says so in attrs
                     self.unmeasured.setdefault(pci, []).append(kid)
@@ -88,6 +95,8 @@ def open_probe(context: ProbeContext) -> PciProbe | None:
             continue  # a partition's traffic is already its disk's
         for address in pci_ancestors(path):
             pci = f"pci:{address}"
-            if context.wants(pci) or (context.components is not None and component in context.components):
+            if context.wants(pci) or (
+                context.components is not None and component in context.components
+            ):
                 children.setdefault(pci, []).append(component)
     return PciProbe(context, children) if children else None

@@ -3,7 +3,14 @@ short measured probe only when asked) and one ``memory:nodeN`` per NUMA node wit
 
 from __future__ import annotations
 
-from pilot_sys.topology.components import Component, ComponentKind, Discovery, Limit, LimitSource, Link
+from pilot_sys.topology.components import (
+    Component,
+    ComponentKind,
+    Discovery,
+    Limit,
+    LimitSource,
+    Link,
+)
 from pilot_sys.topology.dmi import parse_type17
 from pilot_sys.topology.sysroot import SysRoot
 
@@ -26,7 +33,11 @@ def _meminfo_total(text: str | None, key: str = "MemTotal:") -> int | None:
 def _dmi_bandwidth(root: SysRoot) -> tuple[Limit, list[dict[str, object]]]:
     entries = [name for name in root.listdir(DMI) if name.startswith("17-")]
     if not entries:
-        why = "DMI memory entries not present" if not root.exists(DMI) else "no SMBIOS type 17 entries"
+        why = (
+            "DMI memory entries not present"
+            if not root.exists(DMI)
+            else "no SMBIOS type 17 entries"
+        )
         return Limit(detail=why), []
     dimms = []
     unreadable = 0
@@ -47,7 +58,8 @@ def _dmi_bandwidth(root: SysRoot) -> tuple[Limit, list[dict[str, object]]]:
     speeds = sorted({d.configured_speed_mts or d.speed_mts for d in dimms if d.bandwidth})
     widths = sorted({d.data_width_bits for d in dimms if d.bandwidth})
     detail = (
-        f"DMI: {len(rates)} DIMMs x {'/'.join(map(str, speeds))} MT/s x {'/'.join(map(str, widths))}-bit "
+        f"DMI: {len(rates)} DIMMs x {'/'.join(map(str, speeds))} MT/s x "
+        f"{'/'.join(map(str, widths))}-bit "
         "(sum over DIMMs; DIMMs sharing a channel do not add)"
     )
     return Limit(value=float(sum(rates)), source=LimitSource.DMI, detail=detail), info
@@ -74,10 +86,14 @@ def discover(root: SysRoot) -> Discovery:
 
         bandwidth = probe_copy_bandwidth(_probe_buffer_bytes(root))
     elif not bandwidth.known:
-        bandwidth = bandwidth.model_copy(update={"detail": bandwidth.detail + "; `--probe` measures it"})
+        bandwidth = bandwidth.model_copy(
+            update={"detail": bandwidth.detail + "; `--probe` measures it"}
+        )
     limits = {"read": bandwidth, "write": bandwidth}
     if total is not None:
-        limits["capacity"] = Limit(value=float(total), unit="B", source=LimitSource.SYSFS, detail="/proc/meminfo MemTotal")
+        limits["capacity"] = Limit(
+            value=float(total), unit="B", source=LimitSource.SYSFS, detail="/proc/meminfo MemTotal"
+        )
     host = Component(
         id="memory:host",
         kind=ComponentKind.MEMORY,
@@ -93,10 +109,17 @@ def discover(root: SysRoot) -> Discovery:
         size = _meminfo_total(root.read(f"{NODES}/{name}/meminfo"))
         node_limits = {}
         if size is not None:
-            node_limits["capacity"] = Limit(value=float(size), unit="B", source=LimitSource.SYSFS, detail=f"{name}/meminfo")
+            node_limits["capacity"] = Limit(
+                value=float(size), unit="B", source=LimitSource.SYSFS, detail=f"{name}/meminfo"
+            )
         components.append(
-            Component(id=f"memory:{name}", kind=ComponentKind.MEMORY, name=f"NUMA {name}", limits=node_limits,
-                      attrs={"numa_node": int(name[4:])})
+            Component(
+                id=f"memory:{name}",
+                kind=ComponentKind.MEMORY,
+                name=f"NUMA {name}",
+                limits=node_limits,
+                attrs={"numa_node": int(name[4:])},
+            )
         )
         links.append(Link(source="memory:host", target=f"memory:{name}", direction="contains"))
     return Discovery(plugin=NAME, components=components, links=links)

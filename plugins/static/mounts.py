@@ -12,7 +12,13 @@ from __future__ import annotations
 import ipaddress
 
 from pilot_sys.topology.components import Component, ComponentKind, Discovery, Limit, Link
-from pilot_sys.topology.mountinfo import MountEntry, mount_for, parse_mountinfo, remote_host, visible_mounts
+from pilot_sys.topology.mountinfo import (
+    MountEntry,
+    mount_for,
+    parse_mountinfo,
+    remote_host,
+    visible_mounts,
+)
 from pilot_sys.topology.routes import lookup, read_routes, resolve_host
 from pilot_sys.topology.sysroot import SysRoot
 
@@ -26,7 +32,10 @@ def mount_id(mountpoint: str) -> str:
 
 def _pair(parent: str, child: str, outward: str = "write") -> list[Link]:
     back = {"write": "read", "send": "receive"}[outward]
-    return [Link(source=parent, target=child, direction=outward), Link(source=child, target=parent, direction=back)]
+    return [
+        Link(source=parent, target=child, direction=outward),
+        Link(source=child, target=parent, direction=back),
+    ]
 
 
 def _device_of(root: SysRoot, entry: MountEntry, dm_names: dict[str, str]) -> str | None:
@@ -87,12 +96,18 @@ def discover(root: SysRoot) -> Discovery:
                 rid = f"remote:{address}"
                 if rid not in remotes:
                     remotes.add(rid)
-                    components.append(Component(
-                        id=rid, kind=ComponentKind.REMOTE, name=host,
-                        limits={"read": Limit(detail="remote server: add its rating with --load"),
-                                "write": Limit(detail="remote server: add its rating with --load")},
-                        attrs={"address": address},
-                    ))
+                    components.append(
+                        Component(
+                            id=rid,
+                            kind=ComponentKind.REMOTE,
+                            name=host,
+                            limits={
+                                "read": Limit(detail="remote server: add its rating with --load"),
+                                "write": Limit(detail="remote server: add its rating with --load"),
+                            },
+                            attrs={"address": address},
+                        )
+                    )
                     if routes is None:
                         routes = read_routes(root)
                     route = lookup(routes, address or "")
@@ -100,14 +115,24 @@ def discover(root: SysRoot) -> Discovery:
                         warnings.append(f"no route to {host} found (or not an IP address)")
                         links += _pair("memory:host", rid, "send")
                     else:
-                        upstream = "nic:lo" if route.interface == "lo" else f"network:{route.interface}"
+                        upstream = (
+                            "nic:lo" if route.interface == "lo" else f"network:{route.interface}"
+                        )
                         links += _pair(upstream, rid, "send")
                 links += _pair(rid, mid)
         elif entry.is_memory:
             links += _pair("memory:host", mid)
         elif entry.fstype == "overlay":
-            dirs = [entry.super_option("upperdir")] + (entry.super_option("lowerdir") or "").split(":")
-            layers = sorted({found.mountpoint for d in dirs if d and (found := mount_for(d, mounts)) is not None})
+            dirs = [entry.super_option("upperdir")] + (entry.super_option("lowerdir") or "").split(
+                ":"
+            )
+            layers = sorted(
+                {
+                    found.mountpoint
+                    for d in dirs
+                    if d and (found := mount_for(d, mounts)) is not None
+                }
+            )
             attrs["layers"] = layers
             for layer in layers:
                 if layer != entry.mountpoint:
@@ -119,8 +144,15 @@ def discover(root: SysRoot) -> Discovery:
                 links += _pair(f"block:{device}", mid)
             else:
                 warnings.append(f"no block device found for {entry.devnum} ({entry.source})")
-        components.append(Component(id=mid, kind=ComponentKind.MOUNT, name=entry.mountpoint, attrs=attrs,
-                                    warnings=warnings))
+        components.append(
+            Component(
+                id=mid,
+                kind=ComponentKind.MOUNT,
+                name=entry.mountpoint,
+                attrs=attrs,
+                warnings=warnings,
+            )
+        )
     links += _loop_backing(root, mounts)
     return Discovery(plugin=NAME, components=components, links=links)
 

@@ -8,7 +8,14 @@ Speed -1 (virtio, no link) or an unreadable speed stays unknown with the reason;
 
 from __future__ import annotations
 
-from pilot_sys.topology.components import Component, ComponentKind, Discovery, Limit, LimitSource, Link
+from pilot_sys.topology.components import (
+    Component,
+    ComponentKind,
+    Discovery,
+    Limit,
+    LimitSource,
+    Link,
+)
 from pilot_sys.topology.linkspeed import nic_limit
 from pilot_sys.topology.routes import read_routes
 from pilot_sys.topology.sysfs_paths import pci_parent
@@ -20,14 +27,20 @@ NAME = "net"
 ARPHRD_LOOPBACK = 772
 
 
-def _pair(parent: str, child: str, capacity_out: Limit | None = None, capacity_in: Limit | None = None) -> list[Link]:
+def _pair(
+    parent: str, child: str, capacity_out: Limit | None = None, capacity_in: Limit | None = None
+) -> list[Link]:
     out = {"capacity": capacity_out} if capacity_out is not None else {}
     back = {"capacity": capacity_in} if capacity_in is not None else {}
-    return [Link(source=parent, target=child, direction="send", **out),
-            Link(source=child, target=parent, direction="receive", **back)]
+    return [
+        Link(source=parent, target=child, direction="send", **out),
+        Link(source=child, target=parent, direction="receive", **back),
+    ]
 
 
-def _nic_type(root: SysRoot, base: str, uevent: dict[str, str], virtual: bool, if_type: int | None) -> str:
+def _nic_type(
+    root: SysRoot, base: str, uevent: dict[str, str], virtual: bool, if_type: int | None
+) -> str:
     if if_type == ARPHRD_LOOPBACK:
         return "loopback"
     if root.isdir(f"{base}/bonding"):
@@ -44,13 +57,20 @@ def _nic_type(root: SysRoot, base: str, uevent: dict[str, str], virtual: bool, i
 def _derived_aggregate(kind: str, mode: str | None, lowers: list[Limit]) -> Limit | None:
     """A bond's limit from its slaves when its own speed is unknown: active-backup carries one
     slave's speed, the other modes spread flows over all slaves (one flow still gets one slave)."""
-    if kind != "bond" or not lowers or not all(l.known for l in lowers):
+    if kind != "bond" or not lowers or not all(lim.known for lim in lowers):
         return None
-    values = [l.value or 0.0 for l in lowers]
+    values = [lim.value or 0.0 for lim in lowers]
     if mode and mode.startswith("active-backup"):
-        return Limit(value=max(values), source=LimitSource.DERIVED, detail="active-backup: one slave at a time")
-    return Limit(value=sum(values), source=LimitSource.DERIVED,
-                 detail=f"{mode or 'bond'}: sum of {len(values)} slaves (a single flow uses one)")
+        return Limit(
+            value=max(values),
+            source=LimitSource.DERIVED,
+            detail="active-backup: one slave at a time",
+        )
+    return Limit(
+        value=sum(values),
+        source=LimitSource.DERIVED,
+        detail=f"{mode or 'bond'}: sum of {len(values)} slaves (a single flow uses one)",
+    )
 
 
 def discover(root: SysRoot) -> Discovery:
@@ -61,7 +81,11 @@ def discover(root: SysRoot) -> Discovery:
     for name, sys_path in root.class_devices("net"):
         base = f"/sys/class/net/{name}"
         virtual = "/devices/virtual/" in sys_path
-        uevent = dict(line.split("=", 1) for line in (root.read(f"{base}/uevent") or "").splitlines() if "=" in line)
+        uevent = dict(
+            line.split("=", 1)
+            for line in (root.read(f"{base}/uevent") or "").splitlines()
+            if "=" in line
+        )
         if_type = root.read_int(f"{base}/type")
         kind = _nic_type(root, base, uevent, virtual, if_type)
         speed, speed_errno = root.read_status(f"{base}/speed")
@@ -69,7 +93,9 @@ def discover(root: SysRoot) -> Discovery:
         limit = nic_limit(speed, speed_errno, duplex)
         if kind == "loopback":
             limit = Limit(detail="loopback: limited by memory and CPU")
-        lowers = set((root.read(f"{base}/bonding/slaves") or "").split()) if kind == "bond" else set()
+        lowers = (
+            set((root.read(f"{base}/bonding/slaves") or "").split()) if kind == "bond" else set()
+        )
         lowers |= {n.removeprefix("lower_") for n in root.listdir(base) if n.startswith("lower_")}
         if kind == "bridge":
             lowers |= set(root.listdir(f"{base}/brif"))
@@ -93,8 +119,14 @@ def discover(root: SysRoot) -> Discovery:
         warnings: list[str] = []
         if duplex == "half":
             warnings.append("half duplex: send and receive share one medium")
-        components[name] = Component(id=f"nic:{name}", kind=ComponentKind.NIC, name=name,
-                                     limits={"send": limit, "receive": limit}, attrs=attrs, warnings=warnings)
+        components[name] = Component(
+            id=f"nic:{name}",
+            kind=ComponentKind.NIC,
+            name=name,
+            limits={"send": limit, "receive": limit},
+            attrs=attrs,
+            warnings=warnings,
+        )
         if lowers:
             continue
         pci = None if virtual else pci_parent(sys_path)
@@ -104,23 +136,38 @@ def discover(root: SysRoot) -> Discovery:
         for lower in lowers:
             if lower in components:
                 has_upper.add(lower)
-                links += _pair(f"nic:{lower}", nic.id, components[lower].limits["send"], components[lower].limits["receive"])
+                links += _pair(
+                    f"nic:{lower}",
+                    nic.id,
+                    components[lower].limits["send"],
+                    components[lower].limits["receive"],
+                )
         if not nic.limits["send"].known:
-            derived = _derived_aggregate(str(nic.attrs["type"]), nic.attrs.get("bond_mode"),  # type: ignore[arg-type]
-                                         [components[l].limits["send"] for l in lowers if l in components])
+            derived = _derived_aggregate(
+                str(nic.attrs["type"]),
+                nic.attrs.get("bond_mode"),  # type: ignore[arg-type]
+                [components[lower].limits["send"] for lower in lowers if lower in components],
+            )
             if derived is not None:
-                components[name] = nic.model_copy(update={"limits": {"send": derived, "receive": derived}})
+                components[name] = nic.model_copy(
+                    update={"limits": {"send": derived, "receive": derived}}
+                )
     routed = {route.interface for route in read_routes(root)}
     for name, nic in list(components.items()):
         if name in has_upper or nic.attrs["type"] == "loopback":
             continue
         if nic.attrs["virtual"] and not lowers_of[name] and name not in routed:
-            continue  # an unrouted virtual interface (ifb, dummy, a veth end) leads nowhere we can see
+            # an unrouted virtual interface (ifb, dummy, a veth end) leads nowhere we can see
+            continue
         net_id = f"network:{name}"
         components[net_id] = Component(
-            id=net_id, kind=ComponentKind.NETWORK, name=f"network via {name}",
-            limits={"send": Limit(detail="the network beyond the NIC: add its rating with --load"),
-                    "receive": Limit(detail="the network beyond the NIC: add its rating with --load")},
+            id=net_id,
+            kind=ComponentKind.NETWORK,
+            name=f"network via {name}",
+            limits={
+                "send": Limit(detail="the network beyond the NIC: add its rating with --load"),
+                "receive": Limit(detail="the network beyond the NIC: add its rating with --load"),
+            },
         )
         links += _pair(nic.id, net_id, nic.limits["send"], nic.limits["receive"])
     return Discovery(plugin=NAME, components=list(components.values()), links=links)

@@ -16,9 +16,20 @@ KIND = "static"
 NAME = "pci"
 
 BASE_CLASSES = {
-    0x00: "unclassified", 0x01: "storage", 0x02: "network", 0x03: "display", 0x04: "multimedia",
-    0x05: "memory", 0x06: "bridge", 0x07: "communication", 0x08: "system", 0x0C: "serial bus",
-    0x0D: "wireless", 0x11: "signal processing", 0x12: "accelerator", 0xFF: "unassigned",
+    0x00: "unclassified",
+    0x01: "storage",
+    0x02: "network",
+    0x03: "display",
+    0x04: "multimedia",
+    0x05: "memory",
+    0x06: "bridge",
+    0x07: "communication",
+    0x08: "system",
+    0x0C: "serial bus",
+    0x0D: "wireless",
+    0x11: "signal processing",
+    0x12: "accelerator",
+    0xFF: "unassigned",
 }
 
 
@@ -28,7 +39,11 @@ def discover(root: SysRoot) -> Discovery:
     for address, sys_path in root.class_devices("pci"):
         base = f"/sys/bus/pci/devices/{address}"
         class_code = root.read_int(f"{base}/class", 16)
-        class_name = BASE_CLASSES.get((class_code or 0) >> 16, "other") if class_code is not None else "unknown"
+        class_name = (
+            BASE_CLASSES.get((class_code or 0) >> 16, "other")
+            if class_code is not None
+            else "unknown"
+        )
         cur_gts = parse_gts(root.read(f"{base}/current_link_speed"))
         max_gts = parse_gts(root.read(f"{base}/max_link_speed"))
         cur_width = root.read_int(f"{base}/current_link_width")
@@ -53,22 +68,43 @@ def discover(root: SysRoot) -> Discovery:
         if is_pcie:
             current = pcie_limit(cur_gts, cur_width)
             limits = {"send": current, "receive": current}
-            if cur_gts and max_gts and cur_width and max_width and (cur_gts < max_gts or cur_width < max_width):
+            if (
+                cur_gts
+                and max_gts
+                and cur_width
+                and max_width
+                and (cur_gts < max_gts or cur_width < max_width)
+            ):
                 best = pcie_limit(max_gts, max_width)
                 warnings.append(
                     f"PCIe link trained below its maximum: {cur_gts:g} GT/s x{cur_width} of "
-                    f"{max_gts:g} GT/s x{max_width} ({format_value(current.value or 0.0, 'B/s')} of "
+                    f"{max_gts:g} GT/s x{max_width} "
+                    f"({format_value(current.value or 0.0, 'B/s')} of "
                     f"{format_value(best.value or 0.0, 'B/s')} per direction)"
                 )
         else:
-            unknown = Limit(detail="no PCIe link speed in sysfs: conventional PCI or an emulated device")
+            unknown = Limit(
+                detail="no PCIe link speed in sysfs: conventional PCI or an emulated device"
+            )
             limits = {"send": unknown, "receive": unknown}
         components.append(
-            Component(id=f"pci:{address}", kind=ComponentKind.PCI, name=address, limits=limits, attrs=attrs,
-                      warnings=warnings)
+            Component(
+                id=f"pci:{address}",
+                kind=ComponentKind.PCI,
+                name=address,
+                limits=limits,
+                attrs=attrs,
+                warnings=warnings,
+            )
         )
         parent_name = os.path.basename(os.path.dirname(sys_path))
         parent = f"pci:{parent_name}" if PCI_ADDRESS.match(parent_name) else "memory:host"
-        links.append(Link(source=parent, target=f"pci:{address}", direction="down", capacity=limits["receive"]))
-        links.append(Link(source=f"pci:{address}", target=parent, direction="up", capacity=limits["send"]))
+        links.append(
+            Link(
+                source=parent, target=f"pci:{address}", direction="down", capacity=limits["receive"]
+            )
+        )
+        links.append(
+            Link(source=f"pci:{address}", target=parent, direction="up", capacity=limits["send"])
+        )
     return Discovery(plugin=NAME, components=components, links=links)

@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pilot_sys import units
-from pilot_sys.monitor.bottleneck import Verdict
+from pilot_sys.monitor.bottleneck import Verdict, cut_line, min_intervals
 
 BAR_WIDTH = 16
 THROUGHPUT = (
@@ -31,28 +31,43 @@ THROUGHPUT = (
 
 
 def verdict_lines(verdict: Verdict) -> list[str]:
-    """The verdict in a few lines for people."""
+    """The verdict in a few lines for people: valid, INVALID or not judged (too few samples),
+    the hidden bottlenecks with their evidence, the CUT's own state and, when both are hot,
+    which one governs (``bottleneck.cut_line``: the words `run` uses too)."""
     lines: list[str] = []
     pct, hot = units.percent(verdict.threshold, 0), units.percent(verdict.max_hot_fraction, 0)
     cut = verdict.cut or "none named"
-    if verdict.hidden_bottlenecks:
+    hidden = [f"{h.component} ({h.direction})" for h in verdict.hidden_bottlenecks]
+    if not verdict.enough_samples:
+        needed = min_intervals(verdict.max_hot_fraction)
+        seen = f"; seen above {pct}: {', '.join(hidden)}" if hidden else ""
+        lines.append(
+            f"not judged: {verdict.intervals} sampled interval(s), {needed} needed to judge a "
+            f"share of {hot} of the run (raise --rate or run longer){seen}"
+        )
+    elif verdict.hidden_bottlenecks:
         lines.append(
             f"INVALID: {len(verdict.hidden_bottlenecks)} hidden bottleneck(s) besides the CUT "
             f"({cut}), above {pct} for more than {hot} of the run:"
         )
-        lines += [
-            f"  - {h.component} ({h.direction}): {h.evidence}" for h in verdict.hidden_bottlenecks
-        ]
     else:
         lines.append(
             f"valid: no component besides the CUT ({cut}) was above {pct} "
             f"for more than {hot} of the run"
         )
+    if verdict.enough_samples:
+        lines += [
+            f"  - {h.component} ({h.direction}): {h.evidence}" for h in verdict.hidden_bottlenecks
+        ]
     if verdict.cut is not None:
-        lines.append(
-            f"CUT {verdict.cut}: {'saturated' if verdict.cut_saturated else 'not saturated'}"
-        )
-    lines += [f"note: {n}" for n in verdict.notes]
+        judged = hidden if verdict.enough_samples else []
+        lines.append(cut_line(verdict.cut, verdict.cut_saturated, judged))
+    # the headline already says how many intervals there were
+    lines += [
+        f"note: {n}"
+        for n in verdict.notes
+        if verdict.enough_samples or not n.startswith(f"only {verdict.intervals} sampled")
+    ]
     return lines
 
 
@@ -67,7 +82,8 @@ def bar(fraction: float, threshold: float) -> Text:
 def rows_for(
     component: str, latest: dict[str, float], threshold: float
 ) -> list[tuple[str, str, Text, str]]:
-    """(component, what, bar, value) rows: utilizations when a limit is known, else what was measured."""
+    """(component, what, bar, value) rows: utilizations when a limit is known, else what was
+    measured."""
     rows: list[tuple[str, str, Text, str]] = []
     prefix = f"{component}/"
     utils = sorted(k for k in latest if k.startswith(prefix + "util_"))

@@ -9,20 +9,23 @@ stdout stays machine-readable. The renderers receive the session's events
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
 from pilot_sys import units
 from pilot_sys.session.journal import RoundRecord
 from pilot_sys.session.progress import (
+    Budget,
     Forecast,
-    HiddenBottleneckSeen,
     Note,
     ProgressEvent,
     RoundDone,
+    RoundExcluded,
 )
 from pilot_sys.session.result import PIResult
+from pilot_sys.session.verdict import limit_advice, needs_text
 
 # workload name -> whether its byte rates are network traffic (shown in bit/s)
 NetworkOf = Callable[[str], bool]
@@ -38,9 +41,14 @@ def precision(pi: PIResult) -> str:
 
 
 def pi_line(pi: PIResult, network: bool = False) -> str:
-    """``write_bw 2.17 GiB/s ± 3.2 % (target ± 5 %, ok)``."""
-    if pi.mean is None or pi.ci_low is None or pi.ci_high is None:
-        return f"{pi.name} ? (n={pi.sample_size})"
+    """``write_bw 2.17 GiB/s ± 3.2 % (target ± 5 %, ok)``; without an interval yet, what it
+    needs: ``bw: 1.20 Gbit/s so far, no interval yet: needs about 400 samples (50 effective),
+    has 12``."""
+    if pi.mean is None:
+        return f"{pi.name}: no analysed round yet"  # short, excluded or below alpha
+    if pi.ci_low is None or pi.ci_high is None:
+        mean = units.quantity(pi.mean, pi.unit, network)
+        return f"{pi.name}: {mean} so far, no interval yet: {needs_text(pi)}"
     mark = "ok" if pi.ci_reached else ("not yet" if pi.gates_stop else "reported only")
     mean, _, _ = units.ci_parts(pi.mean, pi.ci_low, pi.ci_high, pi.unit, network)
     return f"{pi.name} {mean} {precision(pi)} (target {units.target(pi.target)}, {mark})"
@@ -53,50 +61,119 @@ def failure_text(record: RoundRecord) -> str:
     return f" FAILED: {' '.join(record.failure.split())}" if record.failure else " FAILED"
 
 
-def eta_text(f: Forecast) -> str:
-    """``~3 more round(s), ETA 6 s``, or why there is no such number."""
+def eta_text(f: Forecast, budget: Budget | None = None) -> str:
+    """``~3 more round(s), ETA 6 s``, or why there is no such number. An ETA beyond what the
+    session limit leaves says so: ``~422 more round(s): more than the 30 s limit allows; at
+    this rate it needs about 700 s in all: use -s 900 or --preset normal``."""
     since = f" (estimate as of round {f.as_of})" if f.as_of else ""
     if f.used_up:
         return f"checking at the next analysis (round {f.as_of}'s estimate is used up)"
     if f.rounds_needed is None:
-        return "rounds needed: ?"
+        return "rounds needed: not known yet"
     if f.rounds_needed == 0:
         return f"targets met{f' (as of round {f.as_of})' if f.as_of else ''}"
+    left = budget.left if budget is not None else None
+    if (
+        budget is not None
+        and budget.limit is not None
+        and f.eta is not None
+        and left is not None
+        and f.eta > left
+    ):
+        total = budget.used + f.eta
+        return (
+            f"~{f.rounds_needed} more round(s): more than the {budget.limit:.0f} s "
+            f"limit allows; at this rate it needs about {total:.0f} s in all: "
+            f"{limit_advice(total, budget.preset)}{since}"
+        )
     eta = f", ETA {f.eta:.0f} s" if f.eta is not None else ""
     return f"~{f.rounds_needed} more round(s){eta}{since}"
 
 
-def hidden_bottleneck_text(event: HiddenBottleneckSeen) -> str:
-    where = ", ".join(event.components) or "a component"
-    return f"round {event.round_index}: hidden bottleneck at {where}: this result is INVALID"
+def excluded_text(event: RoundExcluded) -> str:
+    """``round 20 excluded: hidden bottleneck at cpu:host (compute), 94 % busy``."""
+    return event.excluded.text
 
 
-def round_head(record: RoundRecord, work_unit: str = "") -> str:
+def round_head(record: RoundRecord, work_unit: str = "", fixed_work: bool = False) -> str:
     """``round 37 [builtin-seqio] work=568 MiB 406 ms`` (the generic unit "work" is not
-    repeated)."""
+    repeated; a command without %WORK_AMOUNT% has no work amount to show)."""
+    took = units.duration(record.duration)
+    if fixed_work:
+        return f"round {record.index} [{record.workload}] {took}"
     work = units.work(record.work_amount, "" if work_unit == "work" else work_unit)
-    return f"round {record.index} [{record.workload}] work={work} {units.duration(record.duration)}"
+    return f"round {record.index} [{record.workload}] work={work} {took}"
+
+
+class ClosableStream:
+    """The progress stream, which the reader may close (``2>&1 | head``): from the first write
+    that fails, progress output stops and the measurement goes on; the session's result and
+    exit code never depend on whether anyone still reads its progress."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if self.gone:
+            return len(text)
+        try:
+            return self.stream.write(text)
+        except (OSError, ValueError):  # EPIPE, EIO (terminal gone), or a closed file
+            self._lost()
+            return len(text)
+
+    def flush(self) -> None:
+        if self.gone:
+            return
+        try:
+            self.stream.flush()
+        except (OSError, ValueError):
+            self._lost()
+
+    def _lost(self) -> None:
+        """Stop writing; what is still buffered, and anything written to the descriptor later,
+        goes to /dev/null, so that no write (Python's own flush at exit included) fails again."""
+        self.gone = True
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self.stream.fileno())
+            os.close(null)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def isatty(self) -> bool:
+        return not self.gone and self.stream.isatty()
+
+    def __getattr__(self, name: str) -> Any:  # encoding, fileno ... as the stream has them
+        return getattr(self.stream, name)
 
 
 class QuietProgress:
-    """--quiet: only loud events (a hidden bottleneck, a full disk) reach stderr."""
+    """--quiet: only loud notes (a full disk, a monitor that cannot start) reach stderr; the
+    excluded rounds are counted in the verdict's headline at the end, not listed."""
 
     def __init__(
         self, stream: TextIO | None = None, network: NetworkOf = _storage, work_unit: str = ""
     ) -> None:
-        self.stream = stream or sys.stderr
+        self.stream: TextIO = ClosableStream(stream or sys.stderr)  # type: ignore[assignment]
         self.network = network
         self.work_unit = work_unit
+        self.fixed_work = False  # every round does the same work (no %WORK_AMOUNT%)
 
     def emit(self, event: ProgressEvent) -> None:
         if isinstance(event, RoundDone):
             self.round_done(event)
-        elif isinstance(event, HiddenBottleneckSeen):
-            self.note(hidden_bottleneck_text(event), loud=True)
+        elif isinstance(event, RoundExcluded):
+            self.excluded(event)
         elif isinstance(event, Note):
             self.note(event.text, event.loud)
 
     def round_done(self, event: RoundDone) -> None:
+        return None
+
+    def excluded(self, event: RoundExcluded) -> None:
+        """--quiet: the headline at the end counts the excluded rounds; no line per round."""
         return None
 
     def note(self, text: str, loud: bool = False) -> None:
@@ -111,15 +188,20 @@ class QuietProgress:
 class PlainProgress(QuietProgress):
     """One line per round, for logs and pipes."""
 
+    def excluded(self, event: RoundExcluded) -> None:
+        self.note(excluded_text(event), loud=True)
+
     def round_done(self, event: RoundDone) -> None:
         record = event.record
         flags = " SHORT(not analysed)" if record.short else ""
         flags += failure_text(record)
-        head = f"{round_head(record, self.work_unit)}{flags} | t={event.elapsed:.1f}s"
+        first = round_head(record, self.work_unit, self.fixed_work)
+        head = f"{first}{flags} | t={event.elapsed:.1f}s"
         network = self.network(record.workload)
         body = "; ".join(pi_line(p, network) for p in event.pis)
         stale = f" (CIs as of round {event.cis_as_of})" if event.cis_as_of else ""
-        print(f"{head} | {body}{stale} | {eta_text(event.forecast)}", file=self.stream, flush=True)
+        eta = eta_text(event.forecast, event.budget)
+        print(f"{head} | {body}{stale} | {eta}", file=self.stream, flush=True)
 
     def note(self, text: str, loud: bool = False) -> None:
         print(f"pilot-sys: {'WARNING: ' if loud else ''}{text}", file=self.stream, flush=True)
@@ -128,12 +210,15 @@ class PlainProgress(QuietProgress):
 class RichProgress(QuietProgress):
     """A live table in a terminal (started at the first round); notes above it, loud ones in red."""
 
+    def excluded(self, event: RoundExcluded) -> None:
+        self.note(excluded_text(event), loud=True)
+
     def __init__(self, network: NetworkOf = _storage, work_unit: str = "") -> None:
         from rich.console import Console
         from rich.live import Live
 
         super().__init__(sys.stderr, network, work_unit)
-        self.console = Console(stderr=True)
+        self.console = Console(file=self.stream, force_terminal=True)
         self.live = Live(console=self.console, refresh_per_second=4, transient=True)
 
     def round_done(self, event: RoundDone) -> None:
@@ -146,12 +231,13 @@ class RichProgress(QuietProgress):
         as_of = f" | CIs as of round {event.cis_as_of}" if event.cis_as_of else ""
         table = Table(
             title=escape(
-                f"{round_head(record, self.work_unit)}{' (short)' if record.short else ''} | "
-                f"{event.elapsed:.0f}s | {eta_text(event.forecast)}{as_of}"
+                f"{round_head(record, self.work_unit, self.fixed_work)}"
+                f"{' (short)' if record.short else ''} | "
+                f"{event.elapsed:.0f}s | {eta_text(event.forecast, event.budget)}{as_of}"
             ),
             title_justify="left",
         )
-        for col in ("PI", "mean", "CI", "±", "target", "n", "needed"):
+        for col in ("PI", "mean", "CI", "±", "target", "samples", "needed"):
             table.add_column(col)
         network = self.network(record.workload)
         for p in event.pis:
@@ -164,7 +250,9 @@ class RichProgress(QuietProgress):
                 f"[{style}]{precision(p)}[/{style}]",
                 units.target(p.target),
                 str(p.sample_size),
-                "?" if p.required_sample_size is None else str(p.required_sample_size),
+                "not known"
+                if p.required_sample_size is None
+                else f"about {p.required_sample_size}",
             )
         if not self.live.is_started:
             self.live.start()

@@ -1,5 +1,7 @@
-"""The end of a session on the terminal: the status, each PI's mean ± its CI against the
-target, the bottleneck check, the monitoring rate and where the report is."""
+"""The end of a session on the terminal: the status, the verdict's headline, each PI's mean ±
+its CI against the target, why a target was missed and what to do, the excluded rounds and the
+bottleneck line (all from ``result.verdict``, the one decision), the monitoring rate and where
+the report is."""
 
 from __future__ import annotations
 
@@ -8,8 +10,8 @@ from pathlib import Path
 import click
 
 from pilot_sys import units
-from pilot_sys.cli.present.progress import precision
 from pilot_sys.session.result import PIResult, SessionResult, Status, WorkloadResult
+from pilot_sys.session.verdict import estimate_text, needs_text, verdict_of
 
 
 def network_of(result: SessionResult, workload: WorkloadResult) -> bool:
@@ -17,27 +19,34 @@ def network_of(result: SessionResult, workload: WorkloadResult) -> bool:
     return units.network_traffic(workload.command, result.bottleneck.cut)
 
 
+def time_text(result: SessionResult) -> str:
+    """``31.2 s session time, 27.9 s of it in rounds``: the wall time -s limits (every
+    invocation, without the gaps between them) and the measured time within it."""
+    wall = f"{units.duration(result.elapsed_seconds)} session time"
+    if result.measured_seconds is None:
+        return wall
+    return f"{wall}, {units.duration(result.measured_seconds)} of it in rounds"
+
+
 def status_line(result: SessionResult) -> str:
-    """``status: valid (every CI target met), 31.2 s``."""
-    return (
-        f"status: {result.status} ({result.stop_reason}), {units.duration(result.elapsed_seconds)}"
-    )
+    """``status: valid (every CI target met); 31.2 s session time, 27.9 s of it in rounds``."""
+    return f"status: {result.status} ({result.stop_reason}); {time_text(result)}"
 
 
 def quiet_lines(result: SessionResult) -> list[str]:
-    """What ``--quiet`` prints: the status and where the result is."""
-    return [status_line(result), f"result directory: {result.result_dir}"]
+    """What ``--quiet`` prints: the status, the verdict's headline and where the result is."""
+    return [
+        status_line(result),
+        verdict_of(result).headline,
+        f"result directory: {result.result_dir}",
+    ]
 
 
 def alarm_lines(result: SessionResult) -> list[str]:
     """Lines for stderr that a person must see whatever else is asked for (also with --quiet)."""
     lines: list[str] = []
     if result.status is Status.INVALID:
-        hidden = ", ".join(result.bottleneck.hidden_bottlenecks) or "?"
-        lines.append(
-            f"INVALID RESULT: hidden bottleneck at {hidden} "
-            f"(component under test: {result.bottleneck.cut or 'unknown'})"
-        )
+        lines.append(f"{verdict_of(result).headline.replace('INVALID', 'INVALID RESULT', 1)}")
     if result.status is Status.WORKLOAD_FAILED:
         lines += [
             f"pilot-sys: {note} (the rounds before it are kept: `pilot-sys run --resume "
@@ -49,59 +58,53 @@ def alarm_lines(result: SessionResult) -> list[str]:
 
 
 def pi_summary(p: PIResult, network: bool) -> str:
-    """``  write_bw: 2.17 GiB/s ± 3.2 %  95% CI [2.10 GiB/s, 2.24 GiB/s] (target ± 5 % met;
-    unit_readings)``."""
-    from pilot_sys.stats.rounds import refusal  # (lazy: the CLI's bad-input exits stay fast)
-
+    """``  write_bw: 2.17 GiB/s ± 3.2 %, 95% CI [2.10 GiB/s, 2.24 GiB/s] (target ± 5 % met;
+    unit_readings)``: the estimate in the words of ``session.verdict.estimate_text``."""
     if p.mean is None:
-        return f"  {p.name}: no result yet ({p.sample_size} samples)"
-    if p.ci_low is None or p.ci_high is None:
-        more = f", about {p.required_sample_size} needed" if p.required_sample_size else ""
-        # the rounds drift or wander
-        why = refusal(p.warnings) if p.interval_basis == "rounds" else None
-        more += f"; {why}" if why else ""
-        mean = units.quantity(p.mean, p.unit, network)
-        return f"  {p.name}: {mean}  no CI yet ({p.sample_size} samples{more}; {p.source_label})"
+        return f"  {p.name}: no reading yet ({p.sample_size} samples)"
+    text = estimate_text(p, network)
+    if (p.ci_low is None or p.ci_high is None) and p.drifting is None:
+        return f"  {p.name}: {text}: {needs_text(p)} ({p.source_label})"
     goal = f"target {units.target(p.target)}"
     mark = (
         "reported only"
         if not p.gates_stop
         else (f"{goal} met" if p.ci_reached else f"{goal} NOT met")
     )
-    mean, low, high = units.ci_parts(p.mean, p.ci_low, p.ci_high, p.unit, network)
+    return f"  {p.name}: {text} ({mark}; {p.source_label})"
+
+
+def rounds_text(w: WorkloadResult) -> str:
+    """``w: 12 rounds, 10 analysed, 2 short, 1 excluded``."""
+    c = w.rounds
     return (
-        f"  {p.name}: {mean} {precision(p)}  {int(round(100 * p.confidence))}% CI "
-        f"[{low}, {high}] ({mark}; {p.source_label})"
+        f"{w.name}: {c.total} rounds, {c.analysed} analysed"
+        f"{f', {c.short} short' if c.short else ''}"
+        f"{f', {c.excluded} excluded' if c.excluded else ''}"
+        f"{f', {c.below_alpha} below alpha' if c.below_alpha else ''}"
+        f"{f', {c.failed} failed' if c.failed else ''}"
     )
 
 
 def summary_lines(result: SessionResult) -> list[str]:
-    """The summary a person reads on stdout at the end of a session."""
-    lines = [status_line(result)]
+    """The summary a person reads on stdout at the end of a session: the status, the verdict's
+    headline, each PI, then why a target was missed and what to do, the excluded rounds, the
+    bottleneck line (every status, interrupted and failed included)."""
+    verdict = verdict_of(result)
+    lines = [status_line(result), verdict.headline]
     for w in result.workloads:
-        c = w.rounds
-        lines.append(
-            f"{w.name}: {c.total} rounds, {c.analysed} analysed"
-            f"{f', {c.short} short' if c.short else ''}"
-            f"{f', {c.below_alpha} below alpha' if c.below_alpha else ''}"
-            f"{f', {c.failed} failed' if c.failed else ''}"
-        )
+        lines.append(rounds_text(w))
         network = network_of(result, w)
         lines += [pi_summary(p, network) for p in w.pis.values()]
-        ph = (
-            w.phase_check
-        )  # the report also says why a check was not done; the terminal, what it found
+        # the report also says why a check was not done; the terminal, what it found
+        ph = w.phase_check
         if (
             ph is not None
             and ph.checked_rounds
             and (ph.inconsistent_rounds or len(result.workloads) == 1)
         ):
             lines.append(f"  phase check: {ph.note}")
-    b = result.bottleneck
-    if b.valid is True:
-        lines.append(f"bottleneck check: passed (component under test: {b.cut or 'unknown'})")
-    elif b.valid is None:
-        lines.append(f"bottleneck check: not done{f' ({b.error})' if b.error else ''}")
+    lines += verdict.lines()[1:]
     o = result.overhead
     if o.sampling_rate_hz is not None and o.rate_chosen_by == "tuner":
         measured = ""

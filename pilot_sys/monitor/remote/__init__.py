@@ -6,7 +6,9 @@
   two things: a host's inventory (``topology.remote_inventory``) and its counters at one
   instant (``counters.RemoteCounters``); ``clients.connect`` picks the client for a host;
 * ``utilization``: consecutive counters of a host to rates and utilizations, vectorised, on
-  the remote host's own sample times.
+  the remote host's own sample times;
+* ``source``: a declared host as a sampler source (one thread per host, asking its engine at
+  the sampling rate up to 10 Hz) and the links to the hosts as a probe derived from both NICs.
 
 Modules are imported directly so that importing the package stays free.
 """

@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from pilot_sys.monitor.remote.counters import RemoteCounters
+from pilot_sys.monitor.remote.counters import RemoteCounters, core_counters
 from pilot_sys.monitor.remote.http import HttpConnection, Response
 from pilot_sys.topology.components import LimitSource
 from pilot_sys.topology.remote_hosts import RemoteHost
@@ -98,15 +98,18 @@ def counters_from_samples(host: str, samples: Samples, response: Response) -> Re
     values: dict[str, float] = {}
     busy = total = steal = 0.0
     cpu_samples = samples.get("node_cpu_seconds_total", [])
+    cpu = cpu_id(host)
     for labels, value in cpu_samples:
         mode = labels.get("mode", "")
+        core_busy, core_total = (f"{cpu}/{c}" for c in core_counters(labels.get("cpu", "?")))
         total += value
+        values[core_total] = values.get(core_total, 0.0) + value
         if mode in BUSY_MODES:
             busy += value
+            values[core_busy] = values.get(core_busy, 0.0) + value
         elif mode == "steal":
             steal += value
     if cpu_samples:
-        cpu = cpu_id(host)
         values.update({f"{cpu}/busy_s": busy, f"{cpu}/total_s": total, f"{cpu}/steal_s": steal})
     for metric, counter in _DISK.items():
         for labels, value in samples.get(metric, []):

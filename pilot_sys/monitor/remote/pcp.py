@@ -3,7 +3,10 @@ descriptors (``/pmapi/metric``: units, instance domain) and instance names (``/p
 once, then ``/pmapi/fetch`` of exactly the metrics asked for.
 
 pmproxy answers each fetch with the time pmcd took it (``timestamp``, the remote host's clock):
-that, not the time the answer arrived, is when the sample was taken. Values come in each
+that, not the time the answer arrived, is when the sample was taken. pmproxy 6 writes it as
+seconds "." nanoseconds without zero-padding the nanoseconds (0.048450560 s past a second comes
+as ``.48450560``), so a JSON parser reads a time up to 0.9 s late; ``fetch_timestamp`` reads the
+raw text instead, the fraction as a count of nanoseconds. Values come in each
 metric's own units (``Kbyte``, ``millisec``), converted here to bytes and seconds from the
 descriptor, never assumed. ``pmcd.cputime.total`` (pmcd and its DSO agents) rides along in each
 fetch: what sampling costs the remote host; pmproxy's own CPU time is not a PCP metric unless
@@ -20,7 +23,7 @@ from urllib.parse import urlencode
 
 from pydantic import BaseModel, Field
 
-from pilot_sys.monitor.remote.counters import RemoteCounters
+from pilot_sys.monitor.remote.counters import RemoteCounters, core_counters
 from pilot_sys.monitor.remote.http import HttpConnection, RemoteUnavailable, Response
 from pilot_sys.topology.components import LimitSource
 from pilot_sys.topology.remote_hosts import RemoteHost
@@ -57,7 +60,11 @@ NET = {
     "network.interface.out.packets": "tx_packets",
 }
 OWN_CPU = "pmcd.cputime.total"
-COUNTER_METRICS = (*CPU_BUSY, *CPU_IDLE, CPU_STEAL, *DISK, *NET, OWN_CPU)
+# the same per CPU (instances cpu0, cpu1, ...)
+PERCPU = {
+    m: m.replace("kernel.all.", "kernel.percpu.", 1) for m in (*CPU_BUSY, *CPU_IDLE, CPU_STEAL)
+}
+COUNTER_METRICS = (*CPU_BUSY, *CPU_IDLE, CPU_STEAL, *PERCPU.values(), *DISK, *NET, OWN_CPU)
 INVENTORY_METRICS = (
     "hinv.ncpu",
     "mem.physmem",
@@ -166,6 +173,21 @@ def parse_fetch(fetch_json: Mapping[str, Any], names: Mapping[str, Mapping[int, 
     return Fetch(timestamp=float(fetch_json["timestamp"]), values=values)
 
 
+_TIMESTAMP = re.compile(rb'"timestamp"\s*:\s*(\d+)(?:\.(\d+))?')
+
+
+def fetch_timestamp(body: bytes) -> float | None:
+    """A fetch answer's ``timestamp`` from its raw text: the digits after the point count
+    nanoseconds (pmproxy does not zero-pad them; see the module docstring)."""
+    match = _TIMESTAMP.search(body)
+    if match is None:
+        return None
+    seconds, fraction = match.group(1), match.group(2) or b"0"
+    if len(fraction) > 9:  # more digits than nanoseconds: a real decimal fraction
+        return float(seconds + b"." + fraction)
+    return int(seconds) + int(fraction) / 1e9
+
+
 def counters_from_fetch(
     host: str, fetch: Fetch, descs: Mapping[str, MetricDesc], response: Response
 ) -> RemoteCounters:
@@ -185,6 +207,18 @@ def counters_from_fetch(
         values[f"{cpu}/busy_s"] = busy_s
         values[f"{cpu}/total_s"] = busy_s + sum(v for v in idle if v is not None) + (steal or 0.0)
         values[f"{cpu}/steal_s"] = steal or 0.0
+    for metric, percpu in PERCPU.items():
+        scale = descs[percpu].scale if percpu in descs else None
+        for instance, value in fetch.values.get(percpu, {}).items():
+            if instance is None or scale is None:
+                continue
+            busy_key, total_key = (
+                f"{cpu_id(host)}/{c}" for c in core_counters(instance.removeprefix("cpu"))
+            )
+            seconds = float(value) * scale
+            values[total_key] = values.get(total_key, 0.0) + seconds
+            if metric in CPU_BUSY:
+                values[busy_key] = values.get(busy_key, 0.0) + seconds
     for table, make_id in ((DISK, block_id), (NET, nic_id)):
         for metric, counter in table.items():
             scale = descs[metric].scale if metric in descs else None
@@ -349,7 +383,11 @@ class PmproxyClient:
         }
         for name in unseen:
             tables[name] = self._instance_table(name, refresh=True)
-        return parse_fetch(body, tables), response
+        fetch = parse_fetch(body, tables)
+        taken = fetch_timestamp(response.body)
+        if taken is not None:
+            fetch.timestamp = taken
+        return fetch, response
 
     def counters(self) -> RemoteCounters:
         fetch, response = self.fetch(COUNTER_METRICS)

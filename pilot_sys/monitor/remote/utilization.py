@@ -129,6 +129,8 @@ def utilizations(
     * ``cpu:H/busy`` = delta busy / delta total CPU time (a share of all CPUs, from the
       counters alone: no clock enters); ``cpu:H/busy_cores`` = delta busy / delta t;
       ``cpu:H/util_compute`` = busy_cores / (compute limit x (1 - steal share));
+      ``cpu:H/busiest_core`` = the highest per-CPU delta busy / delta total in each interval
+      (the local CPU probe's ``busiest_core``: a single-threaded server's limit);
     * ``block:H/D/busy`` = delta io_time / delta t (clipped to 0..1), ``read_bytes_per_s``,
       ``write_bytes_per_s``, ``read_iops``, ``write_iops``, ``util_read``/``util_write``;
     * ``nic:H/I/rx_bytes_per_s``, ``tx_bytes_per_s``, ``rx_packets_per_s``,
@@ -151,6 +153,24 @@ def utilizations(
             out[f"{cpu}/util_compute"] = ratio(
                 busy_cores, compute.value * (1.0 - ratio(steal, total))
             )
+        cores = sorted(
+            k[len(cpu) + 1 : -len("_busy_s")]
+            for k in series.keys
+            if k.startswith(f"{cpu}/core") and k.endswith("_busy_s")
+        )
+        if cores:
+            shares = np.column_stack(
+                [
+                    ratio(
+                        deltas(series.column(f"{cpu}/{c}_busy_s")),
+                        deltas(series.column(f"{cpu}/{c}_total_s")),
+                    )
+                    for c in cores
+                ]
+            )
+            with np.errstate(invalid="ignore"):
+                busiest = np.nanmax(np.where(np.isfinite(shares), shares, -np.inf), axis=1)
+            out[f"{cpu}/busiest_core"] = np.where(np.isfinite(busiest), busiest, np.nan)
     for component in _components(series.keys, f"block:{host}/"):
         c = {name: series.column(f"{component}/{name}") for name in BLOCK_COUNTERS}
         read_bps, write_bps = per_second(c["read_bytes"], t), per_second(c["write_bytes"], t)

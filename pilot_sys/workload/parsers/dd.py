@@ -26,7 +26,12 @@ for _i, _p in enumerate("MGTPEZYRQ", start=2):
     RATE_UNITS[f"{_p}B"] = 1000.0**_i
     RATE_UNITS[f"{_p}iB"] = 1024.0**_i
 
-BW = PISpec(name="bw", unit="B/s", pi_type=PIType.HARMONIC, description="dd bytes copied per second (summary line)")
+BW = PISpec(
+    name="bw",
+    unit="B/s",
+    pi_type=PIType.HARMONIC,
+    description="dd bytes copied per second (summary line)",
+)
 
 
 def _number(text: str) -> float:
@@ -45,19 +50,29 @@ def parse(captured: CapturedOutput) -> ParsedOutput:
                 if match["way"] == "in":
                     partial_in = int(match["partial"])
     if summary is None:
-        raise MalformedOutput(captured.stderr_name,
-                              "expected dd's summary line 'N bytes (...) copied, T s, R MB/s' (GNU dd, LC_ALL=C); none found")
+        raise MalformedOutput(
+            captured.stderr_name,
+            "expected dd's summary line 'N bytes (...) copied, T s, R MB/s' (GNU dd, LC_ALL=C); "
+            "none found",
+        )
     copied = int(summary["bytes"])
     seconds = _number(summary["seconds"])
     if copied == 0:
-        raise MalformedOutput(captured.stderr_name, "dd copied 0 bytes (check if=, count= and the input's size)")
+        raise MalformedOutput(
+            captured.stderr_name, "dd copied 0 bytes (check if=, count= and the input's size)"
+        )
     out = ParsedOutput(work_done=float(copied))
     if seconds > 0:
         out.add(BW, copied / seconds)
     elif summary["rate"] not in ("Infinity", "inf"):
         out.add(BW, _number(summary["rate"]) * RATE_UNITS[summary["unit"]])
     else:
-        raise MalformedOutput(captured.stderr_name, "dd reported 0 s (Infinity B/s): the round is too short to time")
+        raise MalformedOutput(
+            captured.stderr_name, "dd reported 0 s (Infinity B/s): the round is too short to time"
+        )
     if partial_in > 1:  # one short last record is normal; many mean a pipe gave short reads
-        out.warnings.append(f"dd read {partial_in} partial record(s); with pipes add iflag=fullblock so bs*count is copied")
+        out.warnings.append(
+            f"dd read {partial_in} partial record(s); "
+            "with pipes add iflag=fullblock so bs*count is copied"
+        )
     return out

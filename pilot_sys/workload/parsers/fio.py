@@ -8,6 +8,14 @@ fio has already merged the jobs into one entry. Unit readings come from the logs
 ``log_avg_msec`` set for every job they are equal-time windows, and the PIs say so
 (``unit_weighting="time"``), so the session averages the window rates to total bytes over total
 time. Unaveraged logs (one row per I/O) are left undeclared.
+
+In client/server mode (``fio --client=HOST job.fio``, each HOST running ``fio --server``) the
+document holds ``client_stats`` instead of ``jobs``: one entry per job per server, naming the
+server in ``hostname``, and with several servers fio's own ``All clients`` sum. The aggregate
+readings come from the servers' entries as from local jobs (the servers run at once: a
+reporting group's bytes over its longest runtime, which is what ``All clients`` reports too);
+each server's own are ``<dir>_bw@HOST``, ``<dir>_iops@HOST`` and ``<dir>_lat_mean@HOST``,
+reported but not gating the session's stop (the aggregate is the benchmark's answer).
 """
 
 from __future__ import annotations
@@ -39,19 +47,39 @@ def find_json(text: str, where: str) -> dict[str, Any]:
         except json.JSONDecodeError as exc:
             line = text.count("\n", 0, exc.pos) + 1
             column = exc.pos - text.rfind("\n", 0, exc.pos)
-            raise MalformedOutput(f"{where}:{line}:{column}", f"fio JSON is cut short or invalid ({exc.msg})") from None
-        if isinstance(doc, dict) and "jobs" in doc:
+            raise MalformedOutput(
+                f"{where}:{line}:{column}", f"fio JSON is cut short or invalid ({exc.msg})"
+            ) from None
+        if isinstance(doc, dict) and ("jobs" in doc or "client_stats" in doc):
             return doc
-    raise MalformedOutput(where, "expected fio JSON output (--output-format=json) with a 'jobs' list; none found")
+    raise MalformedOutput(
+        where,
+        "expected fio JSON output (--output-format=json) with a 'jobs' "
+        "list (or 'client_stats' in client/server mode); none found",
+    )
 
 
-def _spec(name: str, unit: str, pi_type: PIType, higher: bool, description: str, gates: bool = True) -> PISpec:
-    return PISpec(name=name, unit=unit, pi_type=pi_type, higher_is_better=higher, description=description,
-                  gates_stop=gates)
+def _spec(
+    name: str, unit: str, pi_type: PIType, higher: bool, description: str, gates: bool = True
+) -> PISpec:
+    return PISpec(
+        name=name,
+        unit=unit,
+        pi_type=pi_type,
+        higher_is_better=higher,
+        description=description,
+        gates_stop=gates,
+    )
 
 
-def _add_direction(out: ParsedOutput, direction: str, entries: list[tuple[int, dict[str, Any]]]) -> None:
-    """Readings of one direction over all job entries (grouped by fio's reporting group)."""
+def _add_direction(
+    out: ParsedOutput,
+    direction: str,
+    entries: list[tuple[int, dict[str, Any]]],
+    host: str | None = None,
+) -> None:
+    """Readings of one direction over all job entries (grouped by fio's reporting group); for one
+    server of a client/server run (``host``) its own readings, named ``<name>@HOST``."""
     by_group: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for group, stats in entries:
         by_group[group].append(stats)
@@ -60,19 +88,56 @@ def _add_direction(out: ParsedOutput, direction: str, entries: list[tuple[int, d
     total_ios = sum(s["total_ios"] for g in by_group.values() for s in g)
     if total_bytes <= 0 or group_seconds <= 0:
         return
-    if len(by_group) > 1:
-        out.warnings.append(f"fio: {len(by_group)} reporting groups; {direction} rates are total bytes over the sum of group runtimes")
-    out.add(_spec(f"{direction}_bw", "B/s", PIType.HARMONIC, True, f"fio {direction} bandwidth of the round (all jobs)"),
-            total_bytes / group_seconds)
-    out.add(_spec(f"{direction}_iops", "IOPS", PIType.HARMONIC, True, f"fio {direction} I/O operations per second (all jobs)"),
-            total_ios / group_seconds)
-    lats = [s["lat_ns"] for g in by_group.values() for s in g if s.get("lat_ns", {}).get("N", 0) > 0]
+    if len(by_group) > 1 and host is None:
+        out.warnings.append(
+            f"fio: {len(by_group)} reporting groups; "
+            f"{direction} rates are total bytes over the sum of group runtimes"
+        )
+    at, whose, gates = ("", "all jobs", True)
+    if host is not None:
+        at, whose, gates = f"@{host}", f"server {host}'s jobs", False
+    out.add(
+        _spec(
+            f"{direction}_bw{at}",
+            "B/s",
+            PIType.HARMONIC,
+            True,
+            f"fio {direction} bandwidth of the round ({whose})",
+            gates,
+        ),
+        total_bytes / group_seconds,
+    )
+    out.add(
+        _spec(
+            f"{direction}_iops{at}",
+            "IOPS",
+            PIType.HARMONIC,
+            True,
+            f"fio {direction} I/O operations per second ({whose})",
+            gates,
+        ),
+        total_ios / group_seconds,
+    )
+    lats = [
+        s["lat_ns"] for g in by_group.values() for s in g if s.get("lat_ns", {}).get("N", 0) > 0
+    ]
     if lats:
         n = np.array([lat["N"] for lat in lats], dtype=float)
         means = np.array([lat["mean"] for lat in lats], dtype=float)
-        out.add(_spec(f"{direction}_lat_mean", "s", PIType.ARITHMETIC, False,
-                      f"fio {direction} total latency (submission + completion), mean over all I/Os"),
-                float(np.dot(n, means) / n.sum()) / 1e9)
+        out.add(
+            _spec(
+                f"{direction}_lat_mean{at}",
+                "s",
+                PIType.ARITHMETIC,
+                False,
+                f"fio {direction} total latency (submission + completion), mean over all "
+                f"I/Os ({whose})",
+                gates,
+            ),
+            float(np.dot(n, means) / n.sum()) / 1e9,
+        )
+    if host is not None:
+        return
     flat = [s for g in by_group.values() for s in g]
     if len(flat) == 1:
         stats = flat[0]
@@ -81,15 +146,27 @@ def _add_direction(out: ParsedOutput, direction: str, entries: list[tuple[int, d
         label = "total" if kind == "lat_ns" else "completion"
         for key, suffix in PERCENTILES.items():
             if key in table:
-                out.add(_spec(f"{direction}_lat_{suffix}", "s", PIType.ARITHMETIC, False,
-                              f"fio {direction} {label} latency, percentile {float(key):g}", gates=False),
-                        table[key] / 1e9)
+                out.add(
+                    _spec(
+                        f"{direction}_lat_{suffix}",
+                        "s",
+                        PIType.ARITHMETIC,
+                        False,
+                        f"fio {direction} {label} latency, percentile {float(key):g}",
+                        gates=False,
+                    ),
+                    table[key] / 1e9,
+                )
     elif flat:
-        out.warnings.append(f"fio: {len(flat)} {direction} job entries; percentiles need --group_reporting to be merged")
+        out.warnings.append(
+            f"fio: {len(flat)} {direction} job entries; "
+            "percentiles need --group_reporting to be merged"
+        )
 
 
 def read_log(path: Path) -> np.ndarray:
-    """A fio log's (time ms, value, direction) columns; fio also writes block size, offset[, priority]."""
+    """A fio log's (time ms, value, direction) columns; fio also writes block size,
+    offset[, priority]."""
     if path.stat().st_size == 0:  # fio creates the file before the first window closes
         return np.empty((0, 3))
     try:
@@ -97,7 +174,9 @@ def read_log(path: Path) -> np.ndarray:
         # unaveraged logs (2 s per million rows on the project VM).
         return np.loadtxt(path, delimiter=",", ndmin=2, dtype=float, usecols=(0, 1, 2))
     except ValueError as exc:
-        raise MalformedOutput(str(path), f"expected fio log rows 'msec, value, direction, bs, offset' ({exc})") from None
+        raise MalformedOutput(
+            str(path), f"expected fio log rows 'msec, value, direction, bs, offset' ({exc})"
+        ) from None
 
 
 def combine_jobs(logs: list[np.ndarray], summed: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -126,7 +205,8 @@ def combine_jobs(logs: list[np.ndarray], summed: bool) -> tuple[np.ndarray, np.n
 
 
 def log_window_ms(doc: dict[str, Any]) -> float | None:
-    """fio's ``log_avg_msec`` if every job logs averaged windows, else None (per-I/O rows or unknown).
+    """fio's ``log_avg_msec`` if every job logs averaged windows, else None (per-I/O rows or
+    unknown).
 
     A job's own option wins over the global one; the runner passes it on the command line before
     the job options, where fio reports it under ``global options``."""
@@ -147,7 +227,10 @@ def _declare_windows(out: ParsedOutput) -> None:
     """Mark the PIs the logs give unit readings for as equal-time windows, also in a round whose
     logs happen to be empty: the engine keeps the specs of the first round that names the PIs."""
     logged = {f"{d}_{kind}" for d in DIRECTIONS for kind in ("bw", "lat_mean")}
-    out.specs = [s.model_copy(update={"unit_weighting": "time"}) if s.name in logged else s for s in out.specs]
+    out.specs = [
+        s.model_copy(update={"unit_weighting": "time"}) if s.name in logged else s
+        for s in out.specs
+    ]
 
 
 def _unit_readings(out: ParsedOutput, round_dir: Path) -> None:
@@ -171,25 +254,59 @@ def _unit_readings(out: ParsedOutput, round_dir: Path) -> None:
                 out.add_units(f"{direction}_lat_mean", values / 1e9, times)  # ns -> s
 
 
+def client_jobs(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The servers' job entries of a client/server run (fio's ``All clients`` sum left out: the
+    aggregate is made from the entries, as for local jobs)."""
+    return [j for j in doc.get("client_stats") or [] if j.get("jobname") != "All clients"]
+
+
+def _with_io(jobs: list[dict[str, Any]], direction: str) -> list[dict[str, Any]]:
+    return [j for j in jobs if j.get(direction, {}).get("io_bytes", 0) > 0]
+
+
 def parse(captured: CapturedOutput) -> ParsedOutput:
     """Readings and unit readings of one fio round."""
     doc = find_json(captured.text("stdout"), captured.stdout_name)
     out = ParsedOutput()
-    jobs = doc.get("jobs") or []
+    clients = "jobs" not in doc
+    jobs = client_jobs(doc) if clients else doc.get("jobs") or []
     if not jobs:
-        raise MalformedOutput(captured.stdout_name, "fio JSON has no jobs; did the job file define any?")
-    errors = [f"{j.get('jobname', '?')}: error {j['error']}" for j in jobs if j.get("error")]
+        raise MalformedOutput(
+            captured.stdout_name, "fio JSON has no jobs; did the job file define any?"
+        )
+    errors = [
+        f"{j.get('hostname', '') + ' ' if clients else ''}{j.get('jobname', '?')}: "
+        f"error {j['error']}"
+        for j in jobs
+        if j.get("error")
+    ]
     if errors:
         raise MalformedOutput(captured.stdout_name, "fio jobs failed (" + "; ".join(errors) + ")")
+    hosts = sorted({str(j.get("hostname", "?")) for j in jobs}) if clients else []
     try:
         for direction in DIRECTIONS:
-            entries = [(int(j.get("groupid", 0)), j[direction]) for j in jobs if j.get(direction, {}).get("io_bytes", 0) > 0]
+            entries = [
+                (int(j.get("groupid", 0)), j[direction])
+                for j in jobs
+                if j.get(direction, {}).get("io_bytes", 0) > 0
+            ]
             _add_direction(out, direction, entries)
+            for host in hosts:
+                mine = [
+                    (g, e)
+                    for (g, e), j in zip(entries, _with_io(jobs, direction), strict=True)
+                    if j.get("hostname") == host
+                ]
+                _add_direction(out, direction, mine, host)
         moved = sum(j[d]["io_bytes"] for j in jobs for d in DIRECTIONS if d in j)
     except (KeyError, TypeError) as exc:
-        raise MalformedOutput(captured.stdout_name, f"fio JSON lacks the expected field {exc}") from None
+        raise MalformedOutput(
+            captured.stdout_name, f"fio JSON lacks the expected field {exc}"
+        ) from None
     if not out.readings:
-        raise MalformedOutput(captured.stdout_name, "fio did no I/O in this round (io_bytes is 0 in every job)")
+        raise MalformedOutput(
+            captured.stdout_name, "fio did no I/O in this round (io_bytes is 0 in every job)"
+        )
     out.work_done = float(moved)
     if captured.round_dir is not None and captured.round_dir.is_dir():
         _unit_readings(out, captured.round_dir)

@@ -18,29 +18,58 @@ from pilot_sys.stats.pi import PIType
 from pilot_sys.workload.base import PISpec
 from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput, ParsedOutput
 
-BW = PISpec(name="bw", unit="B/s", pi_type=PIType.HARMONIC, unit_weighting="time",
-            description="iperf3 bytes received per second (end.sum_received)")
-RETRANSMITS = PISpec(name="retransmits", unit="segments", higher_is_better=False, gates_stop=False,
-                     description="TCP segments the sender retransmitted")
-JITTER = PISpec(name="jitter", unit="s", higher_is_better=False, gates_stop=False,
-                description="UDP jitter the receiver measured")
-BW_REVERSE = PISpec(name="bw_reverse", unit="B/s", pi_type=PIType.HARMONIC, unit_weighting="time",
-                    description="iperf3 --bidir: bytes per second received in the reverse direction")
+BW = PISpec(
+    name="bw",
+    unit="B/s",
+    pi_type=PIType.HARMONIC,
+    unit_weighting="time",
+    description="iperf3 bytes received per second (end.sum_received)",
+)
+RETRANSMITS = PISpec(
+    name="retransmits",
+    unit="segments",
+    higher_is_better=False,
+    gates_stop=False,
+    description="TCP segments the sender retransmitted",
+)
+JITTER = PISpec(
+    name="jitter",
+    unit="s",
+    higher_is_better=False,
+    gates_stop=False,
+    description="UDP jitter the receiver measured",
+)
+BW_REVERSE = PISpec(
+    name="bw_reverse",
+    unit="B/s",
+    pi_type=PIType.HARMONIC,
+    unit_weighting="time",
+    description="iperf3 --bidir: bytes per second received in the reverse direction",
+)
 SLIVER = 0.5  # intervals shorter than this fraction of the median interval are not unit readings
-LOSS = PISpec(name="lost_percent", unit="%", higher_is_better=False, gates_stop=False,
-              description="UDP datagrams lost, percent")
+LOSS = PISpec(
+    name="lost_percent",
+    unit="%",
+    higher_is_better=False,
+    gates_stop=False,
+    description="UDP datagrams lost, percent",
+)
 
 
 def load(captured: CapturedOutput) -> dict[str, Any]:
     """The JSON document, or a one-line error naming the output file."""
     text = captured.text("stdout").strip()
     if not text:
-        raise MalformedOutput(captured.stdout_name, "iperf3 printed nothing; expected its JSON output (-J)")
+        raise MalformedOutput(
+            captured.stdout_name, "iperf3 printed nothing; expected its JSON output (-J)"
+        )
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise MalformedOutput(f"{captured.stdout_name}:{exc.lineno}:{exc.colno}",
-                              f"expected iperf3 JSON output (-J): {exc.msg}") from None
+        raise MalformedOutput(
+            f"{captured.stdout_name}:{exc.lineno}:{exc.colno}",
+            f"expected iperf3 JSON output (-J): {exc.msg}",
+        ) from None
     if not isinstance(doc, dict):
         raise MalformedOutput(captured.stdout_name, "expected an iperf3 JSON object")
     return doc
@@ -63,7 +92,9 @@ def parse(captured: CapturedOutput) -> ParsedOutput:
     end = doc.get("end") or {}
     total = end.get("sum_received") or end.get("sum")
     if not total or not total.get("seconds"):
-        raise MalformedOutput(captured.stdout_name, "iperf3 JSON has no end.sum_received (did the test finish?)")
+        raise MalformedOutput(
+            captured.stdout_name, "iperf3 JSON has no end.sum_received (did the test finish?)"
+        )
     out = ParsedOutput()
     out.add(BW, total["bits_per_second"] / 8.0)
     out.work_done = float(total["bytes"])
@@ -86,12 +117,17 @@ def parse(captured: CapturedOutput) -> ParsedOutput:
 
 def _interval_units(out: ParsedOutput, doc: dict[str, Any], key: str, name: str) -> None:
     """Per-interval rates as unit readings (omitted warm-up intervals excluded)."""
-    intervals = [i[key] for i in doc.get("intervals", []) if key in i and not i[key].get("omitted", False)]
+    intervals = [
+        i[key] for i in doc.get("intervals", []) if key in i and not i[key].get("omitted", False)
+    ]
     if not intervals:
         out.warnings.append(f"iperf3: no intervals for {name} in the JSON, so no unit readings")
         return
     # The server's last interval is often a sliver (< 1 ms) whose rate is noise: drop slivers.
     typical = float(np.median([i["seconds"] for i in intervals]))
     intervals = [i for i in intervals if i["seconds"] >= SLIVER * typical]
-    out.add_units(name, np.array([i["bits_per_second"] for i in intervals]) / 8.0,
-                  np.array([i["end"] for i in intervals], dtype=float))
+    out.add_units(
+        name,
+        np.array([i["bits_per_second"] for i in intervals]) / 8.0,
+        np.array([i["end"] for i in intervals], dtype=float),
+    )

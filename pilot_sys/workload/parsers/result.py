@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from pilot_sys.errors import WorkloadFailed
 from pilot_sys.workload.base import PISpec
 
-
 Stream = Literal["stdout", "stderr"]
 _TAIL_BYTES = 65536  # enough for the last line of any sensible output
 
@@ -43,8 +42,13 @@ class CapturedOutput(BaseModel):
         cls, stdout: Path, stderr: Path, round_dir: Path | None = None
     ) -> CapturedOutput:
         """Output the runner wrote to files (a missing file reads as empty)."""
-        return cls(stdout_path=stdout, stderr_path=stderr, stdout_name=str(stdout),
-                   stderr_name=str(stderr), round_dir=round_dir)
+        return cls(
+            stdout_path=stdout,
+            stderr_path=stderr,
+            stdout_name=str(stdout),
+            stderr_name=str(stderr),
+            round_dir=round_dir,
+        )
 
     def _path(self, stream: Stream) -> Path | None:
         path = self.stdout_path if stream == "stdout" else self.stderr_path
@@ -101,8 +105,10 @@ class NonFinite(BaseModel):
 
     def message(self) -> str:
         at = f"first at line {self.line}" if self.line is not None else f"first in {self.where}"
-        return (f"{self.count} non-finite value(s) ({self.first!r}) of {self.total} in column "
-                f"{self.pi!r}, {at}")
+        return (
+            f"{self.count} non-finite value(s) ({self.first!r}) of {self.total} in column "
+            f"{self.pi!r}, {at}"
+        )
 
 
 class ParsedOutput(BaseModel):
@@ -117,7 +123,8 @@ class ParsedOutput(BaseModel):
     specs: list[PISpec] = Field(default_factory=list)
     readings: dict[str, float] = Field(default_factory=dict)
     unit_readings: dict[str, np.ndarray] = Field(default_factory=dict)
-    unit_timestamps: dict[str, np.ndarray] = Field(default_factory=dict)  # seconds since round start
+    # seconds since round start
+    unit_timestamps: dict[str, np.ndarray] = Field(default_factory=dict)
     work_done: float | None = None  # bytes the workload reports it moved, for the WPS fit
     warnings: list[str] = Field(default_factory=list)
     non_finite: list[NonFinite] = Field(default_factory=list)
@@ -128,14 +135,21 @@ class ParsedOutput(BaseModel):
         if spec.name not in self.readings and all(s.name != spec.name for s in self.specs):
             self.specs.append(spec)
         if not math.isfinite(value):
-            self.non_finite.append(NonFinite(pi=spec.name, count=1, total=1,
-                                             first=repr(float(value)),
-                                             where=where or "the workload's output"))
+            self.non_finite.append(
+                NonFinite(
+                    pi=spec.name,
+                    count=1,
+                    total=1,
+                    first=repr(float(value)),
+                    where=where or "the workload's output",
+                )
+            )
             return
         self.readings[spec.name] = float(value)
 
-    def add_units(self, name: str, values: np.ndarray, timestamps: np.ndarray | None = None,
-                  where: str = "") -> None:
+    def add_units(
+        self, name: str, values: np.ndarray, timestamps: np.ndarray | None = None, where: str = ""
+    ) -> None:
         """Record a PI's unit readings; a PI with unit readings must also have a reading.
 
         Non-finite unit readings are reported in ``non_finite`` and the PI's units dropped."""
@@ -145,9 +159,15 @@ class ParsedOutput(BaseModel):
         bad = ~np.isfinite(values)
         if bad.any():
             first = int(np.argmax(bad))
-            self.non_finite.append(NonFinite(pi=name, count=int(bad.sum()), total=int(values.size),
-                                             first=repr(float(values[first])),
-                                             where=where or "the workload's output"))
+            self.non_finite.append(
+                NonFinite(
+                    pi=name,
+                    count=int(bad.sum()),
+                    total=int(values.size),
+                    first=repr(float(values[first])),
+                    where=where or "the workload's output",
+                )
+            )
             return
         self.unit_readings[name] = values
         if timestamps is not None:

@@ -3,8 +3,8 @@
 One data row gives one reading per numeric column. Several rows are unit readings in time order,
 and the round's reading is their mean of the PI's type (harmonic for rates). A column named
 ``time``, ``timestamp`` or ``t`` gives the unit readings' timestamps instead of a PI. Without a
-header, columns are named ``value`` (one column) or ``col1``, ``col2``...; ``specs`` renames units and
-types by PI name.
+header, columns are named ``value`` (one column) or ``col1``, ``col2``...; ``specs`` renames
+units and types by PI name.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ def _is_number(cell: str) -> bool:
 
 
 def type_mean(values: np.ndarray, pi_type: PIType) -> float:
-    """The mean a PI type calls for (harmonic for rates, so the result is total work over total time)."""
+    """The mean a PI type calls for (harmonic for rates, so the result is total work over total
+    time)."""
     if pi_type is PIType.HARMONIC:
         if np.any(values <= 0):
             return float("nan")
@@ -105,27 +106,34 @@ def parse(
                 names = names if len(names) > 1 else ["value"]
             columns = [_Column(name) for name in names]
             if one_column and len(columns) != 1:
-                raise MalformedOutput(f"{where}:{header_line}",
-                                      f"expected one value per line, found {len(columns)} columns")
+                raise MalformedOutput(
+                    f"{where}:{header_line}",
+                    f"expected one value per line, found {len(columns)} columns",
+                )
             if header:
                 continue
         if len(cells) != len(columns):
-            raise MalformedOutput(f"{where}:{number}",
-                                  f"expected {len(columns)} columns, found {len(cells)}")
+            raise MalformedOutput(
+                f"{where}:{number}", f"expected {len(columns)} columns, found {len(cells)}"
+            )
         position = 1
         for column, cell in zip(columns, cells, strict=True):
             column.add(cell, number, position)
             position += len(cell) + 1
         rows += 1
     if columns is None:
-        raise MalformedOutput(where, "the workload printed no values (expected CSV or one number per line)")
+        raise MalformedOutput(
+            where, "the workload printed no values (expected CSV or one number per line)"
+        )
     if rows == 0:
         raise MalformedOutput(f"{where}:{header_line}", "a header but no data rows")
     for column in columns:
         if column.texts and column.values:
             line, position, cell = column.first_text  # type: ignore[misc]
-            raise MalformedOutput(f"{where}:{line}:{position}",
-                                  f"column '{column.name}' expects a number, got {cell!r}")
+            raise MalformedOutput(
+                f"{where}:{line}:{position}",
+                f"column '{column.name}' expects a number, got {cell!r}",
+            )
     numeric = [c for c in columns if not c.texts]
     if not numeric:
         raise MalformedOutput(where, "no numeric column in the workload's output")
@@ -133,9 +141,16 @@ def parse(
     for column in numeric:
         if column.non_finite:
             line, position, cell = column.first_non_finite  # type: ignore[misc]
-            out.non_finite.append(NonFinite(
-                pi=column.name, count=column.non_finite, total=len(column.values), first=cell,
-                where=f"{where}:{line}:{position}", line=line))
+            out.non_finite.append(
+                NonFinite(
+                    pi=column.name,
+                    count=column.non_finite,
+                    total=len(column.values),
+                    first=cell,
+                    where=f"{where}:{line}:{position}",
+                    line=line,
+                )
+            )
     bad = {c.name for c in numeric if c.non_finite}
     values = {c.name: np.frombuffer(c.values) for c in numeric if c.name not in bad}
     times = next((values.pop(n) for n in list(values) if n.lower() in TIME_COLUMNS), None)
@@ -145,9 +160,12 @@ def parse(
     for name, column in values.items():
         spec = specs.get(name, PISpec(name=name, unit="", description="printed by the workload"))
         if spec.pi_type is PIType.HARMONIC and np.any(column <= 0):
-            raise MalformedOutput(where, f"column '{name}' is averaged as a rate (harmonic mean), "
-                                         f"which needs positive values; {int(np.sum(column <= 0))} "
-                                         "are <= 0")
+            raise MalformedOutput(
+                where,
+                f"column '{name}' is averaged as a rate (harmonic mean), "
+                f"which needs positive values; {int(np.sum(column <= 0))} "
+                "are <= 0",
+            )
         out.add(spec, type_mean(column, spec.pi_type))
         if column.size > 1:
             out.add_units(name, column, times)

@@ -1,0 +1,539 @@
+"""A session's verdict, decided once from the final analysis; every output renders this one.
+
+Semantics (also in docs/verdict.md; every output uses these words):
+
+- **Judged round.** A round (not short, not failed) whose monitor trace has enough sampled
+  intervals to judge on its own: at least ``1 / max_hot_fraction`` (10 at the default 10 %,
+  ``monitor.bottleneck.min_intervals``). A shorter round is not judged on its own account.
+- **Excluded round.** A judged round whose own monitor verdict names a *hidden bottleneck* (a
+  component other than the component under test, the CUT, above the threshold, default 80 %, for
+  more than 10 % of the round's time); only when the CUT is known (named or resolved), since
+  without one a hot component may be the very one the workload exercises. It is kept in the
+  journal, counted and shown ("round 20 excluded: hidden bottleneck at cpu:host (compute), 94 %
+  busy") and left out of the PI analysis (intervals, WPS fit, the alpha bound): it measured that
+  component, not the CUT.
+- **Invalid session.** More than half of the judged rounds were excluded, or the verdict over
+  the *included* rounds' traces taken together still names a hidden bottleneck (a sustained
+  problem that short rounds hide). Otherwise the status follows the CI targets over the
+  included rounds: valid (every target met), limit reached (the session limit came first), ...
+  with a line saying how many rounds were excluded and why.
+- **Which governs.** When the CUT is saturated and another component is a hidden bottleneck,
+  both are shown and the hidden bottleneck governs: the number may be that component's limit,
+  not the CUT's (``monitor.bottleneck.cut_line``, the words `monitor` prints too).
+- Interrupted and failed sessions keep their status (and exit code) and still carry the
+  bottleneck line.
+
+When the target is not reached, the verdict leads with the best estimate and its interval, says
+why the target was missed (noise, drift, a busy host, too few rounds) and the one thing to do.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from pilot_sys import units
+from pilot_sys.monitor.bottleneck import (
+    DEFAULT_MAX_HOT_FRACTION,
+    cut_line,
+    enough_to_judge,
+)
+from pilot_sys.session.config import Preset, SessionConfig
+from pilot_sys.session.journal import RoundRecord
+from pilot_sys.session.result import (
+    BottleneckSection,
+    Comparison,
+    ExcludedRound,
+    PIResult,
+    Reason,
+    SessionResult,
+    SessionVerdict,
+    Status,
+    StopReason,
+    WorkloadResult,
+    WPSResult,
+)
+
+#: the stop reason of an invocation that ended without a clean stop (found by ``report DIR``)
+KILLED = "pilot-sys stopped without a clean stop (killed or crashed)"
+
+#: A share above this of the judged rounds excluded makes the session invalid.
+MAX_EXCLUDED_SHARE = 0.5
+
+
+# -- rounds ------------------------------------------------------------------------------------
+def judged(rec: RoundRecord, max_hot_fraction: float = DEFAULT_MAX_HOT_FRACTION) -> bool:
+    """A usable round whose monitor verdict covers enough samples to stand on its own."""
+    m = rec.monitor
+    return (
+        not rec.failed
+        and not rec.short
+        and m is not None
+        and m.valid is not None
+        and enough_to_judge(m.samples, max_hot_fraction)
+    )
+
+
+def is_excluded(
+    rec: RoundRecord, cut: str | None, max_hot_fraction: float = DEFAULT_MAX_HOT_FRACTION
+) -> bool:
+    """A judged round whose own verdict names a hidden bottleneck: out of the PI analysis.
+    Only with a known component under test: without one, a hot component may be the very one
+    the workload exercises (a CPU benchmark without --cut), and no round is excluded for it
+    (the session's verdict still names it)."""
+    return (
+        cut is not None
+        and judged(rec, max_hot_fraction)
+        and rec.monitor is not None
+        and rec.monitor.valid is False
+    )
+
+
+def unjudged_sighting(rec: RoundRecord, max_hot_fraction: float = DEFAULT_MAX_HOT_FRACTION) -> bool:
+    """A usable round that saw a hidden bottleneck but is too short to be judged on its own."""
+    m = rec.monitor
+    return (
+        not rec.failed
+        and not rec.short
+        and m is not None
+        and m.valid is False
+        and not enough_to_judge(m.samples, max_hot_fraction)
+    )
+
+
+def _busy(label: str, value: float | None) -> str:
+    return f"{label}, {units.percent(value, 0)} busy" if value is not None else label
+
+
+def excluded_round(rec: RoundRecord, round_verdict: dict[str, Any] | None) -> ExcludedRound:
+    """What an excluded round is shown as; ``round_verdict`` is the round's monitor verdict as
+    saved in its trace (for each component's mean utilization), None when it cannot be read."""
+    components = list(rec.monitor.hidden_bottlenecks) if rec.monitor is not None else []
+    busy: dict[str, float | None] = {c: None for c in components}
+    for h in (round_verdict or {}).get("hidden_bottlenecks") or []:
+        label = f"{h.get('component')} ({h.get('direction')})"
+        if label in busy and h.get("mean") is not None:
+            busy[label] = float(h["mean"])
+    where = "; ".join(_busy(c, busy[c]) for c in components) or "a component other than the CUT"
+    return ExcludedRound(
+        index=rec.index,
+        workload=rec.workload,
+        components=components,
+        busy=busy,
+        text=f"round {rec.index} excluded: hidden bottleneck at {where}",
+    )
+
+
+def ranges(indices: Iterable[int]) -> str:
+    """``[1, 2, 3, 7, 9, 10]`` -> ``1-3, 7, 9-10``."""
+    out: list[list[int]] = []
+    for i in sorted(set(indices)):
+        if out and out[-1][1] == i - 1:
+            out[-1][1] = i
+        else:
+            out.append([i, i])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in out)
+
+
+def _components(excluded: list[ExcludedRound]) -> str:
+    return ", ".join(dict.fromkeys(c for e in excluded for c in e.components)) or "a component"
+
+
+def excluded_text(excluded: list[ExcludedRound], judged_rounds: int) -> str | None:
+    """``2 of 30 judged rounds excluded (rounds 20, 25): hidden bottleneck at cpu:host
+    (compute)``; None when no round was excluded."""
+    if not excluded:
+        return None
+    which = ranges(e.index for e in excluded)
+    word = "round" if len(excluded) == 1 else "rounds"
+    return (
+        f"{len(excluded)} of {judged_rounds} judged rounds excluded ({word} {which}): "
+        f"hidden bottleneck at {_components(excluded)}"
+    )
+
+
+# -- the words for one PI ------------------------------------------------------------------------
+def estimate_text(p: PIResult, network: bool = False) -> str:
+    """A PI's best estimate in one string, the same wherever it is shown (summary, report.md,
+    the plot titles): ``2.17 GiB/s ± 3.2 %, 95% CI [2.10 GiB/s, 2.24 GiB/s]``; over a drifting
+    level ``1.02 GiB/s, 95% CI [...] over 12 round means (the session's average over a drifting
+    level, not a stable one)``; without an interval ``234 MiB/s so far, no interval yet``."""
+    conf = f"{int(round(100 * p.confidence))}% CI"
+    if p.mean is None:
+        return "no reading yet"
+    if p.ci_low is not None and p.ci_high is not None:
+        mean, low, high = units.ci_parts(p.mean, p.ci_low, p.ci_high, p.unit, network)
+        half = units.relative_half_width(p.mean, p.ci_low, p.ci_high)
+        return f"{mean} {units.plus_minus(half)}, {conf} [{low}, {high}]"
+    d = p.drifting
+    if d is not None:
+        mean, low, high = units.ci_parts(p.mean, d.ci_low, d.ci_high, p.unit, network)
+        return (
+            f"{mean}, {conf} [{low}, {high}] over {d.rounds} round means (the session's "
+            "average over a drifting level, not a stable one)"
+        )
+    return f"{units.quantity(p.mean, p.unit, network)} so far, no interval yet"
+
+
+def needs_text(p: PIResult) -> str:
+    """Why a PI has no interval yet, as a person reads it: ``needs about 400 samples (50
+    effective), has 89``."""
+    from pilot_sys.stats.subsession import MIN_EFFECTIVE_SAMPLES
+
+    if p.drifting is not None:
+        return p.drifting.reason
+    if p.required_sample_size:
+        return (
+            f"needs about {p.required_sample_size} samples ({MIN_EFFECTIVE_SAMPLES} "
+            f"effective), has {p.sample_size}"
+        )
+    return f"needs {MIN_EFFECTIVE_SAMPLES} effective samples, has {p.sample_size}"
+
+
+def alpha_text(w: WPSResult) -> str:
+    """What became of the WPS alpha bound, consistent with alpha's own interval."""
+    if w.alpha_bound == "applied" or (w.alpha_bound == "none" and w.alpha_work_amount):
+        return (
+            "rounds below it are not analysed, and it raised the lower end of the work-amount range"
+        )
+    if w.alpha_bound == "not_above_zero":
+        return "not applied: alpha's CI reaches 0, so alpha is not shown to be above 0"
+    if w.alpha_bound == "above_range":
+        return "not applied: it is above the largest work amount (-w MAX), so every round would go"
+    return "not applied"
+
+
+# -- seconds -----------------------------------------------------------------------------------
+def nice_limit(seconds: float) -> int:
+    """A session limit to suggest: ``seconds`` rounded up to one significant digit (840 -> 900),
+    at least 10 s."""
+    s = max(10.0, seconds)
+    power = 10 ** math.floor(math.log10(s))
+    return int(math.ceil(s / power - 1e-9) * power)
+
+
+def limit_advice(needed_seconds: float | None, preset: str | None) -> str:
+    """``use -s 900 or --preset normal``: what lets a session of about ``needed_seconds`` run."""
+    quick = preset == Preset.QUICK
+    if needed_seconds is None or not math.isfinite(needed_seconds):
+        return "use a longer -s" + (" or --preset normal" if quick else "")
+    return f"use -s {nice_limit(1.2 * needed_seconds)}" + (" or --preset normal" if quick else "")
+
+
+# -- the decision ------------------------------------------------------------------------------
+def _gating(workloads: list[WorkloadResult]) -> list[tuple[WorkloadResult, PIResult]]:
+    return [(w, p) for w in workloads for p in w.pis.values() if p.gates_stop]
+
+
+def _first_missed(workloads: list[WorkloadResult]) -> tuple[WorkloadResult, PIResult] | None:
+    return next(((w, p) for w, p in _gating(workloads) if not p.ci_reached), None)
+
+
+def _lead(
+    workloads: list[WorkloadResult],
+    network: Callable[[WorkloadResult], bool],
+    missed_first: bool = True,
+) -> str:
+    """The best estimate the headline leads with: the first PI that missed its target (when
+    ``missed_first``), else the first the session waited for, else the first."""
+    pair = (_first_missed(workloads) if missed_first else None) or next(
+        iter(_gating(workloads)), None
+    )
+    if pair is None:
+        pair = next(((w, p) for w in workloads for p in w.pis.values()), None)
+    if pair is None:
+        return "no PI"
+    w, p = pair
+    tag = f"[{w.name}] " if len(workloads) > 1 else ""
+    return f"{tag}{p.name} {estimate_text(p, network(w))}"
+
+
+#: component kinds that are a limit the kernel imposes (issue: kernel limits), not a device
+LIMITER_PREFIXES = ("cgroup:", "qdisc:", "cpufreq:")
+
+
+def _invalid_next_step(target: str) -> str:
+    """What to do when ``target`` governed the numbers: a kernel limit is lifted, not quietened."""
+    if target.startswith(LIMITER_PREFIXES):
+        return (
+            f"raise or remove the limit {target} imposes (or run outside it), or name it with "
+            f"--cut {target} if the limit is what you meant to measure"
+        )
+    return (
+        f"run on a quieter host (stop what keeps {target} busy), or name it with "
+        f"--cut {target} if it is what you meant to measure"
+    )
+
+
+def _busy_evidence(bsec: BottleneckSection, excluded: list[ExcludedRound]) -> str | None:
+    """What the monitor saw of a busy host over the included rounds, or None."""
+    parts: list[str] = []
+    busy = bsec.detail.get("busy") or {}
+    threshold = bsec.detail.get("threshold", 0.8)
+    for label, share in busy.items():
+        parts.append(
+            f"{label} above {units.percent(threshold, 0)} for {units.percent(share, 0)} "
+            "of the included rounds' time"
+        )
+    if excluded:
+        parts.append(
+            f"{len(excluded)} round(s) excluded for a hidden bottleneck at {_components(excluded)}"
+        )
+    if bsec.rounds_unjudged:
+        parts.append(f"{len(bsec.rounds_unjudged)} round(s) too short to judge saw one")
+    return "; ".join(parts) or None
+
+
+def _missed(
+    workloads: list[WorkloadResult],
+    cfg: SessionConfig,
+    bsec: BottleneckSection,
+    excluded: list[ExcludedRound],
+    comparison: Comparison | None,
+    needed_seconds: float | None,
+    more_rounds: int | None,
+) -> tuple[Reason, str, str]:
+    """Why the targets were missed and the one thing to do (limit reached or incomplete)."""
+    preset = str(cfg.preset)
+    advice = limit_advice(needed_seconds, preset)
+    at_rate = (
+        f"; at this rate it needs about {units.duration(needed_seconds)} in all"
+        if needed_seconds is not None and math.isfinite(needed_seconds)
+        else ""
+    )
+    analysed = min((w.rounds.analysed for w in workloads), default=0)
+    pair = _first_missed(workloads)
+    if analysed < cfg.min_rounds:
+        short = max((w.rounds.short for w in workloads), default=0)
+        below = max((w.rounds.below_alpha for w in workloads), default=0)
+        why = (
+            f"only {analysed} round(s) could be analysed; a result needs at least {cfg.min_rounds}"
+        )
+        left_out = [
+            f"{short} shorter than {units.duration(cfg.min_round_seconds)}" if short else "",
+            f"{len(excluded)} excluded" if excluded else "",
+            f"{below} below the smallest useful work (alpha)" if below else "",
+        ]
+        if any(left_out):
+            why += f" (not analysed: {', '.join(x for x in left_out if x)})"
+        if short or below:
+            todo = "raise -w MAX so that rounds do more work, or " + advice
+            return Reason.TOO_FEW_ROUNDS, why, todo
+        return Reason.TOO_FEW_ROUNDS, why + at_rate, advice
+    if pair is None:
+        if comparison is not None and not comparison.all_separated:
+            return (
+                Reason.NOT_SEPARATED,
+                "every interval met its target, but some workloads' intervals "
+                "still overlap" + at_rate,
+                advice,
+            )
+        return (
+            Reason.TOO_FEW_ROUNDS,
+            "the targets were not confirmed before the limit" + at_rate,
+            advice,
+        )
+    w, p = pair
+    name = f"[{w.name}] {p.name}" if len(workloads) > 1 else p.name
+    if p.drifting is not None:
+        return (
+            Reason.DRIFT,
+            f"{name}: {p.drifting.reason}, so there is no stable level to estimate; "
+            "the interval shown is the session's average over a drifting level",
+            "find what moves the level (other work on the host, a filling cache) and run on a "
+            "quieter host, or with a longer -s to see whether the level settles",
+        )
+    if p.ci_low is None or p.ci_high is None:
+        more = f"; about {more_rounds} more round(s)" if more_rounds else ""
+        return (
+            Reason.TOO_FEW_ROUNDS,
+            f"{name}: no interval yet: {needs_text(p)}{more}{at_rate}",
+            advice,
+        )
+    width = units.plus_minus(units.relative_half_width(p.mean, p.ci_low, p.ci_high))
+    noise = f"{name}: the interval is {width} for the target {units.target(p.target)}"
+    evidence = _busy_evidence(bsec, excluded)
+    if evidence is not None:
+        return (
+            Reason.BUSY_HOST,
+            f"{noise}, and the host was busy: {evidence}",
+            ("run on a quieter host (stop what keeps it busy), or " + advice),
+        )
+    more = f"; about {more_rounds} more round(s) needed" if more_rounds else ""
+    return (
+        Reason.NOISE,
+        f"{noise}: the readings vary too much for the rounds run{more}{at_rate}",
+        advice,
+    )
+
+
+def bottleneck_line(bsec: BottleneckSection, included: int) -> str:
+    """The one line on hidden bottlenecks over the included rounds, whatever the status."""
+    cut = bsec.cut or "unknown"
+    if not bsec.monitored:
+        why = f": {bsec.error}" if bsec.error else " (--no-monitor)"
+        return f"bottleneck check: not done{why}; nothing is known about hidden bottlenecks"
+    if bsec.valid is None:
+        why = bsec.error or bsec.detail.get("not_judged") or "no round could be judged"
+        return f"bottleneck check: not done ({why})"
+    over = f"over the {included} included rounds taken together"
+    if bsec.detail.get("judged_over") == "excluded rounds":
+        over = (
+            f"over the {len(bsec.rounds_invalid)} excluded rounds taken together "
+            "(none was included)"
+        )
+    if bsec.valid:
+        return f"bottleneck check: passed {over} (component under test: {cut})"
+    return (
+        f"bottleneck check: FAILED {over}: hidden bottleneck at "
+        f"{', '.join(bsec.hidden_bottlenecks) or '?'} (component under test: {cut})"
+    )
+
+
+def status_of(stop_reason: str, any_result: bool, invalid: bool) -> tuple[Status, Reason | None]:
+    """The status a stop reason gives, before the targets are looked at (None: they decide)."""
+    if stop_reason == StopReason.INTERRUPTED:
+        return Status.INTERRUPTED, Reason.INTERRUPTED
+    if stop_reason == KILLED:
+        return Status.INTERRUPTED, Reason.KILLED
+    if stop_reason == StopReason.WORKLOAD_FAILED:
+        return Status.WORKLOAD_FAILED, Reason.WORKLOAD_FAILED
+    if invalid:
+        return Status.INVALID, None
+    if stop_reason in (StopReason.TARGETS_MET, StopReason.TARGETS_MET_AT_END):
+        return Status.VALID, Reason.TARGETS_MET
+    if stop_reason == StopReason.DISK_FULL:
+        return Status.INCOMPLETE, Reason.DISK_FULL
+    return (Status.LIMIT_REACHED if any_result else Status.INCOMPLETE), None
+
+
+def decide(
+    *,
+    stop_reason: str,
+    workloads: list[WorkloadResult],
+    bsec: BottleneckSection,
+    excluded: list[ExcludedRound],
+    judged_rounds: int,
+    cfg: SessionConfig,
+    comparison: Comparison | None = None,
+    network: Callable[[WorkloadResult], bool] = lambda w: False,
+    needed_seconds: float | None = None,
+    more_rounds: int | None = None,
+    failure: str | None = None,
+    result_dir: str = "",
+) -> SessionVerdict:
+    """The one verdict of a session (see the module docstring for the rules)."""
+    included = sum(w.rounds.analysed for w in workloads)
+    too_many = judged_rounds > 0 and len(excluded) > MAX_EXCLUDED_SHARE * judged_rounds
+    sustained = bsec.valid is False
+    any_result = any(p.mean is not None for w in workloads for p in w.pis.values())
+    status, reason = status_of(stop_reason, any_result, too_many or sustained)
+    cut = bsec.cut
+    hidden = list(bsec.hidden_bottlenecks)
+    governing = bsec.governing
+    if too_many and not hidden:
+        governing = excluded[0].components[0].split(" (", 1)[0] if excluded[0].components else None
+    governs = None
+    if cut and bsec.cut_saturated and hidden:
+        governs = cut_line(cut, True, hidden)
+    why = next_step = None
+    lead = _lead(workloads, network)
+    resume = (
+        f"`pilot-sys run --resume {result_dir}` continues" if result_dir else "--resume continues"
+    )
+    if status is Status.INVALID:
+        if too_many:
+            reason = Reason.TOO_MANY_EXCLUDED
+            comps = _components(excluded)
+            headline = (
+                f"INVALID: {len(excluded)} of {judged_rounds} judged rounds were excluded for a "
+                f"hidden bottleneck at {comps}, more than half: the numbers may describe "
+                f"{governing or comps}, not the component under test ({cut or 'unknown'})"
+            )
+        else:
+            reason = Reason.HIDDEN_BOTTLENECK
+            headline = (
+                f"INVALID: hidden bottleneck at {', '.join(hidden) or '?'} over the included "
+                "rounds taken together: the numbers may describe "
+                f"{governing or 'it'}, not the component under test ({cut or 'unknown'})"
+            )
+        target = governing or "it"
+        next_step = _invalid_next_step(target)
+    elif status is Status.VALID:
+        dropped = (
+            f" ({len(excluded)} excluded for a hidden bottleneck at {_components(excluded)})"
+            if excluded
+            else ""
+        )
+        headline = (
+            f"valid: every CI target met over {included} analysed rounds{dropped}; "
+            f"{_lead(workloads, network, missed_first=False)}"
+        )
+    elif status is Status.INTERRUPTED:
+        how = (
+            "interrupted"
+            if reason is Reason.INTERRUPTED
+            else "stopped without a clean stop (killed or crashed)"
+        )
+        total = sum(w.rounds.total for w in workloads)
+        headline = f"{how} after {total} rounds (all kept); so far: {lead}"
+        next_step = resume
+    elif status is Status.WORKLOAD_FAILED:
+        headline = f"the workload failed: {failure or 'see the notes'}"
+        next_step = f"fix the workload; the rounds before it are kept: {resume}"
+    elif status is Status.INCOMPLETE and reason is Reason.DISK_FULL:
+        headline = (
+            f"incomplete: the round journal could not be written (disk full?); so far: {lead}"
+        )
+        next_step = f"free space; {resume}"
+    else:
+        reason, why, next_step = _missed(
+            workloads, cfg, bsec, excluded, comparison, needed_seconds, more_rounds
+        )
+        if status is Status.LIMIT_REACHED:
+            headline = f"limit reached before the CI target; best estimate: {lead}"
+        else:
+            headline = f"incomplete: too few rounds for any result; {lead}"
+    return SessionVerdict(
+        status=status,
+        reason=reason or Reason.TOO_FEW_ROUNDS,
+        headline=headline,
+        bottleneck=bottleneck_line(bsec, included),
+        excluded=excluded_text(excluded, judged_rounds),
+        governs=governs,
+        why=why,
+        next_step=next_step,
+        governing=governing,
+        cut=cut,
+        cut_saturated=bsec.cut_saturated,
+        hidden_bottlenecks=hidden,
+        excluded_rounds=excluded,
+        judged_rounds=judged_rounds,
+    )
+
+
+def verdict_of(result: SessionResult) -> SessionVerdict:
+    """The result's verdict; one derived from its other fields for result files written before
+    the verdict existed (and hand-built results), by the same ``decide``."""
+    if result.verdict is not None:
+        return result.verdict
+    try:
+        cfg = SessionConfig.model_validate(result.config)
+    except ValueError:
+        cfg = SessionConfig()
+    bsec = result.bottleneck
+    v = decide(
+        stop_reason=result.stop_reason,
+        workloads=result.workloads,
+        bsec=bsec,
+        excluded=[],
+        judged_rounds=0,
+        cfg=cfg,
+        comparison=result.comparison,
+        network=lambda w: units.network_traffic(w.command, bsec.cut),
+        result_dir=result.result_dir,
+    )
+    if v.status is not result.status:
+        v = v.model_copy(update={"status": result.status})
+    return v

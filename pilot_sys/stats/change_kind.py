@@ -1,0 +1,246 @@
+"""What kind of change happens at a change point: level, spread or trend, or none once trends count.
+
+Change-point detectors that compare medians (EDM) see a smooth trend as a staircase: every
+stretch of a ramp has a different median, so a growing series is cut into dozens of "level
+shifts" that no reader would call changes. Each change point is judged here against the two
+segments around it, each fitted with its own straight line (ordinary least squares):
+
+* **level**: the two lines disagree at the change point, i.e. the series jumps;
+* **trend**: the lines meet but their slopes differ, i.e. the series turns (a kink), more
+  sharply than one smooth parabola through both segments would bend;
+* **spread**: neither, but the residual spread differs;
+* **none**: one straight line through both segments explains them as well as two do (the change
+  point is an artefact of a trend) - the caller drops it and merges the segments.
+
+Each effect is tested against the residual noise of the segments with an F test (the two-line
+model against its restriction), at ``significance``. The detector put each change point where
+the two sides differ most, so these p-values are optimistic (the test sees the data that chose
+the point): the default level is 0.001, ten times stricter than the detector's own, and it is
+shared (Bonferroni) by the change points tested together. The noise of slowly varying real
+series is strongly autocorrelated, so the residual variance is inflated by the lag-1
+autocorrelation's long-run factor ``(1 + r) / (1 - r)`` before testing (Bartlett), and the spread
+test's degrees of freedom shrink by the same factor.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+from scipy import stats
+
+from pilot_sys.stats.changepoint import ChangePoints, Segment
+from pilot_sys.stats.outliers import DEFAULT_WINDOW, window_outliers
+
+Kind = Literal["level", "trend", "spread", "none"]
+DEFAULT_SIGNIFICANCE = 0.001
+# Residuals that hold an unmodelled step look autocorrelated too; capping the lag-1 correlation
+# keeps one such step from hiding a jump next to it (inflation at most (1 + 0.7) / (1 - 0.7)).
+MAX_LAG1 = 0.7
+
+
+class ChangeKind(BaseModel):
+    """The kind of one change point and the evidence for it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int = Field(description="0-based index where the new segment starts")
+    kind: Kind
+    jump: float = Field(description="right line minus left line at the change point (data units)")
+    slope_before: float
+    slope_after: float
+    spread_ratio: float = Field(description="residual standard deviation after / before")
+    p_value: float = Field(description="p-value of the effect that decided the kind (1 for none)")
+
+
+def _line(y: np.ndarray, x: np.ndarray) -> tuple[float, float, np.ndarray]:
+    """Intercept, slope and residuals of y on x (a constant when there is one point)."""
+    if y.size < 2:
+        return float(y.mean()), 0.0, y - y.mean()
+    slope, intercept = np.polyfit(x, y, 1)
+    return float(intercept), float(slope), y - (intercept + slope * x)
+
+
+def _lag1_inflation(residuals: Sequence[np.ndarray]) -> float:
+    """Long-run variance factor (1 + r) / (1 - r) of the pooled lag-1 correlation r, in [1, 5.7]."""
+    num = sum(float(np.dot(r[1:], r[:-1])) for r in residuals if r.size > 2)
+    den = sum(float(np.dot(r, r)) for r in residuals if r.size > 2)
+    if den <= 0.0:
+        return 1.0
+    rho = min(max(num / den, 0.0), MAX_LAG1)
+    return (1.0 + rho) / (1.0 - rho)
+
+
+def _f_test(
+    rss_restricted: float, rss_full: float, extra: int, dof: int, inflation: float
+) -> float:
+    if dof <= 0 or rss_full <= 0.0:
+        return 0.0 if rss_restricted > rss_full else 1.0
+    f = max(rss_restricted - rss_full, 0.0) / extra / (inflation * rss_full / dof)
+    return float(stats.f.sf(f, extra, dof))
+
+
+def _turn_beats_bend(y: np.ndarray, t: np.ndarray, rss_kink: float) -> bool:
+    """True when a kink at the change point fits better than a smooth parabola through it all.
+
+    A slowly curving series (growth that slows down) differs from one straight line at every
+    split; only a turn sharper than the curve is a change of trend.
+    """
+    design = np.column_stack([np.ones(t.size), t, t * t])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    res = y - design @ coef
+    return rss_kink < float(res @ res)
+
+
+def _around(
+    values: np.ndarray, begin: int, index: int, end: int, outliers: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Readings of [begin, end) without outliers, their time from ``index``, and where it falls."""
+    y = np.asarray(values[begin:end], dtype=np.float64)
+    t = np.arange(begin, end, dtype=np.float64) - index
+    if outliers is not None:
+        keep = ~outliers[begin:end]
+        if keep[: index - begin].sum() >= 3 and keep[index - begin :].sum() >= 3:
+            y, t = y[keep], t[keep]
+    return y, t, int(np.searchsorted(t, 0.0))
+
+
+def classify_change(
+    values: np.ndarray,
+    begin: int,
+    index: int,
+    end: int,
+    significance: float = DEFAULT_SIGNIFICANCE,
+    outliers: np.ndarray | None = None,
+) -> ChangeKind:
+    """Kind of the change at ``index`` between segments [begin, index) and [index, end).
+
+    ``outliers`` (a mask over ``values``) are left out of the line fits: one slow iteration in
+    a hundred would otherwise swamp the residual noise that every test compares against.
+    """
+    y, t, k = _around(values, begin, index, end, outliers)
+    a0, a1, res_a = _line(y[:k], t[:k])
+    b0, b1, res_b = _line(y[k:], t[k:])
+    rss_two = float(res_a @ res_a + res_b @ res_b)
+    n = y.size
+    dof = n - 4
+    inflation = _lag1_inflation((res_a, res_b))
+    spread_a = float(np.std(res_a)) if res_a.size > 2 else float("nan")
+    spread_b = float(np.std(res_b)) if res_b.size > 2 else float("nan")
+    ratio = spread_b / spread_a if spread_a > 0 else float("inf")
+    common = {
+        "index": index,
+        "jump": b0 - a0,
+        "slope_before": a1,
+        "slope_after": b1,
+        "spread_ratio": ratio,
+    }
+    # one line through both segments (no change at all)
+    _, _, res_one = _line(y, t)
+    p_any = _f_test(float(res_one @ res_one), rss_two, 2, dof, inflation)
+    # a kinked line (slopes differ, no jump): t+ = max(t, 0) carries the slope change
+    design = np.column_stack([np.ones(n), t, np.maximum(t, 0.0)])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    res_kink = y - design @ coef
+    p_jump = _f_test(float(res_kink @ res_kink), rss_two, 1, dof, inflation)
+    if p_jump < significance:
+        return ChangeKind(kind="level", p_value=p_jump, **common)
+    if p_any < significance and _turn_beats_bend(y, t, float(res_kink @ res_kink)):
+        return ChangeKind(kind="trend", p_value=p_any, **common)
+    if res_a.size > 2 and res_b.size > 2 and spread_a > 0 and spread_b > 0:
+        # autocorrelated residuals carry fewer independent readings: shrink both dofs alike
+        f = (spread_b / spread_a) ** 2
+        dof_b, dof_a = (res_b.size - 2) / inflation, (res_a.size - 2) / inflation
+        p_spread = 2.0 * min(stats.f.sf(f, dof_b, dof_a), stats.f.cdf(f, dof_b, dof_a))
+        if p_spread < significance and max(ratio, 1.0 / ratio) > 1.5:
+            return ChangeKind(kind="spread", p_value=float(p_spread), **common)
+    return ChangeKind(kind="none", p_value=1.0, **common)
+
+
+def classify_changes(
+    values: np.ndarray,
+    changepoints: Sequence[int],
+    significance: float = DEFAULT_SIGNIFICANCE,
+    drop: bool = True,
+) -> list[ChangeKind]:
+    """Kinds of ``changepoints``; with ``drop``, those a trend explains go (until none does).
+
+    The weakest unexplained change point goes first, because removing it merges two segments
+    and changes the evidence at its neighbours; each round tests at ``significance`` divided by
+    the number of change points left. Without ``drop`` every change point is kept with the same
+    kinds: the ones a trend explains are "none", and the others are judged between the
+    segments left once those are merged away. (Judged between its immediate neighbours instead,
+    a real step next to a spurious change point would be tested on a short segment and could
+    come out "none" itself.)
+    """
+    x = np.asarray(values, dtype=np.float64)
+    cuts = sorted(int(c) for c in changepoints if 0 < c < x.size)
+    outliers = window_outliers(x, window=min(DEFAULT_WINDOW, max(x.size // 5, 2)))
+    dropped: dict[int, ChangeKind] = {}
+    while True:
+        bounds = [0, *cuts, x.size]
+        # one test per change point: Bonferroni keeps the chance of keeping any artefact at
+        # ``significance`` however many pieces the detector cut a trend into
+        level = significance / max(len(cuts), 1)
+        kinds = [
+            classify_change(x, bounds[i], bounds[i + 1], bounds[i + 2], level, outliers)
+            for i in range(len(cuts))
+        ]
+        none = [i for i, k in enumerate(kinds) if k.kind == "none"]
+        if not none:
+            if drop:
+                return kinds
+            return sorted([*kinds, *dropped.values()], key=lambda k: k.index)
+        # drop the one whose segments one line explains best (largest p of "any change")
+        worst = max(
+            none, key=lambda i: _p_any(x, bounds[i], bounds[i + 1], bounds[i + 2], outliers)
+        )
+        dropped[cuts[worst]] = kinds[worst]
+        del cuts[worst]
+
+
+def _p_any(x: np.ndarray, begin: int, index: int, end: int, outliers: np.ndarray) -> float:
+    """p-value of "two lines fit better than one" at ``index``: the weakest goes first."""
+    y, t, k = _around(x, begin, index, end, outliers)
+    _, _, res_a = _line(y[:k], t[:k])
+    _, _, res_b = _line(y[k:], t[k:])
+    _, _, res_one = _line(y, t)
+    rss_two = float(res_a @ res_a + res_b @ res_b)
+    inflation = _lag1_inflation((res_a, res_b))
+    return _f_test(float(res_one @ res_one), rss_two, 2, y.size - 4, inflation)
+
+
+def explain_changes(
+    values: np.ndarray,
+    result: ChangePoints,
+    significance: float = DEFAULT_SIGNIFICANCE,
+) -> tuple[ChangePoints, list[ChangeKind]]:
+    """``result`` without the change points a trend explains, and the kind of each one kept.
+
+    Segments are merged where a change point goes; the stable segment is chosen again by the
+    same rule (the longest segment, if it holds more than half of the readings).
+    """
+    x = np.asarray(values, dtype=np.float64)
+    kinds = classify_changes(x, result.changepoints, significance)
+    kept = [k.index for k in kinds]
+    if kept == list(result.changepoints):
+        return result, kinds
+    bounds = [0, *kept, x.size]
+    segments = [
+        Segment(begin=b, end=e, median=float(np.median(x[b:e])))
+        for b, e in itertools.pairwise(bounds)
+    ]
+    longest = max(segments, key=lambda s: s.size)
+    stable = (longest.begin, longest.end) if 2 * longest.size > x.size else None
+    merged = result.model_copy(
+        update={
+            "changepoints": kept,
+            "segments": segments,
+            "stable_segment": stable,
+            "details": [d for d in result.details if d.index in set(kept)],
+        }
+    )
+    return merged, kinds
