@@ -20,8 +20,10 @@ def _series(rng: np.random.Generator, kind: int) -> np.ndarray:
         return lfilter([1.0], [1.0, -phi], rng.standard_normal(n))
     if kind == 1:  # rounds at different levels, AR(1) inside (what sessions pool)
         length = int(rng.integers(50, 600))
-        rounds = [rng.normal(0, 0.5) + lfilter([1.0], [1.0, -0.5], rng.standard_normal(length))
-                  for _ in range(max(2, n // length))]
+        rounds = [
+            rng.normal(0, 0.5) + lfilter([1.0], [1.0, -0.5], rng.standard_normal(length))
+            for _ in range(max(2, n // length))
+        ]
         return np.concatenate(rounds)
     if kind == 2:  # quantised values with ties and constant stretches
         x = np.round(lfilter([1.0], [1.0, -0.4], rng.standard_normal(n)))
@@ -44,8 +46,15 @@ def test_the_filter_returns_exactly_what_visiting_every_q_returns(kind: int) -> 
         x = _series(rng, kind)
         fast = subsession.search(x)
         slow = _every_q(x)
-        for field in ("q", "n_subsessions", "mean", "variance", "autocorrelation", "tail_dropped",
-                      "autocorrelation_time"):
+        for field in (
+            "q",
+            "n_subsessions",
+            "mean",
+            "variance",
+            "autocorrelation",
+            "tail_dropped",
+            "autocorrelation_time",
+        ):
             a, b = np.asarray(getattr(fast, field)), np.asarray(getattr(slow, field))
             assert np.array_equal(a, b, equal_nan=True), (field, a, b)
         found += bool(fast.found)
