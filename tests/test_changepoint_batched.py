@@ -26,7 +26,7 @@ from pilot_sys.stats._changepoint_ranks import keys_at, position_keys
 def one_interval_at_a_time() -> Iterator[None]:
     """Within the block, ``detect`` scans every seeded interval alone (no batch, no pruning)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cp._Scans, "hopeful", lambda self, keys, penalty: keys)
+        mp.setattr(cp._Scans, "hopeful", lambda self, keys, penalty, floor=1.0: keys)
         yield
 
 

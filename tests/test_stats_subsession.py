@@ -61,6 +61,55 @@ def test_integrated_autocorrelation_time_of_ar1() -> None:
     assert gamma0[1] == pytest.approx(1 / (1 - 0.64), rel=0.1)
 
 
+def direct_autocovariances(d: np.ndarray, lags: int) -> np.ndarray:
+    """sum_t d_t d_{t+h} / n by one dot product per lag: the definition."""
+    return np.array([d[: d.size - h] @ d[h:] for h in range(lags)]) / d.size
+
+
+@pytest.mark.parametrize("n", [1000, 4099, 70001])
+def test_product_and_chunked_autocovariances_match_the_definition(n: int) -> None:
+    d = ar1(n, 0.7, n) + np.linspace(0.0, 2.0, n)
+    d -= d.mean()
+    np.testing.assert_allclose(
+        ss._product_autocovariances(d, 32), direct_autocovariances(d, 32), rtol=1e-12, atol=0
+    )
+    for lags in (16, 512):
+        np.testing.assert_allclose(
+            ss._chunked_autocovariances(d, lags),
+            direct_autocovariances(d, lags),
+            rtol=0,
+            atol=1e-13 * float(d @ d) / n,
+        )
+
+
+@pytest.mark.parametrize(
+    "kind", ["white", "ar1", "ar1_strong", "trend", "walk", "constant", "alternating"]
+)
+def test_staged_autocorrelation_time_matches_one_fft(kind: str) -> None:
+    """A long series takes its first lags from products and chunked FFTs (each stage stops the
+    sum only where it ends); the answer is the one FFT of the whole series gives, to rounding."""
+    n = 70_001
+    assert n >= ss._STAGED_MIN_LENGTH
+    x = {
+        "white": ar1(n, 0.0, 1),
+        "ar1": ar1(n, 0.6, 2),  # Geyer's sum ends within the first 16 lags
+        "ar1_strong": ar1(n, 0.995, 3),  # ... beyond them: the chunked FFT
+        "trend": ar1(n, 0.0, 4) + np.linspace(0.0, 5.0, n),  # beyond every chunk: one FFT
+        "walk": np.cumsum(ar1(n, 0.0, 5)),
+        "constant": np.full(n, 2.5),
+        "alternating": np.where(np.arange(n) % 2 == 0, 1.0, -1.0) + 0.01 * ar1(n, 0.0, 6),
+    }[kind]
+    tau, gamma0 = ss.integrated_autocorrelation_time(x)
+    want_tau, want_gamma0 = ss._geyer_sum(ss._fft_autocovariances(x - x.mean()), n)
+    assert float(tau) == pytest.approx(float(want_tau), rel=1e-12)
+    assert float(gamma0) == pytest.approx(float(want_gamma0), rel=1e-12, abs=1e-300)
+    # search passes its series as a row of a 2-D array: the same staged path, row by row (the
+    # reversed series has the same autocovariances)
+    rows = ss.integrated_autocorrelation_time(np.stack([x, x[::-1]]))
+    assert rows[0][0] == float(tau) and rows[1][0] == float(gamma0)
+    np.testing.assert_allclose(rows[0], float(tau), rtol=1e-12)
+
+
 def test_white_noise_needs_no_merging_and_ar1_does() -> None:
     assert ss.analyze(ar1(2000, 0.0, 3)).q <= 2
     r = ss.analyze(ar1(5000, 0.8, 4))

@@ -26,14 +26,18 @@ def top_masks(
 ) -> list[np.ndarray]:
     """Per row of ``block``, masks of the ``count`` largest values, ties broken by key.
 
-    One multi-k selection along the rows finds every cut value. A row whose cut value is tied
+    One selection along the rows (a sort when there are several cuts: numpy's vectorised sort
+    is faster than a multi-k introselect) finds every cut value. A row whose cut value is tied
     (more readings equal to it than still needed) takes its largest-keyed tied readings, as
     ``changepoint._top_masks`` does; ``keys_of(rows)`` gives those rows' keys, so continuous
     data never computes a key.
     """
     n_rows, m = block.shape
     kth = sorted({m - c for c in counts if 0 < c <= m})
-    ordered = np.partition(block, kth, axis=1) if kth else block
+    if not kth:
+        ordered = block
+    else:
+        ordered = np.partition(block, kth, axis=1) if len(kth) == 1 else np.sort(block, axis=1)
     masks = []
     for count in counts:
         if count <= 0:

@@ -40,7 +40,10 @@ segmentation", 2020), Bonferroni-corrected over all intervals so that stage adds
 ``significance`` to the false-alarm rate; accepted splits go back to binary segmentation. The
 intervals of one scale share their length and are scanned together as the rows of one array
 (``_changepoint_batch``), with results identical to scanning them one by one: one numpy call per
-scale instead of one per interval, which would otherwise dominate the cost of a round.
+scale instead of one per interval, which would otherwise dominate the cost of a round. On a long
+series most intervals are far from significant: each first gets an upper bound of both its
+statistics (``_changepoint_bound``, exact cuts from blocks sorted once, the walk 16 readings per
+step), and only those whose bound could pass are scanned, so the decisions are unchanged.
 
 Neither stage sees a short stretch at an end of the series (a warm-up of 5-10% of a round): a
 stretch of k readings moves a segment's CUSUM by about k/2 against a noise of sqrt(m)/2, so
@@ -72,6 +75,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from pilot_sys.stats import _changepoint_batch as batch
+from pilot_sys.stats._changepoint_bound import SeededBounds
 from pilot_sys.stats._changepoint_null import (
     edge_sf,
     kolmogorov_isf,
@@ -250,15 +254,39 @@ class _LazyKeys:
             self._keys = position_keys(*self._range)
         return self._keys
 
+    def at(self, offsets: np.ndarray) -> np.ndarray:
+        """The keys of the readings at these offsets into the segment (``array[offsets]``)."""
+        if self._keys is not None:
+            return self._keys[offsets]
+        return keys_at(offsets + self._range[0])
 
-def _top_masks(values: np.ndarray, keys: _LazyKeys, counts: list[int]) -> list[np.ndarray]:
+
+def _cumsum(indicator: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Running count of a 0/1 indicator, in 32 bits when it fits (half the memory traffic)."""
+    fits = indicator.shape[axis] < np.iinfo(np.int32).max
+    return np.cumsum(indicator, axis=axis, dtype=np.int32 if fits else np.int64)
+
+
+def _order_statistics(values: np.ndarray, kth: list[int]) -> np.ndarray:
+    """``values`` with the entries at ``kth`` in sorted position: one selection for a single
+    k, a full sort for several (numpy's vectorised sort beats a multi-k introselect)."""
+    if not kth:
+        return values
+    return np.partition(values, kth) if len(kth) == 1 else np.sort(values)
+
+
+def _top_masks(
+    values: np.ndarray, keys: _LazyKeys, counts: list[int], ordered: np.ndarray | None = None
+) -> list[np.ndarray]:
     """Masks of the ``count`` largest values for each count, ties broken by key.
 
-    One multi-k selection (np.partition) finds every cut value in O(m); no sort.
+    The cut values come from one selection or sort (or ``ordered``, the values already sorted);
+    keys are computed for tied readings only.
     """
     m = values.size
     kth = sorted({m - c for c in counts if 0 < c <= m})
-    ordered = np.partition(values, kth) if kth else values
+    if ordered is None:
+        ordered = _order_statistics(values, kth)
     masks = []
     for count in counts:
         if count <= 0:
@@ -272,22 +300,25 @@ def _top_masks(values: np.ndarray, keys: _LazyKeys, counts: list[int]) -> list[n
         if need == n_tied:
             masks.append(above | tied)
             continue
-        tied_keys = keys.array[tied]
+        tied_at = np.flatnonzero(tied)
+        tied_keys = keys.at(tied_at)
         key_cut = np.partition(tied_keys, n_tied - need)[n_tied - need]
-        masks.append(above | (tied & (keys.array >= key_cut)))
+        above[tied_at[tied_keys >= key_cut]] = True
+        masks.append(above)
     return masks
 
 
 def _indicators(
-    values: np.ndarray, keys: _LazyKeys, scale: bool
+    values: np.ndarray, keys: _LazyKeys, scale: bool, ordered: np.ndarray | None = None
 ) -> list[tuple[ChangeKind, np.ndarray]]:
-    """Above the pooled median; and outside the pooled interquartile range (spread)."""
+    """Above the pooled median; and outside the pooled interquartile range (spread).
+    ``ordered``: the values sorted, when the caller has them."""
     m = values.size
     quarter = m // 4
     if not scale:
-        return [("location", _top_masks(values, keys, [m // 2])[0])]
+        return [("location", _top_masks(values, keys, [m // 2], ordered)[0])]
     upper_half, top_quarter, above_bottom_quarter = _top_masks(
-        values, keys, [m // 2, quarter, m - quarter]
+        values, keys, [m // 2, quarter, m - quarter], ordered
     )
     return [("location", upper_half), ("scale", top_quarter | ~above_bottom_quarter)]
 
@@ -303,6 +334,57 @@ def _positions(stop: int) -> np.ndarray:
     return _POSITIONS[:stop]
 
 
+_BRIDGE_CHUNK = 1 << 16  # bridge values formed at a time: they stay in cache until reduced
+
+
+def _bridge_extremes(counts: np.ndarray, min_size: int, p: float) -> tuple[int, float, int, float]:
+    """First argmax and argmin (offsets from min_size) of the bridge C_k - k p over
+    min_size <= k <= m - min_size, and its values there: chunk by chunk, so a long segment never
+    holds a second array of its length, with each value formed as a whole-array pass would."""
+    m = counts.size
+    stop = m - min_size + 1
+    positions = _positions(stop)
+    top, peak, bottom, trough = 0, -math.inf, 0, math.inf
+    for first in range(min_size, stop, _BRIDGE_CHUNK):
+        last = min(stop, first + _BRIDGE_CHUNK)
+        bridge = positions[first:last] * -p
+        bridge += counts[first - 1 : last - 1]
+        hi, lo = int(np.argmax(bridge)), int(np.argmin(bridge))
+        if bridge[hi] > peak:
+            top, peak = first - min_size + hi, float(bridge[hi])
+        if bridge[lo] < trough:
+            bottom, trough = first - min_size + lo, float(bridge[lo])
+    return top, peak, bottom, trough
+
+
+def _indicator_split(indicator: np.ndarray, min_size: int) -> int:
+    """``_cusum_scan(_cumsum(indicator), min_size)[0]`` without a counts array: the running
+    count is formed chunk by chunk with the bridge (the same integers, the same floats)."""
+    m = indicator.size
+    ones = int(np.count_nonzero(indicator))
+    p = float(ones) / m
+    if p <= 0.0 or p >= 1.0:
+        return m // 2
+    stop = m - min_size + 1
+    positions = _positions(stop)
+    before = int(np.count_nonzero(indicator[: min_size - 1]))  # C at k = min_size - 1
+    top, peak, bottom, trough = 0, -math.inf, 0, math.inf
+    for first in range(min_size, stop, _BRIDGE_CHUNK):
+        last = min(stop, first + _BRIDGE_CHUNK)
+        counts = np.cumsum(indicator[first - 1 : last - 1], dtype=np.int64)
+        counts += before
+        before = int(counts[-1])
+        bridge = positions[first:last] * -p
+        bridge += counts
+        hi, lo = int(np.argmax(bridge)), int(np.argmin(bridge))
+        if bridge[hi] > peak:
+            top, peak = first - min_size + hi, float(bridge[hi])
+        if bridge[lo] < trough:
+            bottom, trough = first - min_size + lo, float(bridge[lo])
+    high, low = max(0.0, peak), min(0.0, trough)
+    return min_size + (top if high >= -low else bottom)
+
+
 def _cusum_scan(counts: np.ndarray, min_size: int) -> tuple[int, float, tuple[int, ...]]:
     """Best split of a 0/1 indicator, the bridge-scaled CUSUM range, and the cuts it implies.
 
@@ -315,10 +397,8 @@ def _cusum_scan(counts: np.ndarray, min_size: int) -> tuple[int, float, tuple[in
     p = float(counts[-1]) / m
     if p <= 0.0 or p >= 1.0:
         return m // 2, 0.0, (m // 2,)
-    bridge = _positions(m - min_size + 1)[min_size:] * -p
-    bridge += counts[min_size - 1 : m - min_size]
-    top, bottom = int(np.argmax(bridge)), int(np.argmin(bridge))
-    high, low = max(0.0, float(bridge[top])), min(0.0, float(bridge[bottom]))
+    top, peak, bottom, trough = _bridge_extremes(counts, min_size, p)
+    high, low = max(0.0, peak), min(0.0, trough)
     scale = math.sqrt(m * p * (1.0 - p))
     split = min_size + (top if high >= -low else bottom)
     cuts = tuple(
@@ -375,10 +455,10 @@ def _refine_split(
         series = np.abs(2 * ranks - (m - 1)).astype(np.float64)
     for _ in range(rounds):
         cut = _separating_cut(series[:split], series[split:])
-        counts = np.cumsum(series > cut)
         if window is None:
-            moved = _cusum_scan(counts, min_size)[0]
+            moved = _indicator_split(series > cut, min_size)
         else:
+            counts = _cumsum(series > cut)
             first, last = window
             drift = np.abs(counts[first - 1 : last] - counts[-1] / m * _positions(last + 1)[first:])
             moved = first + int(np.argmax(drift))
@@ -463,6 +543,27 @@ class _ScanResult:
     # per scan: (kind, split, raw statistic, dependence factor or None when not needed)
     scans: list[tuple[ChangeKind, int, float, float | None]]
     refined: dict[ChangeKind, int] = field(default_factory=dict)
+    # True: only the location scan was made (the scale entry's statistic is NaN), because the
+    # location split was accepted at the penalty it was decided with (``_scan_segment``)
+    partial: bool = False
+
+
+# Whether a location scan (raw statistic, dependence factor or None) is accepted on its own.
+_Decisive = Callable[[float, float | None], bool]
+
+
+def _decisive(penalty: float, floor: float) -> _Decisive:
+    """The location part of ``_decide``: with the location accepted, the scale scan can change
+    neither the chosen split nor the p-value."""
+
+    def accepted(stat: float, factor: float | None) -> bool:
+        if factor is not None:
+            stat /= math.sqrt(max(floor, factor))
+        elif floor > 1.0:
+            stat /= math.sqrt(floor)
+        return stat > penalty
+
+    return accepted
 
 
 def _scan_segment(
@@ -475,37 +576,52 @@ def _scan_segment(
     scale: bool,
     dependence: bool,
     median_scan: _MedianScan | None,
+    indicators: list[tuple[ChangeKind, np.ndarray]] | None = None,
+    ordered: np.ndarray | None = None,
+    decisive: _Decisive | None = None,
 ) -> _ScanResult:
     """Scan one segment. The dependence factor (never below 1) is computed only for a scan whose
-    raw statistic beats ``base_penalty``, the smallest penalty any decision will use."""
+    raw statistic beats ``base_penalty``, the smallest penalty any decision will use. The sign
+    form's indicators are appended to ``indicators`` when given; ``ordered`` is the segment's
+    values sorted, when the caller has them. With ``decisive``, the scale scan is skipped when
+    the location scan alone is accepted (a ``partial`` result)."""
     segment = values[begin:end]
     keys = _LazyKeys(begin, end)
-    found: list[tuple[ChangeKind, int, float, np.ndarray, tuple[int, ...]]] = []
-    if median_scan is None:
-        for kind, indicator in _indicators(segment, keys, scale):
-            counts = np.cumsum(indicator)
-            split, stat, cuts = _cusum_scan(counts, min_size)
-            found.append((kind, split, stat, counts, cuts))
-    else:
+    kind_of: Statistic = "sign" if median_scan is None else "median"
+
+    def factor_of(stat: float, counts: np.ndarray, cuts: tuple[int, ...]) -> float | None:
+        return dependence_factor(counts, cuts) if dependence and stat > base_penalty else None
+
+    scans: list[tuple[ChangeKind, int, float, float | None]] = []
+    if median_scan is not None:
         for kind, split, stat, indicator in _median_candidates(
             segment, keys.array, min_size, scale, median_scan
         ):
-            found.append((kind, split, stat, np.cumsum(indicator), (split,)))
-    scans = [
-        (
-            kind,
-            split,
-            stat,
-            dependence_factor(counts, cuts) if dependence and stat > base_penalty else None,
-        )
-        for kind, split, stat, counts, cuts in found
-    ]
-    return _ScanResult(
-        begin=begin,
-        end=end,
-        statistic_kind="sign" if median_scan is None else "median",
-        scans=scans,
-    )
+            scans.append((kind, split, stat, factor_of(stat, _cumsum(indicator), (split,))))
+        return _ScanResult(begin=begin, end=end, statistic_kind=kind_of, scans=scans)
+    m = segment.size
+    if scale:
+        quarter = m // 4
+        half, top, middle = _top_masks(segment, keys, [m // 2, quarter, m - quarter], ordered)
+    else:
+        half = _top_masks(segment, keys, [m // 2], ordered)[0]
+    counts = _cumsum(half)
+    split, stat, cuts = _cusum_scan(counts, min_size)
+    scans.append(("location", split, stat, factor_of(stat, counts, cuts)))
+    if not scale:
+        if indicators is not None:
+            indicators.append(("location", half))
+        return _ScanResult(begin=begin, end=end, statistic_kind=kind_of, scans=scans)
+    if decisive is not None and decisive(stat, scans[0][3]):
+        scans.append(("scale", m // 2, math.nan, None))
+        return _ScanResult(begin=begin, end=end, statistic_kind=kind_of, scans=scans, partial=True)
+    outside = top | ~middle  # outside the interquartile range, as ``_indicators`` forms it
+    if indicators is not None:
+        indicators.extend([("location", half), ("scale", outside)])
+    counts = _cumsum(outside)
+    split, stat, cuts = _cusum_scan(counts, min_size)
+    scans.append(("scale", split, stat, factor_of(stat, counts, cuts)))
+    return _ScanResult(begin=begin, end=end, statistic_kind=kind_of, scans=scans)
 
 
 # Rows per call of the batched scan: at most this many readings in its (rows, length) arrays,
@@ -549,22 +665,23 @@ def _scan_intervals(
         )
         # Location rows, then scale rows: one cumulative sum and one scan for both kinds.
         indicators = masks[0] if not scale else np.concatenate([masks[0], masks[1] | ~masks[2]])
-        counts = np.cumsum(indicators, axis=1)
+        counts = _cumsum(indicators, axis=1)
         split, stat, low, high = batch.cusum_scan(counts, min_size, positions)
+        rows = len(chunk)
+        kept = (
+            np.ones(rows, dtype=bool)
+            if keep_above is None
+            else (stat.reshape(len(kinds), rows) > keep_above).any(axis=0)
+        )
         factors: list[float | None] = [None] * counts.shape[0]
         if dependence:  # only where a decision can need it, as in ``_scan_segment``
-            for row in np.flatnonzero(stat > base_penalty).tolist():
+            for row in np.flatnonzero((stat > base_penalty) & np.tile(kept, len(kinds))).tolist():
                 cuts = (
                     (int(low[row]),) if low[row] == high[row] else (int(low[row]), int(high[row]))
                 )
                 factors[row] = dependence_factor(counts[row], cuts)
-        rows = len(chunk)
         splits, stats = split.tolist(), stat.tolist()
-        hopeful = (
-            np.ones(rows, dtype=bool)
-            if keep_above is None
-            else (stat.reshape(len(kinds), rows) > keep_above).any(axis=0)
-        ).tolist()
+        hopeful = kept.tolist()
         for row, begin in enumerate(chunk):
             if not hopeful[row]:
                 skipped.append(begin)
@@ -579,9 +696,14 @@ def _scan_intervals(
     return out, skipped
 
 
-def _may_accept(scan: _ScanResult, penalty: float) -> bool:
-    """False when ``_decide`` must reject: the dependence adjustment only divides by >= 1."""
-    return any(stat > penalty for _, _, stat, _ in scan.scans)
+def _may_accept(scan: _ScanResult, penalty: float, floor: float = 1.0) -> bool:
+    """False when ``_decide`` must reject: it divides each statistic by the square root of a
+    dependence factor that is never below ``floor`` (IEEE division and square root are monotone,
+    so the same holds for the rounded values)."""
+    if scan.partial:  # its scale statistic is not known: let ``_Scans.test`` make it whole
+        return True
+    root = math.sqrt(floor)
+    return any(stat / root > penalty for _, _, stat, _ in scan.scans)
 
 
 def _decide(
@@ -640,13 +762,20 @@ def _assemble(
     significance: float,
     penalty: float,
     statistic: Statistic,
+    medians: dict[tuple[int, int], float] | None = None,
 ) -> ChangePoints:
+    """The result from the decided tests; ``medians`` holds segments' medians already known."""
     n = values.size
     accepted = sorted((t for t in tests if t.index is not None), key=lambda t: t.index or 0)
     cps = [int(t.index) for t in accepted if t.index is not None]
     bounds = [0, *cps, n]
+    known = medians or {}
     segments = [
-        Segment(begin=b, end=e, median=float(np.median(values[b:e])))
+        Segment(
+            begin=b,
+            end=e,
+            median=known[(b, e)] if (b, e) in known else float(np.median(values[b:e])),
+        )
         for b, e in zip(bounds[:-1], bounds[1:], strict=True)
         if e > b
     ]
@@ -705,9 +834,16 @@ class _SeriesDependence:
     an interval. ``segments`` must tile one stretch [first begin, last end) of the series.
     """
 
-    def __init__(self, values: np.ndarray, segments: list[tuple[int, int]], scale: bool) -> None:
+    def __init__(
+        self,
+        values: np.ndarray,
+        segments: list[tuple[int, int]],
+        scale: bool,
+        known: dict[tuple[int, int], list[tuple[ChangeKind, np.ndarray]]] | None = None,
+    ) -> None:
         ordered = sorted(segments)
         self._source = (values, ordered, scale)
+        self._known = known or {}  # indicators of segments a scan already made
         self._origin, stop = ordered[0][0], ordered[-1][1]
         self._cuts = frozenset(b - self._origin for b, _ in ordered if self._origin < b < stop)
         self._counts: list[np.ndarray] | None = None
@@ -718,9 +854,10 @@ class _SeriesDependence:
             values, segments, scale = self._source
             parts: dict[ChangeKind, list[np.ndarray]] = {}
             for b, e in segments:
-                for kind, indicator in _indicators(values[b:e], _LazyKeys(b, e), scale):
+                made = self._known.get((b, e)) or _indicators(values[b:e], _LazyKeys(b, e), scale)
+                for kind, indicator in made:
                     parts.setdefault(kind, []).append(indicator)
-            self._counts = [np.cumsum(np.concatenate(p)) for p in parts.values()]
+            self._counts = [_cumsum(np.concatenate(p)) for p in parts.values()]
         return max(dependence_factor(c, tuple(sorted(cuts))) for c in self._counts)
 
     @property
@@ -1021,12 +1158,22 @@ def _plan(
 _ScanCache = dict[tuple[int, int], _ScanResult]
 
 
+# Segments at least this long keep their sorted values for the pieces they are split into.
+_SORT_REUSE_MIN = 1 << 16
+
+# Seeded intervals are first bounded (``_changepoint_bound``) from this many readings on; below,
+# building the bound's sorted blocks and tables costs more than the scans it saves.
+_BOUND_MIN_READINGS = 1 << 15
+
+
 class _Scans:
     """Segment scans of one detection: made here, or reused from an earlier run's ``cache``.
 
     A scan does not depend on any penalty, so one scan serves every test of its segment.
     Seeded intervals whose batched scan showed no statistic above the seeded penalty are only
     remembered as hopeless when there is no cache to fill: they never become scan results.
+    On a long series without a cache, an upper bound of every interval's statistics is computed
+    first, and only the intervals whose bound could pass are scanned.
     """
 
     def __init__(self, values: np.ndarray, plan: _Plan, cache: _ScanCache | None) -> None:
@@ -1035,16 +1182,80 @@ class _Scans:
         self._cache = cache
         self._used: _ScanCache = {}
         self._hopeless: set[tuple[int, int]] = set()
+        self._bounds: SeededBounds | None = None
+        self.unsplit_indicators: dict[tuple[int, int], list[tuple[ChangeKind, np.ndarray]]] = {}
+        self._kept_sorted: tuple[int, int, np.ndarray] | None = None
+        self.medians: dict[tuple[int, int], float] = {}  # of segments sorted for their scans
+
+    def _sorted(self, begin: int, end: int) -> np.ndarray | None:
+        """The values of a long segment sorted (None: let the scan select its cuts itself).
+
+        Binary segmentation tests a long segment and then, most often, the larger piece of it:
+        that piece's sorted values are the segment's with the other piece's removed, an O(n)
+        deletion instead of an O(n log n) sort (equal values are interchangeable, so the
+        result is exactly the sort of the piece).
+        """
+        p = self._plan
+        if not p.scale or p.median_scan is not None or end - begin < _SORT_REUSE_MIN:
+            return None
+        kept = self._kept_sorted
+        if kept is not None and kept[0] <= begin and end <= kept[1]:
+            b, e, parent = kept
+            if (e - b) - (end - begin) <= (end - begin) // 4:
+                removed = np.sort(np.concatenate([self._values[b:begin], self._values[end:e]]))
+                # the i-th copy of a value in ``removed`` deletes the i-th copy in ``parent``
+                copy = np.arange(removed.size) - np.searchsorted(removed, removed, "left")
+                ordered = np.delete(parent, np.searchsorted(parent, removed, "left") + copy)
+                self._kept_sorted = (begin, end, ordered)
+                return ordered
+        ordered = np.sort(self._values[begin:end])
+        self._kept_sorted = (begin, end, ordered)
+        return ordered
+
+    def forget_sorted(self) -> None:
+        self._kept_sorted = None
+
+    def _seeded_bounds(self) -> SeededBounds | None:
+        """The bound of the seeded intervals' statistics, built on first use (None: not used)."""
+        p = self._plan
+        if (
+            self._cache is not None
+            or p.n < _BOUND_MIN_READINGS
+            or not SeededBounds.applicable(p.min_size)
+        ):
+            return None
+        if self._bounds is None:
+            self._bounds = SeededBounds(self._values, p.min_size)
+        return self._bounds
 
     def _lookup(self, key: tuple[int, int]) -> _ScanResult | None:
         return self._used.get(key) or (self._cache.get(key) if self._cache is not None else None)
 
-    def test(self, begin: int, end: int, penalty: float, floor: float = 1.0) -> _Split:
-        """Scan [begin, end) (unless already scanned) and decide its best split at ``penalty``."""
+    def test(
+        self, begin: int, end: int, penalty: float, floor: float = 1.0, keep: bool = False
+    ) -> _Split:
+        """Scan [begin, end) (unless already scanned) and decide its best split at ``penalty``.
+
+        ``keep``: if the segment is not split, keep the indicators its scan made
+        (``unsplit_indicators``), which the series-wide dependence floor needs again.
+        """
         key = (begin, end)
         scan = self._lookup(key)
+        made: list[tuple[ChangeKind, np.ndarray]] | None = [] if keep else None
+        # A partial scan (cached or not) is made whole when its location split no longer
+        # decides alone at this penalty and floor.
+        decisive: _Decisive | None = _decisive(penalty, floor)
+        if scan is not None and scan.partial:
+            _, _, stat, factor = scan.scans[0]
+            if not decisive(stat, factor):
+                scan, decisive = None, None
         if scan is None:
             p = self._plan
+            ordered = self._sorted(begin, end)
+            if ordered is not None:  # np.median's two middle order statistics and their mean
+                half = ordered.size // 2
+                odd = ordered.size % 2
+                self.medians[key] = float(np.mean(ordered[half - 1 + odd : half + 1]))
             scan = _scan_segment(
                 self._values,
                 begin,
@@ -1054,19 +1265,30 @@ class _Scans:
                 scale=p.scale,
                 dependence=p.dependence,
                 median_scan=p.median_scan,
+                indicators=made,
+                ordered=ordered,
+                decisive=decisive,
             )
         self._used[key] = scan
-        return _decide(
+        result = _decide(
             self._values, scan, penalty=penalty, floor=floor, min_size=self._plan.min_size
         )
+        if made and result.index is None:
+            self.unsplit_indicators[key] = made
+        return result
 
-    def hopeful(self, keys: list[tuple[int, int]], penalty: float) -> list[tuple[int, int]]:
-        """The seeded intervals of ``keys`` whose raw statistic could pass ``penalty``.
+    def hopeful(
+        self, keys: list[tuple[int, int]], penalty: float, floor: float = 1.0
+    ) -> list[tuple[int, int]]:
+        """The seeded intervals of ``keys`` whose statistic could pass ``penalty`` once divided
+        by the square root of the dependence ``floor`` that ``test`` will apply.
 
         Intervals not scanned yet are scanned in batches, those of one length together
         (``_scan_intervals``); only the survivors are decided one by one.
         """
         p = self._plan
+        # below this no statistic can pass (the margin covers the rounding of the product)
+        keep_above = penalty * math.sqrt(floor) * (1.0 - 1e-12)
         missing: dict[int, list[int]] = {}
         for key in keys:
             if key in self._hopeless:
@@ -1076,7 +1298,15 @@ class _Scans:
                 self._used[key] = scan
             else:
                 missing.setdefault(key[1] - key[0], []).append(key[0])
+        bounds = self._seeded_bounds()
         for length, starts in missing.items():
+            if bounds is not None:  # scan only the intervals whose bound could pass
+                at = np.asarray(starts, dtype=np.int64)
+                maybe = (bounds.bounds(at, length, p.scale) > keep_above).any(axis=0)
+                self._hopeless.update((start, start + length) for start in at[~maybe].tolist())
+                starts = at[maybe].tolist()
+                if not starts:
+                    continue
             scans, skipped = _scan_intervals(
                 self._values,
                 starts,
@@ -1085,7 +1315,7 @@ class _Scans:
                 base_penalty=p.threshold,
                 scale=p.scale,
                 dependence=p.dependence,
-                keep_above=penalty if self._cache is None else None,
+                keep_above=keep_above if self._cache is None else None,
             )
             for scan in scans:
                 self._used[(scan.begin, scan.end)] = scan
@@ -1093,7 +1323,7 @@ class _Scans:
         return [
             key
             for key in keys
-            if key not in self._hopeless and _may_accept(self._used[key], penalty)
+            if key not in self._hopeless and _may_accept(self._used[key], penalty, floor)
         ]
 
     def save(self) -> None:
@@ -1265,8 +1495,9 @@ class _Detection:
         self.edges = _EdgeTests(values, plan)
         self.tests: list[_Split] = []
 
-    def bisect(self, begin: int, end: int) -> list[tuple[int, int]]:
-        """Binary segmentation of [begin, end); returns the segments it could not split.
+    def bisect(self, begin: int, end: int, keep: bool = False) -> list[tuple[int, int]]:
+        """Binary segmentation of [begin, end); returns the segments it could not split (with
+        ``keep``, their scans' indicators stay in ``scans.unsplit_indicators``).
 
         A segment holding an end of the series is tested whole and in its edge intervals. A
         stretch shorter than ~2 sqrt(m) at an end of m readings moves the whole segment's CUSUM
@@ -1286,7 +1517,7 @@ class _Detection:
                 finals.append((b, e))
                 continue
             found = self.edges.candidates(b, e) if self.edges.enabled else []
-            result = self.scans.test(b, e, self.plan.threshold)
+            result = self.scans.test(b, e, self.plan.threshold, keep=keep)
             # the edge tests found a change that the whole segment's test missed or put elsewhere
             if found and (
                 result.index is None
@@ -1315,14 +1546,16 @@ class _Detection:
             p.significance, p.scans, p.statistic
         )
         penalty = p.threshold * widen
-        floor = _SeriesDependence(self.values, finals, p.scale).base if p.dependence else 1.0
+        known = self.scans.unsplit_indicators
+        floor = _SeriesDependence(self.values, finals, p.scale, known).base if p.dependence else 1.0
+        known.clear()  # only the floor needs them
         queue = [f for f in finals if f[1] - f[0] >= 4 * size]
         while queue:
             b, e = queue.pop()
             inside = p.intervals[(p.intervals[:, 0] >= b) & (p.intervals[:, 1] <= e)]
             keys = [(lo, hi) for lo, hi in inside.tolist() if (lo, hi) != (b, e)]
-            if p.median_scan is None:  # decide only the intervals whose raw statistic could pass
-                keys = self.scans.hopeful(keys, penalty)
+            if p.median_scan is None:  # decide only the intervals whose statistic could pass
+                keys = self.scans.hopeful(keys, penalty, floor)
             tested = [self.scans.test(lo, hi, penalty, floor) for lo, hi in keys]
             found = [result for result in tested if result.index is not None]
             taken = _select_seeded(found, b, e, p)
@@ -1362,7 +1595,8 @@ def _run(
         edges=edges,
     )
     detection = _Detection(values, plan, cache)
-    finals = detection.bisect(0, plan.n)
+    finals = detection.bisect(0, plan.n, keep=bool(plan.intervals.size) and plan.dependence)
+    detection.scans.forget_sorted()
     if plan.intervals.size:
         detection.search_seeded(finals)
     detection.scans.save()
@@ -1373,6 +1607,7 @@ def _run(
         significance=significance,
         penalty=plan.threshold,
         statistic=statistic,
+        medians=detection.scans.medians,
     )
 
 

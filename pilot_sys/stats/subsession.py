@@ -80,7 +80,11 @@ def lag1_autocorrelation(x: np.ndarray) -> np.ndarray:
 
     A series with zero variance has no correlation to speak of: it returns 0.
     """
-    d = x - x.mean(axis=-1, keepdims=True)
+    return _centred_lag1(x - x.mean(axis=-1, keepdims=True))
+
+
+def _centred_lag1(d: np.ndarray) -> np.ndarray:
+    """``lag1_autocorrelation`` of series already centred on their mean."""
     num = np.einsum("...i,...i->...", d[..., :-1], d[..., 1:])
     den = np.einsum("...i,...i->...", d, d)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -118,40 +122,125 @@ def ar1_subsession_autocorrelation(phi: np.ndarray | float, q: np.ndarray | int)
 def lag1_upper_bound(x: np.ndarray, z: float = PHI_UPPER_Z) -> np.ndarray:
     """One-sided upper confidence bound of the raw lag-1 coefficient (bias-corrected, Bartlett
     SE)."""
-    n = x.shape[-1]
-    r = corrected_lag1(x)
+    return _upper_bound(corrected_lag1(x), x.shape[-1], z)
+
+
+def _upper_bound(r: np.ndarray, n: int, z: float = PHI_UPPER_Z) -> np.ndarray:
+    """``lag1_upper_bound`` from the bias-corrected lag-1 ``r`` of series of length n."""
     return np.minimum(r + z * np.sqrt(np.clip(1.0 - r**2, 0.0, None) / n), 1.0)
 
 
-def integrated_autocorrelation_time(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Geyer's initial monotone sequence estimate of tau = 1 + 2 sum_h rho_h, and gamma_0.
+def _geyer_sum(acov: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """tau and gamma_0 from autocovariances at lags 0..L-1 (last axis) of series of length n.
 
-    Returns (tau, gamma_0) along the last axis; the long-run variance is tau * gamma_0. The
-    autocovariances come from one FFT per series (O(n log n)). Sums of adjacent-lag pairs are
-    positive and decreasing for any reversible process, so the sum stops at the first non-positive
-    pair and is made monotone: the noisy far tail never enters.
-
-    scipy.fft at ``next_fast_len`` rather than numpy.fft at the next power of two: several times
-    faster on a long session's unit readings, with the same autocovariances to rounding
-    (benchmarks/results/session.md).
+    Sums of adjacent-lag pairs are positive and decreasing for any reversible process, so the sum
+    stops at the first non-positive pair and is made monotone: the noisy far tail never enters.
+    None when every pair that ``acov`` holds is positive and the series has more lags: then the
+    sum may go on beyond them.
     """
-    from scipy import fft
-
-    n = x.shape[-1]
-    d = x - x.mean(axis=-1, keepdims=True)
-    nfft = fft.next_fast_len(2 * n - 1, real=True)
-    spectrum = fft.rfft(d, nfft, axis=-1)
-    acov = fft.irfft(spectrum.real**2 + spectrum.imag**2, nfft, axis=-1)[..., :n] / n
     gamma0 = acov[..., 0]
-    m = n // 2
+    m = min(n // 2, acov.shape[-1] // 2)
     pairs = acov[..., 0 : 2 * m : 2] + acov[..., 1 : 2 * m : 2]
     positive = np.cumprod(pairs > 0, axis=-1).astype(bool)
+    if m < n // 2 and positive[..., -1].any():
+        return None
     pairs = np.minimum.accumulate(np.where(positive, pairs, np.inf), axis=-1)
     total = np.where(positive, pairs, 0.0).sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         tau = (2.0 * total - gamma0) / gamma0
     tau = np.where(gamma0 > 0, np.maximum(tau, 1.0 / n), 1.0)
     return tau, gamma0
+
+
+# One long series: autocovariances at the first lags from dot products, then at more lags from
+# FFTs of overlapping chunks; one FFT of the whole series only when even those do not reach the
+# end of Geyer's sum (a trend). Below this length one FFT of the whole series is cheap.
+_STAGED_MIN_LENGTH = 1 << 16
+_PRODUCT_LAGS = 16
+_CHUNK_LAGS = (1 << 14, 1 << 19)
+_CHUNK_READINGS = 1 << 20  # readings per FFT call (bounds the temporaries to ~50 MB)
+
+
+def _product_autocovariances(d: np.ndarray, lags: int) -> np.ndarray:
+    """sum_t d_t d_{t+h} / n for h < ``lags``, one dot product per lag (einsum's own loop: a
+    threaded BLAS call costs more than it saves on a busy machine)."""
+    n = d.size
+    return np.array([np.einsum("i,i->", d[: n - h], d[h:]) for h in range(lags)]) / n
+
+
+def _chunked_autocovariances(d: np.ndarray, lags: int) -> np.ndarray:
+    """sum_t d_t d_{t+h} / n for h < ``lags`` by FFTs of chunks of ``lags`` readings.
+
+    Chunk i (zero-padded to 2 ``lags``) correlated with chunks i and i+1 holds every product
+    starting in chunk i at those lags; the transform of chunk i+1 shifted by ``lags`` is its own
+    transform times (-1)^f, so one transform per chunk serves both. Cache-sized transforms are
+    several times faster than one transform of the whole series
+    (benchmarks/results/analyze_speed.md).
+    """
+    from scipy import fft
+
+    n = d.size
+    whole = n // lags
+    body = d[: whole * lags].reshape(whole, lags)  # a view: the series is not copied
+    # the last, partial chunk and one of zeros after it: every chunk has a next one
+    rest = np.zeros((2, lags))
+    rest[0, : n - whole * lags] = d[whole * lags :]
+    sign = np.where(np.arange(lags + 1) % 2 == 0, 1.0, -1.0)
+    spectrum = np.zeros(lags + 1, dtype=np.complex128)
+    group = max(1, _CHUNK_READINGS // lags)
+    for first in range(0, whole + 1, group):  # each group's transforms include the next chunk
+        stop = first + group + 1
+        rows = body[first:stop] if stop <= whole else np.concatenate([body[first:], rest])
+        part = fft.rfft(rows[: stop - first], 2 * lags, axis=1)
+        spectrum += (np.conj(part[:-1]) * (part[:-1] + sign * part[1:])).sum(axis=0)
+    return fft.irfft(spectrum, 2 * lags)[:lags] / n
+
+
+def integrated_autocorrelation_time(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Geyer's initial monotone sequence estimate of tau = 1 + 2 sum_h rho_h, and gamma_0.
+
+    Returns (tau, gamma_0) along the last axis; the long-run variance is tau * gamma_0. Short
+    series (and batches of them) take all autocovariances from one FFT per series, O(n log n).
+    A long series usually needs only its first few lags before the sum ends, so they come first
+    (``_product_autocovariances``, then ``_chunked_autocovariances`` at more lags) and the whole
+    series is transformed only when the sum has not ended within 2^19 lags.
+
+    scipy.fft at ``next_fast_len`` rather than numpy.fft at the next power of two: several times
+    faster on a long session's unit readings, with the same autocovariances to rounding
+    (benchmarks/results/session.md).
+    """
+    return _centred_autocorrelation_time(x - x.mean(axis=-1, keepdims=True))
+
+
+def _centred_autocorrelation_time(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``integrated_autocorrelation_time`` of series already centred on their mean."""
+    n = d.shape[-1]
+    if n < _STAGED_MIN_LENGTH:
+        return _geyer_sum(_fft_autocovariances(d), n)  # type: ignore[return-value]
+    rows = d.reshape(-1, n)
+    tau, gamma0 = np.empty(rows.shape[0]), np.empty(rows.shape[0])
+    for i, row in enumerate(rows):
+        first = _product_autocovariances(row, _PRODUCT_LAGS)
+        found = _geyer_sum(first, n)
+        stages = _CHUNK_LAGS
+        if first[-2] + first[-1] > (first[0] + first[1]) / 2:  # barely decaying: a trend
+            stages = _CHUNK_LAGS[-1:]
+        for lags in stages:
+            if found is not None or lags >= n:
+                break
+            found = _geyer_sum(_chunked_autocovariances(row, lags), n)
+        tau[i], gamma0[i] = found if found is not None else _geyer_sum(_fft_autocovariances(row), n)
+    return tau.reshape(d.shape[:-1]), gamma0.reshape(d.shape[:-1])
+
+
+def _fft_autocovariances(d: np.ndarray) -> np.ndarray:
+    """All autocovariances sum_t d_t d_{t+h} / n along the last axis, from one FFT per series."""
+    from scipy import fft
+
+    n = d.shape[-1]
+    nfft = fft.next_fast_len(2 * n - 1, real=True)
+    spectrum = fft.rfft(d, nfft, axis=-1)
+    return fft.irfft(spectrum.real**2 + spectrum.imag**2, nfft, axis=-1)[..., :n] / n
 
 
 def subsession_means(x: np.ndarray, q: int) -> np.ndarray:
@@ -190,50 +279,153 @@ def ar1_effective_size(n: int, phi: np.ndarray | float) -> np.ndarray:
 
 def _floor_q(phi_upper: np.ndarray, limit: float, q_max: int) -> np.ndarray:
     """Smallest q whose AR(1)-predicted subsession correlation is within the limit (q_max + 1 if
-    none)."""
-    qs = np.arange(1, q_max + 1)
-    ok = ar1_subsession_autocorrelation(phi_upper[..., None], qs) <= limit
-    return np.where(ok.any(axis=-1), ok.argmax(axis=-1) + 1, q_max + 1)
+    none). The q are tried in growing blocks, so a long series with a small floor does not
+    evaluate the prediction at every q up to n / 8."""
+    floor = np.full(phi_upper.shape, q_max + 1, dtype=np.int64)
+    first, size = 1, 1024
+    while first <= q_max:
+        qs = np.arange(first, min(q_max, first + size - 1) + 1)
+        open_rows = floor > q_max
+        ok = ar1_subsession_autocorrelation(phi_upper[open_rows, None], qs) <= limit
+        floor[open_rows] = np.where(ok.any(axis=-1), qs[ok.argmax(axis=-1)], q_max + 1)
+        if not (floor > q_max).any():
+            break
+        first, size = first + size, 4 * size
+    return floor
 
 
-_FILTER_CELLS = 1 << 18  # subsession means evaluated per call of the candidate filter (~2 MiB)
+_FILTER_CELLS = 1 << 20  # subsession means evaluated per call of the grouped filter (~8 MiB)
 _FILTER_SLACK = 1e-9  # the filter's r~ and the exact one differ by rounding only (~1e-15)
+_FILTER_ONE_BY_ONE = 2048  # from this many subsessions on, q are filtered one at a time
+_FILTER_SPREAD = 10  # q filtered together have subsession counts within 1/10 of each other
 
 
-def _next_candidate(cs: np.ndarray, n: int, start: int, q_max: int, limit: float) -> int:
+def _lag1_of_sums(sums: np.ndarray) -> float:
+    """Lag-1 autocorrelation of a 1-D series (of subsession sums: it is scale-free, so of their
+    means too), as ``lag1_autocorrelation`` computes it up to rounding. Centres ``sums`` in
+    place (it is a scratch buffer of the caller)."""
+    sums -= sums.mean()
+    den = float(np.einsum("i,i->", sums, sums))  # einsum: a BLAS call's thread start costs more
+    return float(np.einsum("i,i->", sums[:-1], sums[1:])) / den if den > 0 else 0.0
+
+
+def _grouped_lag1(
+    cs: np.ndarray, n: int, q0: int, q1: int, scratch: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Lag-1 autocorrelations of the subsession means for every q in [q0, q1], and the q.
+
+    Subsession i from the end of q spans [n - q (i + 1), n - q i), so the prefix sums it needs
+    are cs[n - q i]; for one i and consecutive q these are evenly spaced, one strided slice per
+    i fills a (k + 1, q) grid without an index array (a gather would miss the cache on every
+    element). The q's subsession counts differ by at most 1/10, so little of the grid is unused.
+    Columns run from q1 down to q0; sums stand for means (the correlation is scale-free).
+    ``scratch`` (2 (k + 1) (q1 - q0 + 1) floats) spares the page faults of fresh arrays.
+    """
+    qs = np.arange(q1, q0 - 1, -1)
+    ks = n // qs
+    k0 = int(ks[-1])
+    cells = (k0 + 1) * qs.size
+    if scratch is None or scratch.size < 2 * cells:
+        scratch = np.empty(2 * cells)
+    grid = scratch[:cells].reshape(k0 + 1, qs.size)
+    grid[0] = cs[n]
+    for i in range(1, k0 + 1):
+        hi = min(q1, n // i)  # the q that still have an i-th boundary: the last columns
+        grid[i, q1 - hi :] = cs[n - hi * i : n - q0 * i + 1 : i]
+        grid[i, : q1 - hi] = 0.0
+    unused = np.arange(k0)[:, None] >= ks[None, :]
+    sums = scratch[cells : cells + k0 * qs.size].reshape(k0, qs.size)
+    np.subtract(grid[:-1], grid[1:], out=sums)
+    sums[unused] = 0.0
+    sums -= sums.sum(axis=0) / ks
+    sums[unused] = 0.0
+    num = np.einsum("ij,ij->j", sums[:-1], sums[1:])
+    den = np.einsum("ij,ij->j", sums, sums)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / den, 0.0)[::-1], qs[::-1]
+
+
+def _gathered_lag1(cs: np.ndarray, n: int, q0: int, q1: int) -> tuple[np.ndarray, np.ndarray]:
+    """Lag-1 autocorrelations of the subsession means for every q in [q0, q1], and the q: the
+    boundaries of every q gathered at once into one (q, k) array, each row padded to the first
+    q's subsession count (the q's counts are within 2x of each other)."""
+    qs = np.arange(q0, q1 + 1)
+    ks = n // qs
+    k_first = int(ks[0])
+    j = np.arange(k_first + 1)
+    edges = (n - ks * qs)[:, None] + qs[:, None] * j[None, :]
+    edges = np.where(j[None, :] <= ks[:, None], edges, n)
+    means = np.diff(cs[edges], axis=1) / qs[:, None]
+    valid = j[None, :-1] < ks[:, None]
+    mean = np.where(valid, means, 0.0).sum(axis=1) / ks
+    d = np.where(valid, means - mean[:, None], 0.0)
+    num = np.einsum("ij,ij->i", d[:, :-1], d[:, 1:])
+    den = np.einsum("ij,ij->i", d, d)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / den, 0.0), qs
+
+
+_GATHER_CELLS = 1 << 18  # subsession means per call of the gathered filter (~2 MiB)
+_GROUP_MIN = 256  # fewer q than this share their counts: gather them instead of a grid
+
+
+def _next_candidate(
+    cs: np.ndarray, n: int, start: int, q_max: int, limit: float, scratch: np.ndarray | None = None
+) -> int:
     """The smallest q in [start, q_max] whose bias-corrected lag-1 of q-subsession means may be
     within ``limit`` (q_max + 1 if none), for one series given its prefix sums ``cs``.
 
-    Why: with rounds at different levels the passing q is near a round's length (hundreds to
-    thousands of readings), and the search loop's small numpy calls per q, repeated over
-    thousands of q, made the engine space its analyses many rounds apart on a long session.
-    Here a block of consecutive q is evaluated at once, the means of each q padded into one
-    (q, k) array. It is only a filter: every q it lets through is tested again by the exact
-    code, with a slack far above rounding, so ``search`` returns what it returned before."""
+    Why: with rounds at different levels (or a trend) the passing q can be thousands of readings
+    or more, and the search loop's numpy calls per q, repeated over every q, made the engine
+    space its analyses many rounds apart on a long session and ``analyze`` slow on a long file.
+    A q with many subsessions is filtered alone from a strided view of the prefix sums; many q
+    with few subsessions each in a grid of strided slices (``_grouped_lag1``); anything else a
+    block of q at a time by one gather (``_gathered_lag1``). ``scratch`` is float64 memory the
+    caller no longer needs, reused so that a long series does not take fresh pages for every q.
+    It is only a filter: every q it lets through is tested again by the exact code, with a slack
+    far above rounding, so ``search`` returns what it returned before."""
     q = start
+    buffer = scratch if scratch is not None else np.empty(0)
     while q <= q_max:
-        k_first = n // q
-        # at most q sizes per block: their k then stay within 2x of the first's, so padding
-        # every row to the first's k at most doubles the work
-        block = max(1, min(q, _FILTER_CELLS // (k_first + 1), q_max - q + 1))
-        qs = np.arange(q, q + block)
-        ks = n // qs
-        j = np.arange(k_first + 1)
-        edges = (n - ks * qs)[:, None] + qs[:, None] * j[None, :]
-        edges = np.where(j[None, :] <= ks[:, None], edges, n)
-        means = np.diff(cs[edges], axis=1) / qs[:, None]
-        valid = j[None, :-1] < ks[:, None]
-        mean = np.where(valid, means, 0.0).sum(axis=1) / ks
-        d = np.where(valid, means - mean[:, None], 0.0)
-        num = np.einsum("ij,ij->i", d[:, :-1], d[:, 1:])
-        den = np.einsum("ij,ij->i", d, d)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r = np.where(den > 0, num / den, 0.0)
-        hit = np.flatnonzero(np.abs(bias_corrected_lag1(r, ks)) <= limit + _FILTER_SLACK)
+        k = n // q
+        if k >= _FILTER_ONE_BY_ONE:
+            if buffer.size < k:
+                buffer = np.empty(k)
+            bounds = cs[n - k * q :: q]
+            r = _lag1_of_sums(np.subtract(bounds[1:], bounds[:-1], out=buffer[:k]))
+            if abs(min(1.0, max(-1.0, r + (1.0 + 3.0 * r) / k))) <= limit + _FILTER_SLACK:
+                return q  # (bias_corrected_lag1 in scalars)
+            q += 1
+            continue
+        fewest = k - max(1, k // _FILTER_SPREAD)
+        last = min(q_max, n // fewest if fewest > 0 else q_max, q + _FILTER_CELLS // (k + 1))
+        if last - q + 1 >= _GROUP_MIN:
+            cells = 2 * (k + 1) * (last - q + 1)
+            if buffer.size < cells:
+                buffer = np.empty(cells)
+            r, qs = _grouped_lag1(cs, n, q, last, buffer)
+        else:
+            # at most q sizes per block: their k then stay within 2x of the first's, so
+            # padding every row to the first's k at most doubles the work
+            block = max(1, min(q, _GATHER_CELLS // (k + 1), q_max - q + 1))
+            r, qs = _gathered_lag1(cs, n, q, q + block - 1)
+            last = q + block - 1
+        hit = np.flatnonzero(np.abs(bias_corrected_lag1(r, n // qs)) <= limit + _FILTER_SLACK)
         if hit.size:
             return int(qs[hit[0]])
-        q += block
+        q = last + 1
     return q_max + 1
+
+
+def _median(rows: np.ndarray) -> np.ndarray:
+    """np.median along the rows (kept as a column), bit for bit; one long row is sorted, which
+    numpy does faster than its two-element partition."""
+    if rows.shape[0] > 1 or rows.shape[1] < 1 << 16:
+        return np.median(rows, axis=1, keepdims=True)
+    ordered = np.sort(rows[0])
+    half = ordered.size // 2
+    middle = ordered[half - 1 : half + 1] if ordered.size % 2 == 0 else ordered[half : half + 1]
+    return np.array([[np.mean(middle)]])
 
 
 def search(
@@ -253,10 +445,11 @@ def search(
     # Work on (x - median) / max|x - median|: every statistic below is shift/scale equivariant,
     # and values near 1e300 or 1e-300 neither overflow nor underflow when squared.
     raw = x.reshape(-1, x.shape[-1])
-    loc = np.median(raw, axis=1, keepdims=True)
-    scale = np.max(np.abs(raw - loc), axis=1, keepdims=True)
+    loc = _median(raw)
+    x2 = raw - loc  # in place from here: a long series is not copied more than once
+    scale = np.maximum(x2.max(axis=1, keepdims=True), -x2.min(axis=1, keepdims=True))  # max |.|
     scale = np.where(scale > 0, scale, 1.0)
-    x2 = (raw - loc) / scale
+    x2 /= scale
     rows, n = x2.shape
     q_max = n // min_subsessions
     q_out = np.zeros(rows, dtype=np.int64)
@@ -265,30 +458,40 @@ def search(
     var_out = np.full(rows, np.nan)
     r_out = np.full(rows, np.nan)
     tail_out = np.zeros(rows, dtype=np.int64)
-    tau, gamma0 = integrated_autocorrelation_time(x2)
+    # Prefix sums make every q cost O(n/q); the whole search over q is O(n log n) per series.
+    cs = np.empty((rows, n + 1) if q_max >= 1 else (rows, 0))
     if q_max >= 1:
-        phi_upper = lag1_upper_bound(x2)
-        phi = np.clip(corrected_lag1(x2), 0.0, 1.0 - 1e-12)
+        cs[:, 0] = 0.0
+        np.cumsum(x2, axis=1, out=cs[:, 1:])
+    x2 -= x2.mean(axis=-1, keepdims=True)  # centred in place: the search needs only cs now
+    tau, gamma0 = _centred_autocorrelation_time(x2)
+    lag1 = bias_corrected_lag1(_centred_lag1(x2), n)
+    if q_max >= 1:
+        phi_upper = _upper_bound(lag1, n)
+        phi = np.clip(lag1, 0.0, 1.0 - 1e-12)
         ar1_lrv = gamma0 * (1.0 + phi) / (1.0 - phi)
         floor = _floor_q(phi_upper, limit, q_max)
-        # Prefix sums make every q cost O(n/q); the whole search over q is O(n log n) per series.
-        cs = np.concatenate([np.zeros((rows, 1)), np.cumsum(x2, axis=1)], axis=1)
         pending = (floor <= q_max) & (ar1_effective_size(n, phi) >= MIN_EFFECTIVE_SAMPLES)
         q = int(floor.min()) - 1
         while q < q_max and pending.any():
             q += 1
             # one series (a session's PI): skip q that cannot pass
             if rows == 1:
-                q = _next_candidate(cs[0], n, q, q_max, limit)
+                q = _next_candidate(cs[0], n, q, q_max, limit, scratch=x2[0])
                 if q > q_max:
                     break
             k = n // q
             tail = n - k * q
-            means = np.diff(cs[:, tail + q * np.arange(k + 1)], axis=1) / q
+            if rows == 1:  # cs[tail + q j] for j = 0..k, a view; x2 is scratch by now
+                bounds = cs[:, tail::q]
+                means = np.subtract(bounds[:, 1:], bounds[:, :-1], out=x2[:, :k])
+                means /= q
+            else:  # the gathered (column-major) layout fixes the rows' summation order
+                means = np.diff(cs[:, tail + q * np.arange(k + 1)], axis=1) / q
             r = corrected_lag1(means)
             ok = pending & (q >= floor) & (np.abs(r) <= limit)
             if ok.any():
-                m = means[ok]
+                m = means if rows == 1 else means[ok]
                 rc = np.clip(r[ok], 0.0, None)
                 inflated = m.var(axis=1, ddof=1) * (1.0 + rc) / (1.0 - rc)
                 geyer = gamma0[ok] * tau[ok] / q
