@@ -88,8 +88,7 @@ def test_batched_detect_matches_reference_on_random_mixtures() -> None:
         got = cp.detect(x, edges=edges)
         want = reference(x, edges=edges)
         assert got == want, (
-            f"series {i} (n = {x.size}, edges = {edges}): "
-            f"{got.changepoints} != {want.changepoints}"
+            f"series {i} (n = {x.size}, edges = {edges}): {got.changepoints} != {want.changepoints}"
         )
     # The mixture really covers what it claims: short and long series, many with ties.
     assert min(sizes) < 40 and max(sizes) > 2000 and with_ties > 80
