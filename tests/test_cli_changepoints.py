@@ -152,3 +152,20 @@ def test_a_smooth_trend_is_not_cut_into_level_shifts() -> None:
     ]
     raw = json.loads(run_cli("changepoints", "-", "--json", "--no-trend", input=text).stdout)
     assert raw["changepoints"] == detect(trend).changepoints
+
+
+def test_analyze_changepoints_and_a_session_round_remove_the_same_warm_up(tmp_path: Path) -> None:
+    """One rule for 'the stable part' across commands: analyze --warmup edm keeps what a session
+    round keeps, and changepoints says what that is beside its own segments."""
+    from pilot_sys.session.statsapi import stable_segment
+
+    rng = np.random.default_rng(7)
+    x = np.concatenate([np.linspace(50.0, 100.0, 300), 100.0 + rng.standard_normal(1700)])
+    path = tmp_path / "ramp.txt"
+    np.savetxt(path, x)
+    begin, end, _, found = stable_segment(x)
+    assert found and begin >= 250  # the ramp is removed
+    cp = json.loads(run_cli("changepoints", str(path), "--json").stdout)
+    assert cp["warmup_removal"] == {"begin": begin, "end": end, "found": True}
+    an = json.loads(run_cli("analyze", str(path), "--json").stdout)
+    assert an["sample_size"] == end - begin

@@ -45,18 +45,21 @@ class StablePart(BaseModel):
 
 
 def find_stable_part(values: np.ndarray, method: WarmupMethod) -> tuple[StablePart, list[str]]:
-    """The stable part of ``values`` by EDM's dominant segment or the steady state of ``steady``."""
+    """The stable part of ``values``: by EDM as a session round gets it (the dominant run of its
+    segments, ``session.statsapi.stable_segment``), or the steady state of ``steady``."""
     n = int(values.size)
     if method == "none":
         return StablePart(method=method, begin=0, end=n, removed=[], found=True), []
     try:
         if method == "edm":
-            from pilot_sys.stats.changepoint import detect
+            # the rule a session applies to each round: analyze and run remove the same readings
+            from pilot_sys.session.statsapi import stable_segment
 
-            segment = detect(values).stable_segment
-            begin, end = (int(segment[0]), int(segment[1])) if segment is not None else (0, n)
-            found = segment is not None
-            why = "EDM found no segment holding more than 50% of the samples"
+            begin, end, cuts, found = stable_segment(values)
+            why = (
+                f"EDM's {len(cuts)} change point(s) leave no stable run holding more than half "
+                "of the samples"
+            )
         else:
             from pilot_sys.stats.steady import detect_steady_state
 

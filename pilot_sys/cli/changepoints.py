@@ -104,7 +104,32 @@ def plot_changepoints(
     save_figure(fig, path)
 
 
-def _as_json(result: ChangePoints, source: str, kinds: list[ChangeKind]) -> str:
+def _warmup_removal(values: np.ndarray) -> tuple[int, int, bool]:
+    """What `run` (each round) and `analyze --warmup edm` keep of these readings: the dominant
+    run of EDM's segments at the default settings, without the trend merge shown above."""
+    from pilot_sys.session.statsapi import stable_segment
+
+    begin, end, _, found = stable_segment(values)
+    return begin, end, found
+
+
+def _warmup_text(kept: tuple[int, int, bool], n: int) -> str:
+    begin, end, found = kept
+    if not found:
+        return (
+            "warm-up removal as `run` and `analyze` apply it: no stable run holds more than "
+            "half of the readings, every reading is kept"
+        )
+    share = 100.0 * (end - begin) / n
+    return (
+        f"warm-up removal as `run` and `analyze` apply it: readings [{begin}, {end}) kept "
+        f"({share:.1f}%)"
+    )
+
+
+def _as_json(
+    result: ChangePoints, source: str, kinds: list[ChangeKind], kept: tuple[int, int, bool]
+) -> str:
     body = {
         "source": source,
         "n": result.n,
@@ -114,6 +139,7 @@ def _as_json(result: ChangePoints, source: str, kinds: list[ChangeKind]) -> str:
         if result.stable_segment is not None
         else None,
         "stable_reason": result.stable_reason,
+        "warmup_removal": {"begin": kept[0], "end": kept[1], "found": kept[2]},
         "segments": [
             {"begin": s.begin, "end": s.end, "n": s.size, "median": s.median}
             for s in result.segments
@@ -127,7 +153,13 @@ def _as_json(result: ChangePoints, source: str, kinds: list[ChangeKind]) -> str:
     return json.dumps(body, indent=2)
 
 
-def _as_text(result: ChangePoints, source: str, unit: str | None, kinds: list[ChangeKind]) -> str:
+def _as_text(
+    result: ChangePoints,
+    source: str,
+    unit: str | None,
+    kinds: list[ChangeKind],
+    kept: tuple[int, int, bool],
+) -> str:
     suffix = f" {unit}" if unit else ""
     lines = [
         f"{source}: {result.n} readings, {len(result.changepoints)} change point(s) "
@@ -147,7 +179,7 @@ def _as_text(result: ChangePoints, source: str, unit: str | None, kinds: list[Ch
             f"{100.0 * seg.size / result.n:>5.1f}%  "
             f"{seg.median:>12.6g}{suffix}  {change}{mark}"
         )
-    lines += ["", f"stable: {result.stable_reason}"]
+    lines += ["", f"stable: {result.stable_reason}", _warmup_text(kept, result.n)]
     return "\n".join(lines)
 
 
@@ -257,7 +289,12 @@ def changepoints(
         result, kinds = explain_changes(values, result)
     else:
         kinds = classify_changes(values, result.changepoints, drop=False)
-    click.echo(_as_json(result, name, kinds) if as_json else _as_text(result, name, unit, kinds))
+    kept = _warmup_removal(values)
+    click.echo(
+        _as_json(result, name, kinds, kept)
+        if as_json
+        else _as_text(result, name, unit, kinds, kept)
+    )
     if plot_path is not None:
         plot_changepoints(values, result, plot_path, name, label)
         if not as_json:
