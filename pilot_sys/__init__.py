@@ -1,7 +1,8 @@
 """pilot-sys: a bottleneck-aware benchmark runner, system monitor and hardware profiler for Linux.
 
-The in-process Python API (``pilot_sys.benchmark``, ``pilot_sys.FunctionWorkload``, and
-``pilot_sys.run_session(session)``: run a ``Session`` and write its report.md and plots) is
+The in-process Python API (``pilot_sys.benchmark``, ``pilot_sys.FunctionWorkload``,
+``pilot_sys.measure(function, output_dir, preset, **config)``: rounds to a result directory in
+one call, and ``pilot_sys.run_session(session)``: run a ``Session`` and write its reports) is
 loaded lazily so that ``pilot-sys --help`` does not import numpy.
 """
 
@@ -51,4 +52,8 @@ def __getattr__(name: str) -> Any:
         from pilot_sys.report.writer import run_and_report
 
         return run_and_report
+    if name == "measure":
+        from pilot_sys.report.measure import measure
+
+        return measure
     raise AttributeError(f"module 'pilot_sys' has no attribute {name!r}")
