@@ -97,11 +97,19 @@ def verdict_section(doc: ReportInput) -> list[str]:
         lines.append(f"- Next: {v.next_step}")
     if v.excluded:
         lines.append(f"- Excluded: {v.excluded}")
-        lines += [f"  - {e.text}" for e in v.excluded_rounds]
+        shown = v.excluded_rounds[:EXCLUDED_LISTED]
+        lines += [f"  - {e.text}" for e in shown]
+        if len(v.excluded_rounds) > len(shown):
+            more = len(v.excluded_rounds) - len(shown)
+            lines.append(f"  - and {more} more (the Rounds table lists every round)")
     lines.append(f"- {v.bottleneck[0].upper()}{v.bottleneck[1:]}")
     if v.governs:
         lines.append(f"- {v.governs}")
     return lines + [""]
+
+
+#: excluded rounds listed one by one under the verdict; the Rounds table has them all
+EXCLUDED_LISTED = 8
 
 
 # -- each workload ----------------------------------------------------------------------------
@@ -115,12 +123,13 @@ def results_table(result: SessionResult, w: WorkloadResult) -> list[str]:
     for p in w.pis.values():
         half = p.ci_width_rel / 2 if p.ci_width_rel is not None else None
         mean, low, high = units.ci_parts(p.mean, p.ci_low, p.ci_high, p.unit, network, UNKNOWN)
+        has_ci = p.ci_low is not None and p.ci_high is not None
         rows.append(
             [
                 p.name,
                 mean,
-                f"[{low}, {high}]",
-                units.plus_minus(half) if half is not None else UNKNOWN,
+                f"[{low}, {high}]" if has_ci else "none yet (see Notes)",
+                units.plus_minus(half) if half is not None else "-",
                 units.target(p.target),
                 ("yes" if p.ci_reached else "**no**") if p.gates_stop else "n/a (reported only)",
                 str(p.sample_size),
@@ -200,9 +209,13 @@ def cross_check(result: SessionResult, w: WorkloadResult) -> list[str]:
         lines.append(
             f"- `{p.name}`: the workload's own per-round figures average "
             f"{units.quantity(p.readings_mean, p.unit, network, UNKNOWN)} "
-            f"over the analysed rounds: {verdict} "
-            f"{units.interval(p.ci_low, p.ci_high, p.unit, network, UNKNOWN)} "
-            "(they include each round's warm-up and cool-down, which EDM removed from the unit "
+            f"over the analysed rounds: {verdict}"
+            + (
+                f" {units.interval(p.ci_low, p.ci_high, p.unit, network, UNKNOWN)} "
+                if p.ci_low is not None and p.ci_high is not None
+                else " "
+            )
+            + "(they include each round's warm-up and cool-down, which EDM removed from the unit "
             "readings)"
         )
     return lines + [""]
