@@ -12,7 +12,8 @@ the pooled held-out answers are scored. That is the number to expect on other be
 in-sample best (tuned on all 117) is printed only as a ceiling.
 
     nice -n 10 python3 benchmarks/jmh_steady.py                      # every method
-    nice -n 10 python3 benchmarks/jmh_steady.py --methods dual-gate,pelt --workers 2
+    nice -n 10 python3 benchmarks/jmh_steady.py --methods dual-gate,segments --workers 2
+    nice -n 10 python3 benchmarks/jmh_steady.py --methods default,crops --each --breakdown
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import os
 import pickle
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -160,130 +162,54 @@ def _edm(x: np.ndarray, grid: list[Params]) -> list[int]:
     return out
 
 
-def _log_interval(
-    a: tuple[int, float, float], b: tuple[int, float, float], confidence: float = 0.95
-) -> tuple[float, float]:
-    """The ratio interval on the log scale (asymmetric, as a skewed mean's bootstrap is)."""
-    from scipy.special import ndtri
-
-    (n_a, m_a, v_a), (n_b, m_b, v_b) = a, b
-    if m_a <= 0.0 or m_b <= 0.0:
-        return -np.inf, np.inf
-    rel = np.sqrt(v_a / (n_a * m_a * m_a) + v_b / (n_b * m_b * m_b))
-    z = float(ndtri(0.5 + confidence / 2.0))
-    return m_a / m_b * float(np.exp(-z * rel)), m_a / m_b * float(np.exp(z * rel))
-
-
-def _bootstrap_start(
+def _normal_start(
     values: np.ndarray, cuts: list[int], tolerance: float = 0.05, confidence: float = 0.95
 ) -> int:
-    """The walk back with the study's percentile bootstrap of the ratio of means (2,000 draws,
-    seeded; segments over 2,000 readings use the normal approximation of the mean)."""
-    rng = np.random.default_rng(0)
-    reps = 2000
-
-    def means(seg: np.ndarray) -> np.ndarray:
-        if seg.size > reps:
-            return seg.mean() + seg.std() / np.sqrt(seg.size) * rng.standard_normal(reps)
-        return seg[rng.integers(0, seg.size, size=(reps, seg.size))].mean(axis=1)
+    """``settled_start`` with the delta-method (normal) interval of the ratio of means
+    (``normal_differs``) instead of the bootstrap."""
+    from pilot_sys.stats.settle import normal_differs
 
     bounds = [0, *[int(c) for c in cuts if 0 < c < values.size], values.size]
-    last = means(values[bounds[-2] : bounds[-1]])
+    last = values[bounds[-2] :]
     for k in range(len(bounds) - 3, -1, -1):
-        ratio = last / means(values[bounds[k] : bounds[k + 1]])
-        lo, hi = np.quantile(ratio, [(1 - confidence) / 2, (1 + confidence) / 2])
-        if hi <= 1 - tolerance or lo >= 1 + tolerance:
+        if normal_differs(last, values[bounds[k] : bounds[k + 1]], tolerance, confidence):
             return bounds[k + 1]
     return 0
 
 
-def _default_variant(x: np.ndarray, grid: list[Params]) -> list[int]:
-    """The default method with the walk back's interval swapped (``interval`` in the grid)."""
-    import pilot_sys.stats.settle as settle_module
+def _crops_variants(x: np.ndarray, grid: list[Params]) -> list[int]:
+    """The study's procedure reproduced (``settle``'s default) and its variants: the outlier
+    guard at the start on or off, the segmentation on either side of the elbow's tie (fewer or
+    more change points), and the walk back's interval (bootstrap or normal)."""
+    import math
+
+    from pilot_sys.stats.crops import crops, crops_elbow
+    from pilot_sys.stats.outliers import guarded_outliers, window_outliers
+    from pilot_sys.stats.settle import DEFAULT_MIN_STEADY, settled_start
 
     out = []
+    paths: dict[object, tuple[list, int | None, np.ndarray, float]] = {}
     for params in grid:
-        kind = dict(params)["interval"]
-        saved = settle_module.ratio_interval, settle_module.settled_start
-        if kind == "log":
-            settle_module.ratio_interval = _log_interval
-        elif kind == "bootstrap":
-            settle_module.settled_start = _bootstrap_start
-        try:
-            out.append(to_label(settle_module.settle(x).start, x.size))
-        finally:
-            settle_module.ratio_interval, settle_module.settled_start = saved
+        p = dict(params)
+        if p["guard"] not in paths:  # one CROPS path per fork and guard: both sides are on it
+            mask = guarded_outliers(x, float(x.mean())) if p["guard"] else window_outliers(x)
+            index = np.flatnonzero(~mask)
+            log_n = math.log(index.size)
+            path = crops(x[index], 4 * log_n, 1e5 * log_n)
+            paths[p["guard"]] = (path, crops_elbow(path), index, log_n)
+        path, elbow, index, log_n = paths[p["guard"]]
+        if elbow is None:
+            k = max(j for j, step in enumerate(path) if step.penalty <= 15 * log_n or j == 0)
+        else:  # the elbow's penalty is a tie between path[elbow - 1] (more) and path[elbow]
+            k = elbow if p["side"] == "fewer" else max(elbow - 1, 0)
+        # a cut goes right after the last kept reading of a segment, as in ``settle``
+        cuts = [int(index[c - 1]) + 1 for c in path[k].changepoints]
+        walk = settled_start if p["interval"] == "bootstrap" else _normal_start
+        start: int | None = walk(x, cuts)
+        if x.size - start < DEFAULT_MIN_STEADY * x.size:
+            start = None
+        out.append(to_label(start, x.size))
     return out
-
-
-def crops_path(y: np.ndarray, low: float, high: float) -> list[tuple[float, int, list[int]]]:
-    """CROPS (Haynes, Eckley and Fearnhead 2017): every optimal PELT segmentation for penalties
-    in [low, high], as (penalty, number of change points, change points), penalty ascending."""
-    from pilot_sys.stats.pelt import pelt_meanvar
-
-    runs: dict[float, tuple[int, float, list[int]]] = {}
-
-    def run(beta: float) -> tuple[int, float, list[int]]:
-        if beta not in runs:
-            r = pelt_meanvar(y, beta)
-            runs[beta] = (len(r.changepoints), r.cost, r.changepoints)
-        return runs[beta]
-
-    run(low)
-    run(high)
-    todo = [(low, high)]
-    while todo:
-        b0, b1 = todo.pop()
-        m0, q0, _ = runs[b0]
-        m1, q1, _ = runs[b1]
-        if m0 <= m1 + 1:
-            continue
-        cross = (q1 - q0) / (m0 - m1)  # where the two segmentations cost the same
-        if not b0 < cross < b1:
-            continue
-        mid = run(cross)[0]
-        if mid not in (m0, m1):
-            todo += [(b0, cross), (cross, b1)]
-        elif mid == m0:
-            todo.append((cross, b1))
-        else:
-            todo.append((b0, cross))
-    first: dict[int, tuple[float, int, list[int]]] = {}
-    for beta, (m, _, cuts) in sorted(runs.items()):
-        first.setdefault(m, (beta, m, cuts))  # each segmentation once, at its lowest penalty
-    return sorted(first.values())
-
-
-def kneedle_elbow(x: np.ndarray, y: np.ndarray, sensitivity: float = 1.0) -> float | None:
-    """The Kneedle rule (Satopaa et al. 2011) for a convex decreasing curve, taken in the order
-    given: difference curve of the normalised points, first local maximum that the curve then
-    falls below by ``sensitivity`` times the mean x step."""
-    xn = (x - x.min()) / (x.max() - x.min())
-    yn = (y - y.min()) / (y.max() - y.min())
-    diff = (1.0 - yn) - xn
-    step = sensitivity * float(np.abs(np.diff(xn)).mean())
-    for i in range(1, diff.size - 1):
-        peak = diff[i] >= diff[i - 1] and diff[i] >= diff[i + 1]
-        if peak and (diff[i + 1 :] < diff[i] - step).any():
-            return float(x[i])
-    return None
-
-
-def _crops(x: np.ndarray, grid: list[Params]) -> list[int]:
-    """The labelling procedure with the real CROPS path and the Kneedle elbow (slow)."""
-    from pilot_sys.stats.outliers import window_outliers
-    from pilot_sys.stats.pelt import pelt_meanvar
-
-    keep = ~window_outliers(x)
-    y, index = x[keep], np.arange(x.size)[keep]
-    log_n = np.log(y.size)
-    path = crops_path(y, 4 * log_n, 1e5 * log_n)
-    pens = np.array([p for p, _, _ in path])
-    counts = np.array([m for _, m, _ in path], dtype=float)
-    elbow = kneedle_elbow(pens[::-1], counts[::-1]) if pens.size > 2 else None
-    pen = elbow if elbow is not None else 15 * log_n
-    cuts = [int(index[c]) for c in pelt_meanvar(y, pen).changepoints]
-    return [_walk(x, cuts, [p], ("tolerance", "confidence"))[p] for p in grid]
 
 
 def _edm_stable(x: np.ndarray, grid: list[Params]) -> list[int]:
@@ -312,10 +238,17 @@ class Family:
 
 def _grid(**axes: list[object]) -> list[Params]:
     names = sorted(axes)
-    return [tuple(zip(names, values)) for values in itertools.product(*(axes[n] for n in names))]
+    combos = itertools.product(*(axes[n] for n in names))
+    return [tuple(zip(names, values, strict=True)) for values in combos]
 
 
 TOLERANCES: list[object] = [0.04, 0.05, 0.06]
+CROPS_SOURCES = (
+    "pilot_sys/stats/pelt.py",
+    "pilot_sys/stats/crops.py",
+    "pilot_sys/stats/settle.py",
+    "pilot_sys/stats/outliers.py",
+)
 MIN_STEADY: list[object] = [1 / 6, 0.2, 0.25, 0.3]
 
 FAMILIES: dict[str, Family] = {
@@ -325,6 +258,7 @@ FAMILIES: dict[str, Family] = {
         "pilot-sys steady as it is now (its default method)",
         (
             "pilot_sys/stats/steady.py",
+            "pilot_sys/stats/crops.py",
             "pilot_sys/stats/pelt.py",
             "pilot_sys/stats/settle.py",
             "pilot_sys/stats/outliers.py",
@@ -348,17 +282,17 @@ FAMILIES: dict[str, Family] = {
         "the labels' procedure (outliers, PELT mean+var at the CROPS elbow, Kalibera walk-back)",
         ("pilot_sys/stats/pelt.py", "pilot_sys/stats/settle.py", "pilot_sys/stats/outliers.py"),
     ),
-    "default-interval": Family(
-        _default_variant,
-        _grid(interval=["log", "bootstrap"]),
-        "the default with a log-scale or a bootstrap interval in the walk back (not tuned)",
-        ("pilot_sys/stats/settle.py", "pilot_sys/stats/pelt.py", "pilot_sys/stats/outliers.py"),
-    ),
     "crops": Family(
-        _crops,
-        _grid(tolerance=[0.05], min_steady=[1 / 6]),
-        "the labels' procedure with the full CROPS path and Kneedle (slow)",
-        ("pilot_sys/stats/pelt.py", "pilot_sys/stats/settle.py", "pilot_sys/stats/outliers.py"),
+        _crops_variants,
+        _grid(guard=[True], side=["fewer", "more"], interval=["bootstrap", "normal"]),
+        "the study's procedure reproduced (CROPS path, Kneedle elbow) and its variants",
+        CROPS_SOURCES,
+    ),
+    "crops-noguard": Family(
+        _crops_variants,
+        _grid(guard=[False], side=["fewer"], interval=["bootstrap"]),
+        "the default without the outlier guard at the start (not tuned)",
+        CROPS_SOURCES,
     ),
     "edm-stable": Family(
         _edm_stable,
@@ -493,6 +427,33 @@ def cross_validate(
     return held, chosen
 
 
+# label classes of the breakdown: (name, which forks)
+CLASSES: list[tuple[str, Callable[[np.ndarray], np.ndarray]]] = [
+    ("label not steady", lambda s: s < 0),
+    ("label s = 0", lambda s: s == 0),
+    ("label s in 1-50", lambda s: (s >= 1) & (s <= NEAR)),
+    ("label s in 51-500", lambda s: (s > NEAR) & (s <= 500)),
+    ("label s > 500", lambda s: s > 500),
+    ("all", lambda s: np.ones(s.size, dtype=bool)),
+]
+
+
+def breakdown(ours: np.ndarray, truth: np.ndarray, groups: np.ndarray) -> list[str]:
+    """Where the answers disagree with the labels, by label class: a fork is wrong when the two
+    differ in class or, both steady, by more than NEAR iterations; "exact" is the same s."""
+    wrong = ((ours >= 0) != (truth >= 0)) | ((ours >= 0) & (np.abs(ours - truth) > NEAR))
+    lines = [f"  {'class':<20} {'forks':>5} {'wrong':>6} {'share':>6} {'exact':>6}  benchmarks"]
+    for name, pick in CLASSES:
+        sel = pick(truth)
+        n, bad = int(sel.sum()), int((wrong & sel).sum())
+        exact = float((ours[sel] == truth[sel]).mean()) if n else float("nan")
+        where = len(np.unique(groups[wrong & sel]))
+        lines.append(
+            f"  {name:<20} {n:>5} {bad:>6} {bad / max(n, 1):>6.1%} {exact:>6.1%}  {where} wrong"
+        )
+    return lines
+
+
 def _row(name: str, m: dict[str, float], extra: str = "") -> str:
     return (
         f"{name:<34} {m['accuracy']:>5.3f} {m['balanced']:>6.3f} {m['recall_steady']:>6.3f} "
@@ -549,6 +510,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--limit", type=int, default=0, help="only the first N benchmarks (quick look)"
     )
+    parser.add_argument(
+        "--each", action="store_true", help="also score every grid point on all forks (in-sample)"
+    )
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="also show where each answer set disagrees with the labels, by label class",
+    )
     parser.add_argument("--speed", action="store_true", help="instead: time the default method")
     args = parser.parse_args(argv)
     if args.speed:
@@ -577,15 +546,23 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         answers, per_fork = evaluate(name, xs, workers, cache)
         wall = time.perf_counter() - t0
-        timing = f"{1e3 * per_fork:.0f} ms/fork/grid, {wall:.0f} s wall"
+        timing = f"{1e3 * per_fork:.0f} ms/fork (whole grid), {wall:.0f} s wall"
         if answers.shape[1] == 1:
             print(_row(name, metrics(answers[:, 0], truth), f"{fam.note}; {timing}"))
+            if args.breakdown:
+                print("\n".join(breakdown(answers[:, 0], truth, groups)))
             continue
+        if args.each:
+            for j, params in enumerate(fam.grid):
+                print(_row(f"{name} #{j} in-sample", metrics(answers[:, j], truth), _fmt(params)))
+                if args.breakdown:
+                    print("\n".join(breakdown(answers[:, j], truth, groups)))
         cv = []
         for seed in range(args.seeds):
             held, chosen = cross_validate(answers, truth, groups, args.folds, seed)
             cv.append(metrics(held, truth))
-            picks = ", ".join(sorted({_fmt(fam.grid[j]) for j in chosen}))
+            counts = Counter(_fmt(fam.grid[j]) for j in chosen)
+            picks = ", ".join(f"{p} ({c}/{len(chosen)})" for p, c in sorted(counts.items()))
             print(_row(f"{name} CV seed {seed}", cv[-1], f"picked: {picks}"))
         mean = {k: float(np.mean([m[k] for m in cv])) for k in cv[0]}
         mean["both"] = round(mean["both"])
