@@ -106,6 +106,24 @@ def test_single_thread_saturating_one_core_is_flagged() -> None:
     assert "all cores together averaged 55 %" in v.hidden_bottlenecks[0].evidence
 
 
+def test_a_remote_busy_core_stays_named_beside_a_hot_local_cpu() -> None:
+    """All local cores hot names cpu:host once (not its busiest core again); a remote host's
+    single busy core is another component and stays named."""
+    n = 21
+    tr = trace(
+        [i * 0.1 for i in range(n)],
+        {
+            "cpu:host/util_compute": steady(n, 0.95),
+            "cpu:host/busiest_core": steady(n, 1.0),
+            "cpu:srv/util_compute": steady(n, 0.6),
+            "cpu:srv/busiest_core": steady(n, 1.0),
+        },
+        component_under_test="nic:eth0",
+    )
+    named = {(h.component, h.direction) for h in assess(tr).hidden_bottlenecks}
+    assert named == {("cpu:host", "compute"), ("cpu:srv", "single core")}
+
+
 def test_cpu_as_the_cut_covers_its_busiest_core() -> None:
     n = 11
     tr = trace(

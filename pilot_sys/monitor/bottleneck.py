@@ -232,8 +232,10 @@ def assess(
         for s in hot
         if not _is_cut(s.component, cut) and not _covered_by_cut(s, cut)
     ]
-    if any(h.component == "cpu:host" and h.direction != SINGLE_CORE for h in hidden):
-        hidden = [h for h in hidden if h.direction != SINGLE_CORE]  # all cores hot says it already
+    # a CPU whose cores are all hot says it already: its busiest core is not named again (only
+    # that CPU's: a remote host's busy core stays named beside a hot local CPU)
+    all_hot = {h.component for h in hidden if h.direction != SINGLE_CORE}
+    hidden = [h for h in hidden if not (h.direction == SINGLE_CORE and h.component in all_hot)]
     hidden.sort(key=lambda h: -h.time_above_fraction)
     nothing_saturated = not hot
     warning = _frequency_warning(trace, weights, cut, hot, max_hot_fraction)
