@@ -106,6 +106,33 @@ def test_single_thread_saturating_one_core_is_flagged() -> None:
     assert "all cores together averaged 55 %" in v.hidden_bottlenecks[0].evidence
 
 
+def test_a_core_kept_busy_by_another_process_is_not_the_workloads_limit() -> None:
+    """One core saturated by background work (stress-ng --cpu 1 on two cores) while the
+    workload uses a tenth of a core: the scheduler gives it the other core, nothing to name.
+    The same busy core with the workload on it is its single-thread limit."""
+    n = 21
+    series = {
+        "cpu:host/util_compute": steady(n, 0.55),
+        "cpu:host/busy": steady(n, 0.55),
+        "cpu:host/busiest_core": steady(n, 1.0),
+    }
+    t = [i * 0.1 for i in range(n)]
+    light = trace(
+        t,
+        {**series, "process:workload/cpu_cores": steady(n, 0.1)},
+        component_under_test="block:vda",
+    )
+    assert assess(light).valid
+    heavy = trace(
+        t,
+        {**series, "process:workload/cpu_cores": steady(n, 0.97)},
+        component_under_test="block:vda",
+    )
+    (named,) = assess(heavy).hidden_bottlenecks
+    assert (named.component, named.direction) == ("cpu:host", "single core")
+    assert named.evidence.startswith("the workload's own processes kept a core busy above 80 %")
+
+
 def test_a_remote_busy_core_stays_named_beside_a_hot_local_cpu() -> None:
     """All local cores hot names cpu:host once (not its busiest core again); a remote host's
     single busy core is another component and stays named."""

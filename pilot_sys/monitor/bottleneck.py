@@ -434,6 +434,8 @@ def _judged_series(trace: MonitorTrace, signal: ComponentStats) -> np.ndarray:
     memory (0 elsewhere; NaN where neither could be read)."""
     values = _series(trace, signal.metric)
     owner, metric = signal.metric.rsplit("/", 1)
+    if signal.direction == SINGLE_CORE and owner == "cpu:host":
+        return _workload_single_core(trace, values)
     if metric != "util_capacity" or _limiter_kind(trace, owner) != "memory limit":
         return values
     evidence = [
@@ -446,6 +448,29 @@ def _judged_series(trace: MonitorTrace, signal: ComponentStats) -> np.ndarray:
     known = np.isfinite(stacked).any(axis=0)
     hit = (np.nan_to_num(stacked, nan=0.0) > 0).any(axis=0)
     return np.where(known, np.where(hit, values, 0.0), np.nan)
+
+
+def _workload_cores_series(trace: MonitorTrace, size: int) -> np.ndarray | None:
+    """The workload's processes' CPU use per sample, in cores (None: not recorded)."""
+    keys = [k for k in trace.series if k.startswith("process:") and k.endswith("/cpu_cores")]
+    parts = [p for p in (_series(trace, k) for k in keys) if p.size == size]
+    if not parts:
+        return None
+    stacked = np.vstack(parts)
+    known = np.isfinite(stacked).any(axis=0)
+    return np.where(known, np.nansum(stacked, axis=0), np.nan)
+
+
+def _workload_single_core(trace: MonitorTrace, busiest: np.ndarray) -> np.ndarray:
+    """The single-core signal judged against the workload: a saturated core holds back a
+    single-threaded workload only while the workload itself runs on it, so the busiest core
+    counts up to the workload's own CPU use. A core that another process keeps busy (a second
+    core's worth of background work) leaves the workload the other cores: not its limit. Without
+    the workload's processes in the trace, the busiest core is judged as it is."""
+    own = _workload_cores_series(trace, busiest.size)
+    if own is None:
+        return busiest
+    return np.where(np.isfinite(own), np.minimum(busiest, own), busiest)
 
 
 def _effective_for_cut(
@@ -641,7 +666,12 @@ def _evidence(s: ComponentStats, trace: MonitorTrace, threshold: float) -> str:
         return _limiter_evidence(s, trace, numbers)
     if s.component == "cpu:host" and s.direction == SINGLE_CORE:
         total = _mean_of(trace, "cpu:host/busy")
-        text = f"the busiest core was {numbers}"
+        own_known = _workload_cores(trace) is not None
+        text = (
+            f"the workload's own processes kept a core busy {numbers}"
+            if own_known
+            else f"the busiest core was {numbers}"
+        )
         if total is not None:
             text += (
                 f" while all cores together averaged {_pct(total)}: "
@@ -650,8 +680,6 @@ def _evidence(s: ComponentStats, trace: MonitorTrace, threshold: float) -> str:
         own = _workload_cores(trace)
         if own is not None:
             text += f"; the workload's processes used {own:.2f} cores on average"
-            if own < 0.5:
-                text += ", so other processes kept that core busy"
         return text
     if s.component == "cpu:host":
         text = f"CPU busy {numbers} of {_describe_limit(s.limit, s.component)}"
