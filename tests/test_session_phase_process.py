@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -192,6 +193,32 @@ def test_an_in_process_round_has_no_process_series(
         n.startswith(f"{WORKLOAD_COMPONENT}: the round started no process") for n in trace.notes
     )
     assert "cpu:host/util_compute" in trace.series  # the host-wide series are all still there
+
+
+@pytest.mark.live
+def test_an_in_process_round_keeps_its_threads_cpu(
+    monitoring: RoundMonitoring, tmp_path: Path
+) -> None:
+    """The round's own thread computing for about half a second: its CPU is the workload's
+    (``thread:workload/cpu_cores``), near one core, matching the thread's own clock."""
+    from pilot_sys.session.monitoring import ROUND_THREAD_CORES
+
+    monitoring.start()
+    began = time.thread_time()
+    end = time.monotonic() + 0.5
+    while time.monotonic() < end:
+        sum(range(10_000))
+    spent = time.thread_time() - began
+    summary = monitoring.stop(tmp_path / "r1")
+    assert summary is not None and summary.error is None
+    trace = MonitorTrace.model_validate_json((tmp_path / "r1" / MONITOR_FILE).read_bytes())
+    assert not any(k.startswith("process:") for k in trace.series)
+    cores = np.array([v for v in trace.series[ROUND_THREAD_CORES] if v is not None])
+    step = np.diff(trace.timestamps)
+    total = float(np.nansum(np.array(trace.series[ROUND_THREAD_CORES][1:], float) * step))
+    assert cores.max() > 0.5  # a busy thread: most of a core in its busiest interval
+    # the integral of the series is the thread's CPU time within a tick either side (USER_HZ)
+    assert total == pytest.approx(spent, abs=2.5 / RATE_HZ + 0.05)
 
 
 @pytest.mark.live

@@ -73,6 +73,8 @@ OVER_LIMIT = 1.05  # a utilization above this says more about the stated limit t
 ALWAYS_ON_PATH = ("cpu:host", "memory:host")  # every workload's data passes the CPU and memory
 BUSIEST_CORE = "busiest_core"
 SINGLE_CORE = "single core"
+#: series of the workload's own CPU use: its processes', or the round's thread's (in-process)
+WORKLOAD_CPU = ("process:", "thread:")
 THROTTLED = "throttled periods"  # a CPU quota's signal: share of CFS periods it ran out in
 MEMORY_EVIDENCE = ("limit_hits_per_s", "psi_some")  # the kernel reclaimed for / stalled on it
 QUOTA_NOTE = "a CPU quota is judged by its throttled periods"
@@ -452,7 +454,7 @@ def _judged_series(trace: MonitorTrace, signal: ComponentStats) -> np.ndarray:
 
 def _workload_cores_series(trace: MonitorTrace, size: int) -> np.ndarray | None:
     """The workload's processes' CPU use per sample, in cores (None: not recorded)."""
-    keys = [k for k in trace.series if k.startswith("process:") and k.endswith("/cpu_cores")]
+    keys = [k for k in trace.series if k.startswith(WORKLOAD_CPU) and k.endswith("/cpu_cores")]
     parts = [p for p in (_series(trace, k) for k in keys) if p.size == size]
     if not parts:
         return None
@@ -639,7 +641,7 @@ def _mean_of(trace: MonitorTrace, key: str) -> float | None:
 
 
 def _workload_cores(trace: MonitorTrace) -> float | None:
-    keys = [k for k in trace.series if k.startswith("process:") and k.endswith("/cpu_cores")]
+    keys = [k for k in trace.series if k.startswith(WORKLOAD_CPU) and k.endswith("/cpu_cores")]
     means = [m for m in (_mean_of(trace, k) for k in keys) if m is not None]
     return sum(means) if means else None
 

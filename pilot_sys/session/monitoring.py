@@ -292,6 +292,10 @@ def source_gaps(trace: Any) -> list[str]:
     ]
 
 
+#: the CPU of the round's own thread, in cores, when the round started no process
+ROUND_THREAD_CORES = "thread:workload/cpu_cores"
+
+
 def drop_unseen_processes(trace: Any) -> None:
     """Leave out ``process:workload/*`` when the round started no process it could see (an
     in-process workload, or a command shorter than a sampling period): series of zeros would
@@ -305,12 +309,17 @@ def drop_unseen_processes(trace: Any) -> None:
         return
     if any(v is not None and v > 0 for v in series.get(prefix + "processes", [])):
         return
+    cores = series.get(prefix + "cpu_cores", [])
     for key in keys:
         del series[key]
     trace.notes.append(
         f"{WORKLOAD_COMPONENT}: the round started no process that a sample saw (an in-process "
         "workload, or a command shorter than a sampling period): no per-process series"
     )
+    if any(v is not None and v > 0 for v in cores):
+        # an in-process workload: the CPU of the round's thread, kept under its own name (the
+        # phase check's per-process series are CPU and I/O, and a thread's I/O is not followed)
+        series[ROUND_THREAD_CORES] = cores
 
 
 def max_utilization(trace: Any) -> dict[str, float]:
@@ -327,15 +336,37 @@ def max_utilization(trace: Any) -> dict[str, float]:
 
 
 class RoundProcessesProbe(ProcessProbe):
-    """``process:workload``: the trees of the processes the round's thread started, summed.
+    """``process:workload``: the trees of the processes the round's thread started, summed,
+    and the CPU of that thread itself (an in-process workload runs on it).
 
     The process probe's own walk and formulas, started from those children instead of one
     root (``_roots``), under one component id for every round."""
 
-    def __init__(self, context: ProbeContext, children_path: Path) -> None:
+    def __init__(
+        self, context: ProbeContext, children_path: Path, thread_stat: Path | None = None
+    ) -> None:
         super().__init__(context, os.getpid(), component=WORKLOAD_COMPONENT)
         self._fd = os.open(children_path, os.O_RDONLY | os.O_CLOEXEC)
         self._before = frozenset(read_pids(self._fd))  # children from before the round are not its
+        # the round's thread itself: an in-process workload (the built-in one, a Python
+        # function) runs on it, and its CPU is the workload's
+        self._thread_fd = -1
+        if thread_stat is not None:
+            try:
+                self._thread_fd = os.open(thread_stat, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                self._thread_fd = -1
+
+    def _read_tree(self) -> list[bytes]:
+        row = super()._read_tree()
+        if self._thread_fd >= 0:
+            try:
+                stat = os.pread(self._thread_fd, 4096, 0)
+            except OSError:
+                return row
+            fields = stat[stat.rfind(b")") + 2 :].split(None, 14)
+            row[0] = b"%d" % (int(row[0]) + int(fields[11]) + int(fields[12]))  # utime, stime
+        return row
 
     def _roots(self) -> list[tuple[int, int | None]]:
         """The round's children, each checked on opening to be this process's child."""
@@ -344,9 +375,10 @@ class RoundProcessesProbe(ProcessProbe):
 
     def close(self) -> None:
         super().close()
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        for fd in (self._fd, self._thread_fd):
+            if fd >= 0:
+                os.close(fd)
+        self._fd = self._thread_fd = -1
 
 
 class RoundProcessesPlugin:
@@ -361,8 +393,9 @@ class RoundProcessesPlugin:
 
     def open_probe(self, context: ProbeContext) -> RoundProcessesProbe | None:
         path = context.path("proc", str(os.getpid()), "task", str(self.tid), "children")
+        stat = context.path("proc", str(os.getpid()), "task", str(self.tid), "stat")
         try:
-            return RoundProcessesProbe(context, path)
+            return RoundProcessesProbe(context, path, stat)
         except OSError as exc:  # a kernel without CONFIG_PROC_CHILDREN: host-wide series only
             context.notes.append(
                 f"{WORKLOAD_COMPONENT} not followed: {exc.strerror or exc} ({path})"
