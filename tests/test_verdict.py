@@ -647,3 +647,42 @@ def test_a_kernel_limit_that_governs_is_to_be_lifted_not_quietened() -> None:
     )
     assert _invalid_next_step("qdisc:eth0").startswith("raise or remove the limit qdisc:eth0")
     assert _invalid_next_step("cpu:host").startswith("run on a quieter host")
+
+
+@pytest.mark.parametrize(("judged", "invalid"), [(1, False), (2, False), (3, True)])
+def test_the_share_rule_needs_three_judged_rounds(judged: int, invalid: bool) -> None:
+    """Every judged round excluded: with one or two judged rounds (the others too short to
+    judge alone, and passing together) that is rounds excluded, not an invalid session."""
+    from pilot_sys.session.verdict import MIN_JUDGED_FOR_SHARE
+
+    assert MIN_JUDGED_FOR_SHARE == 3
+    cfg = SessionConfig.from_preset("quick")
+    p = PIResult(
+        name="bw",
+        unit="B/s",
+        pi_type=PIType.HARMONIC,
+        source="unit_readings",
+        target=0.1,
+        gates_stop=True,
+        mean=100.0,
+        ci_low=99.0,
+        ci_high=101.0,
+        ci_width_rel=0.02,
+        ci_reached=True,
+    )
+    w = WorkloadResult(name="w", pis={"bw": p}, rounds=RoundCounts(total=12, analysed=12 - judged))
+    excluded = [
+        ExcludedRound(index=i, workload="w", components=["cpu:host (compute)"])
+        for i in range(1, judged + 1)
+    ]
+    bsec = BottleneckSection(monitored=True, valid=True, cut="block:vda")
+    v = decide(
+        stop_reason=str(StopReason.TARGETS_MET),
+        workloads=[w],
+        bsec=bsec,
+        excluded=excluded,
+        judged_rounds=judged,
+        cfg=cfg,
+    )  # type: ignore[arg-type]
+    assert (v.status is Status.INVALID) == invalid
+    assert v.status is (Status.INVALID if invalid else Status.VALID)

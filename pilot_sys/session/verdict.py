@@ -60,6 +60,9 @@ KILLED = "pilot-sys stopped without a clean stop (killed or crashed)"
 
 #: A share above this of the judged rounds excluded makes the session invalid.
 MAX_EXCLUDED_SHARE = 0.5
+#: judged rounds below which their share says nothing: one long round excluded beside many
+#: short ones (judged together) is a round excluded, not a session governed by another component
+MIN_JUDGED_FOR_SHARE = 3
 
 
 # -- rounds ------------------------------------------------------------------------------------
@@ -425,7 +428,10 @@ def decide(
 ) -> SessionVerdict:
     """The one verdict of a session (see the module docstring for the rules)."""
     included = sum(w.rounds.analysed for w in workloads)
-    too_many = judged_rounds > 0 and len(excluded) > MAX_EXCLUDED_SHARE * judged_rounds
+    too_many = (
+        judged_rounds >= MIN_JUDGED_FOR_SHARE
+        and len(excluded) > MAX_EXCLUDED_SHARE * judged_rounds
+    )
     sustained = bsec.valid is False
     any_result = any(p.mean is not None for w in workloads for p in w.pis.values())
     status, reason = status_of(stop_reason, any_result, too_many or sustained)
