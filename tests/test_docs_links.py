@@ -30,3 +30,15 @@ def test_every_command_has_its_page() -> None:
 
     pages = {p.stem for p in (REPO / "docs" / "commands").glob("*.md")} - {"README"}
     assert pages == set(COMMANDS)
+
+
+def test_the_preset_table_of_the_run_page_is_the_codes() -> None:
+    import re
+
+    from pilot_sys.session.config import preset_rows
+
+    page = (REPO / "docs" / "commands" / "run.md").read_text()
+    for label, values in preset_rows():
+        shown = re.sub(r"\((-[-\w]+)\)", r"(`\1`)", label)  # the page writes options as code
+        row = f"| {shown} | " + " | ".join(values) + " |"
+        assert row in page, row
