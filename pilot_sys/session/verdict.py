@@ -429,8 +429,7 @@ def decide(
     """The one verdict of a session (see the module docstring for the rules)."""
     included = sum(w.rounds.analysed for w in workloads)
     too_many = (
-        judged_rounds >= MIN_JUDGED_FOR_SHARE
-        and len(excluded) > MAX_EXCLUDED_SHARE * judged_rounds
+        judged_rounds >= MIN_JUDGED_FOR_SHARE and len(excluded) > MAX_EXCLUDED_SHARE * judged_rounds
     )
     sustained = bsec.valid is False
     any_result = any(p.mean is not None for w in workloads for p in w.pis.values())
