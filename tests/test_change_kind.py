@@ -115,3 +115,35 @@ def test_rare_wild_readings_do_not_hide_a_step() -> None:
     x[rng.choice(600, 3, replace=False)] = 200.0  # 0.5% stalls, 190 sigma away
     kinds = classify_changes(x, [300], drop=False)
     assert [k.kind for k in kinds] == ["level"] and kinds[0].jump == pytest.approx(1.0, abs=0.4)
+
+
+def test_windows_in_blocks_flag_the_same_outliers(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pilot_sys.stats.outliers as outliers
+
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(20_000)
+    x[::487] += 40.0
+    whole = outliers.window_outliers(x)
+    monkeypatch.setattr(outliers, "WINDOW_CELLS", 1000)  # 5 windows a block
+    assert np.array_equal(outliers.window_outliers(x), whole) and whole.sum() >= 40
+
+
+def test_a_drop_refits_only_its_neighbours(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ramp cut into a staircase: dropping its cuts one by one fits each (segment, cut,
+    segment) triple once, not every cut again every round (that took minutes on 1e6)."""
+    import pilot_sys.stats.change_kind as change_kind
+
+    rng = np.random.default_rng(5)
+    x = np.concatenate([np.linspace(0.0, 50.0, 4000), np.full(4000, 50.0)])
+    x += rng.standard_normal(x.size)
+    cuts = list(range(200, 4000, 200))
+    calls: list[tuple[int, int, int]] = []
+    real = change_kind._evidence
+    monkeypatch.setattr(
+        change_kind,
+        "_evidence",
+        lambda v, b, i, e, o: (calls.append((b, i, e)), real(v, b, i, e, o))[1],
+    )
+    kinds = change_kind.classify_changes(x, cuts)
+    assert len(calls) == len(set(calls)) <= 3 * len(cuts)
+    assert len(kinds) < len(cuts)  # the ramp's cuts went

@@ -108,6 +108,73 @@ def _around(
     return y, t, int(np.searchsorted(t, 0.0))
 
 
+class _Evidence(BaseModel):
+    """The tests at one change point between two given segments, before any level is chosen:
+    computed once per (begin, index, end) and decided again at each level, so dropping one
+    change point costs the fits around it only."""
+
+    common: dict[str, float | int]
+    p_jump: float
+    p_any: float
+    turn: bool  # a kink fits better than one parabola through both segments
+    p_spread: float | None  # None: a segment too short or without spread
+    ratio: float
+
+
+def _evidence(
+    values: np.ndarray, begin: int, index: int, end: int, outliers: np.ndarray | None
+) -> _Evidence:
+    y, t, k = _around(values, begin, index, end, outliers)
+    a0, a1, res_a = _line(y[:k], t[:k])
+    b0, b1, res_b = _line(y[k:], t[k:])
+    rss_two = float(res_a @ res_a + res_b @ res_b)
+    n = y.size
+    dof = n - 4
+    inflation = _lag1_inflation((res_a, res_b))
+    spread_a = float(np.std(res_a)) if res_a.size > 2 else float("nan")
+    spread_b = float(np.std(res_b)) if res_b.size > 2 else float("nan")
+    ratio = spread_b / spread_a if spread_a > 0 else float("inf")
+    # one line through both segments (no change at all)
+    _, _, res_one = _line(y, t)
+    p_any = _f_test(float(res_one @ res_one), rss_two, 2, dof, inflation)
+    # a kinked line (slopes differ, no jump): t+ = max(t, 0) carries the slope change
+    design = np.column_stack([np.ones(n), t, np.maximum(t, 0.0)])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    res_kink = y - design @ coef
+    rss_kink = float(res_kink @ res_kink)
+    p_jump = _f_test(rss_kink, rss_two, 1, dof, inflation)
+    p_spread = None
+    if res_a.size > 2 and res_b.size > 2 and spread_a > 0 and spread_b > 0:
+        # autocorrelated residuals carry fewer independent readings: shrink both dofs alike
+        f = (spread_b / spread_a) ** 2
+        dof_b, dof_a = (res_b.size - 2) / inflation, (res_a.size - 2) / inflation
+        p_spread = float(2.0 * min(stats.f.sf(f, dof_b, dof_a), stats.f.cdf(f, dof_b, dof_a)))
+    return _Evidence(
+        common={
+            "index": index,
+            "jump": b0 - a0,
+            "slope_before": a1,
+            "slope_after": b1,
+            "spread_ratio": ratio,
+        },
+        p_jump=p_jump,
+        p_any=p_any,
+        turn=_turn_beats_bend(y, t, rss_kink),
+        p_spread=p_spread,
+        ratio=ratio,
+    )
+
+
+def _decide(e: _Evidence, significance: float) -> ChangeKind:
+    if e.p_jump < significance:
+        return ChangeKind(kind="level", p_value=e.p_jump, **e.common)
+    if e.p_any < significance and e.turn:
+        return ChangeKind(kind="trend", p_value=e.p_any, **e.common)
+    if e.p_spread is not None and e.p_spread < significance and max(e.ratio, 1.0 / e.ratio) > 1.5:
+        return ChangeKind(kind="spread", p_value=e.p_spread, **e.common)
+    return ChangeKind(kind="none", p_value=1.0, **e.common)
+
+
 def classify_change(
     values: np.ndarray,
     begin: int,
@@ -121,43 +188,7 @@ def classify_change(
     ``outliers`` (a mask over ``values``) are left out of the line fits: one slow iteration in
     a hundred would otherwise swamp the residual noise that every test compares against.
     """
-    y, t, k = _around(values, begin, index, end, outliers)
-    a0, a1, res_a = _line(y[:k], t[:k])
-    b0, b1, res_b = _line(y[k:], t[k:])
-    rss_two = float(res_a @ res_a + res_b @ res_b)
-    n = y.size
-    dof = n - 4
-    inflation = _lag1_inflation((res_a, res_b))
-    spread_a = float(np.std(res_a)) if res_a.size > 2 else float("nan")
-    spread_b = float(np.std(res_b)) if res_b.size > 2 else float("nan")
-    ratio = spread_b / spread_a if spread_a > 0 else float("inf")
-    common = {
-        "index": index,
-        "jump": b0 - a0,
-        "slope_before": a1,
-        "slope_after": b1,
-        "spread_ratio": ratio,
-    }
-    # one line through both segments (no change at all)
-    _, _, res_one = _line(y, t)
-    p_any = _f_test(float(res_one @ res_one), rss_two, 2, dof, inflation)
-    # a kinked line (slopes differ, no jump): t+ = max(t, 0) carries the slope change
-    design = np.column_stack([np.ones(n), t, np.maximum(t, 0.0)])
-    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-    res_kink = y - design @ coef
-    p_jump = _f_test(float(res_kink @ res_kink), rss_two, 1, dof, inflation)
-    if p_jump < significance:
-        return ChangeKind(kind="level", p_value=p_jump, **common)
-    if p_any < significance and _turn_beats_bend(y, t, float(res_kink @ res_kink)):
-        return ChangeKind(kind="trend", p_value=p_any, **common)
-    if res_a.size > 2 and res_b.size > 2 and spread_a > 0 and spread_b > 0:
-        # autocorrelated residuals carry fewer independent readings: shrink both dofs alike
-        f = (spread_b / spread_a) ** 2
-        dof_b, dof_a = (res_b.size - 2) / inflation, (res_a.size - 2) / inflation
-        p_spread = 2.0 * min(stats.f.sf(f, dof_b, dof_a), stats.f.cdf(f, dof_b, dof_a))
-        if p_spread < significance and max(ratio, 1.0 / ratio) > 1.5:
-            return ChangeKind(kind="spread", p_value=float(p_spread), **common)
-    return ChangeKind(kind="none", p_value=1.0, **common)
+    return _decide(_evidence(values, begin, index, end, outliers), significance)
 
 
 def classify_changes(
@@ -174,43 +205,36 @@ def classify_changes(
     kinds: the ones a trend explains are "none", and the others are judged between the
     segments left once those are merged away. (Judged between its immediate neighbours instead,
     a real step next to a spurious change point would be tested on a short segment and could
-    come out "none" itself.)
+    come out "none" itself.) The evidence at a change point depends on its two segments only,
+    so it is kept across rounds: a drop refits its two neighbours, not every change point.
     """
     x = np.asarray(values, dtype=np.float64)
     cuts = sorted(int(c) for c in changepoints if 0 < c < x.size)
     outliers = window_outliers(x, window=min(DEFAULT_WINDOW, max(x.size // 5, 2)))
     dropped: dict[int, ChangeKind] = {}
+    known: dict[tuple[int, int, int], _Evidence] = {}
+
+    def evidence(b: int, i: int, e: int) -> _Evidence:
+        if (b, i, e) not in known:
+            known[(b, i, e)] = _evidence(x, b, i, e, outliers)
+        return known[(b, i, e)]
+
     while True:
         bounds = [0, *cuts, x.size]
         # one test per change point: Bonferroni keeps the chance of keeping any artefact at
         # ``significance`` however many pieces the detector cut a trend into
         level = significance / max(len(cuts), 1)
-        kinds = [
-            classify_change(x, bounds[i], bounds[i + 1], bounds[i + 2], level, outliers)
-            for i in range(len(cuts))
-        ]
+        found = [evidence(bounds[i], bounds[i + 1], bounds[i + 2]) for i in range(len(cuts))]
+        kinds = [_decide(e, level) for e in found]
         none = [i for i, k in enumerate(kinds) if k.kind == "none"]
         if not none:
             if drop:
                 return kinds
             return sorted([*kinds, *dropped.values()], key=lambda k: k.index)
         # drop the one whose segments one line explains best (largest p of "any change")
-        worst = max(
-            none, key=lambda i: _p_any(x, bounds[i], bounds[i + 1], bounds[i + 2], outliers)
-        )
+        worst = max(none, key=lambda i: found[i].p_any)
         dropped[cuts[worst]] = kinds[worst]
         del cuts[worst]
-
-
-def _p_any(x: np.ndarray, begin: int, index: int, end: int, outliers: np.ndarray) -> float:
-    """p-value of "two lines fit better than one" at ``index``: the weakest goes first."""
-    y, t, k = _around(x, begin, index, end, outliers)
-    _, _, res_a = _line(y[:k], t[:k])
-    _, _, res_b = _line(y[k:], t[k:])
-    _, _, res_one = _line(y, t)
-    rss_two = float(res_a @ res_a + res_b @ res_b)
-    inflation = _lag1_inflation((res_a, res_b))
-    return _f_test(float(res_one @ res_one), rss_two, 2, y.size - 4, inflation)
 
 
 def explain_changes(

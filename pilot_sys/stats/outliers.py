@@ -24,6 +24,9 @@ DEFAULT_WINDOW = 200
 DEFAULT_SPREAD = 3.0
 
 
+WINDOW_CELLS = 1 << 21  # readings copied per block of windows (16 MiB of float64)
+
+
 def window_outliers(
     values: np.ndarray, window: int = DEFAULT_WINDOW, spread: float = DEFAULT_SPREAD
 ) -> np.ndarray:
@@ -32,9 +35,17 @@ def window_outliers(
     if x.size < window:
         return np.zeros(x.size, dtype=bool)
     windows = sliding_window_view(x, window)
-    med = np.median(windows, axis=1)
-    p1, p99 = np.quantile(windows, [0.01, 0.99], axis=1)
-    lo, hi = med - spread * (p99 - p1), med + spread * (p99 - p1)
+    # numpy copies the windows it sorts: a block of them at a time keeps that copy to a few
+    # MiB however long the series (all at once took window x 8 bytes per reading)
+    lo = np.empty(windows.shape[0])
+    hi = np.empty(windows.shape[0])
+    step = max(1, WINDOW_CELLS // window)
+    for start in range(0, windows.shape[0], step):
+        block = windows[start : start + step]
+        med = np.median(block, axis=1)
+        p1, p99 = np.quantile(block, [0.01, 0.99], axis=1)
+        lo[start : start + step] = med - spread * (p99 - p1)
+        hi[start : start + step] = med + spread * (p99 - p1)
     # outlier if any window holding it says so: compare with the highest lower bound and the
     # lowest upper bound among the windows that hold the reading
     pad = np.full(window - 1, np.inf)
