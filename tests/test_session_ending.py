@@ -280,18 +280,3 @@ def test_library_warnings_do_not_reach_stderr(tmp_path: Path) -> None:
     r = run_cli("report", str(root))
     assert r.returncode == 0, r.stderr
     assert "Warning" not in r.stderr and "warn" not in r.stderr.lower(), r.stderr
-
-
-def test_a_numeric_library_warning_becomes_a_report_note_and_a_cosmetic_one_is_dropped() -> None:
-    import warnings
-
-    import numpy as np
-
-    from pilot_sys.report.writer import library_warnings
-
-    notes: list[str] = []
-    with library_warnings(notes, "plots"):
-        assert np.isnan(np.nanmax(np.array([np.nan, np.nan])))  # RuntimeWarning: All-NaN slice
-        warnings.warn("no artists with labels found to put in legend", UserWarning, stacklevel=1)
-        np.nanmax(np.array([np.nan]))  # the same warning again: one note
-    assert notes == ["plots: All-NaN slice encountered"]
