@@ -13,8 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pilot_sys import units
 from pilot_sys.errors import BadInput
 from pilot_sys.session.compare_pis import Side, build_table, session_warning, shared_pis
-from pilot_sys.session.journal import WorkloadSpec
-from pilot_sys.session.launch import RunRequest, build_config
+from pilot_sys.session.launch import RunRequest, build_config, command_spec
 from pilot_sys.session.pi_table import PITable
 from pilot_sys.session.progress import Progress
 from pilot_sys.session.result import PhaseComparison, load_result
@@ -92,24 +91,7 @@ def open_compare(req: CompareRequest, progress: Progress) -> Session:
             name=name,
             work_amount_unit=unit,
         )
-        specs.append(
-            WorkloadSpec(
-                name=name,
-                kind="command",
-                argv=argv,
-                parser=wl.parser,
-                env=r.env,
-                accepted_returncodes=list(r.accept_rc),
-                timeout=r.timeout,
-                options={
-                    "cwd": str(Path.cwd()),
-                    "work_amount_unit": unit,
-                    "integer_work_amount": True,
-                },
-                pis=wl.pi_specs(),
-                data_path_args=wl.data_path_args(),
-            )
-        )
+        specs.append(command_spec(wl, r, unit))
         workloads.append(wl)
     cfg = build_config(r, r.work_amount or (1.0, 1.0), fixed, unit)
     cfg = cfg.model_copy(update={"compare_p_threshold": req.threshold, "compare_pi": req.pi})

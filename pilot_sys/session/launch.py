@@ -24,6 +24,7 @@ from pilot_sys.workload.base import Workload
 
 if TYPE_CHECKING:
     from pilot_sys.session.session import Session
+    from pilot_sys.workload.runner import CommandWorkload
 
 # SessionConfig field -> the option that sets it, for one-line error messages
 OPTION_OF = {
@@ -212,10 +213,19 @@ def _command_workload(
         work_amount_unit=unit,
         cgroup=target,
     )
-    spec = WorkloadSpec(
+    spec = command_spec(wl, req, unit, cgroup=req.cgroup)
+    return spec, wl, work, fixed, unit
+
+
+def command_spec(
+    wl: CommandWorkload, req: RunRequest, unit: str, cgroup: str | None = None
+) -> WorkloadSpec:
+    """What session.json records of a command workload: enough for ``--resume`` to rebuild it
+    (``run`` and ``compare --run`` alike)."""
+    return WorkloadSpec(
         name=wl.name,
         kind="command",
-        argv=list(req.command),
+        argv=list(wl.argv),
         parser=wl.parser,
         env=req.env,
         accepted_returncodes=list(req.accept_rc),
@@ -224,12 +234,11 @@ def _command_workload(
             "cwd": str(Path.cwd()),
             "work_amount_unit": unit,
             "integer_work_amount": True,
-            **({"cgroup": req.cgroup} if req.cgroup is not None else {}),
+            **({"cgroup": cgroup} if cgroup is not None else {}),
         },
         pis=wl.pi_specs(),
         data_path_args=wl.data_path_args(),
     )
-    return spec, wl, work, fixed, unit
 
 
 def _builtin_workload(
