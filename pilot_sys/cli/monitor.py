@@ -401,13 +401,10 @@ def monitor(
     from pilot_sys.cli.present.monitor import verdict_lines
 
     short = too_short_text(len(trace.timestamps), rate, seconds, max_hot_fraction)
-    lines = verdict_lines(verdict)
     if short is not None:
-        if lines and lines[0].startswith("not judged:"):
-            # one line says why it is not judged: the samples' count, with what was seen
-            _, found, seen = lines.pop(0).partition("; seen above ")
-            short += f"; seen above {seen}" if found else ""
         trace.notes.append(short)
+    lines = verdict_lines(verdict, short)
+    if short is not None and not lines[0].startswith(short):  # judged all the same
         click.echo(f"pilot-sys monitor: {short}", file=err)
     for line in lines:
         click.echo(f"pilot-sys monitor: {line}", file=err)

@@ -30,7 +30,7 @@ THROUGHPUT = (
 )
 
 
-def verdict_lines(verdict: Verdict) -> list[str]:
+def verdict_lines(verdict: Verdict, too_short: str | None = None) -> list[str]:
     """The verdict in a few lines for people: valid, INVALID or not judged (too few samples),
     the hidden bottlenecks with their evidence, the CUT's own state and, when both are hot,
     which one governs (``bottleneck.cut_line``: the words `run` uses too)."""
@@ -41,9 +41,12 @@ def verdict_lines(verdict: Verdict) -> list[str]:
     if not verdict.enough_samples:
         needed = min_intervals(verdict.max_hot_fraction)
         seen = f"; seen above {pct}: {', '.join(hidden)}" if hidden else ""
+        # ``too_short``: the command's own words on why (its sample count), said once
         lines.append(
-            f"not judged: {verdict.intervals} sampled interval(s), {needed} needed to judge a "
-            f"share of {hot} of the run (raise --rate or run longer){seen}"
+            f"{too_short}{seen}"
+            if too_short is not None
+            else f"not judged: {verdict.intervals} sampled interval(s), {needed} needed to judge "
+            f"a share of {hot} of the run (raise --rate or run longer){seen}"
         )
     elif verdict.hidden_bottlenecks:
         lines.append(
