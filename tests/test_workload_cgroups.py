@@ -12,9 +12,10 @@ import pytest
 
 from conftest import FIXTURES, run_cli
 from pilot_sys.errors import BadInput
+from pilot_sys.monitor.cgroup_follow import exiting as _exiting
 from pilot_sys.session.launch import RunRequest, open_run
 from pilot_sys.session.progress import NoProgress
-from pilot_sys.session.workload_cgroups import WorkloadCgroups, _exiting
+from pilot_sys.session.workload_cgroups import WorkloadCgroups
 from pilot_sys.topology.cgroups import joined_membership
 from pilot_sys.topology.components import ComponentKind
 from pilot_sys.topology.sysroot import SysRoot

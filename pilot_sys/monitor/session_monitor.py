@@ -113,13 +113,16 @@ def run_monitored(
     if cut is not None and graph is not None and cut not in graph:
         known = ", ".join(sorted(c.id for c in graph.components())[:12])
         raise BadInput("--cut", f"no component {cut!r} on this host (components: {known}, ...)")
-    # the plug-ins are opened first, so that sampling starts right after the command does
-    plugins = None
+    # the plug-ins are opened first, so that sampling starts right after the command does; the
+    # cgroups the command's processes enter are followed (``cgroup_follow``)
+    from pilot_sys.monitor.cgroup_follow import FollowedCgroupsPlugin
+    from pilot_sys.plugin_loader import load_plugins
+
+    plugins: list[Any] = [*load_plugins("dynamic"), FollowedCgroupsPlugin(rate_hz)]
     if hosts:
         from pilot_sys.monitor.remote.source import host_plugins
-        from pilot_sys.plugin_loader import load_plugins
 
-        plugins = [*load_plugins("dynamic"), *host_plugins(list(hosts), rate_hz)]
+        plugins += host_plugins(list(hosts), rate_hz)
     sampler = Sampler(graph, rate_hz=rate_hz, spill_dir=spill_dir, root=Path(root), plugins=plugins)
     try:
         proc = subprocess.Popen(list(argv), stdout=stdout, stderr=stderr)

@@ -143,7 +143,7 @@ class RoundMonitoring:
             return
         try:
             self._sampler = round_sampler(
-                self.graph, self.rate_hz, self.hosts, extra=[self.cgroups.watcher()]
+                self.graph, self.rate_hz, self.hosts, extra=[self.cgroups.watcher(self.rate_hz)]
             )
             self._sampler.start()
         except Exception as exc:

@@ -8,10 +8,12 @@ inherits. Two things change that:
   by those binding a process in that cgroup (in each v1 hierarchy that has PATH, and pilot-sys's
   own cgroup in the others; the v2 leaf PATH), so the first round is already judged against them;
 * a workload that moves itself (``systemd-run --scope``, ``cgexec``, a container runtime): each
-  round's sampler runs a small source (``MembershipSource``) that reads ``/proc/PID/cgroup`` of
-  the round's processes every half second; after the round, cgroups other than the ones assumed
-  are discovered from those texts and replace the graph's limiters, with a note, from the next
-  round on.
+  round's sampler runs a source (``MembershipSource``, a ``monitor.cgroup_follow.
+  FollowedCgroups``) that reads ``/proc/PID/cgroup`` of the round's processes at the sampling
+  rate and samples the limiters of a cgroup they enter from the moment it sees them there, so
+  the round itself is judged against them; after the round, cgroups other than the ones
+  assumed are discovered from those texts and replace the graph's limiters, with a note, so
+  that later rounds sample them from their start.
 
 Everything that cannot be read is a note (no such process, no permission, a hierarchy not
 mounted here); a limit is never assumed.
@@ -21,14 +23,13 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from pilot_sys.monitor.cgroup_follow import FollowedCgroups, describe, normal_membership
 from pilot_sys.monitor.probe import ProbeContext
 from pilot_sys.monitor.processes import read_pids
-from pilot_sys.monitor.source import Source, SourceReading
 from pilot_sys.topology.cgroups import joined_membership
 from pilot_sys.topology.components import ComponentKind, Discovery
 from pilot_sys.topology.graph import ComponentGraph
@@ -36,8 +37,7 @@ from pilot_sys.topology.kernel_limits import cgroup_discovery
 from pilot_sys.topology.sysroot import SysRoot
 from pilot_sys.workload.cgroup_launch import CgroupTarget, cgroup_target
 
-WATCH_INTERVAL_S = 0.5
-MAX_PROCESSES = 64  # of a round's process tree whose memberships are read per sample
+WATCH_INTERVAL_S = 0.5  # without a sampling rate (the tuner's samplers)
 
 
 def replace_cgroup_limiters(graph: ComponentGraph, found: Discovery) -> list[str]:
@@ -55,88 +55,37 @@ def replace_cgroup_limiters(graph: ComponentGraph, found: Discovery) -> list[str
     return [c.id for c in found.components]
 
 
-def _describe(found: Discovery) -> str:
-    if not found.components:
-        return "no CPU, memory or I/O limit"
-    return ", ".join(
-        f"{c.id} ({', '.join(f'{k} {v.value:g} {v.unit}' for k, v in c.limits.items())})"
-        for c in found.components
-    )
+_describe = describe
 
 
-PF_EXITING = 0x4  # include/linux/sched.h: the task is in do_exit
-
-
-def _exiting(stat: bytes) -> bool:
-    """``/proc/PID/stat`` read *after* its cgroup file says the process is exiting or a zombie
-    (fields 3 state and 9 flags): the kernel moves an exiting task out of its cgroups, so the
-    membership read may be the root's rather than the workload's."""
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    try:
-        return fields[0] in (b"Z", b"X", b"x") or bool(int(fields[6]) & PF_EXITING)
-    except (IndexError, ValueError):
-        return True
-
-
-class MembershipSource(Source):
-    """Reads the cgroup membership of the processes the round's thread starts (the entries of
+class MembershipSource(FollowedCgroups):
+    """``FollowedCgroups`` over the processes the round's thread starts (the entries of
     ``/proc/self/task/<tid>/children`` that were not there when it opened, and their trees):
-    the latest ``/proc/PID/cgroup`` text of each, kept in ``latest``. It has no series of its
-    own; the trace keeps its cost and call times like any source's."""
+    the latest ``/proc/PID/cgroup`` text of each, and the counters of the limiters of a cgroup
+    they entered, sampled in this round already."""
 
-    name = "workload-cgroups"
-    interval_s = WATCH_INTERVAL_S
-    columns = ()
-
-    def __init__(self, proc: Path, tid: int) -> None:
-        super().__init__()
-        self.proc = proc
+    def __init__(
+        self,
+        context: ProbeContext,
+        tid: int,
+        *,
+        interval_s: float = WATCH_INTERVAL_S,
+        ignore: Iterable[str] = (),
+    ) -> None:
+        proc = context.path("proc")
         self._fd = os.open(
             proc / str(os.getpid()) / "task" / str(tid) / "children", os.O_RDONLY | os.O_CLOEXEC
         )
         self._before = frozenset(read_pids(self._fd))
-        self._lock = threading.Lock()
-        self.latest: dict[int, str] = {}
+        super().__init__(context, self._new_children, interval_s=interval_s, ignore=ignore)
 
-    def _tree(self) -> list[int]:
-        pending = [p for p in read_pids(self._fd) if p not in self._before]
-        found: list[int] = []
-        while pending and len(found) < MAX_PROCESSES:
-            pid = pending.pop()
-            if pid in found:
-                continue
-            found.append(pid)
-            try:
-                for task in os.listdir(self.proc / str(pid) / "task"):
-                    children = (self.proc / str(pid) / "task" / task / "children").read_bytes()
-                    pending += [int(c) for c in children.split()]
-            except OSError:  # it exited meanwhile
-                continue
-        return found
-
-    def sample(self) -> SourceReading:
-        for pid in self._tree():
-            try:
-                text = (self.proc / str(pid) / "cgroup").read_text()
-                stat = (self.proc / str(pid) / "stat").read_bytes()
-            except OSError:
-                continue
-            if _exiting(stat):
-                continue  # an exiting task has left its cgroups (it reads as the root's)
-            with self._lock:
-                self.latest[pid] = text
-        return SourceReading(values=[])
-
-    def memberships(self) -> set[str]:
-        with self._lock:
-            return set(self.latest.values())
-
-    def derive(
-        self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]
-    ) -> dict[str, np.ndarray]:
-        return {}
+    def _new_children(self) -> list[int]:
+        if self._fd < 0:
+            return []
+        return [p for p in read_pids(self._fd) if p not in self._before]
 
     def close(self) -> None:
+        super().close()
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -149,13 +98,19 @@ class MembershipWatch:
     KIND = "dynamic"
     NAME = "workload-cgroups"
 
-    def __init__(self, tid: int) -> None:
+    def __init__(
+        self, tid: int, interval_s: float = WATCH_INTERVAL_S, ignore: Iterable[str] = ()
+    ) -> None:
         self.tid = tid
+        self.interval_s = interval_s
+        self.ignore = list(ignore)
         self.source: MembershipSource | None = None
 
     def open_probe(self, context: ProbeContext) -> MembershipSource | None:
         try:
-            self.source = MembershipSource(context.path("proc"), self.tid)
+            self.source = MembershipSource(
+                context, self.tid, interval_s=self.interval_s, ignore=self.ignore
+            )
         except OSError as exc:  # no CONFIG_PROC_CHILDREN: the assumed cgroups stay
             context.notes.append(
                 f"the workload's cgroups are not followed ({exc.strerror or exc}); its limits "
@@ -179,9 +134,7 @@ class WorkloadCgroups:
         self.watch: MembershipWatch | None = None
         self._told = False  # discovery's notes on the cgroups go into the first round's trace
 
-    @staticmethod
-    def _normal(text: str) -> str:
-        return "\n".join(line.strip() for line in text.strip().splitlines()) + "\n"
+    _normal = staticmethod(normal_membership)
 
     def graph(self, root: str | Path = "/") -> ComponentGraph | None:
         """The discovered graph with the ``--cgroup`` target's limiters (None without one:
@@ -200,9 +153,13 @@ class WorkloadCgroups:
         graph.g.graph["workload_cgroup"] = {"spec": self.target.spec, "limits": _describe(found)}
         return graph
 
-    def watcher(self) -> MembershipWatch:
-        """The plug-in object for the next round's sampler (call it from the round's thread)."""
-        self.watch = MembershipWatch(threading.get_native_id())
+    def watcher(self, rate_hz: float | None = None) -> MembershipWatch:
+        """The plug-in object for the next round's sampler (call it from the round's thread),
+        calling at the sampling rate. pilot-sys's own cgroups are ignored where the graph's
+        limiters are no longer theirs: a process seen there is the launcher, for a moment."""
+        interval = 1.0 / rate_hz if rate_hz else WATCH_INTERVAL_S
+        ignore = [self.own] if self.own and self.own not in self.assumed else []
+        self.watch = MembershipWatch(threading.get_native_id(), interval, ignore)
         return self.watch
 
     def after_round(self, graph: Any) -> tuple[bool, list[str]]:
