@@ -64,6 +64,7 @@ import numpy as np
 
 from pilot_sys import units
 from pilot_sys.monitor.bottleneck_cpu import _cpu_evidence, _workload_single_core
+from pilot_sys.monitor.bottleneck_culprits import culprits_clause, culprits_for
 from pilot_sys.monitor.bottleneck_frequency import _frequency_warning
 from pilot_sys.monitor.bottleneck_limits import (
     BOUND_FIRST,
@@ -207,6 +208,7 @@ def assess(
             peak=s.peak or 0.0,
             time_above_fraction=s.time_above_fraction or 0.0,
             evidence=_evidence(s, trace, threshold),
+            culprits=culprits_for(trace, s.component),
         )
         for s in hot
         if not _is_cut(s.component, cut) and not _covered_by_cut(s, cut)
@@ -448,6 +450,11 @@ def _evidence(s: ComponentStats, trace: MonitorTrace, threshold: float) -> str:
     cpu = _cpu_evidence(s, trace, numbers)
     if cpu is not None:
         return cpu
+    return _device_evidence(s, trace, numbers) + culprits_clause(trace, s.component)
+
+
+def _device_evidence(s: ComponentStats, trace: MonitorTrace, numbers: str) -> str:
+    """A disk's, the memory's or another device's evidence (its culprits follow it)."""
     if s.kind == "busy":
         depth = _mean_of(trace, f"{s.component}/queue_depth")
         text = (

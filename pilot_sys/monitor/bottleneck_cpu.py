@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pilot_sys.monitor.bottleneck_culprits import cpu_culprits_text
 from pilot_sys.monitor.bottleneck_model import (
     SINGLE_CORE,
     ComponentStats,
@@ -54,7 +55,8 @@ def _workload_single_core(trace: MonitorTrace, busiest: np.ndarray) -> np.ndarra
 
 def _cpu_evidence(s: ComponentStats, trace: MonitorTrace, numbers: str) -> str | None:
     """The host CPU's evidence: a single core (the workload's own, where its processes were
-    recorded) or all cores, with who used them; None for any other component."""
+    recorded) or all cores, with who used them (the other processes by name, where the trace
+    ranks them: ``bottleneck_culprits``); None for any other component."""
     if s.component == "cpu:host" and s.direction == SINGLE_CORE:
         total = _mean_of(trace, "cpu:host/busy")
         own_known = _workload_cores(trace) is not None
@@ -76,11 +78,14 @@ def _cpu_evidence(s: ComponentStats, trace: MonitorTrace, numbers: str) -> str |
         text = f"CPU busy {numbers} of {_describe_limit(s.limit, s.component)}"
         own = _workload_cores(trace)
         busy = _mean_of(trace, "cpu:host/busy_cores")
+        named = cpu_culprits_text(trace)
         if own is not None and busy is not None:
             text += (
                 f"; the workload's processes used {own:.2f} cores, "
-                f"other processes {max(busy - own, 0.0):.2f}"
+                f"other processes {max(busy - own, 0.0):.2f} cores{named}"
             )
+        elif named:
+            text += f"; the busiest other processes{named}"
         psi = _mean_of(trace, "cpu:host/psi_some")
         if psi is not None:
             text += f"; runnable tasks waited for a CPU {_pct(psi)} of the time (PSI)"

@@ -59,6 +59,10 @@ class HiddenBottleneck(BaseModel):
     peak: float
     time_above_fraction: float
     evidence: str
+    # the other processes that used this component most during the run, best first (pid,
+    # command, cpu_seconds, cores, read/write/rss bytes, share, cmdline, cgroup, netns):
+    # ``bottleneck_culprits``; empty where the trace has no ranking or the kind has none
+    culprits: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class Verdict(BaseModel):

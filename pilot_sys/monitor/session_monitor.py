@@ -115,10 +115,16 @@ def run_monitored(
         raise BadInput("--cut", f"no component {cut!r} on this host (components: {known}, ...)")
     # the plug-ins are opened first, so that sampling starts right after the command does; the
     # cgroups the command's processes enter are followed (``cgroup_follow``)
+    # and the other processes are ranked (``culprits``)
     from pilot_sys.monitor.cgroup_follow import FollowedCgroupsPlugin
+    from pilot_sys.monitor.culprits import HostProcessesPlugin
     from pilot_sys.plugin_loader import load_plugins
 
-    plugins: list[Any] = [*load_plugins("dynamic"), FollowedCgroupsPlugin(rate_hz)]
+    plugins: list[Any] = [
+        *load_plugins("dynamic"),
+        FollowedCgroupsPlugin(rate_hz),
+        HostProcessesPlugin(),
+    ]
     if hosts:
         from pilot_sys.monitor.remote.source import host_plugins
 

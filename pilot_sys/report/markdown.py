@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pilot_sys import units
+from pilot_sys.monitor.bottleneck_culprits import culprit_words
 from pilot_sys.session.glossary import glossary_lines
 from pilot_sys.session.result import SessionResult, Status, WorkloadResult
 from pilot_sys.session.verdict import alpha_text, ranges, verdict_of
@@ -386,6 +387,12 @@ def bottleneck(doc: ReportInput) -> list[str]:
         lines.append(f"- {v.governs}")
     lines += [
         f"- `{comp}`: {evidence}" for comp, evidence in (b.detail.get("evidence") or {}).items()
+    ]
+    lines += [
+        f"- Other processes that used `{comp}` most: "
+        + "; ".join(culprit_words(row, comp.split(" ", 1)[0]) for row in rows)
+        for comp, rows in (b.detail.get("culprits") or {}).items()
+        if rows
     ]
     if b.detail.get("samples"):
         lines.append(f"- Judged over the included rounds' {b.detail['samples']} samples together")

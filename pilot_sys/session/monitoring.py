@@ -222,12 +222,14 @@ def round_sampler(
     graph: Any, rate_hz: float, hosts: Sequence[RemoteHost] = (), extra: Sequence[Any] = ()
 ) -> Sampler:
     """The sampler a session round runs: every installed dynamic plug-in over ``graph``, plus the
-    round's own processes (``process:workload``) and the declared remote hosts.
+    round's own processes (``process:workload``), the other processes' ranking
+    (``monitor.culprits``) and the declared remote hosts.
 
     Call it from the thread that will run the round: the processes that thread starts from now
     on are the ones followed. ``RoundMonitoring.start`` builds each round's sampler here, and the
     tuner (``round_sampler_factory``) measures the overhead of exactly this sampler. ``extra``:
     more plug-in objects (the session's watch of the workload's cgroups)."""
+    from pilot_sys.monitor.culprits import HostProcessesPlugin
     from pilot_sys.monitor.remote.source import host_plugins
     from pilot_sys.monitor.sampler import Sampler
     from pilot_sys.plugin_loader import load_plugins
@@ -235,6 +237,7 @@ def round_sampler(
     plugins = [
         *load_plugins("dynamic"),
         RoundProcessesPlugin(threading.get_native_id()),
+        HostProcessesPlugin(),
         *host_plugins(list(hosts), rate_hz),
         *extra,
     ]

@@ -93,6 +93,7 @@ def session_seconds(journal: Journal, current: float | None = None) -> float:
 
 def combined_trace(journal: Journal, indices: set[int]) -> Any | None:
     """The analysed rounds' monitor traces end to end on one clock (None without any)."""
+    from pilot_sys.monitor.culprits import OTHERS, merge_rankings
     from pilot_sys.monitor.trace import MonitorTrace
 
     traces = [
@@ -122,6 +123,9 @@ def combined_trace(journal: Journal, indices: set[int]) -> Any | None:
         limits.update(t.limits)
         attrs.update(t.attrs)
         notes.extend(n for n in t.notes if n not in notes)
+    rankings = [t.attrs[OTHERS] for t in traces if isinstance(t.attrs.get(OTHERS), dict)]
+    if len(rankings) > 1:  # the other processes over the rounds together, not the last round's
+        attrs[OTHERS] = merge_rankings(rankings)
     first = traces[0]
     return MonitorTrace(
         rate_hz=first.rate_hz,
@@ -193,6 +197,12 @@ def bottleneck_section(
         "cut_saturated": verdict.cut_saturated,
         "evidence": {
             f"{h.component} ({h.direction})": h.evidence for h in verdict.hidden_bottlenecks
+        },
+        # the other processes that used each hidden bottleneck most (``monitor.culprits``)
+        "culprits": {
+            f"{h.component} ({h.direction})": h.culprits
+            for h in verdict.hidden_bottlenecks
+            if h.culprits
         },
         "busy": busy,
         "notes": verdict.notes[:12],
