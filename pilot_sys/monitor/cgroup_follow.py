@@ -55,6 +55,8 @@ MAX_PROCESSES = 64  # of the workload's tree whose memberships are read per call
 MIN_INTERVAL_S = 0.1  # a CFS period is 100 ms by default: faster calls see no new period
 LIMITER_PLUGINS = ("cgroup", "memory_limit")  # the dynamic plug-ins that sample cgroup limiters
 PF_EXITING = 0x4  # include/linux/sched.h: the task is in do_exit
+READ_BYTES = 4096
+_OPEN = os.O_RDONLY | os.O_CLOEXEC
 
 
 def exiting(stat: bytes) -> bool:
@@ -73,9 +75,20 @@ def normal_membership(text: str) -> str:
     return "\n".join(line.strip() for line in text.strip().splitlines()) + "\n"
 
 
-def process_tree(proc: Path, roots: Iterable[int], limit: int = MAX_PROCESSES) -> list[int]:
+def _read(path: str) -> bytes:
+    """A small /proc file in one raw read (``pathlib`` and ``open()`` cost several times more
+    than the read itself)."""
+    fd = os.open(path, _OPEN)
+    try:
+        return os.read(fd, READ_BYTES)
+    finally:
+        os.close(fd)
+
+
+def process_tree(proc: Path | str, roots: Iterable[int], limit: int = MAX_PROCESSES) -> list[int]:
     """The pids of the trees rooted at ``roots`` (through each thread's ``children`` file), at
     most ``limit``; a process that exits meanwhile is skipped."""
+    proc = str(proc)
     pending = list(roots)
     found: list[int] = []
     while pending and len(found) < limit:
@@ -84,8 +97,8 @@ def process_tree(proc: Path, roots: Iterable[int], limit: int = MAX_PROCESSES) -
             continue
         found.append(pid)
         try:
-            for task in os.listdir(proc / str(pid) / "task"):
-                fd = os.open(proc / str(pid) / "task" / task / "children", os.O_RDONLY)
+            for task in os.listdir(f"{proc}/{pid}/task"):
+                fd = os.open(f"{proc}/{pid}/task/{task}/children", _OPEN)
                 try:
                     pending += read_pids(fd)
                 finally:
@@ -135,6 +148,8 @@ class FollowedCgroups(Source):
         self.probes: list[Probe] = []
         self.joined: list[dict[str, Any]] = []  # per cgroup entered: where, which limiters
         self._texts: set[str] = set()
+        self._normal: dict[bytes, str] = {}  # membership as read -> normalised
+        self._proc = str(self.root / "proc")
         self._reads: list[dict[int, list[float]]] = []  # per call: probe index -> counters
         self._lock = threading.Lock()
 
@@ -148,21 +163,23 @@ class FollowedCgroups(Source):
 
     # -- on the source's thread ----------------------------------------------------------------
     def sample(self) -> SourceReading:
-        proc = self.root / "proc"
+        proc = self._proc
         for pid in process_tree(proc, self.roots()):
             try:
-                text = (proc / str(pid) / "cgroup").read_text()
-                stat = (proc / str(pid) / "stat").read_bytes()
+                raw = _read(f"{proc}/{pid}/cgroup")
+                stat = _read(f"{proc}/{pid}/stat")
             except OSError:
                 continue
             if exiting(stat):
                 continue
-            text = normal_membership(text)
+            text = self._normal.get(raw)
+            if text is None:  # a membership not seen before (each text is normalised once)
+                text = self._normal[raw] = normal_membership(raw.decode(errors="replace"))
+                if text not in self._texts and text not in self.ignore:
+                    self._texts.add(text)
+                    self._entered(text)
             with self._lock:
                 self.latest[pid] = text
-            if text not in self._texts and text not in self.ignore:
-                self._texts.add(text)
-                self._entered(text)
         call: dict[int, list[float]] = {}
         for index, probe in enumerate(self.probes):
             try:
