@@ -163,3 +163,28 @@ def test_rounds_rankings_are_merged_per_process() -> None:
     assert x["share"] == pytest.approx(4.0 / 4.5)
     assert x["read_bytes"] == 20 and x["rss_bytes"] == 300
     assert merged["top_disk"][1]["read_bytes"] is None  # unknown in a round: unknown
+
+
+def test_a_sessions_rounds_share_one_scan_per_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rounds shorter than the scan interval do not scan twice each: the shared scanner scans
+    when due, and every round's ranking is the session's so far (the latest one is the
+    session's, not a sum)."""
+    monkeypatch.setattr(culprits, "USER_HZ", 100)
+    root = tmp_path / "root"
+    shutil.copytree(SCENE / "t0", root)
+    shared = HostProcesses(root, me=IDS["pilot_sys"])
+    first, second = culprits.SessionScan(shared), culprits.SessionScan(shared)
+    first.sample()
+    first.sample()  # /proc/uptime has not moved: not due
+    assert shared.scans == 1
+    shutil.rmtree(root / "proc")
+    shutil.copytree(SCENE / "t1" / "proc", root / "proc")
+    second.sample()  # 2.03 s later by /proc/uptime: due
+    second.close()  # a round's end scans nothing of its own
+    assert shared.scans == 2
+    ranking = second.attrs()[OTHERS]
+    assert ranking["cumulative"] and ranking["seconds"] == pytest.approx(SECONDS)
+    earlier = {**ranking, "seconds": 1.0}
+    assert merge_rankings([earlier, ranking]) == ranking

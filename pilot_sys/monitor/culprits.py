@@ -25,6 +25,10 @@ What a scan misses: the CPU a process used in its last scan interval before it e
 processes that lived less than one interval (their CPU moves into a parent's ``cutime``,
 which is not counted: ``utime`` + ``stime`` only, so nothing is counted twice).
 
+A session shares one scanner among its rounds (``SessionScan``): a round's source scans only
+when the shared scan is due, so short rounds cost no scan of their own, and each round's
+ranking covers the session so far (``cumulative``).
+
 The ranking is in the trace's ``attrs`` under ``OTHERS`` (``rank``: pure, over the per-process
 records); the verdict's evidence names the top ones (``bottleneck_culprits``).
 """
@@ -210,10 +214,14 @@ def rank(rows: list[dict[str, Any]], seconds: float, top: int = TOP) -> dict[str
 
 
 def merge_rankings(rankings: list[dict[str, Any]], top: int = TOP) -> dict[str, Any]:
-    """Several runs' rankings as one (a session's rounds taken together): each process's CPU
+    """Several runs' rankings as one (a session's rounds taken together; rankings of a shared
+    scan, ``cumulative``, are the session so far: the latest is taken): each process's CPU
     time and disk bytes summed over the rankings it appears in, its resident memory the
     largest seen, over the runs' seconds together (pure). Only the processes each ranking
     named are known, so a process just below one round's top is left out of that round."""
+    cumulative = [r for r in rankings if r.get("cumulative")]
+    if cumulative:  # a session's shared scan: each holds the session so far; the latest is all
+        return max(cumulative, key=lambda r: float(r.get("seconds") or 0.0))
     seconds = sum(float(r.get("seconds") or 0.0) for r in rankings)
     merged: dict[tuple[int, str], dict[str, Any]] = {}
     for ranking in rankings:
@@ -282,6 +290,7 @@ class HostProcesses(Source):
         self._last_scan: float | None = None
         self.scans = 0
         self.scan_cpu_seconds = 0.0
+        self._scanning = threading.Lock()
 
     def _uptime(self) -> float | None:
         """Seconds since boot (``/proc/uptime``): the clock of ``starttime``, and of the scans."""
@@ -360,6 +369,23 @@ class HostProcesses(Source):
             if netns is not None and self._own_netns is not None and netns != self._own_netns:
                 tracked.facts["netns"] = netns
 
+    def scan_if_due(self) -> None:
+        """A scan unless the last one is less than ``interval_s`` old (or one is under way):
+        a scanner shared by a session's rounds scans at most once per interval, however short
+        its rounds."""
+        uptime = self._uptime()
+        if (
+            uptime is not None
+            and self._last_scan is not None
+            and uptime - self._last_scan < self.interval_s
+        ):
+            return
+        if self._scanning.acquire(blocking=False):
+            try:
+                self.scan()
+            finally:
+                self._scanning.release()
+
     def sample(self) -> SourceReading:
         self.scan()
         return SourceReading(values=[])
@@ -394,14 +420,50 @@ class HostProcesses(Source):
         self.scan(closing=True)
 
 
+class SessionScan(Source):
+    """A round's view of a scanner shared by the whole session (``HostProcessesPlugin(shared=
+    ...)``): each call scans only when the shared scan is due, so a session of short rounds
+    scans once per interval, not twice per round. Its ranking covers the session so far
+    (``cumulative``), gaps between rounds included."""
+
+    name = NAME
+    columns = ()
+
+    def __init__(self, shared: HostProcesses) -> None:
+        super().__init__()
+        self.shared = shared
+        self.interval_s = shared.interval_s
+
+    def sample(self) -> SourceReading:
+        self.shared.scan_if_due()
+        return SourceReading(values=[])
+
+    def derive(
+        self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
+        return {}
+
+    def attrs(self) -> dict[str, dict[str, Any]]:
+        found = self.shared.attrs()
+        if OTHERS in found:
+            found[OTHERS] = {**found[OTHERS], "cumulative": True}
+        return found
+
+
 class HostProcessesPlugin:
-    """A dynamic plug-in object for ``Sampler(plugins=...)`` (``monitor`` and session rounds)."""
+    """A dynamic plug-in object for ``Sampler(plugins=...)``: a scanner of its own (``monitor``:
+    one run), or a round's view of a session's ``shared`` scanner."""
 
     KIND = "dynamic"
     NAME = NAME
 
-    def __init__(self, interval_s: float = SCAN_INTERVAL_S) -> None:
+    def __init__(
+        self, interval_s: float = SCAN_INTERVAL_S, shared: HostProcesses | None = None
+    ) -> None:
         self.interval_s = interval_s
+        self.shared = shared
 
-    def open_probe(self, context: ProbeContext) -> HostProcesses:
+    def open_probe(self, context: ProbeContext) -> HostProcesses | SessionScan:
+        if self.shared is not None:
+            return SessionScan(self.shared)
         return HostProcesses(context.root, self.interval_s)

@@ -47,6 +47,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pilot_sys.monitor.culprits import HostProcesses
 from pilot_sys.monitor.overhead import MonitorCost, SamplerFactory
 from pilot_sys.monitor.probe import ProbeContext
 from pilot_sys.monitor.processes import ProcessProbe, read_pids
@@ -98,6 +99,8 @@ class RoundMonitoring:
         from pilot_sys.session.workload_cgroups import WorkloadCgroups
 
         self.cgroups = WorkloadCgroups(cgroup)
+        # the other processes, ranked over the session (one scan per second, whatever the rounds)
+        self.scan = HostProcesses()
         try:
             from pilot_sys.monitor.data_path import find_data_path
 
@@ -143,7 +146,11 @@ class RoundMonitoring:
             return
         try:
             self._sampler = round_sampler(
-                self.graph, self.rate_hz, self.hosts, extra=[self.cgroups.watcher(self.rate_hz)]
+                self.graph,
+                self.rate_hz,
+                self.hosts,
+                extra=[self.cgroups.watcher(self.rate_hz)],
+                scan=self.scan,
             )
             self._sampler.start()
         except Exception as exc:
@@ -219,7 +226,11 @@ class RoundMonitoring:
 
 
 def round_sampler(
-    graph: Any, rate_hz: float, hosts: Sequence[RemoteHost] = (), extra: Sequence[Any] = ()
+    graph: Any,
+    rate_hz: float,
+    hosts: Sequence[RemoteHost] = (),
+    extra: Sequence[Any] = (),
+    scan: HostProcesses | None = None,
 ) -> Sampler:
     """The sampler a session round runs: every installed dynamic plug-in over ``graph``, plus the
     round's own processes (``process:workload``), the other processes' ranking
@@ -228,7 +239,8 @@ def round_sampler(
     Call it from the thread that will run the round: the processes that thread starts from now
     on are the ones followed. ``RoundMonitoring.start`` builds each round's sampler here, and the
     tuner (``round_sampler_factory``) measures the overhead of exactly this sampler. ``extra``:
-    more plug-in objects (the session's watch of the workload's cgroups)."""
+    more plug-in objects (the session's watch of the workload's cgroups); ``scan``: the
+    session's scan of the other processes, shared by its rounds (None: one per sampler)."""
     from pilot_sys.monitor.culprits import HostProcessesPlugin
     from pilot_sys.monitor.remote.source import host_plugins
     from pilot_sys.monitor.sampler import Sampler
@@ -237,7 +249,7 @@ def round_sampler(
     plugins = [
         *load_plugins("dynamic"),
         RoundProcessesPlugin(threading.get_native_id()),
-        HostProcessesPlugin(),
+        HostProcessesPlugin(shared=scan),
         *host_plugins(list(hosts), rate_hz),
         *extra,
     ]
