@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pilot_sys.monitor.culprits import HostProcesses
+from pilot_sys.monitor.culprits import HostProcesses, HostProcessesPlugin
 from pilot_sys.monitor.overhead import MonitorCost, SamplerFactory
 from pilot_sys.monitor.probe import ProbeContext
 from pilot_sys.monitor.processes import ProcessProbe, read_pids
@@ -149,8 +149,7 @@ class RoundMonitoring:
                 self.graph,
                 self.rate_hz,
                 self.hosts,
-                extra=[self.cgroups.watcher(self.rate_hz)],
-                scan=self.scan,
+                extra=[self.cgroups.watcher(self.rate_hz), HostProcessesPlugin(shared=self.scan)],
             )
             self._sampler.start()
         except Exception as exc:
@@ -226,11 +225,7 @@ class RoundMonitoring:
 
 
 def round_sampler(
-    graph: Any,
-    rate_hz: float,
-    hosts: Sequence[RemoteHost] = (),
-    extra: Sequence[Any] = (),
-    scan: HostProcesses | None = None,
+    graph: Any, rate_hz: float, hosts: Sequence[RemoteHost] = (), extra: Sequence[Any] = ()
 ) -> Sampler:
     """The sampler a session round runs: every installed dynamic plug-in over ``graph``, plus the
     round's own processes (``process:workload``), the other processes' ranking
@@ -239,9 +234,9 @@ def round_sampler(
     Call it from the thread that will run the round: the processes that thread starts from now
     on are the ones followed. ``RoundMonitoring.start`` builds each round's sampler here, and the
     tuner (``round_sampler_factory``) measures the overhead of exactly this sampler. ``extra``:
-    more plug-in objects (the session's watch of the workload's cgroups); ``scan``: the
-    session's scan of the other processes, shared by its rounds (None: one per sampler)."""
-    from pilot_sys.monitor.culprits import HostProcessesPlugin
+    more plug-in objects (the session's watch of the workload's cgroups, its scan of the other
+    processes shared by its rounds: without one, the sampler scans on its own)."""
+    from pilot_sys.monitor.culprits import NAME as SCAN
     from pilot_sys.monitor.remote.source import host_plugins
     from pilot_sys.monitor.sampler import Sampler
     from pilot_sys.plugin_loader import load_plugins
@@ -249,7 +244,7 @@ def round_sampler(
     plugins = [
         *load_plugins("dynamic"),
         RoundProcessesPlugin(threading.get_native_id()),
-        HostProcessesPlugin(shared=scan),
+        *([] if any(getattr(p, "NAME", None) == SCAN for p in extra) else [HostProcessesPlugin()]),
         *host_plugins(list(hosts), rate_hz),
         *extra,
     ]
