@@ -67,9 +67,14 @@ def test_monitor_names_stress_ng_by_pid_in_the_cpu_evidence(
     ]
     assert named, cpu["culprits"]
     assert named[0]["cores"] > 0.2  # a worker of a 2-worker load on 2 shared cores
+    # the evidence names the top three (on a shared host others may outrank stress-ng there);
     # workers rename themselves (comm "stress-ng-cpu"): named as ps and top show them
-    assert f"{named[0]['command']} pid {named[0]['pid']} " in cpu["evidence"]
-    assert "other processes" in cpu["evidence"] and f"pid {named[0]['pid']} " in done.stderr
+    for culprit in cpu["culprits"][:3]:
+        assert (
+            f"{culprit['command']} pid {culprit['pid']} {culprit['cores']:.2f}" in cpu["evidence"]
+        )
+    top = cpu["culprits"][0]
+    assert "other processes" in cpu["evidence"] and f"pid {top['pid']} " in done.stderr
     ranking = trace["attrs"]["processes:other"]
     assert {r["pid"] for r in ranking["top_cpu"]} & pids
     assert not any(r["command"] == "sleep" for r in ranking["top_cpu"])  # the workload's own
@@ -91,4 +96,4 @@ def test_run_names_stress_ng_in_result_json_and_report(
         result["bottleneck"],
         done.stdout,
     )
-    assert re.search(r"stress-ng\S* pid \d+ ", (out / "report.md").read_text())
+    assert re.search(r"stress-ng\S* pid \d+ ", (out / "report.md").read_text())  # the whole top
