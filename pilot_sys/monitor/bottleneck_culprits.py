@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from pilot_sys import units
-from pilot_sys.monitor.culprits import OTHERS
+from pilot_sys.monitor.culprits import OTHERS, TOP
 from pilot_sys.monitor.trace import MonitorTrace
 
-NAMED = 3  # processes named in an evidence line (the verdict's list holds the whole top)
+NAMED = TOP  # processes named in an evidence line: the whole top the ranking keeps
 MIN_CORES = 0.01
 MIN_DISK_SHARE = 0.01
 
