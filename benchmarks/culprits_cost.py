@@ -60,9 +60,9 @@ def main() -> None:
     args = parser.parse_args()
 
     # the followed tree: a shell with --tree - 1 sleeping children
+    shell = " ".join(["sleep 600 &"] * (args.tree - 1)) + " wait"
     tree = subprocess.Popen(
-        ["sh", "-c", " ".join(["sleep 600 &"] * (args.tree - 1)) + " wait"],
-        stdout=subprocess.DEVNULL,
+        ["sh", "-c", shell] if args.tree > 1 else ["sleep", "600"], stdout=subprocess.DEVNULL
     )
     try:
         time.sleep(0.5)
