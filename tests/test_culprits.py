@@ -188,3 +188,38 @@ def test_a_sessions_rounds_share_one_scan_per_interval(
     assert ranking["cumulative"] and ranking["seconds"] == pytest.approx(SECONDS)
     earlier = {**ranking, "seconds": 1.0}
     assert merge_rankings([earlier, ranking]) == ranking
+
+
+def test_a_culprits_netns_and_cgroup_are_told_when_not_pilot_sys_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stress-ng worker put in another network namespace and a v2 cgroup (synthesized on
+    the captured scene): both are in its row and in its words; the writer, in pilot-sys's own
+    netns and the root cgroup, gets neither."""
+    monkeypatch.setattr(culprits, "USER_HZ", 100)
+    worker, writer = IDS["stress_ng_workers"][0], IDS["writer"]
+
+    def place(proc: Path) -> None:
+        for pid, netns in ((IDS["pilot_sys"], "net:[4026531840]"), (writer, "net:[4026531840]")):
+            (proc / str(pid) / "ns").mkdir(exist_ok=True)
+            (proc / str(pid) / "ns" / "net").symlink_to(netns)
+        (proc / str(worker) / "ns").mkdir(exist_ok=True)
+        (proc / str(worker) / "ns" / "net").symlink_to("net:[4026532281]")
+        (proc / str(worker) / "cgroup").write_text("1:cpu:/\n0::/system.slice/load.scope\n")
+
+    root = tmp_path / "root"
+    shutil.copytree(SCENE / "t0", root)
+    place(root / "proc")
+    source = HostProcesses(root, me=IDS["pilot_sys"])
+    source.scan()
+    shutil.rmtree(root / "proc")
+    shutil.copytree(SCENE / "t1" / "proc", root / "proc")
+    place(root / "proc")
+    source.close()
+    rows = {r["pid"]: r for r in source.ranking()["top_cpu"]}
+    assert rows[worker]["netns"] == "net:[4026532281]"
+    assert rows[worker]["cgroup"] == "/system.slice/load.scope"
+    assert "netns" not in rows[writer] and rows[writer]["cgroup"] == "/"
+    words = culprit_words(rows[worker], "cpu:host")
+    assert words.endswith("[netns net:[4026532281], cgroup /system.slice/load.scope]")
+    assert "[" not in culprit_words(rows[writer], "cpu:host")
