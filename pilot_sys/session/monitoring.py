@@ -255,10 +255,13 @@ def round_sampler_factory(graph: Any, hosts: Sequence[RemoteHost] = ()) -> Sampl
     """``round_sampler`` as the overhead measurement's ``SamplerFactory`` (rate -> sampler).
 
     ``WorkloadProbe`` calls the factory in the thread that then runs the monitored round, as the
-    session does, so the probe follows that round's processes."""
+    session does, so the probe follows that round's processes. Its samplers share one scan of
+    the other processes, as a session's rounds do."""
+
+    scan = HostProcesses()  # one scan of the other processes for all rounds, as in a session
 
     def factory(rate_hz: float) -> Sampler:
-        return round_sampler(graph, rate_hz, hosts)
+        return round_sampler(graph, rate_hz, hosts, extra=[HostProcessesPlugin(shared=scan)])
 
     return factory
 
