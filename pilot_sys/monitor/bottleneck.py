@@ -63,6 +63,7 @@ from typing import Any
 import numpy as np
 
 from pilot_sys import units
+from pilot_sys.monitor import bottleneck_accelerator as accelerator
 from pilot_sys.monitor.bottleneck_cpu import _cpu_evidence, _workload_single_core
 from pilot_sys.monitor.bottleneck_frequency import _frequency_warning
 from pilot_sys.monitor.bottleneck_limits import (
@@ -170,6 +171,10 @@ def assess(
         weights[0] = 0.0  # a rate at row 0 covers no interval (it is NaN anyway)
         weights[1:] = np.diff(t)
     notes: list[str] = []
+    startup = accelerator.startup_end(trace)
+    if startup is not None:  # a GPU workload's start-up is judged apart (bottleneck_accelerator)
+        weights[t <= startup[0]] = 0.0
+        notes.append(accelerator.startup_note(trace, *startup))
     on_path = (
         None
         if data_path is None
@@ -179,7 +184,11 @@ def assess(
     if on_path is not None:  # a limit on what the data passes is on the path too
         on_path |= {lim for target, found in limiters.items() if target in on_path for lim in found}
     signals = _signals(trace) + _effective_for_cut(trace, cut, limiters)
-    stats = [_stats(s, _judged_series(trace, s), weights, threshold) for s in signals]
+    skip = t <= startup[0] if startup is not None else np.zeros(t.size, dtype=bool)
+    stats = [
+        _stats(s, _apart(_judged_series(trace, s, threshold), skip), weights, threshold)
+        for s in signals
+    ]
     _mark_applied(trace, stats, limiters)
     for s in stats:
         if (
@@ -190,6 +199,7 @@ def assess(
             s.judged = False
             s.note = s.note or "not on the data path"
     _cover_by_limiters(stats, cut, limiters, max_hot_fraction)
+    accelerator.settle(trace, stats, max_hot_fraction)
     hot = [s for s in stats if s.judged and (s.time_above_fraction or 0.0) > max_hot_fraction]
     cut_stats = [s for s in stats if _is_cut(s.component, cut)]
     cut_utilizations = [
@@ -206,7 +216,7 @@ def assess(
             p95=s.p95 or 0.0,
             peak=s.peak or 0.0,
             time_above_fraction=s.time_above_fraction or 0.0,
-            evidence=_evidence(s, trace, threshold),
+            evidence=_evidence(s, trace, threshold, weights),
         )
         for s in hot
         if not _is_cut(s.component, cut) and not _covered_by_cut(s, cut)
@@ -220,6 +230,7 @@ def assess(
     warning = _frequency_warning(trace, weights, cut, hot, max_hot_fraction)
     if warning:
         notes.append(warning)
+    notes += accelerator.notes(trace, weights, threshold, max_hot_fraction)
     longest = max(len(t) - 1, 0)  # intervals sampled
     needed = min_intervals(max_hot_fraction)
     if longest < needed:
@@ -389,14 +400,16 @@ def _signals(trace: MonitorTrace) -> list[ComponentStats]:
     return found
 
 
-def _judged_series(trace: MonitorTrace, signal: ComponentStats) -> np.ndarray:
+def _judged_series(trace: MonitorTrace, signal: ComponentStats, threshold: float) -> np.ndarray:
     """The values a signal is judged on: its series, except for a memory limit's fill, which
     counts only in intervals where the kernel reclaimed for the limit or its tasks stalled on
     memory (0 elsewhere; NaN where neither could be read)."""
     values = _series(trace, signal.metric)
     owner, metric = signal.metric.rsplit("/", 1)
     if signal.direction == SINGLE_CORE and owner == "cpu:host":
-        return _workload_single_core(trace, values)
+        return accelerator.judged_single_core(
+            trace, _workload_single_core(trace, values), threshold
+        )
     if metric != "util_capacity" or _limiter_kind(trace, owner) != "memory limit":
         return values
     evidence = [
@@ -409,6 +422,13 @@ def _judged_series(trace: MonitorTrace, signal: ComponentStats) -> np.ndarray:
     known = np.isfinite(stacked).any(axis=0)
     hit = (np.nan_to_num(stacked, nan=0.0) > 0).any(axis=0)
     return np.where(known, np.where(hit, values, 0.0), np.nan)
+
+
+def _apart(values: np.ndarray, skip: np.ndarray) -> np.ndarray:
+    """A series without the samples judged apart (NaN there)."""
+    if values.size != skip.size or not skip.any():
+        return values
+    return np.where(skip, np.nan, values)
 
 
 def _stats(
@@ -438,7 +458,7 @@ def _covered_by_cut(s: ComponentStats, cut: str | None) -> bool:
 
 
 # -- words -----------------------------------------------------------------------------------
-def _evidence(s: ComponentStats, trace: MonitorTrace, threshold: float) -> str:
+def _evidence(s: ComponentStats, trace: MonitorTrace, threshold: float, weights: np.ndarray) -> str:
     numbers = (
         f"above {_pct(threshold)} for {_pct(s.time_above_fraction)} of the run "
         f"(mean {_pct(s.mean)}, p95 {_pct(s.p95)}, peak {_pct(s.peak)})"
@@ -447,7 +467,12 @@ def _evidence(s: ComponentStats, trace: MonitorTrace, threshold: float) -> str:
         return _limiter_evidence(s, trace, numbers)
     cpu = _cpu_evidence(s, trace, numbers)
     if cpu is not None:
+        if s.direction == SINGLE_CORE:
+            cpu += accelerator.starved_suffix(trace, weights)
         return cpu
+    gpu = accelerator.evidence(s, trace, numbers, threshold)
+    if gpu is not None:
+        return gpu
     if s.kind == "busy":
         depth = _mean_of(trace, f"{s.component}/queue_depth")
         text = (
