@@ -29,19 +29,35 @@ STEAL = 7
 INTERVAL_S = gpu_plugin.GpuSource.interval_s
 
 
-def open_source(standin: ReplayNVML) -> gpu_plugin.GpuSource:
-    pids = {pid for row in standin.samples for pid in (row.get("gpu_pids") or [])}
+def workload_pids(standin: ReplayNVML) -> set[int]:
+    """The recorder's child: the only process a recording shows on the GPU."""
+    return {pid for row in standin.samples for pid in (row.get("gpu_pids") or [])}
+
+
+def open_source(standin: ReplayNVML, workload: set[int] | None = None) -> gpu_plugin.GpuSource:
+    pids = workload_pids(standin) if workload is None else workload
     with nvml.replaced(standin):
         library, why = nvml.load("/")
         assert library is not None, why
         return gpu_plugin.GpuSource(
-            library, nvml.devices(library), lambda pid: pid in pids, clock=standin.clock
+            library,
+            nvml.devices(library),
+            lambda pid: pid in pids,
+            clock=standin.clock,
+            command=lambda pid: f"job{pid}",
         )
 
 
-def replay_trace(case: str, *, gpm: bool = True, interval_s: float = INTERVAL_S) -> MonitorTrace:
-    standin = ReplayNVML(case, gpm=gpm)
-    source = open_source(standin)
+def replay_trace(
+    case: str,
+    *,
+    gpm: bool = True,
+    interval_s: float = INTERVAL_S,
+    standin: ReplayNVML | None = None,
+    workload: set[int] | None = None,
+) -> MonitorTrace:
+    standin = standin or ReplayNVML(case, gpm=gpm)
+    source = open_source(standin, workload)
     t = np.arange(0.0, standin.times[-1] + 1e-9, interval_s)
     raw, rows = [], []
     for now in t:

@@ -127,9 +127,11 @@ class GpuSource(Source):
         found: list[tuple[str, Any]],
         is_workload: Callable[[int], bool],
         clock: Callable[[], float] = time.monotonic,
+        command: Callable[[int], str] | None = None,
     ) -> None:
         super().__init__()
         self.library, self.is_workload, self.clock = library, is_workload, clock
+        self.command = command or _command
         self.devices = [_Device(library, address, handle) for address, handle in found]
         for device in self.devices:
             if device.gpm_at is not None:
@@ -206,7 +208,7 @@ class GpuSource(Source):
             self.workload_seen[d.id] |= bool(own)
             for pid in pids:
                 if pid not in own and pid not in self.others[d.id]:
-                    self.others[d.id][pid] = _command(pid)
+                    self.others[d.id][pid] = self.command(pid)
         if d.gpm:
             row.update(self._gpm(d))
         else:  # blocks ~20 ms per direction: that is why this is a source

@@ -57,7 +57,8 @@ def discover(root: SysRoot) -> Discovery:
     nvidia = [a for a, info in gpus.items() if info["vendor"] == "NVIDIA"]
     handles: dict[str, Any] = {}
     library = None
-    if nvidia or (root.live and root.exists("/proc/driver/nvidia/gpus")):
+    driver = root.live and root.exists("/proc/driver/nvidia/gpus")  # a container hides sysfs
+    if nvidia or driver or nvml.replaced_active():
         library, why = nvml.load(root.root)
         if library is None:
             unreadable.append(f"NVIDIA GPU {', '.join(nvidia) or '?'}: {why}")
@@ -132,12 +133,12 @@ def _component(root: SysRoot, address: str, info: dict[str, Any]) -> Component:
         else ""
     )
     link = _link(max_gts, max_width, LimitSource.SYSFS, f", its maximum{at_discovery}")
-    unknown = "no peak is stated; judged by its activity share (GPM on NVIDIA)"
+    unknown = "no peak is stated; judged by its share of the device's own peak"
     limits = {
         "send": link,
         "receive": link,
-        "compute": Limit(unit="", detail=f"{unknown} (SM and tensor activity)"),
-        "memory_bandwidth": Limit(detail=f"{unknown} (DRAM bandwidth utilization)"),
+        "compute": Limit(unit="", detail=f"{unknown}: GPM SM and tensor activity"),
+        "memory_bandwidth": Limit(detail=f"{unknown}: GPM DRAM bandwidth utilization"),
         "capacity": Limit(unit="B", detail="device memory unknown without NVML or amdgpu"),
         "power": Limit(unit="W", detail="power limit unknown without NVML or amdgpu"),
         "clock": Limit(unit="Hz", detail="clock ceiling unknown without NVML or amdgpu"),
