@@ -164,3 +164,11 @@ def test_another_process_on_the_gpu_is_named() -> None:
             row["gpu_pids"] = [*row["gpu_pids"], 4242]
     v = assess(replay_trace("membw", standin=standin, workload={704}))
     assert "pid 4242 (job4242)" in v.hidden_bottlenecks[0].evidence
+
+
+def test_a_gpu_the_workload_used_is_on_its_data_path() -> None:
+    """A data path resolved for a disk CUT still gets the GPU the workload drove judged."""
+    v = assess(replay_trace("membw"), data_path=["block:vda"])
+    assert v.governing == GPU
+    idle = assess(replay_trace("cpu_only"), data_path=["block:vda"])
+    assert all(s.note == "not on the data path" for s in idle.per_component if s.component == GPU)

@@ -181,6 +181,8 @@ def assess(
         else set(data_path) | set(ALWAYS_ON_PATH) | ({cut} if cut else set())
     )
     limiters = _limiters(trace)
+    if on_path is not None:  # a GPU the workload had a process on carries its data
+        on_path |= set(accelerator.driven(trace))
     if on_path is not None:  # a limit on what the data passes is on the path too
         on_path |= {lim for target, found in limiters.items() if target in on_path for lim in found}
     signals = _signals(trace) + _effective_for_cut(trace, cut, limiters)

@@ -56,6 +56,17 @@ def accelerators(trace: MonitorTrace) -> list[str]:
     )
 
 
+def driven(trace: MonitorTrace) -> list[str]:
+    """The GPUs the workload had a process on (NVML's process list, at run time): on its
+    data path whatever the CUT."""
+    return [
+        gpu
+        for gpu in accelerators(trace)
+        if trace.attrs.get(gpu, {}).get("workload_on_gpu")
+        or bool(np.nan_to_num(_series(trace, f"{gpu}/workload_processes")).any())
+    ]
+
+
 def _workload_on(trace: MonitorTrace, gpu: str, size: int) -> np.ndarray:
     own = _series(trace, f"{gpu}/workload_processes")
     return (np.nan_to_num(own, nan=0.0) > 0) if own.size == size else np.zeros(size, bool)

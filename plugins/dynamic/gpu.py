@@ -252,7 +252,9 @@ class GpuSource(Source):
         }
 
     def _is_workload(self, pid: int) -> bool:
-        if pid not in self._workload:
+        """Cached once known to be the workload's; asked again otherwise (the workload's pid
+        may not be known yet when a process first appears)."""
+        if not self._workload.get(pid):
             self._workload[pid] = self.is_workload(pid)
         return self._workload[pid]
 
@@ -369,10 +371,12 @@ def _command(pid: int) -> str:
         return "?"
 
 
-def workload_test(pid: int | None) -> Callable[[int], bool]:
-    """Whether a pid is the workload's: the workload's pid or one of its descendants."""
+def workload_test(context: ProbeContext) -> Callable[[int], bool]:
+    """Whether a pid is the workload's: the workload's pid (``context.pid``, read at each call:
+    the workload may start after the plug-ins open) or one of its descendants."""
 
     def test(candidate: int) -> bool:
+        pid = context.pid
         if pid is None:
             return False
         try:
@@ -398,4 +402,4 @@ def open_probe(context: ProbeContext) -> GpuSource | None:
     found = [(a, h) for a, h in nvml.devices(library) if context.wants(f"accelerator:{a}")]
     if not found:
         return None
-    return GpuSource(library, found, workload_test(context.pid))
+    return GpuSource(library, found, workload_test(context))
