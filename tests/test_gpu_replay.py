@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from pilot_sys.monitor.bottleneck import SINGLE_CORE, assess
+from pilot_sys.session.result import Status
 from tests.gpu_replay import open_source, replay_trace
 from tests.nvml_standin import CASES, ReplayNVML
 
@@ -172,3 +173,18 @@ def test_a_gpu_the_workload_used_is_on_its_data_path() -> None:
     assert v.governing == GPU
     idle = assess(replay_trace("cpu_only"), data_path=["block:vda"])
     assert all(s.note == "not on the data path" for s in idle.per_component if s.component == GPU)
+
+
+def test_report_has_a_gpu_section_with_the_signals_used(verdicts: dict) -> None:
+    from pilot_sys.report.markdown import render
+    from tests.test_report_markdown import _result
+
+    result = _result(Status.INVALID, False)
+    result.bottleneck.detail["accelerators"] = verdicts["matmul"].accelerators
+    md = render(result, {})
+    section = md.split("## GPUs", 1)[1].split("\n## ", 1)[0]
+    assert f"### `{GPU}` (NVIDIA H200, used by the workload)" in section
+    assert "Compute judged on GPM SM activity" in section
+    share = verdicts["matmul"].accelerators[GPU]["tensor_activity"]
+    assert 0.8 < share < 0.95 and f"| tensor activity | {share * 100:.1f} % |" in section
+    assert "## GPUs" not in render(_result(Status.VALID, True), {})

@@ -310,6 +310,7 @@ def assess(
         intervals=longest,
         enough_samples=longest >= needed,
         governing=hidden[0].component if hidden else (cut if cut_saturated else None),
+        accelerators=accelerator.summary(trace, weights, threshold),
     )
 
 

@@ -31,6 +31,8 @@ the GPU plug-in) on the data path.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from pilot_sys import units
@@ -273,4 +275,51 @@ def notes(
                 f"{gpu}: its PCIe link ran below its maximum generation or width under load "
                 f"({_pct(share(traffic & (below > 0)))} of the run): it trained down, not idle"
             )
+    return out
+
+
+#: the signals ``summary`` reports per GPU: (key in the summary, metric)
+SUMMARY = (
+    ("sm_activity", "util_compute"),
+    ("tensor_activity", "util_tensor"),
+    ("dram_bandwidth", "util_memory_bandwidth"),
+    ("pcie_host_to_device", "util_receive"),
+    ("pcie_device_to_host", "util_send"),
+    ("kernel_time", "busy"),
+    ("power_w", "power_w"),
+    ("sm_clock_hz", "sm_clock_hz"),
+)
+
+
+def summary(trace: MonitorTrace, weights: np.ndarray, threshold: float) -> dict[str, Any]:
+    """Per GPU, over the judged part of the run (weights > 0): the time-weighted mean of each
+    signal, the share of the run it was saturated, held by its power cap, and which signals
+    were used; for result.json and the report's GPU section."""
+    out: dict[str, Any] = {}
+    total = float(weights.sum())
+    for gpu in accelerators(trace):
+        attrs = trace.attrs.get(gpu, {})
+        entry: dict[str, Any] = {
+            "model": attrs.get("model"),
+            "compute_signal": attrs.get("compute_signal"),
+            "pcie_signal": attrs.get("pcie_signal"),
+            "workload_on_gpu": gpu in driven(trace),
+            "other_processes": attrs.get("other_processes", []),
+        }
+        for name, metric in SUMMARY:
+            values = _series(trace, f"{gpu}/{metric}")
+            ok = (
+                np.isfinite(values) & (weights > 0)
+                if values.size == weights.size
+                else np.zeros(0, bool)
+            )
+            entry[name] = float(np.average(values[ok], weights=weights[ok])) if ok.any() else None
+        if total > 0:
+            hot = _saturated(trace, gpu, weights.size, threshold)
+            entry["saturated_share"] = float(weights[hot].sum()) / total
+            capped = _series(trace, f"{gpu}/power_capped")
+            if capped.size == weights.size and np.isfinite(capped).any():
+                held = np.nan_to_num(capped, nan=0.0) > 0
+                entry["power_capped_share"] = float(weights[held].sum()) / total
+        out[gpu] = entry
     return out
