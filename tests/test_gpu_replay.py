@@ -188,3 +188,17 @@ def test_report_has_a_gpu_section_with_the_signals_used(verdicts: dict) -> None:
     share = verdicts["matmul"].accelerators[GPU]["tensor_activity"]
     assert 0.8 < share < 0.95 and f"| tensor activity | {share * 100:.1f} % |" in section
     assert "## GPUs" not in render(_result(Status.VALID, True), {})
+
+
+def test_plot_gives_the_gpu_its_panel(verdicts: dict, tmp_path) -> None:
+    from pilot_sys.monitor.plot import draw, path_panels
+
+    trace = replay_trace("h2d_pinned")
+    v = verdicts["h2d_pinned"]
+    panels, _ = path_panels(trace.series, ["block:vda"], None, [GPU])
+    gpu = next(p for p in panels if p.component == GPU)
+    assert gpu.role == "hidden" and gpu.busy == f"{GPU}/busy"
+    assert {label for _, label in gpu.lines} >= {"receive", "send", "compute", "tensor"}
+    out = tmp_path / "timeline.png"
+    draw(trace, v, out)
+    assert out.stat().st_size > 10_000
