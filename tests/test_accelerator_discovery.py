@@ -113,3 +113,21 @@ def test_graph_root_cli_shows_the_accelerator_and_one_note() -> None:
     assert result.returncode == 0, result.stderr
     assert f"{GPU}  NVIDIA H200" in result.stdout
     assert result.stdout.count("NVML is not asked for a captured tree") == 1
+
+
+def test_amdgpu_probe_reads_the_drivers_files() -> None:
+    import numpy as np
+
+    from pilot_sys.topology.discover import discover as discover_graph
+
+    amd = importlib.import_module("pilot_sys.plugins.dynamic.amdgpu")
+    gid = "accelerator:0000:03:00.0"
+    probe = amd.open_probe(ProbeContext(root=AMD_TREE, graph=discover_graph(AMD_TREE)))
+    assert probe is not None and probe.read() == (b"37", b"12", b"1073741824", b"95000000")
+    raw = np.array([[37.0, 12.0, 2**30, 95e6], [np.nan, 50.0, 2**31, 120e6]])
+    out = probe.derive(raw, np.array([0.0, 0.1]), {})
+    assert out[f"{gid}/util_compute"][0] == pytest.approx(0.37)
+    assert np.isnan(out[f"{gid}/busy"][1])  # a failed read is unknown, not 0
+    assert out[f"{gid}/util_capacity"][1] == pytest.approx(2**31 / 68_702_699_520)
+    assert out[f"{gid}/power_w"].tolist() == [95.0, 120.0]
+    assert "not saturation" in probe.attrs()[gid]["compute_signal"]
