@@ -202,3 +202,13 @@ def test_plot_gives_the_gpu_its_panel(verdicts: dict, tmp_path) -> None:
     out = tmp_path / "timeline.png"
     draw(trace, v, out)
     assert out.stat().st_size > 10_000
+
+
+def test_the_gpu_as_the_cut() -> None:
+    """``--cut accelerator:...``: a copy benchmark of the GPU's link measured what it meant to;
+    a starved GPU was not what limited the result."""
+    copy = assess(replay_trace("h2d_pinned"), cut=GPU)
+    assert copy.valid and copy.cut_saturated and copy.governing == GPU
+    starved = assess(replay_trace("starved"), cut=GPU)
+    assert starved.judged_invalid and not starved.cut_saturated
+    assert starved.governing == "cpu:host"
