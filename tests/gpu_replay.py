@@ -104,4 +104,5 @@ def _cpu_series(rows: list[dict], t: np.ndarray, static: dict) -> dict[str, list
         "cpu:host/util_compute": column(host),
         "cpu:host/busiest_core": column(np.nanmax(cores, axis=1)),
         "process:workload/cpu_cores": column(own),
+        **{f"core:{j}/util_compute": column(cores[:, j]) for j in range(n)},
     }

@@ -212,3 +212,19 @@ def test_the_gpu_as_the_cut() -> None:
     starved = assess(replay_trace("starved"), cut=GPU)
     assert starved.judged_invalid and not starved.cut_saturated
     assert starved.governing == "cpu:host"
+
+
+def test_the_busiest_core_off_the_gpus_numa_node_is_a_finding() -> None:
+    trace = replay_trace("matmul")
+    busiest = {}
+    for key, values in trace.series.items():
+        if key.startswith("core:") and key.endswith("/util_compute"):
+            busiest[int(key[5:].split("/")[0])] = np.nanmean(
+                np.array([np.nan if v is None else v for v in values[30:]], dtype=float)
+            )
+    hot = max(busiest, key=busiest.get)  # the core the workload spun on
+    assert not any("local CPUs" in n for n in assess(trace).notes)  # all 16 are local
+    trace.attrs[GPU]["local_cpus"] = [c for c in range(16) if c != hot]
+    trace.attrs[GPU]["numa_node"] = 0
+    note = next(n for n in assess(trace).notes if "local CPUs" in n)
+    assert "NUMA node 0" in note and "cross the NUMA interconnect" in note

@@ -264,6 +264,13 @@ def notes(
             if power is not None and limit:
                 text += f", drawing {power:.0f} W of its {limit:.0f} W limit"
             out.append(text + " (a platform limit: the result would be higher without it)")
+        placement = _off_node(trace, gpu, weights)
+        if placement is not None and placement[0] > 0.5:
+            out.append(
+                f"{gpu}: while the workload used it, its busiest core was outside the GPU's "
+                f"local CPUs ({placement[1]}) {_pct(placement[0])} of the time: host-side "
+                "copies cross the NUMA interconnect (pin the workload to the GPU's CPUs)"
+            )
         below = _series(trace, f"{gpu}/link_below_max")
         traffic = np.zeros(size, dtype=bool)
         for direction in ("send", "receive"):
@@ -276,6 +283,37 @@ def notes(
                 f"({_pct(share(traffic & (below > 0)))} of the run): it trained down, not idle"
             )
     return out
+
+
+def _off_node(trace: MonitorTrace, gpu: str, weights: np.ndarray) -> tuple[float, str] | None:
+    """The share of the time the workload had a process on ``gpu`` in which the busiest core
+    was not one of the GPU's local CPUs, and those CPUs in words; None where the GPU's local
+    CPUs, or per-core series, are unknown, or the GPU is local to every CPU."""
+    attrs = trace.attrs.get(gpu, {})
+    local = set(attrs.get("local_cpus") or [])
+    keys = {
+        int(k.split(":", 1)[1].split("/", 1)[0]): k
+        for k in trace.series
+        if k.startswith("core:") and k.endswith("/util_compute")
+    }
+    if not local or not keys or set(keys) <= local:
+        return None
+    cores = sorted(keys)
+    stacked = np.vstack([_series(trace, keys[c]) for c in cores])
+    if stacked.shape[1] != weights.size:
+        return None
+    known = np.isfinite(stacked).any(axis=0)
+    busiest = np.array(cores)[np.argmax(np.nan_to_num(stacked, nan=-1.0), axis=0)]
+    mask = known & (weights > 0) & _workload_on(trace, gpu, weights.size)
+    total = float(weights[mask].sum())
+    if total <= 0:
+        return None
+    outside = mask & ~np.isin(busiest, sorted(local))
+    node = attrs.get("numa_node")
+    where = f"NUMA node {node}, " if node is not None else ""
+    lo, hi = min(local), max(local)
+    cpus = f"CPUs {lo}-{hi}" if len(local) == hi - lo + 1 else f"CPUs {sorted(local)}"
+    return float(weights[outside].sum()) / total, where + cpus
 
 
 #: the signals ``summary`` reports per GPU: (key in the summary, metric)

@@ -128,10 +128,12 @@ class GpuSource(Source):
         is_workload: Callable[[int], bool],
         clock: Callable[[], float] = time.monotonic,
         command: Callable[[int], str] | None = None,
+        placement: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         super().__init__()
         self.library, self.is_workload, self.clock = library, is_workload, clock
         self.command = command or _command
+        self.placement = placement or {}  # per GPU: NUMA node and local CPUs, from the graph
         self.devices = [_Device(library, address, handle) for address, handle in found]
         for device in self.devices:
             if device.gpm_at is not None:
@@ -337,6 +339,8 @@ class GpuSource(Source):
                     {"pid": pid, "command": command}
                     for pid, command in sorted(self.others[d.id].items())
                 ],
+                "numa_node": self.placement.get(d.id, {}).get("numa_node"),
+                "local_cpus": self.placement.get(d.id, {}).get("local_cpus"),
             }
             for d in self.devices
         }
@@ -402,4 +406,10 @@ def open_probe(context: ProbeContext) -> GpuSource | None:
     found = [(a, h) for a, h in nvml.devices(library) if context.wants(f"accelerator:{a}")]
     if not found:
         return None
-    return GpuSource(library, found, workload_test(context))
+    placement = {}
+    for address, _ in found:
+        gid = f"accelerator:{address}"
+        if context.graph is not None and gid in context.graph:
+            attrs = context.graph.component(gid).attrs
+            placement[gid] = {k: attrs.get(k) for k in ("numa_node", "local_cpus")}
+    return GpuSource(library, found, workload_test(context), placement=placement)
