@@ -92,9 +92,10 @@ class ReplayNVML:
         self._gpm_by_id = {100 + i: name for i, name in enumerate(GPM_NAMES)}
 
     # -- the clock -----------------------------------------------------------------------
-    def start(self) -> None:
-        """Replay in real time from now on (``now`` follows the monotonic clock)."""
-        self._started = time.monotonic()
+    def start(self, at: float = 0.0) -> None:
+        """Replay in real time from now on, from ``at`` seconds into the recording (``now``
+        follows the monotonic clock)."""
+        self._started = time.monotonic() - at
 
     def clock(self) -> float:
         return time.monotonic() - self._started if self._started is not None else self.now

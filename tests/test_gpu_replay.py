@@ -11,6 +11,7 @@ reproduces that from the same recordings.
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import numpy as np
@@ -228,3 +229,27 @@ def test_the_busiest_core_off_the_gpus_numa_node_is_a_finding() -> None:
     trace.attrs[GPU]["numa_node"] = 0
     note = next(n for n in assess(trace).notes if "local CPUs" in n)
     assert "NUMA node 0" in note and "cross the NUMA interconnect" in note
+
+
+@pytest.mark.live  # open_probe's process test asks this host about the recording's pids
+def test_the_source_runs_off_the_tick_in_a_real_sampler() -> None:
+    """The plug-in as ``monitor`` opens it: through ``open_probe`` and the sampler's source
+    runner, the stand-in replaying matmul's saturated stretch in real time."""
+    import time
+
+    from pilot_sys.monitor.sampler import Sampler
+    from pilot_sys.topology import nvml
+
+    gpu = importlib.import_module("pilot_sys.plugins.dynamic.gpu")
+    standin = ReplayNVML("matmul")
+    standin.start(at=6.0)
+    with nvml.replaced(standin):
+        sampler = Sampler(rate_hz=20, plugins=[gpu])
+        with sampler:
+            time.sleep(1.2)
+    trace = sampler.trace
+    source = trace.sources["gpu"]
+    assert source.cost.calls >= 4 and source.cost.failed_calls == 0
+    tensor = [v for v in trace.series[f"{GPU}/util_tensor"] if v is not None]
+    assert tensor and min(tensor) > 0.8  # GPM tensor activity 93 % in that stretch
+    assert trace.attrs[GPU]["compute_signal"] == "GPM SM activity"
