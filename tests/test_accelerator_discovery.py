@@ -131,3 +131,20 @@ def test_amdgpu_probe_reads_the_drivers_files() -> None:
     assert out[f"{gid}/util_capacity"][1] == pytest.approx(2**31 / 68_702_699_520)
     assert out[f"{gid}/power_w"].tolist() == [95.0, 120.0]
     assert "not saturation" in probe.attrs()[gid]["compute_signal"]
+
+
+def test_an_idle_gpus_slower_link_is_no_warning(tmp_path: Path) -> None:
+    """A GPU lowers its link speed when idle: at discovery that is an attribute, and the
+    accelerator's limit is its link's maximum."""
+    import shutil
+
+    tree = tmp_path / "tree"
+    shutil.copytree(AMD_TREE, tree, symlinks=True)
+    gpu_dir = tree / "sys/devices/pci0000:00/0000:00:01.1/0000:03:00.0"
+    (gpu_dir / "current_link_speed").write_text("2.5 GT/s PCIe\n")
+    graph = discover(tree)
+    pci = graph.component("pci:0000:03:00.0")
+    assert pci.warnings == [] and pci.attrs["link_below_max_at_discovery"]
+    gpu = graph.component("accelerator:0000:03:00.0")
+    assert gpu.limits["receive"].value == pytest.approx(16e9 * 128 / 130 * 16 / 8)
+    assert "2.5 GT/s x16 at discovery" in gpu.limits["receive"].detail

@@ -253,3 +253,15 @@ def test_the_source_runs_off_the_tick_in_a_real_sampler() -> None:
     tensor = [v for v in trace.series[f"{GPU}/util_tensor"] if v is not None]
     assert tensor and min(tensor) > 0.8  # GPM tensor activity 93 % in that stretch
     assert trace.attrs[GPU]["compute_signal"] == "GPM SM activity"
+
+
+def test_gpm_that_never_answers_falls_back_to_the_throughput_query() -> None:
+    class Refusing(ReplayNVML):
+        def nvmlGpmMetricsGet(self, request):  # noqa: N802 - NVML's name
+            raise self.NVMLError(4)  # "No permission" on some drivers
+
+    v = assess(replay_trace("h2d_pinned", standin=Refusing("h2d_pinned")))
+    h = v.hidden_bottlenecks[0]
+    assert (h.component, h.direction) == (GPU, "receive")
+    assert "nvmlDeviceGetPcieThroughput" in h.evidence
+    assert v.accelerators[GPU]["compute_signal"].startswith("utilization.gpu")

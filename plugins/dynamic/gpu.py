@@ -50,6 +50,7 @@ KIND = "dynamic"
 NAME = "gpu"
 
 GPM_MIN_INTERVAL_S = 0.1  # NVML: two GPM samples must be more than 100 ms apart
+GPM_GIVE_UP = 3  # GPM requests failing in a row before the PCIe throughput query replaces it
 #: GPM metric (pynvml's NVML_GPM_METRIC_<name>) -> raw column
 GPM = {
     "SM_UTIL": "gpm_sm",
@@ -108,6 +109,8 @@ class _Device:
         }
         self.samples: list[Any] = []
         self.gpm_at: float | None = None
+        self.gpm_seen = False  # a GPM request answered: its metrics are the signals
+        self.gpm_failures = 0  # consecutive failed requests
         if self.gpm:
             self.samples = [call(library, "nvmlGpmSampleAlloc") for _ in range(2)]
             self.gpm = all(s is not None for s in self.samples)
@@ -245,7 +248,11 @@ class GpuSource(Source):
         d.samples.reverse()  # the newer sample starts the next interval
         d.gpm_at = now
         if nvml.call(lib, "nvmlGpmMetricsGet", request) is None:
+            d.gpm_failures += 1
+            if d.gpm_failures >= GPM_GIVE_UP and not d.gpm_seen:
+                d.gpm = False  # never answered (no permission, say): the throughput query
             return {}
+        d.gpm_seen, d.gpm_failures = True, 0
         return {
             GPM[name]: float(request.metrics[i].value)
             if request.metrics[i].nvmlReturn == 0
@@ -326,10 +333,12 @@ class GpuSource(Source):
             d.id: {
                 "model": d.name,
                 "compute_signal": "GPM SM activity"
-                if d.gpm
+                if d.gpm_seen
                 else "utilization.gpu (time a kernel ran: not saturation)",
-                "gpm": d.gpm,
-                "pcie_signal": "GPM PCIE_TX/RX_PER_SEC" if d.gpm else "nvmlDeviceGetPcieThroughput",
+                "gpm": d.gpm_seen,
+                "pcie_signal": "GPM PCIE_TX/RX_PER_SEC"
+                if d.gpm_seen
+                else "nvmlDeviceGetPcieThroughput",
                 "max_link_generation": d.max_gen,
                 "max_link_width": d.max_width,
                 "power_limit_w": d.power_limit_w,
