@@ -265,3 +265,12 @@ def test_gpm_that_never_answers_falls_back_to_the_throughput_query() -> None:
     assert (h.component, h.direction) == (GPU, "receive")
     assert "nvmlDeviceGetPcieThroughput" in h.evidence
     assert v.accelerators[GPU]["compute_signal"].startswith("utilization.gpu")
+
+
+def test_intervals_judged_apart_do_not_count_toward_enough_samples() -> None:
+    trace = replay_trace("matmul")
+    full = len(trace.timestamps) - 1
+    v = assess(trace)
+    note = next(n for n in v.notes if n.startswith("start-up judged apart"))
+    seconds = float(note.split("the first ")[1].split(" s")[0])
+    assert v.intervals == pytest.approx(full - seconds / 0.2, abs=1)

@@ -233,7 +233,8 @@ def assess(
     if warning:
         notes.append(warning)
     notes += accelerator.notes(trace, weights, threshold, max_hot_fraction)
-    longest = max(len(t) - 1, 0)  # intervals sampled
+    # intervals sampled, less those judged apart (a GPU workload's start-up)
+    longest = max(len(t) - 1 - int(np.count_nonzero(skip[1:])), 0)
     needed = min_intervals(max_hot_fraction)
     if longest < needed:
         notes.append(
