@@ -148,3 +148,11 @@ def test_an_idle_gpus_slower_link_is_no_warning(tmp_path: Path) -> None:
     gpu = graph.component("accelerator:0000:03:00.0")
     assert gpu.limits["receive"].value == pytest.approx(16e9 * 128 / 130 * 16 / 8)
     assert "2.5 GT/s x16 at discovery" in gpu.limits["receive"].detail
+
+
+def test_the_picture_captions_a_gpu_by_its_link() -> None:
+    from pilot_sys.topology.graphio import limit_caption
+
+    graph = discover(H200_TREE)
+    assert limit_caption(graph, GPU) == "limit tx/rx 58.7 GiB/s"  # compute unknown: its link
+    assert limit_caption(graph, "cpu:host") == "no stated limit"  # unchanged for a CPU
