@@ -147,6 +147,7 @@ def test_sections_render_in_their_one_order() -> None:
         "workloads",
         "comparison",
         "bottleneck",
+        "gpus",
         "overhead",
         "plot_list",
         "rounds",

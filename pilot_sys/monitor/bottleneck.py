@@ -63,6 +63,7 @@ from typing import Any
 import numpy as np
 
 from pilot_sys import units
+from pilot_sys.monitor import bottleneck_accelerator as accelerator
 from pilot_sys.monitor.bottleneck_cpu import _cpu_evidence, _workload_single_core
 from pilot_sys.monitor.bottleneck_culprits import culprits_clause, culprits_for
 from pilot_sys.monitor.bottleneck_frequency import _frequency_warning
@@ -171,16 +172,26 @@ def assess(
         weights[0] = 0.0  # a rate at row 0 covers no interval (it is NaN anyway)
         weights[1:] = np.diff(t)
     notes: list[str] = []
+    startup = accelerator.startup_end(trace)
+    if startup is not None:  # a GPU workload's start-up is judged apart (bottleneck_accelerator)
+        weights[t <= startup[0]] = 0.0
+        notes.append(accelerator.startup_note(trace, *startup))
     on_path = (
         None
         if data_path is None
         else set(data_path) | set(ALWAYS_ON_PATH) | ({cut} if cut else set())
     )
     limiters = _limiters(trace)
+    if on_path is not None:  # a GPU the workload had a process on carries its data
+        on_path |= set(accelerator.driven(trace))
     if on_path is not None:  # a limit on what the data passes is on the path too
         on_path |= {lim for target, found in limiters.items() if target in on_path for lim in found}
     signals = _signals(trace) + _effective_for_cut(trace, cut, limiters)
-    stats = [_stats(s, _judged_series(trace, s), weights, threshold) for s in signals]
+    skip = t <= startup[0] if startup is not None else np.zeros(t.size, dtype=bool)
+    stats = [
+        _stats(s, _apart(_judged_series(trace, s, threshold), skip), weights, threshold)
+        for s in signals
+    ]
     _mark_applied(trace, stats, limiters)
     for s in stats:
         if (
@@ -191,6 +202,7 @@ def assess(
             s.judged = False
             s.note = s.note or "not on the data path"
     _cover_by_limiters(stats, cut, limiters, max_hot_fraction)
+    accelerator.settle(trace, stats, max_hot_fraction)
     hot = [s for s in stats if s.judged and (s.time_above_fraction or 0.0) > max_hot_fraction]
     cut_stats = [s for s in stats if _is_cut(s.component, cut)]
     cut_utilizations = [
@@ -207,7 +219,7 @@ def assess(
             p95=s.p95 or 0.0,
             peak=s.peak or 0.0,
             time_above_fraction=s.time_above_fraction or 0.0,
-            evidence=_evidence(s, trace, threshold),
+            evidence=_evidence(s, trace, threshold, weights),
             culprits=culprits_for(trace, s.component),
         )
         for s in hot
@@ -222,7 +234,9 @@ def assess(
     warning = _frequency_warning(trace, weights, cut, hot, max_hot_fraction)
     if warning:
         notes.append(warning)
-    longest = max(len(t) - 1, 0)  # intervals sampled
+    notes += accelerator.notes(trace, weights, threshold, max_hot_fraction)
+    # intervals sampled, less those judged apart (a GPU workload's start-up)
+    longest = max(len(t) - 1 - int(np.count_nonzero(skip[1:])), 0)
     needed = min_intervals(max_hot_fraction)
     if longest < needed:
         notes.append(
@@ -299,6 +313,7 @@ def assess(
         intervals=longest,
         enough_samples=longest >= needed,
         governing=hidden[0].component if hidden else (cut if cut_saturated else None),
+        accelerators=accelerator.summary(trace, weights, threshold),
     )
 
 
@@ -391,14 +406,16 @@ def _signals(trace: MonitorTrace) -> list[ComponentStats]:
     return found
 
 
-def _judged_series(trace: MonitorTrace, signal: ComponentStats) -> np.ndarray:
+def _judged_series(trace: MonitorTrace, signal: ComponentStats, threshold: float) -> np.ndarray:
     """The values a signal is judged on: its series, except for a memory limit's fill, which
     counts only in intervals where the kernel reclaimed for the limit or its tasks stalled on
     memory (0 elsewhere; NaN where neither could be read)."""
     values = _series(trace, signal.metric)
     owner, metric = signal.metric.rsplit("/", 1)
     if signal.direction == SINGLE_CORE and owner == "cpu:host":
-        return _workload_single_core(trace, values)
+        return accelerator.judged_single_core(
+            trace, _workload_single_core(trace, values), threshold
+        )
     if metric != "util_capacity" or _limiter_kind(trace, owner) != "memory limit":
         return values
     evidence = [
@@ -411,6 +428,13 @@ def _judged_series(trace: MonitorTrace, signal: ComponentStats) -> np.ndarray:
     known = np.isfinite(stacked).any(axis=0)
     hit = (np.nan_to_num(stacked, nan=0.0) > 0).any(axis=0)
     return np.where(known, np.where(hit, values, 0.0), np.nan)
+
+
+def _apart(values: np.ndarray, skip: np.ndarray) -> np.ndarray:
+    """A series without the samples judged apart (NaN there)."""
+    if values.size != skip.size or not skip.any():
+        return values
+    return np.where(skip, np.nan, values)
 
 
 def _stats(
@@ -440,7 +464,7 @@ def _covered_by_cut(s: ComponentStats, cut: str | None) -> bool:
 
 
 # -- words -----------------------------------------------------------------------------------
-def _evidence(s: ComponentStats, trace: MonitorTrace, threshold: float) -> str:
+def _evidence(s: ComponentStats, trace: MonitorTrace, threshold: float, weights: np.ndarray) -> str:
     numbers = (
         f"above {_pct(threshold)} for {_pct(s.time_above_fraction)} of the run "
         f"(mean {_pct(s.mean)}, p95 {_pct(s.p95)}, peak {_pct(s.peak)})"
@@ -449,7 +473,12 @@ def _evidence(s: ComponentStats, trace: MonitorTrace, threshold: float) -> str:
         return _limiter_evidence(s, trace, numbers)
     cpu = _cpu_evidence(s, trace, numbers)
     if cpu is not None:
+        if s.direction == SINGLE_CORE:
+            cpu += accelerator.starved_suffix(trace, weights)
         return cpu
+    gpu = accelerator.evidence(s, trace, numbers, threshold)
+    if gpu is not None:
+        return gpu
     return _device_evidence(s, trace, numbers) + culprits_clause(trace, s.component)
 
 

@@ -81,6 +81,8 @@ class Verdict(BaseModel):
     enough_samples: bool = True
     # whose limit the result reflects: a hidden bottleneck, else a saturated CUT
     governing: str | None = None
+    # per GPU (``accelerator:<bus id>``): its signals over the judged part of the run
+    accelerators: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     @property
     def judged_invalid(self) -> bool:

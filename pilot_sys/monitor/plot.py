@@ -33,6 +33,7 @@ KIND_ORDER = (
     "cgroup",
     "qdisc",
     "pci",
+    "accelerator",
     "controller",
     "block",
     "mount",
@@ -76,6 +77,8 @@ def _signal(key: str) -> tuple[str, str, str] | None:
         return component, "util", "busiest core"
     if metric == "busy" and component.startswith("block:"):
         return component, "busy", "busy time"
+    if metric == "busy" and component.startswith("accelerator:"):
+        return component, "busy", "kernel time"  # utilization.gpu: a share of time, not a load
     return None
 
 
@@ -408,6 +411,8 @@ def draw(
     t = np.asarray(trace.timestamps, dtype=np.float64)
     series = {k: _values(trace, k) for k in trace.series}
     path_ids = list(data_path.components) if getattr(data_path, "components", None) else None
+    if path_ids is not None:  # a GPU the workload drove is on its path (its own panel)
+        path_ids += [g for g in verdict.accelerators if verdict.accelerators[g]["workload_on_gpu"]]
     hidden = [h.component for h in verdict.hidden_bottlenecks]
     panels, _ = path_panels(series, path_ids, verdict.cut, hidden)
     layout = _graph_layout(verdict, series, graph, path_ids, hidden)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pilot_sys import units
 from pilot_sys.monitor.bottleneck_culprits import culprit_words
+from pilot_sys.report.gpu_section import gpu_lines
 from pilot_sys.session.glossary import glossary_lines
 from pilot_sys.session.result import SessionResult, Status, WorkloadResult
 from pilot_sys.session.verdict import alpha_text, ranges, verdict_of
@@ -422,6 +423,11 @@ def bottleneck(doc: ReportInput) -> list[str]:
     return lines + [""]
 
 
+def gpus(doc: ReportInput) -> list[str]:
+    """The GPUs sampled (``report.gpu_section``); nothing on a host without one."""
+    return gpu_lines(doc.result)
+
+
 def overhead(doc: ReportInput) -> list[str]:
     """The sampling rate and how it was chosen, the measured overhead, the monitor's own cost."""
     result = doc.result
@@ -551,6 +557,7 @@ SECTIONS: tuple[Callable[[ReportInput], list[str]], ...] = (
     workloads,
     comparison,
     bottleneck,
+    gpus,
     overhead,
     plot_list,
     rounds,

@@ -207,6 +207,8 @@ def bottleneck_section(
         "busy": busy,
         "notes": verdict.notes[:12],
     }
+    if verdict.accelerators:
+        sec.detail["accelerators"] = verdict.accelerators
     if not verdict.enough_samples:
         sec.detail["not_judged"] = (
             f"the included rounds hold {verdict.intervals} sampled "

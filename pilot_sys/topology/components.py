@@ -54,6 +54,8 @@ class LimitSource(StrEnum):
     CPUFREQ = "cpufreq"  # cpufreq sysfs (cpuinfo_max_freq, scaling_max_freq)
     NODE_EXPORTER = "node_exporter"  # a remote host's inventory as its node_exporter reports it
     PCP = "pcp"  # a remote host's inventory through PCP's pmproxy
+    NVML = "nvml"  # NVIDIA's management library (nvidia-ml-py), asked on the live machine
+    AMDGPU = "amdgpu"  # the amdgpu driver's sysfs files (mem_info_vram_total, power1_cap)
     UNKNOWN = "unknown"
 
 

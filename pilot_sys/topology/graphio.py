@@ -146,7 +146,8 @@ def _caption(graph: ComponentGraph, node: str) -> str:
     def short(key: str) -> str:
         return short_limit(limits[key], network_component(node))
 
-    if "compute" in limits:
+    link = {"send", "receive"} <= limits.keys()  # an accelerator: its link when compute is unknown
+    if "compute" in limits and (limits["compute"].known or not link):
         return short("compute")
     for (a, b), (la, lb) in ((("read", "write"), ("r", "w")), (("send", "receive"), ("tx", "rx"))):
         if a in limits and b in limits:

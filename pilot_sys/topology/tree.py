@@ -7,6 +7,7 @@ import networkx as nx
 from rich.text import Text
 from rich.tree import Tree
 
+from pilot_sys import units
 from pilot_sys.topology.components import Component, ComponentKind
 from pilot_sys.topology.graph import OUTWARD, ROOT_ID, ComponentGraph
 from pilot_sys.topology.humanize import format_limits
@@ -23,6 +24,32 @@ KIND_STYLES = {
     ComponentKind.NETWORK: "bright_black",
     ComponentKind.REMOTE: "white",
 }
+
+
+def accelerator_summary(c: Component) -> str:
+    """``NVIDIA H200, 140 GiB, NUMA node unknown, local CPUs 0-15``: what it is and where."""
+    a = c.attrs
+    parts = [str(a.get("model") or f"{a.get('vendor')} GPU")]
+    capacity = c.limits.get("capacity")
+    if capacity is not None and capacity.known and capacity.value is not None:
+        parts.append(units.size(capacity.value))
+    numa = a.get("numa_node")
+    parts.append(f"NUMA node {numa if numa is not None else 'unknown'}")
+    cpus = a.get("local_cpus")
+    if cpus:
+        parts.append(f"local CPUs {cpulist_text(cpus)}")
+    return ", ".join(parts)
+
+
+def cpulist_text(cpus: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``0-2,5``."""
+    runs: list[list[int]] = []
+    for cpu in sorted(cpus):
+        if runs and cpu == runs[-1][1] + 1:
+            runs[-1][1] = cpu
+        else:
+            runs.append([cpu, cpu])
+    return ",".join(f"{lo}-{hi}" if hi > lo else str(lo) for lo, hi in runs)
 
 
 def _summary(c: Component) -> str:
@@ -56,6 +83,8 @@ def _summary(c: Component) -> str:
         parts.append(
             str(a["type"]) + (f", transport {a['transport']}" if a.get("transport") else "")
         )
+    elif c.kind == ComponentKind.ACCELERATOR and "vendor" in a:
+        parts.append(accelerator_summary(c))
     elif c.kind == ComponentKind.PCI and "class_name" in a:
         parts.append(str(a["class_name"]) + (f", driver {a['driver']}" if a.get("driver") else ""))
     if a.get("user") and c.name and c.name != c.id.partition(":")[2]:

@@ -33,6 +33,11 @@ BASE_CLASSES = {
 }
 
 
+#: classes whose links drop speed when idle (GPUs): trained below the maximum at discovery is
+#: no finding for them
+IDLE_DOWNTRAINING = ("display", "accelerator")
+
+
 def discover(root: SysRoot) -> Discovery:
     components: list[Component] = []
     links: list[Link] = []
@@ -68,13 +73,18 @@ def discover(root: SysRoot) -> Discovery:
         if is_pcie:
             current = pcie_limit(cur_gts, cur_width)
             limits = {"send": current, "receive": current}
-            if (
+            below = bool(
                 cur_gts
                 and max_gts
                 and cur_width
                 and max_width
                 and (cur_gts < max_gts or cur_width < max_width)
-            ):
+            )
+            if below and class_name in IDLE_DOWNTRAINING:
+                # a GPU lowers its link speed when idle: only a link slow under load is a
+                # finding (the GPU plug-in makes it); here it is an attribute
+                attrs["link_below_max_at_discovery"] = True
+            elif below:
                 best = pcie_limit(max_gts, max_width)
                 warnings.append(
                     f"PCIe link trained below its maximum: {cur_gts:g} GT/s x{cur_width} of "
