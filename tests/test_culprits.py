@@ -223,3 +223,48 @@ def test_a_culprits_netns_and_cgroup_are_told_when_not_pilot_sys_own(
     words = culprit_words(rows[worker], "cpu:host")
     assert words.endswith("[netns net:[4026532281], cgroup /system.slice/load.scope]")
     assert "[" not in culprit_words(rows[writer], "cpu:host")
+
+
+def test_gone_processes_that_cannot_rank_are_forgotten_with_their_totals_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bounded memory: past ``MAX_TRACKED`` processes, the gone ones below the top are dropped
+    (the idle sleep and the stress-ng parent, gone by the second scan); the totals stay."""
+    monkeypatch.setattr(culprits, "USER_HZ", 100)
+    monkeypatch.setattr(culprits, "MAX_TRACKED", 3)
+    monkeypatch.setattr(culprits, "TOP", 1)
+    root = tmp_path / "root"
+    shutil.copytree(SCENE / "t0", root)
+    source = HostProcesses(root, me=IDS["pilot_sys"])
+    source.scan()
+    shutil.rmtree(root / "proc")
+    shutil.copytree(SCENE / "t1" / "proc", root / "proc")
+    for gone in (IDS["idle"], IDS["stress_ng"]):
+        shutil.rmtree(root / "proc" / str(gone))
+    source.scan()
+    assert {pid for pid, _ in source.tracked} == {
+        IDS["pilot_sys"],
+        IDS["workload"],
+        IDS["stress_ng_workers"][0],
+        IDS["writer"],
+    }
+    ranking = source.ranking()
+    assert ranking["processes"] == 5 and ranking["cpu_seconds"] == pytest.approx(0.37)
+
+
+def test_a_reused_pid_is_another_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer's pid handed to a new process between the scans (another starttime): the
+    writer's first reading is not taken for the new one's start, and both are kept."""
+    monkeypatch.setattr(culprits, "USER_HZ", 100)
+    root = tmp_path / "root"
+    shutil.copytree(SCENE / "t0", root)
+    source = HostProcesses(root, me=IDS["pilot_sys"])
+    source.scan()
+    stat = root / "proc" / str(IDS["writer"]) / "stat"
+    fields = (SCENE / "t1" / "proc" / str(IDS["writer"]) / "stat").read_text().split(" ")
+    fields[1], fields[21] = "(cc1)", str(int(fields[21]) + 50)  # another command, started later
+    stat.write_text(" ".join(fields))
+    source.scan()
+    writers = [t for (pid, _), t in source.tracked.items() if pid == IDS["writer"]]
+    assert sorted(t.last.comm for t in writers) == ["cc1", "dd"]
+    assert all(t.cpu_seconds() == 0.0 for t in writers)  # neither is charged the other's ticks

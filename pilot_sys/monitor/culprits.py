@@ -56,6 +56,7 @@ USER_HZ = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 CMDLINE_CHARS = 120
 READ_BYTES = 4096
+MAX_TRACKED = 4096  # processes kept before the gone ones that cannot rank are forgotten
 _OPEN = os.O_RDONLY | os.O_CLOEXEC
 
 
@@ -168,6 +169,10 @@ class Tracked:
         return None if a is None or b is None else max(b - a, 0)
 
 
+def _disk_of(tracked: Tracked) -> int:
+    return (tracked.io_bytes("read_bytes") or 0) + (tracked.io_bytes("write_bytes") or 0)
+
+
 def record(tracked: Tracked, seconds: float, me: int) -> dict[str, Any]:
     """A process's row in the ranking (JSON-ready)."""
     cpu = tracked.cpu_seconds()
@@ -190,12 +195,21 @@ def _disk(row: dict[str, Any]) -> int:
     return int(row.get("read_bytes") or 0) + int(row.get("write_bytes") or 0)
 
 
-def rank(rows: list[dict[str, Any]], seconds: float, top: int = TOP) -> dict[str, Any]:
+def rank(
+    rows: list[dict[str, Any]],
+    seconds: float,
+    top: int = TOP,
+    extra: dict[str, float] | None = None,
+) -> dict[str, Any]:
     """The ranking the trace keeps: the other processes' total CPU, and the ``top`` ones by CPU
     time, by disk bytes (read + written) and by resident memory, each with its share of the
-    others' total (pure: rows as ``record`` gives them)."""
-    cpu_total = sum(float(r.get("cpu_seconds") or 0.0) for r in rows)
-    disk_total = sum(_disk(r) for r in rows)
+    others' total (pure: rows as ``record`` gives them; ``extra``: the totals of processes
+    not in ``rows``, ``cpu_seconds``, ``disk_bytes`` and ``processes``)."""
+    extra = extra or {}
+    cpu_total = sum(float(r.get("cpu_seconds") or 0.0) for r in rows) + extra.get(
+        "cpu_seconds", 0.0
+    )
+    disk_total = sum(_disk(r) for r in rows) + int(extra.get("disk_bytes", 0))
 
     def top_by(key: Any, total: float) -> list[dict[str, Any]]:
         ranked = sorted((r for r in rows if key(r) > 0), key=lambda r: (-key(r), r["pid"]))
@@ -203,7 +217,7 @@ def rank(rows: list[dict[str, Any]], seconds: float, top: int = TOP) -> dict[str
 
     return {
         "seconds": seconds,
-        "processes": len(rows),
+        "processes": len(rows) + int(extra.get("processes", 0)),
         "cpu_seconds": cpu_total,
         "cores": cpu_total / seconds if seconds > 0 else None,
         "disk_bytes": disk_total,
@@ -282,7 +296,10 @@ class HostProcesses(Source):
         self.proc = Path(root) / "proc"
         self._proc = str(self.proc)
         self.me = os.getpid() if me is None else me
-        self.tracked: dict[int, Tracked] = {}
+        self.tracked: dict[tuple[int, int], Tracked] = {}  # (pid, starttime) -> its counters
+        self._live: dict[int, int] = {}  # pid -> starttime of the process it is, at the last scan
+        # the gone processes forgotten to bound memory (``_prune``): their totals
+        self.pruned: dict[str, float] = {"cpu_seconds": 0.0, "disk_bytes": 0, "processes": 0}
         self._lock = threading.Lock()
         self._own_netns = self._netns(self.me)
         self._started_ticks = self._uptime_ticks()
@@ -320,22 +337,26 @@ class HostProcesses(Source):
             return
         now: dict[int, Counters] = {}
         for pid in pids:
-            kept = None if closing else self.tracked.get(pid)
+            kept = None if closing else self.tracked.get((pid, self._live.get(pid, -1)))
             counters = read_process(self._proc, pid, kept.last if kept is not None else None)
             if counters is not None:
                 now[pid] = counters
         workload = descendants({p: c.ppid for p, c in now.items()}, {self.me})
         with self._lock:
             for pid, counters in now.items():
-                kept = self.tracked.get(pid)
-                if kept is None or kept.first.start != counters.start:  # new, or pid reused
+                key = (pid, counters.start)  # a reused pid is another process: both are kept
+                kept = self.tracked.get(key)
+                if kept is None:
                     first = counters
                     if counters.start >= self._started_ticks:  # started during the run
                         first = Counters(counters.comm, counters.ppid, 0, counters.start, 0, 0, 0)
-                    kept = self.tracked[pid] = Tracked(pid, first, counters)
+                    kept = self.tracked[key] = Tracked(pid, first, counters)
                 kept.last = counters
                 kept.workload = kept.workload or pid in workload
+            self._live = {pid: c.start for pid, c in now.items()}
             self._describe_top()
+            if len(self.tracked) > MAX_TRACKED:
+                self._prune()
         uptime = self._uptime()
         stamp = uptime if uptime is not None else time.monotonic()
         self._first_scan = self._first_scan if self._first_scan is not None else stamp
@@ -348,13 +369,10 @@ class HostProcesses(Source):
         while they exist (each once)."""
         others = [t for t in self.tracked.values() if not t.workload]
         by_cpu = sorted(others, key=lambda t: -t.cpu_seconds())[:TOP]
-        by_disk = sorted(
-            others,
-            key=lambda t: -((t.io_bytes("read_bytes") or 0) + (t.io_bytes("write_bytes") or 0)),
-        )[:TOP]
+        by_disk = sorted(others, key=lambda t: -_disk_of(t))[:TOP]
         for tracked in [*by_cpu, *by_disk][:DESCRIBED]:
-            if tracked.facts:
-                continue
+            if tracked.facts or self._live.get(tracked.pid) != tracked.first.start:
+                continue  # described already, or gone (its pid may be another process's now)
             base = self.proc / str(tracked.pid)
             try:
                 cmdline = (base / "cmdline").read_bytes().replace(b"\0", b" ").strip()
@@ -368,6 +386,27 @@ class HostProcesses(Source):
             netns = self._netns(tracked.pid)
             if netns is not None and self._own_netns is not None and netns != self._own_netns:
                 tracked.facts["netns"] = netns
+
+    def _prune(self) -> None:
+        """Bounded memory on long runs: forget the processes that are gone and can no longer
+        rank (below the ``TOP``-th by CPU time, by disk bytes and by memory: live processes'
+        counters only grow, so that rank only rises), keeping their totals."""
+        gone = [
+            (k, t)
+            for k, t in self.tracked.items()
+            if self._live.get(t.pid) != t.first.start and not t.workload
+        ]
+        others = [t for t in self.tracked.values() if not t.workload]
+        keep: set[int] = set()
+        for key in (lambda t: t.cpu_seconds(), _disk_of, lambda t: t.last.rss_pages):
+            keep |= {id(t) for t in sorted(others, key=lambda t: -key(t))[:TOP]}
+        for k, t in gone:
+            if id(t) in keep:
+                continue
+            self.pruned["cpu_seconds"] += t.cpu_seconds()
+            self.pruned["disk_bytes"] += _disk_of(t)
+            self.pruned["processes"] += 1
+            del self.tracked[k]
 
     def scan_if_due(self) -> None:
         """A scan unless the last one is less than ``interval_s`` old (or one is under way):
@@ -398,7 +437,7 @@ class HostProcesses(Source):
                 else 0.0
             )
             rows = [record(t, seconds, self.me) for t in self.tracked.values() if not t.workload]
-        out = rank(rows, seconds)
+        out = rank(rows, seconds, extra=self.pruned)
         out.update(
             interval_s=self.interval_s,
             scans=self.scans,
