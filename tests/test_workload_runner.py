@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import tracemalloc
@@ -103,22 +104,31 @@ def test_fio_and_iperf3_get_the_options_their_parsers_need(tmp_path: Path) -> No
     argv = fio.command_for(16, tmp_path)
     assert argv[:4] == ["taskset", "-c", "0", "fio"]
     assert "--output-format=json" in argv and "--size=16M" in argv
-    assert f"--write_bw_log={tmp_path.resolve()}/fio" in argv and "--log_avg_msec=100" in argv
+    assert f"--write_bw_log={tmp_path.resolve()}/fio" in argv and "--log_avg_msec=10" in argv
+    assert f"--write_iops_log={tmp_path.resolve()}/fio" in argv
+    logs = tmp_path / "private"
+    assert f"--write_lat_log={logs.resolve()}/fio" in fio.command_for(16, tmp_path, logs)
     mine = CommandWorkload(
         ["fio", "--output-format=normal", "--write_bw_log=mine", "--log_avg_msec=20"]
     )
     argv = mine.command_for(1, tmp_path)
     assert "--output-format=normal,json" in argv and "mine" in " ".join(argv)
     assert (
-        sum(a.startswith("--write_bw_log") for a in argv) == 1 and "--log_avg_msec=100" not in argv
+        sum(a.startswith("--write_bw_log") for a in argv) == 1 and "--log_avg_msec=10" not in argv
     )
+    # iperf3: JSON, and a 0.1 s report interval (unit readings) unless the user chose one
     assert CommandWorkload(["iperf3", "-c", "h"]).command_for(1, tmp_path) == [
         "iperf3",
         "-J",
+        "-i",
+        "0.1",
         "-c",
         "h",
     ]
     assert CommandWorkload(["iperf3", "-J", "-c", "h"]).command_for(1, tmp_path).count("-J") == 1
+    for own in (["-i", "0.5"], ["-i0.5"], ["--interval=0.5"], ["--interval", "0"]):
+        argv = CommandWorkload(["iperf3", "-c", "h", *own]).command_for(1, tmp_path)
+        assert "0.1" not in argv and argv[-len(own) :] == own
 
 
 @pytest.mark.live
@@ -261,10 +271,14 @@ def test_real_fio_round(tmp_path: Path) -> None:
         ],
         fio_log_avg_msec=50,
     )
+    private = set(Path(tempfile.gettempdir()).glob("pilot-sys-fio-*"))
     out = workload.run_round(8, tmp_path / "r1")
     assert out.readings["write_bw"] > 0 and out.work_done and out.work_done >= 8 * 2**20
     assert out.unit_readings["write_bw"].size >= 10  # 1 s in 50 ms windows
-    assert (tmp_path / "r1" / "fio_bw.1.log").exists()
+    assert out.unit_readings["write_iops"].size == out.unit_readings["write_bw"].size
+    # the logs were written to a private folder, read, and removed with it
+    assert not (tmp_path / "r1" / "fio_bw.1.log").exists()
+    assert set(Path(tempfile.gettempdir()).glob("pilot-sys-fio-*")) <= private
     assert {s.name for s in workload.pi_specs()} >= {"write_bw", "write_iops", "write_lat_mean"}
 
 
