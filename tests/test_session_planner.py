@@ -142,24 +142,24 @@ def test_alpha_raises_a_in_work_units() -> None:
 def test_a_start_up_cost_is_measured_and_most_of_every_round_is_work() -> None:
     """A tool that spends 0.3 s before its first I/O and then moves 2000 units/s (fio writing
     1 MiB blocks): every round is long enough, so calibration doubles until doubling the work
-    lengthens the round by 4/3, where the work part is at least the fixed cost."""
-    p = Planner(_cfg(work_min=16.0, work_max=4096.0, min_round_seconds=0.1, max_round_seconds=0.6))
+    lengthens the round by 1.5, where two thirds of a round is work."""
+    p = Planner(_cfg(work_min=16.0, work_max=4096.0, min_round_seconds=0.1, max_round_seconds=1.2))
     plans = []
     while p.phase is Phase.CALIBRATE:
         w = p.next_round().work_amount
         plans.append(w)
         d = 0.3 + w / 2000.0
         p.observe(w, d, p.is_short(d))
-    # t(512) = 0.556 s, t(1024) = 0.812 s >= 4/3 of it
-    assert plans == [16, 32, 64, 128, 256, 512, 1024]
+    # t(512) = 0.556 s, t(1024) = 0.812 s: 1.46 x; t(2048) = 1.324 s: 1.63 x >= 1.5
+    assert plans == [16, 32, 64, 128, 256, 512, 1024, 2048]
     assert p.fixed_cost == pytest.approx(0.3) and p.rate == pytest.approx(2000)
-    assert p.a == 1024
+    assert p.a == 2048
     for _ in range(20):
         plan = p.next_round()
         d = 0.3 + plan.work_amount / 2000.0
         assert plan.predicted_seconds == pytest.approx(d)
-        assert plan.work_amount / 2000.0 >= 0.3  # the work part is at least the start-up
-        assert plan.work_amount / 2000.0 <= 0.6 + 1e-9  # max_round_seconds caps the work part
+        assert plan.work_amount / 2000.0 >= 2 * 0.3  # two thirds of the round is work
+        assert plan.work_amount / 2000.0 <= 1.2 + 1e-9  # max_round_seconds caps the work part
         p.observe(plan.work_amount, d, p.is_short(d))
 
 

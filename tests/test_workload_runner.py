@@ -253,7 +253,7 @@ def test_data_path_args(tmp_path: Path) -> None:
 
 
 @pytest.mark.live
-def test_real_fio_round(tmp_path: Path) -> None:
+def test_real_fio_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     require_tool("fio")
     workload = CommandWorkload(
         [
@@ -271,14 +271,21 @@ def test_real_fio_round(tmp_path: Path) -> None:
         ],
         fio_log_avg_msec=50,
     )
-    private = set(Path(tempfile.gettempdir()).glob("pilot-sys-fio-*"))
+    made: list[str] = []
+    real_mkdtemp = tempfile.mkdtemp
+
+    def mkdtemp(**kw: str) -> str:
+        made.append(real_mkdtemp(**kw))
+        return made[-1]
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
     out = workload.run_round(8, tmp_path / "r1")
     assert out.readings["write_bw"] > 0 and out.work_done and out.work_done >= 8 * 2**20
     assert out.unit_readings["write_bw"].size >= 10  # 1 s in 50 ms windows
     assert out.unit_readings["write_iops"].size == out.unit_readings["write_bw"].size
     # the logs were written to a private folder, read, and removed with it
     assert not (tmp_path / "r1" / "fio_bw.1.log").exists()
-    assert set(Path(tempfile.gettempdir()).glob("pilot-sys-fio-*")) <= private
+    assert len(made) == 1 and not Path(made[0]).exists()
     assert {s.name for s in workload.pi_specs()} >= {"write_bw", "write_iops", "write_lat_mean"}
 
 

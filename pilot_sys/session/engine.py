@@ -473,7 +473,8 @@ class Engine:
             alpha = analysis.wps.alpha
             significant = analysis.wps.alpha_ci_low is not None and analysis.wps.alpha_ci_low > 0
             # the fixed cost only where the fit shows it: a round's start-up, kept out of v
-            track.planner.set_rate(analysis.amount_rate, alpha if significant else None)
+            track.planner.set_rate(analysis.amount_rate)
+            track.planner.set_fixed_cost(alpha if significant else None)
         if analysis.alpha_work > 0 and track.planner.raise_lower_bound(analysis.alpha_work):
             unit = f" {analysis.work_unit}" if analysis.work_unit else ""
             self.progress.emit(

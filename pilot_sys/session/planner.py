@@ -9,8 +9,9 @@ The plan has three phases, each from the Pilot paper or its documentation:
    tool with a start-up cost (fio spends a few tenths of a second before its first I/O) takes
    long enough at any work amount; doubling ``w`` then barely lengthens the round. Two rounds at
    ``w/2`` and ``w`` give the fixed cost ``alpha = 2 t(w/2) - t(w)`` and the work part
-   ``w / v = 2 (t(w) - t(w/2))``; doubling stops once the work part is at least the fixed cost
-   (``t(w) >= 4/3 t(w/2)``), or at ``b``. So a first round that is already long enough is
+   ``w / v = 2 (t(w) - t(w/2))``; doubling stops once the work part is two thirds of the round
+   (``t(w) >= 1.5 t(w/2)``), or at ``b``. Later, the WPS fit's alpha keeps ``a`` at least
+   ``2 alpha v`` (``WORK_SHARE``). So a first round that is already long enough is
    followed by one at twice its work, to see.
 2. **ramp** (the k heuristic): knowing round 1 took ``s`` seconds, round ``i`` is planned to take
    ``s + (i-1)k`` with ``k = (2t - 2sn) / (n^2 - n)``, so ``n`` rounds give a first rough result
@@ -39,9 +40,11 @@ from pydantic import BaseModel
 from pilot_sys.session.config import SessionConfig
 
 CALIBRATION_FRACTION = 1 / 1024  # first work amount as a fraction of b when a = 0
+# the share of a round's time that should be work, not its fixed cost: two thirds
+WORK_SHARE = 2.0 / 3.0
 # calibration stops doubling once doubling the work lengthens the round by this factor: the
-# work part is then at least the fixed cost (t(w) >= 4/3 t(w/2) <=> w / v >= alpha)
-WORK_DOMINATED_GROWTH = 4.0 / 3.0
+# work part 2 (t(w) - t(w/2)) is then WORK_SHARE of t(w)
+WORK_DOMINATED_GROWTH = 1.0 / (1.0 - WORK_SHARE / 2.0)
 
 
 class Phase(StrEnum):
@@ -213,13 +216,18 @@ class Planner:
             self.rate = now_work / (now - self.fixed_cost)
         return dominated
 
-    def set_rate(self, work_per_second: float | None, fixed_cost: float | None = None) -> None:
-        """Use the WPS fit's v, converted to work-amount units per second, and its alpha (the
-        fixed cost of a round, seconds) for predictions."""
+    def set_rate(self, work_per_second: float | None) -> None:
+        """Use the WPS fit's v, converted to work-amount units per second, for predictions."""
         if work_per_second is not None and math.isfinite(work_per_second) and work_per_second > 0:
             self.rate = float(work_per_second)
+
+    def set_fixed_cost(self, fixed_cost: float | None) -> None:
+        """Use the WPS fit's alpha (seconds a round costs whatever its work) for predictions."""
         if fixed_cost is not None and math.isfinite(fixed_cost) and fixed_cost >= 0:
             self.fixed_cost = float(fixed_cost)
+            if self.rate and self.phase in (Phase.RAMP, Phase.REFINE):
+                share = WORK_SHARE / (1.0 - WORK_SHARE)  # work part / fixed cost
+                self.a = float(max(self.a, min(self.b, share * self.fixed_cost * self.rate)))
 
     def raise_lower_bound(self, alpha_work: float) -> bool:
         """alpha (converted to work units) raises a; returns True if a moved."""
