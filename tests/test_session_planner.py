@@ -194,3 +194,38 @@ def test_full_analyses_are_paced_by_their_cost() -> None:
     # between 10 s rounds the budget is 2% of a round (200 ms): every round
     assert cost_floor(0.150, 10.0) == 1
     assert cost_floor(0.0005, 0.0) == 1
+
+
+def test_unit_readings_come_from_the_rounds_above_the_work_with_too_few() -> None:
+    """Calibration rounds of a tool whose logs start late log too few windows: the rounds above
+    the largest such work amount give the unit readings, chosen by work amount, not count."""
+    from pilot_sys.session.analysis import units_rounds
+    from pilot_sys.session.journal import RoundRecord
+
+    def rec(i: int, work: float, units: int) -> RoundRecord:
+        return RoundRecord(
+            index=i,
+            workload="fio",
+            workload_round=i,
+            dir=f"rounds/{i:04d}",
+            started_at=0.0,
+            work_amount=work,
+            duration=1.0,
+            phase="refine",
+            unit_counts={"write_bw": units},
+        )
+
+    rounds = [rec(1, 16, 0), rec(2, 32, 2), rec(3, 64, 3)] + [
+        rec(i, 500 + i, 30) for i in range(4, 14)
+    ]
+    used, removal = units_rounds(rounds, "write_bw", min_rounds=8)
+    assert [r.index for r in used] == list(range(4, 14))
+    assert removal is not None and removal.rounds == 3 and "up to 64" in removal.detail
+    # a big round that logged too few (a slow one) drops every round up to its work amount
+    slow = rounds + [rec(14, 505, 4)]
+    used, _ = units_rounds(slow, "write_bw", min_rounds=8)
+    assert [r.work_amount for r in used] == [506, 507, 508, 509, 510, 511, 512, 513]
+    # fewer than half the rounds (or min_rounds) left: none, the readings decide
+    assert units_rounds(rounds, "write_bw", min_rounds=11) == ([], None)
+    # every round has enough: nothing to choose
+    assert units_rounds(rounds[3:], "write_bw", min_rounds=8) == ([], None)
