@@ -154,6 +154,11 @@ def test_a_start_up_cost_is_measured_and_most_of_every_round_is_work() -> None:
     assert plans == [16, 32, 64, 128, 256, 512, 1024, 2048]
     assert p.fixed_cost == pytest.approx(0.3) and p.rate == pytest.approx(2000)
     assert p.a == 2048
+    # a disturbed round (a disk stall: 2.6x the time for 2x the work) is not believed
+    q = Planner(_cfg(work_min=128.0, work_max=4096.0, min_round_seconds=0.1))
+    q.observe(128, 0.84, False)
+    q.observe(256, 2.22, False)
+    assert q.phase is Phase.CALIBRATE and q.next_round().work_amount == 512
     for _ in range(20):
         plan = p.next_round()
         d = 0.3 + plan.work_amount / 2000.0

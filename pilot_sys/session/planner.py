@@ -10,9 +10,10 @@ The plan has three phases, each from the Pilot paper or its documentation:
    long enough at any work amount; doubling ``w`` then barely lengthens the round. Two rounds at
    ``w/2`` and ``w`` give the fixed cost ``alpha = 2 t(w/2) - t(w)`` and the work part
    ``w / v = 2 (t(w) - t(w/2))``; doubling stops once the work part is two thirds of the round
-   (``t(w) >= 1.5 t(w/2)``), or at ``b``. Later, the WPS fit's alpha keeps ``a`` at least
-   ``2 alpha v`` (``WORK_SHARE``). So a first round that is already long enough is
-   followed by one at twice its work, to see.
+   (``t(w) >= 1.5 t(w/2)``), or at ``b``; a pair that grew by more than 2.2x (impossible for
+   ``alpha >= 0``: a disturbed round) is not believed, and doubling goes on. Later, the WPS
+   fit's alpha keeps ``a`` at least ``2 alpha v`` (``WORK_SHARE``). So a first round that is
+   already long enough is followed by one at twice its work, to see.
 2. **ramp** (the k heuristic): knowing round 1 took ``s`` seconds, round ``i`` is planned to take
    ``s + (i-1)k`` with ``k = (2t - 2sn) / (n^2 - n)``, so ``n`` rounds give a first rough result
    within ``t`` seconds (``first_result_seconds``, default 60).
@@ -45,6 +46,9 @@ WORK_SHARE = 2.0 / 3.0
 # calibration stops doubling once doubling the work lengthens the round by this factor: the
 # work part 2 (t(w) - t(w/2)) is then WORK_SHARE of t(w)
 WORK_DOMINATED_GROWTH = 1.0 / (1.0 - WORK_SHARE / 2.0)
+# t = alpha + w / v with alpha >= 0 at most doubles when w doubles: a pair that grew by more than
+# this (a disk stall, another tenant's burst in the second round) says nothing; doubling goes on
+MAX_CONSISTENT_GROWTH = 2.2
 
 
 class Phase(StrEnum):
@@ -210,7 +214,8 @@ class Planner:
             return False
         if not math.isclose(now_work, 2.0 * work, rel_tol=0.05):
             return False
-        dominated = now >= WORK_DOMINATED_GROWTH * duration
+        growth = now / duration if duration > 0 else math.inf
+        dominated = WORK_DOMINATED_GROWTH <= growth <= MAX_CONSISTENT_GROWTH
         self.fixed_cost = max(0.0, min(2.0 * duration - now, now))
         if now > self.fixed_cost:
             self.rate = now_work / (now - self.fixed_cost)
