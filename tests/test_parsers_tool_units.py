@@ -74,3 +74,16 @@ def test_iperf3_tenth_second_intervals_are_ten_unit_readings() -> None:
     np.testing.assert_allclose(out.unit_timestamps["bw"][[0, -1]], [0.102314, 1.004618])
     # the round's reading is the receiver's total: 7169579105.545335 bits/s
     assert out.readings["bw"] == pytest.approx(7169579105.545335 / 8)
+
+
+def test_client_server_logs_come_back_per_server_and_sum_to_the_aggregate() -> None:
+    """fio --client: the client writes each server's logs as fio_bw.1.log.<server>."""
+    out = fio_round("fio_client_windows")
+    # fio_bw.1.log.127.0.0.1: 112 rows, the first "94, 141617, 1, 0, 0"
+    for name in ("write_bw", "write_bw@127.0.0.1"):
+        assert out.unit_readings[name].size == 112
+        assert out.unit_readings[name][0] == 141617 * 1024
+    assert out.unit_readings["write_iops@127.0.0.1"][0] == 138
+    # log_avg_msec=10 came from the job file's [global] section: windows, declared as such
+    weights = {s.name: s.unit_weighting for s in out.specs}
+    assert weights["write_bw"] == weights["write_bw@127.0.0.1"] == "time"

@@ -94,3 +94,33 @@ def test_iperf3_over_loopback_gives_a_number_and_a_loopback_verdict(tmp_path: Pa
     # the local server is the workload's, named in the monitor's notes
     notes = " ".join(bottleneck["detail"]["notes"])
     assert f"local process iperf3 (pid {server.pid})" in notes
+
+
+def test_a_fio_client_round_gets_its_servers_windows(tmp_path: Path) -> None:
+    """fio --client=HOST job.fio with a fio server on 127.0.0.1: the logs are asked for in a
+    copy of the job file, come back per server, and are the round's unit readings."""
+    from pilot_sys.workload.runner import CommandWorkload
+
+    fio = require_tool("fio")
+    port = free_port()
+    server = subprocess.Popen(
+        [fio, f"--server=ip:127.0.0.1,{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    job = tmp_path / "job.fio"
+    job.write_text(f"[w]\nrw=write\nbs=1M\nsize=256M\ndirect=1\nfilename={tmp_path / 'F'}\n")
+    try:
+        deadline = time.monotonic() + 5
+        while not listening(port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        workload = CommandWorkload(
+            [fio, f"--client=ip:127.0.0.1,{port}", "job.fio"], cwd=tmp_path, timeout=60
+        )
+        out = workload.run_round(256, tmp_path / "r1")
+    finally:
+        server.kill()
+        server.wait()
+    assert out.readings["write_bw"] > 0
+    assert out.unit_readings["write_bw"].size >= 5
+    assert out.unit_readings["write_bw@127.0.0.1"].size == out.unit_readings["write_bw"].size

@@ -131,6 +131,24 @@ def test_fio_and_iperf3_get_the_options_their_parsers_need(tmp_path: Path) -> No
         assert "0.1" not in argv and argv[-len(own) :] == own
 
 
+def test_fio_clients_get_the_logs_asked_for_in_copies_of_their_job_files(tmp_path: Path) -> None:
+    (tmp_path / "job.fio").write_text("[w]\nrw=write\nsize=1M\n")
+    (tmp_path / "hosts").write_text("srv1\n")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    fio = CommandWorkload(["fio", "--client", "hosts", "job.fio"], cwd=tmp_path)
+    argv = fio.command_for(1, tmp_path / "r", logs)
+    copy = Path(argv[-1])
+    assert argv[-3:-1] == ["--client", "hosts"]  # a --client value is never taken for a job
+    assert copy.parent == logs and copy.name.endswith("job.fio")
+    head = f"[global]\nwrite_bw_log={logs.resolve()}/fio\n"
+    assert copy.read_text().startswith(head)
+    assert copy.read_text().endswith("log_avg_msec=10\n[w]\nrw=write\nsize=1M\n")
+    # without --client the job file is fio's to read as it is
+    plain = CommandWorkload(["fio", "job.fio"], cwd=tmp_path).command_for(1, tmp_path, logs)
+    assert plain[-1] == "job.fio"
+
+
 @pytest.mark.live
 def test_return_codes(tmp_path: Path) -> None:
     argv = ["sh", "-c", "echo progress; echo 'disk on fire' >&2; exit 3"]

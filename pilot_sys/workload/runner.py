@@ -167,6 +167,10 @@ class CommandWorkload:
         if self.parser == "fio":
             prefix = (log_dir or round_dir).resolve() / FIO_LOG_PREFIX
             added, rest = tool_options.fio_options(rest, prefix, self.fio_log_avg_msec)
+            if log_dir is not None:  # client/server: the servers read the job files only
+                rest = tool_options.fio_client_job_files(
+                    rest, self.cwd, log_dir, prefix, self.fio_log_avg_msec
+                )
         elif self.parser == "iperf3":
             added = tool_options.iperf3_options(rest)
         final = argv[:at] + added + rest

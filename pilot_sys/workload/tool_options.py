@@ -40,7 +40,7 @@ def fio_options(
 
     Placed before the job options, they are global options: every job logs (one file per job,
     ``<prefix>_bw.<job>.log``). In client/server mode (``--client``) the servers take their
-    options from the job file only; there the logs must be asked for in it."""
+    options from the job files only: ``fio_client_job_files`` asks for the logs there."""
     added: list[str] = []
     formats = next((a.split("=", 1)[1] for a in args if a.startswith("--output-format=")), None)
     if formats is None:
@@ -53,6 +53,34 @@ def fio_options(
     if not has_option(args, "--log_avg_msec"):
         added.append(f"--log_avg_msec={log_avg_msec}")
     return added, args
+
+
+def fio_client_job_files(
+    args: list[str], cwd: Path, log_dir: Path, log_prefix: Path, log_avg_msec: int
+) -> list[str]:
+    """In client/server mode (``--client``), fio's arguments with each job file replaced by a
+    copy in ``log_dir`` that starts with a ``[global]`` section asking for the logs: the servers
+    take their options from the job files only, and send the logs back to the client, which
+    writes them as ``<prefix>_bw.<job>.log.<server>``. The job file's own sections come after
+    ours, so an option it sets itself wins. Without ``--client``, ``args`` as they are."""
+    if not any(a == "--client" or a.startswith("--client=") for a in args):
+        return args
+    header = "[global]\n" + "".join(
+        f"write_{kind}_log={log_prefix}\n" for kind in ("bw", "iops", "lat")
+    )
+    header += f"log_avg_msec={log_avg_msec}\n"
+    out: list[str] = []
+    value_next = False
+    for i, arg in enumerate(args):
+        job = cwd / arg
+        if not value_next and not arg.startswith("-") and job.is_file():
+            copy = log_dir / f"job{i}-{job.name}"
+            copy.write_text(header + job.read_text(errors="replace"))
+            out.append(str(copy))
+        else:
+            out.append(arg)
+        value_next = arg == "--client"  # its value is a host or a file of hosts, not a job
+    return out
 
 
 def iperf3_options(args: list[str]) -> list[str]:

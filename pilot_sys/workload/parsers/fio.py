@@ -17,7 +17,9 @@ server in ``hostname``, and with several servers fio's own ``All clients`` sum. 
 readings come from the servers' entries as from local jobs (the servers run at once: a
 reporting group's bytes over its longest runtime, which is what ``All clients`` reports too);
 each server's own are ``<dir>_bw@HOST``, ``<dir>_iops@HOST`` and ``<dir>_lat_mean@HOST``,
-reported but not gating the session's stop (the aggregate is the benchmark's answer).
+reported but not gating the session's stop (the aggregate is the benchmark's answer). The
+servers' logs come back to the client as ``<prefix>_bw.<job>.log.<HOST>``: all together give
+the aggregate's unit readings, each server's its own ``@HOST`` ones.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput, P
 DIRECTIONS = ("read", "write", "trim")
 LOG_DIRECTION = {0: "read", 1: "write", 2: "trim"}  # column 3 of fio's log files
 PERCENTILES = {"50.000000": "p50", "99.000000": "p99", "99.900000": "p99_9"}
-_LOG_NAME = re.compile(r"_(bw|iops|lat)(?:\.(\d+))?\.log$")
+# <prefix>_bw.<job>.log; in client/server mode the client adds the server: ...log.<host>
+_LOG_NAME = re.compile(r"_(bw|iops|lat)(?:\.(\d+))?\.log(?:\.(.+))?$")
 # log kind -> (the PI its windows are unit readings of, factor from fio's unit to the PI's)
 LOG_PI = {"bw": ("bw", 1024.0), "iops": ("iops", 1.0), "lat": ("lat_mean", 1e-9)}
 
@@ -216,7 +219,7 @@ def log_window_ms(doc: dict[str, Any]) -> float | None:
     the job options, where fio reports it under ``global options``."""
     shared = (doc.get("global options") or {}).get("log_avg_msec")
     windows = []
-    for job in doc.get("jobs") or []:
+    for job in doc.get("jobs") or client_jobs(doc):
         value = (job.get("job options") or {}).get("log_avg_msec", shared)
         try:
             windows.append(float(value))
@@ -232,29 +235,38 @@ def _declare_windows(out: ParsedOutput) -> None:
     logs happen to be empty: the engine keeps the specs of the first round that names the PIs."""
     logged = {f"{d}_{pi}" for d in DIRECTIONS for pi, _ in LOG_PI.values()}
     out.specs = [
-        s.model_copy(update={"unit_weighting": "time"}) if s.name in logged else s
+        s.model_copy(update={"unit_weighting": "time"}) if s.name.split("@", 1)[0] in logged else s
         for s in out.specs
     ]
 
 
 def _unit_readings(out: ParsedOutput, log_dir: Path) -> None:
-    """Unit readings from the bw/iops/lat logs fio wrote in ``log_dir`` (one file per job)."""
-    found: dict[str, list[Path]] = defaultdict(list)
+    """Unit readings from the bw/iops/lat logs fio wrote in ``log_dir`` (one file per job, and
+    per server in client/server mode): every file together for the aggregate PIs, and each
+    server's own for its ``<name>@HOST`` PIs."""
+    found: dict[str, list[tuple[Path, str | None]]] = defaultdict(list)
     for path in sorted(log_dir.iterdir()):
         match = _LOG_NAME.search(path.name)
         if match and path.is_file():
-            found[match.group(1)].append(path)
-    for kind, paths in found.items():
-        logs = [read_log(p) for p in paths]
-        for code, direction in LOG_DIRECTION.items():
-            parts = [log[log[:, 2] == code] for log in logs]
-            parts = [p[np.argsort(p[:, 0], kind="stable")] for p in parts if p.size]
-            if not parts:
-                continue
-            times, values = combine_jobs(parts, summed=kind != "lat")  # rates add up
-            pi, factor = LOG_PI[kind]
-            if f"{direction}_{pi}" in out.readings:  # KiB/s -> B/s, ns -> s
-                out.add_units(f"{direction}_{pi}", values * factor, times)
+            found[match.group(1)].append((path, match.group(3)))
+    for kind, files in found.items():
+        logs = [(read_log(p), host) for p, host in files]
+        hosts = sorted({h for _, h in logs if h is not None})
+        for at, mine in [("", logs)] + [(f"@{h}", [x for x in logs if x[1] == h]) for h in hosts]:
+            _add_log_units(out, kind, [log for log, _ in mine], at)
+
+
+def _add_log_units(out: ParsedOutput, kind: str, logs: list[np.ndarray], at: str) -> None:
+    """One kind of log's windows, per direction, as the unit readings of ``<dir>_<pi><at>``."""
+    for code, direction in LOG_DIRECTION.items():
+        parts = [log[log[:, 2] == code] for log in logs]
+        parts = [p[np.argsort(p[:, 0], kind="stable")] for p in parts if p.size]
+        if not parts:
+            continue
+        times, values = combine_jobs(parts, summed=kind != "lat")  # rates add up
+        pi, factor = LOG_PI[kind]
+        if f"{direction}_{pi}{at}" in out.readings:  # KiB/s -> B/s, ns -> s
+            out.add_units(f"{direction}_{pi}{at}", values * factor, times)
 
 
 def client_jobs(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -316,6 +328,6 @@ def parse(captured: CapturedOutput) -> ParsedOutput:
     if log_window_ms(doc) is not None:
         _declare_windows(out)
     if not out.unit_readings:
-        why = " (client/server: the job file must ask for them)" if clients else ""
+        why = " (client/server: the job files must ask for them)" if clients else ""
         out.warnings.append(f"fio: no bw/iops/lat logs, so no unit readings{why}")
     return out
