@@ -65,9 +65,12 @@ def loopback_note(cut: str, stats: list[ComponentStats], trace: MonitorTrace) ->
         own = _workload_cores(trace)
         busy = _mean_of(trace, "cpu:host/busy_cores")
         if own is not None and busy is not None:
+            others = max(busy - own, 0.0)
             text += (
                 f"; the workload's processes, local servers included, used {own:.2f} cores, "
-                f"other processes {max(busy - own, 0.0):.2f}"
+                f"other processes {others:.2f}"
             )
+            if others > own:
+                text += ": the number is what the other processes left to the workload"
         text += ")"
     return text
