@@ -232,6 +232,7 @@ def removed_phases(result: SessionResult, w: WorkloadResult) -> list[str]:
             what = {
                 "edm": "EDM on unit readings",
                 "alpha": "WPS alpha bound",
+                "few_units": "too few unit readings",
                 "none": "no removal",
             }.get(r.method, r.method)
             extra = f" ({r.detail})" if r.detail else ""

@@ -470,7 +470,11 @@ class Engine:
         track.next_analysis_at = usable + max(step, cost_floor(cost, mean_round))
         if analysis.wps is not None:
             # v is in work *done* per second (bytes for fio, dd); the planner caps work amounts
+            alpha = analysis.wps.alpha
+            significant = analysis.wps.alpha_ci_low is not None and analysis.wps.alpha_ci_low > 0
+            # the fixed cost only where the fit shows it: a round's start-up, kept out of v
             track.planner.set_rate(analysis.amount_rate)
+            track.planner.set_fixed_cost(alpha if significant else None)
         if analysis.alpha_work > 0 and track.planner.raise_lower_bound(analysis.alpha_work):
             unit = f" {analysis.work_unit}" if analysis.work_unit else ""
             self.progress.emit(

@@ -157,7 +157,7 @@ class SessionVerdict(BaseModel):
 class Removal(BaseModel):
     """What non-stable removal took away from a PI's samples."""
 
-    method: str  # "edm", "alpha", "short", "none"
+    method: str  # "edm", "alpha", "short", "few_units", "none"
     rounds: int = 0
     samples_removed: int = 0
     samples_kept: int = 0

@@ -209,6 +209,10 @@ def bottleneck_section(
     }
     if verdict.accelerators:
         sec.detail["accelerators"] = verdict.accelerators
+    from pilot_sys.monitor.bottleneck_loopback import LOOPBACK_WORDS, is_loopback
+
+    if is_loopback(cut, trace):
+        sec.detail["loopback"] = LOOPBACK_WORDS
     if not verdict.enough_samples:
         sec.detail["not_judged"] = (
             f"the included rounds hold {verdict.intervals} sampled "

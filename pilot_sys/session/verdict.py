@@ -386,11 +386,14 @@ def bottleneck_line(bsec: BottleneckSection, included: int) -> str:
             f"over the {len(bsec.rounds_invalid)} excluded rounds taken together "
             "(none was included)"
         )
+    what = f"component under test: {cut}"
+    if bsec.detail.get("loopback"):
+        what += f", {bsec.detail['loopback']}"
     if bsec.valid:
-        return f"bottleneck check: passed {over} (component under test: {cut})"
+        return f"bottleneck check: passed {over} ({what})"
     return (
         f"bottleneck check: FAILED {over}: hidden bottleneck at "
-        f"{', '.join(bsec.hidden_bottlenecks) or '?'} (component under test: {cut})"
+        f"{', '.join(bsec.hidden_bottlenecks) or '?'} ({what})"
     )
 
 
