@@ -395,6 +395,7 @@ class Engine:
             warnings=list(out.warnings) if out is not None else [],
             monitor=monitor_summary,
             engine_seconds=self.engine_seconds[-1] if self.engine_seconds else None,
+            usage=out.usage if out is not None else None,
         )
         # the line is written now (a full disk fails here, at once); its fsync and the round
         # files' fsyncs run while the analysis below runs, and are joined before the next round

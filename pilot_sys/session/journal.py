@@ -39,7 +39,7 @@ from pydantic import BaseModel, Field, ValidationError
 from pilot_sys import __version__
 from pilot_sys.errors import BadInput, ExitCode, PilotError
 from pilot_sys.session.config import SessionConfig
-from pilot_sys.workload.base import PISpec
+from pilot_sys.workload.base import PISpec, ProcessUsage
 
 MANIFEST = "session.json"
 JOURNAL = "rounds.jsonl"
@@ -142,6 +142,7 @@ class RoundRecord(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     monitor: MonitorSummary | None = None
     engine_seconds: float | None = None  # the previous round's bookkeeping cost, for the record
+    usage: ProcessUsage | None = None  # the command's user/system CPU and peak RSS (rusage)
 
 
 def _ranges(indices: list[int]) -> str:
