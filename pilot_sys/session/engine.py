@@ -8,7 +8,11 @@ Stop rules, checked before every round (the Pilot paper, §III-E, §III-F):
   this invocation's, plus that of earlier ones (``--resume``; ``elapsed_before``), never the
   idle gaps between them;
 - Ctrl-C or SIGTERM -> interrupted (the round in flight is set aside, all earlier ones kept);
-- a round whose workload failed -> workload failure (the failed round is journaled too).
+- a round whose workload failed -> workload failure (the failed round is journaled too);
+- more rounds cannot change the answer (``early_stop``): every judged round so far, enough of
+  them to be sure, excluded for the same hidden bottleneck -> all excluded; the samples needed
+  growing with the samples, still after rounds were lengthened (or where they cannot be) ->
+  runaway.
 
 Each round is written to the journal as soon as it ends; its fsyncs (journal line, unit
 readings, monitor trace) run in threads while the round is analysed, and are joined before
@@ -24,7 +28,7 @@ import signal
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import Protocol
@@ -36,6 +40,12 @@ from pilot_sys.errors import PilotError, WorkloadFailed
 from pilot_sys.session import statsapi
 from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.config import SessionConfig
+from pilot_sys.session.early_stop import (
+    MAX_LENGTHENINGS,
+    NeedTrend,
+    all_excluded_same_cause,
+    excluded_rounds_to_be_sure,
+)
 from pilot_sys.session.journal import (
     Journal,
     JournalWriteFailed,
@@ -77,6 +87,8 @@ class Track:
         default_factory=dict
     )
     warned_short: bool = False
+    need_trend: NeedTrend = field(default_factory=NeedTrend)  # required vs samples (runaway)
+    lengthened: int = 0  # times a runaway lengthened this workload's rounds
 
     @property
     def name(self) -> str:
@@ -199,6 +211,8 @@ class Engine:
         self.elapsed_before = elapsed_before  # session time of earlier invocations (--resume)
         self._told_unjudged = False  # the note on rounds too short to judge, once
         self._told_no_cut = False  # the note on a hot component without a CUT, once
+        self.early_stop: str | None = None  # why the session stopped early, when it did
+        self._excluded_needed = excluded_rounds_to_be_sure(config.confidence, config.min_rounds)
 
     # -- resume ------------------------------------------------------------------------------
     def replay(self) -> None:
@@ -296,6 +310,9 @@ class Engine:
             return StopReason.INTERRUPTED
         if self.targets_met() and self._confirmed():
             return StopReason.TARGETS_MET
+        early = self._stop_early()
+        if early is not None:
+            return early
         if self.cfg.max_rounds is not None and all(
             t.rounds >= self.cfg.max_rounds for t in self.tracks
         ):
@@ -307,6 +324,40 @@ class Engine:
             shortest = min((t.last_duration or 0.0) for t in self.tracks)
             if left <= 0 or (shortest > 0 and left < min(shortest, self.cfg.min_round_seconds)):
                 return StopReason.SESSION_LIMIT
+        return None
+
+    def _stop_early(self) -> StopReason | None:
+        """More rounds cannot change the answer (``early_stop``); a runaway first lengthens the
+        rounds where the planner can."""
+        streak = all_excluded_same_cause(self.journal.records, self.cut, self._excluded_needed)
+        if streak is not None:
+            self.early_stop = streak.text()
+            self.progress.emit(Note(self.early_stop, loud=True))
+            return StopReason.ALL_EXCLUDED
+        for track in self.tracks:
+            runaway = track.need_trend.runaway()
+            if runaway is None:
+                continue
+            track.need_trend.reset()
+            if track.lengthened < MAX_LENGTHENINGS and track.planner.lengthen():
+                track.lengthened += 1
+                unit = f" {self.cfg.work_unit}" if self.cfg.work_unit else ""
+                self.progress.emit(
+                    Note(
+                        f"[{track.name}] {runaway.text()}; rounds lengthened: work amount at "
+                        f"least {track.planner.a:.6g}{unit}"
+                    )
+                )
+                continue
+            if track.lengthened:
+                how = f"even after lengthening rounds {track.lengthened} time(s)"
+            elif track.planner.phase.value == "fixed":
+                how = "and rounds cannot be lengthened (the work amount is fixed)"
+            else:
+                how = "and rounds cannot be lengthened (already at the largest work amount)"
+            self.early_stop = f"[{track.name}] {runaway.text()}, {how}"
+            self.progress.emit(Note(self.early_stop, loud=True))
+            return StopReason.RUNAWAY
         return None
 
     def _next_track(self) -> Track:
@@ -458,6 +509,7 @@ class Engine:
         analysis = track.analysis
         a0 = time.perf_counter()
         analysis.update(records, load)
+        track.need_trend.observe(analysis.results)
         # only the recomputation over all samples is paced; EDM of the new rounds is per-round work
         cost = max(0.0, time.perf_counter() - a0 - analysis.new_round_seconds)
         track.pending_units.clear()  # examined: the kept segments now live in the analysis
@@ -502,6 +554,10 @@ class Engine:
         pis = list(track.analysis.results.values())
         as_of = track.analysed_index if track.analysed_index < rec.index else None
         forecast = self._countdown.update(rec, needed, eta, as_of)
+        if forecast.rounds_needed is None and not forecast.used_up:
+            pace = track.need_trend.keeping_pace()
+            if pace is not None:
+                forecast = replace(forecast, unknown_why=pace)
         used = self._used(session_start)
         budget = Budget(self.cfg.session_limit, used, str(self.cfg.preset))
         self.progress.emit(RoundDone(rec, pis, forecast, used, as_of, budget))

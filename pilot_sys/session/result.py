@@ -93,6 +93,9 @@ class StopReason(StrEnum):
     INTERRUPTED = "interrupted by the user"
     WORKLOAD_FAILED = "the workload failed"
     DISK_FULL = "the round journal could not be written"
+    # stopped early (``session.early_stop``): more rounds could not change the answer
+    ALL_EXCLUDED = "stopped early: every judged round excluded for the same hidden bottleneck"
+    RUNAWAY = "stopped early: the samples needed grow with the samples"
 
 
 class Reason(StrEnum):
@@ -110,6 +113,7 @@ class Reason(StrEnum):
     KILLED = "killed"
     WORKLOAD_FAILED = "workload_failed"
     DISK_FULL = "disk_full"
+    DEPENDENCE = "dependence"  # the samples needed grow with the samples: readings too correlated
 
 
 class ExcludedRound(BaseModel):
@@ -142,6 +146,9 @@ class SessionVerdict(BaseModel):
     hidden_bottlenecks: list[str] = Field(default_factory=list)  # over the included rounds
     excluded_rounds: list[ExcludedRound] = Field(default_factory=list)
     judged_rounds: int = 0  # rounds with enough monitor samples to be judged on their own
+    # the excluded rounds' own readings averaged: what the hidden bottleneck allowed, never the
+    # CUT's result ("bw 19.8 Gbit/s over 9 excluded rounds")
+    excluded_estimate: str | None = None
 
     def lines(self) -> list[str]:
         """The verdict as the summary and report.md print it, in their one order."""
@@ -149,6 +156,11 @@ class SessionVerdict(BaseModel):
         out += [f"why: {self.why}"] if self.why else []
         out += [f"next: {self.next_step}"] if self.next_step else []
         out += [f"excluded: {self.excluded}"] if self.excluded else []
+        out += (
+            [f"excluded rounds' own estimate (not a result): {self.excluded_estimate}"]
+            if self.excluded_estimate
+            else []
+        )
         out.append(self.bottleneck)
         out += [self.governs] if self.governs else []
         return out

@@ -18,6 +18,7 @@ from pilot_sys.errors import BadInput
 from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.context import collect_context
+from pilot_sys.session.early_stop import EARLY
 from pilot_sys.session.engine import Engine, StopReason, make_track
 from pilot_sys.session.finishing import Finishing
 from pilot_sys.session.journal import (
@@ -315,6 +316,8 @@ class Session:
         if outcome.failure and stop_reason is StopReason.WORKLOAD_FAILED:
             notes.append(f"workload failed: {outcome.failure}")
         notes += [f"round cut at the session limit: {w.cut_by_limit}" for w in cut]
+        if engine.early_stop is not None:
+            notes.append(EARLY + engine.early_stop)
         # the invocation's time ends here: the live result and `report DIR` count the same span
         stopped = time.time()
         elapsed = before + stopped - inv.started_at

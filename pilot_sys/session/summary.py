@@ -13,6 +13,7 @@ import numpy as np
 
 from pilot_sys import units
 from pilot_sys.session.analysis import TrackAnalysis
+from pilot_sys.session.early_stop import EARLY, excluded_estimate
 from pilot_sys.session.journal import Journal, RoundRecord
 from pilot_sys.session.monitoring import GRAPH_FILE
 from pilot_sys.session.phase_check import check_rounds, compare_workloads
@@ -269,6 +270,7 @@ def build_result(
         needed = elapsed + more * len(workloads) * elapsed / len(journal.records)
     failed = "workload failed: "
     failure = next((n.removeprefix(failed) for n in notes or [] if n.startswith(failed)), None)
+    early = next((n.removeprefix(EARLY) for n in notes or [] if n.startswith(EARLY)), None)
     verdict = decide(
         stop_reason=str(stop_reason),
         workloads=workloads,
@@ -282,6 +284,8 @@ def build_result(
         more_rounds=more,
         failure=failure,
         result_dir=str(journal.root),
+        early_stop=early,
+        excluded_estimate=excluded_estimate(journal.records, m.workloads, bsec.cut),
     )
     status = verdict.status
     engine = [r.engine_seconds for r in journal.records if r.engine_seconds is not None]
