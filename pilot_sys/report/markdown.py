@@ -272,7 +272,13 @@ def wps_fit(result: SessionResult, w: WorkloadResult) -> list[str]:
             if x.alpha_ci_low is not None
             else ""
         )
-        + " (time of the non-stable phases beyond what their work would take at v)",
+        + " (time of the non-stable phases beyond what their work would take at v)"
+        + (
+            f"; starting a process here takes {q(w.process_start_seconds, 's')} "
+            "(median of `true` spawned and reaped as a round's command is), part of it"
+            if w.process_start_seconds is not None
+            else ""
+        ),
         f"- smallest useful work (alpha at most 10% of a round: 9 x alpha x v) = "
         f"{q(x.alpha_work, vu.removesuffix('/s'))}" + applied,
         "",

@@ -71,6 +71,9 @@ class WorkloadSpec(BaseModel):
     timeout: float | None = None
     directory: str | None = None  # builtin workload's target directory
     options: dict[str, Any] = Field(default_factory=dict)
+    # the median cost of starting and reaping a process on this host (``/bin/true``), for a
+    # command workload: every round's time includes it
+    process_start_seconds: float | None = None
     pis: list[PISpec] = Field(default_factory=list)
     data_path_args: list[str] = Field(default_factory=list)
 

@@ -293,6 +293,16 @@ class PhaseCheck(BaseModel):
     series: str | None = None
 
 
+class CommandUsage(BaseModel):
+    """A command's own resource use over the analysed rounds (each round's ``wait4`` rusage):
+    what hyperfine shows as its user and system columns, and the peak resident set."""
+
+    rounds: int
+    user_seconds: float  # mean per round
+    system_seconds: float  # mean per round
+    max_rss_bytes: int | None = None  # the largest of any round (None: none above the runner's)
+
+
 class WorkloadResult(BaseModel):
     name: str
     command: list[str] = Field(default_factory=list)
@@ -303,6 +313,9 @@ class WorkloadResult(BaseModel):
     rounds: RoundCounts = Field(default_factory=RoundCounts)
     seconds_in_rounds: float = 0.0
     phase_check: PhaseCheck | None = None  # None when rounds were not monitored
+    # a command's cost of starting a process on this host (median ``/bin/true``), in seconds
+    process_start_seconds: float | None = None
+    usage: CommandUsage | None = None  # the command's CPU time and peak RSS per analysed round
 
 
 class PairComparison(BaseModel):

@@ -20,6 +20,7 @@ from pilot_sys.session.phase_check import check_rounds, compare_workloads
 from pilot_sys.session.result import (
     STATUS_EXIT,
     BottleneckSection,
+    CommandUsage,
     OverheadSection,
     SessionResult,
     WorkloadResult,
@@ -211,6 +212,21 @@ def bottleneck_section(
     return sec
 
 
+def command_usage(records: list[RoundRecord]) -> CommandUsage | None:
+    """Mean user and system CPU per round and the largest peak RSS over ``records`` that carry
+    a command's rusage; None for workloads that run in-process."""
+    used = [r.usage for r in records if r.usage is not None]
+    if not used:
+        return None
+    peaks = [u.max_rss_bytes for u in used if u.max_rss_bytes is not None]
+    return CommandUsage(
+        rounds=len(used),
+        user_seconds=float(np.mean([u.user_seconds for u in used])),
+        system_seconds=float(np.mean([u.system_seconds for u in used])),
+        max_rss_bytes=max(peaks) if peaks else None,
+    )
+
+
 def build_result(
     journal: Journal,
     analyses: dict[str, TrackAnalysis],
@@ -240,6 +256,8 @@ def build_result(
                 wps=ta.wps,
                 rounds=ta.counts,
                 seconds_in_rounds=float(sum(r.duration for r in recs)),
+                process_start_seconds=spec.process_start_seconds,
+                usage=command_usage([r for r in recs if r.index in mine]),
                 phase_check=check_rounds(journal, [r for r in recs if r.index in mine])
                 if cfg.monitor
                 else None,

@@ -19,7 +19,9 @@ import math
 import os
 import resource
 import select
+import shutil
 import signal
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -220,3 +222,29 @@ def run_process(
     return ProcessResult(
         returncode=returncode, duration=duration, leftovers_killed=leftovers, usage=waiter.usage
     )
+
+
+START_COST_SAMPLES = 7
+
+
+def process_start_seconds(samples: int = START_COST_SAMPLES) -> float | None:
+    """The fixed cost of one round's process on this host: ``true`` spawned, waited for and
+    reaped exactly as a round's command is, median of ``samples``. Every timed round includes
+    it, and the WPS fit's alpha of a command cannot be below it. None where ``true`` is
+    missing."""
+    program = shutil.which("true")
+    if program is None:
+        return None
+    devnull = Path(os.devnull)
+    times = [
+        run_process(
+            [program],
+            stdout=devnull,
+            stderr=devnull,
+            env=dict(os.environ),
+            cwd=Path("/"),
+            timeout=10.0,
+        ).duration
+        for _ in range(samples)
+    ]
+    return float(statistics.median(times))
