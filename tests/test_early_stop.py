@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from session_dirs import make_session
 
+from pilot_sys.cli.present.progress import eta_text
 from pilot_sys.errors import ExitCode
 from pilot_sys.report.rebuild import rebuild
 from pilot_sys.session import early_stop, statsapi
@@ -32,7 +33,7 @@ from pilot_sys.session.journal import (
     SyncBatch,
     WorkloadSpec,
 )
-from pilot_sys.session.progress import Note
+from pilot_sys.session.progress import Note, RoundDone
 from pilot_sys.session.result import PIResult, Reason, Status, StopReason
 from pilot_sys.session.summary import build_result
 from pilot_sys.stats.pi import PIType
@@ -197,10 +198,13 @@ class HotCpu:
 class Notes:
     def __init__(self) -> None:
         self.notes: list[str] = []
+        self.etas: list[str] = []  # each progress line's "rounds needed" part
 
     def emit(self, event: object) -> None:
         if isinstance(event, Note):
             self.notes.append(event.text)
+        elif isinstance(event, RoundDone):
+            self.etas.append(eta_text(event.forecast, event.budget))
 
 
 def _engine(tmp_path: Path, values: np.ndarray, **cfg: object) -> tuple[Engine, Notes]:
@@ -242,6 +246,9 @@ def test_a_runaway_with_a_fixed_work_amount_stops_with_its_best_estimate(tmp_pat
     rounds = len(engine.journal.records)
     assert rounds < 1000  # not max_rounds (3000)
     assert engine.early_stop is not None and "cannot be lengthened" in engine.early_stop
+    # while it ran away, the progress line said why no forecast, not "not known yet"
+    pace = [e for e in notes.etas if "keep pace with the samples" in e]
+    assert len(pace) > 100 and pace[-1].startswith("rounds needed: not known: bw needs about")
     engine.finalize()
     result = build_result(
         engine.journal,
