@@ -73,17 +73,37 @@ def all_excluded_same_cause(
     records: list[RoundRecord], cut: str | None, needed: int
 ) -> ExcludedStreak | None:
     """At least ``needed`` judged rounds, every one excluded naming one same component."""
-    judged_rounds = [r for r in records if judged(r)]
-    if len(judged_rounds) < needed or not all(is_excluded(r, cut) for r in judged_rounds):
-        return None
-    first = judged_rounds[0].monitor
-    assert first is not None
-    common = [
-        c
-        for c in first.hidden_bottlenecks
-        if all(r.monitor is not None and c in r.monitor.hidden_bottlenecks for r in judged_rounds)
-    ]
-    return ExcludedStreak(len(judged_rounds), common[0]) if common else None
+    watch = ExcludedWatch(cut)
+    for rec in records:
+        watch.observe(rec)
+    return watch.streak(needed)
+
+
+@dataclass
+class ExcludedWatch:
+    """The judged rounds so far, fed one at a time (the engine checks before every round: a
+    scan of the whole journal each time would cost O(rounds) per round)."""
+
+    cut: str | None
+    judged: int = 0
+    broken: bool = False  # a judged round was included, or no cause is common to them all
+    causes: list[str] | None = None  # the components every judged round so far named
+
+    def observe(self, rec: RoundRecord) -> None:
+        if self.broken or not judged(rec):
+            return
+        self.judged += 1
+        if not is_excluded(rec, self.cut) or rec.monitor is None:
+            self.broken = True
+            return
+        named = rec.monitor.hidden_bottlenecks
+        self.causes = list(named) if self.causes is None else [c for c in self.causes if c in named]
+        self.broken = not self.causes
+
+    def streak(self, needed: int) -> ExcludedStreak | None:
+        if self.broken or self.judged < needed or not self.causes:
+            return None
+        return ExcludedStreak(self.judged, self.causes[0])
 
 
 @dataclass(frozen=True)
@@ -108,8 +128,11 @@ class NeedTrend:
     """Each gating PI's (samples, required samples) at the full analyses since the last reset."""
 
     history: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    _found: Runaway | None = None
+    _checked: bool = True  # nothing observed since the last check
 
     def observe(self, results: dict[str, PIResult]) -> None:
+        self._checked = False
         for name, p in results.items():
             if not p.gates_stop or p.ci_reached or p.required_sample_size is None:
                 self.history.pop(name, None)  # met (or not gating): nothing runs away
@@ -121,8 +144,15 @@ class NeedTrend:
 
     def reset(self) -> None:
         self.history.clear()
+        self._found, self._checked = None, True
 
     def runaway(self) -> Runaway | None:
+        """A PI running away, decided once per observed analysis (the engine asks every round)."""
+        if not self._checked:
+            self._found, self._checked = self._runaway(), True
+        return self._found
+
+    def _runaway(self) -> Runaway | None:
         for name, points in self.history.items():
             n, r = points[-1]
             window = [(a, b) for a, b in points if a >= max(MIN_SAMPLES, n / GROWTH)]

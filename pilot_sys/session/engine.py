@@ -42,8 +42,8 @@ from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.early_stop import (
     MAX_LENGTHENINGS,
+    ExcludedWatch,
     NeedTrend,
-    all_excluded_same_cause,
     excluded_rounds_to_be_sure,
 )
 from pilot_sys.session.journal import (
@@ -213,6 +213,7 @@ class Engine:
         self._told_no_cut = False  # the note on a hot component without a CUT, once
         self.early_stop: str | None = None  # why the session stopped early, when it did
         self._excluded_needed = excluded_rounds_to_be_sure(config.confidence, config.min_rounds)
+        self._excluded_watch = ExcludedWatch(self.cut)
 
     # -- resume ------------------------------------------------------------------------------
     def replay(self) -> None:
@@ -224,6 +225,7 @@ class Engine:
                 continue
             track.rounds = max(track.rounds, rec.workload_round)
             track.seconds += rec.duration
+            self._excluded_watch.observe(rec)
             if not rec.failed:
                 track.planner.observe(rec.work_amount, rec.duration, rec.short)
                 track.last_duration = rec.duration
@@ -329,7 +331,7 @@ class Engine:
     def _stop_early(self) -> StopReason | None:
         """More rounds cannot change the answer (``early_stop``); a runaway first lengthens the
         rounds where the planner can."""
-        streak = all_excluded_same_cause(self.journal.records, self.cut, self._excluded_needed)
+        streak = self._excluded_watch.streak(self._excluded_needed)
         if streak is not None:
             self.early_stop = streak.text()
             self.progress.emit(Note(self.early_stop, loud=True))
@@ -451,6 +453,7 @@ class Engine:
         # the line is written now (a full disk fails here, at once); its fsync and the round
         # files' fsyncs run while the analysis below runs, and are joined before the next round
         self.journal.append(rec, self._batch)
+        self._excluded_watch.observe(rec)
         track.rounds = wr
         track.seconds += duration
         if rec.failed:
