@@ -7,6 +7,7 @@ nothing of this host is read.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 from session_dirs import make_session
 
+from conftest import run_cli
 from pilot_sys.cli.present.progress import eta_text
 from pilot_sys.errors import ExitCode
 from pilot_sys.report.rebuild import rebuild
@@ -298,3 +300,25 @@ def test_the_verdict_of_an_all_excluded_stop_shows_the_excluded_rounds_own_estim
     assert v.excluded_estimate is not None and v.excluded_estimate.startswith("bw ")
     assert "over 10 excluded rounds" in v.excluded_estimate
     assert any("own estimate (not a result)" in line for line in v.lines())
+
+
+@pytest.mark.live
+def test_a_real_command_whose_readings_run_away_stops_early(tmp_path: Path) -> None:
+    """Through the CLI: each round a shell prints the next value of the wandering series (one
+    reading a round, a fixed work amount); the session stops early with reason dependence
+    and exit 4 instead of spending its limit."""
+    series = tmp_path / "series.txt"
+    series.write_text("\n".join(f"{v:.6f}" for v in level_and_noise(3000, seed=0)) + "\n")
+    (tmp_path / "n").write_text("1\n")
+    script = 'n=$(cat n); echo $((n + 1)) > n; sed -n "${n}p" series.txt'
+    out = tmp_path / "res"
+    done = run_cli(
+        "run", "--preset", "quick", "--ci-perc", "10%", "-s", "300", "--no-monitor", "--no-plots",
+        "--parser", "lines", "-o", str(out), "--", "sh", "-c", f"cd {tmp_path} && {script}",
+    )  # fmt: skip
+    result = json.loads((out / "result.json").read_text())
+    assert done.returncode == ExitCode.LIMIT_REACHED, done.stdout + done.stderr
+    assert result["verdict"]["reason"] == "dependence"
+    assert result["stop_reason"] == str(StopReason.RUNAWAY)
+    assert result["workloads"][0]["rounds"]["total"] < 1000
+    assert "stopped early" in done.stdout and "grow with the samples" in done.stdout
