@@ -225,13 +225,14 @@ def run_process(
 
 
 START_COST_SAMPLES = 7
+START_COST_WARMUP = 2  # the first spawns after start-up run several times slower: not counted
 
 
 def process_start_seconds(samples: int = START_COST_SAMPLES) -> float | None:
     """The fixed cost of one round's process on this host: ``true`` spawned, waited for and
-    reaped exactly as a round's command is, median of ``samples``. Every timed round includes
-    it, and the WPS fit's alpha of a command cannot be below it. None where ``true`` is
-    missing."""
+    reaped exactly as a round's command is, median of ``samples`` after ``START_COST_WARMUP``.
+    Every timed round includes it, and the WPS fit's alpha of a command cannot be below it.
+    None where ``true`` is missing."""
     program = shutil.which("true")
     if program is None:
         return None
@@ -245,6 +246,6 @@ def process_start_seconds(samples: int = START_COST_SAMPLES) -> float | None:
             cwd=Path("/"),
             timeout=10.0,
         ).duration
-        for _ in range(samples)
+        for _ in range(START_COST_WARMUP + samples)
     ]
-    return float(statistics.median(times))
+    return float(statistics.median(times[START_COST_WARMUP:]))
