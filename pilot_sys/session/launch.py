@@ -221,9 +221,7 @@ def command_spec(
     wl: CommandWorkload, req: RunRequest, unit: str, cgroup: str | None = None
 ) -> WorkloadSpec:
     """What session.json records of a command workload: enough for ``--resume`` to rebuild it
-    (``run`` and ``compare --run`` alike), and the cost of starting a process here."""
-    from pilot_sys.workload.process import process_start_seconds
-
+    (``run`` and ``compare --run`` alike)."""
     return WorkloadSpec(
         name=wl.name,
         kind="command",
@@ -239,7 +237,6 @@ def command_spec(
             **({"cgroup": cgroup} if cgroup is not None else {}),
         },
         pis=wl.pi_specs(),
-        process_start_seconds=process_start_seconds(),
         data_path_args=wl.data_path_args(),
     )
 

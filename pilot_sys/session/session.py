@@ -161,6 +161,16 @@ class Session:
         workloads = [build_workload(s) for s in journal.manifest.workloads]
         return cls(journal, workloads, command_line=command_line, resumed=True, **kw)
 
+    def _measure_process_start(self) -> None:
+        """The cost of starting a process here, once per session (kept on ``--resume``), for
+        each command workload: every round of it includes that cost (``session.json``)."""
+        from pilot_sys.workload.process import process_start_seconds
+
+        assert self.journal.manifest is not None
+        for spec in self.journal.manifest.workloads:
+            if spec.kind == "command" and spec.process_start_seconds is None:
+                spec.process_start_seconds = process_start_seconds()
+
     def _bound_rounds_by_limit(self, limit: float | None, spent_before: float = 0.0) -> None:
         """Give command workloads the session's deadline, so that a round still running at the
         session limit is cut there (``CommandWorkload.session_deadline``) instead of holding the
@@ -285,6 +295,7 @@ class Session:
         if self.resumed:
             engine.replay()
         self._bound_rounds_by_limit(cfg.session_limit, before)
+        self._measure_process_start()
         disk_full: JournalWriteFailed | None = None
         outcome = engine.run()
         # the rounds are over: a first Ctrl-C no longer stops the saving (until run() ends)
