@@ -526,7 +526,7 @@ def decide(
         hidden_bottlenecks=hidden,
         excluded_rounds=excluded,
         judged_rounds=judged_rounds,
-        excluded_estimate=excluded_estimate if excluded else None,
+        excluded_estimate=excluded_estimate if too_many else None,
     )
 
 
