@@ -177,10 +177,27 @@ def rounds_line(result: SessionResult, w: WorkloadResult) -> list[str]:
         if high > low
         else "The work amount was fixed (no %WORK_AMOUNT%)."
     )
+    own = ""
+    if w.usage is not None:
+        u = w.usage
+        rss = (
+            f", peak RSS {units.quantity(float(u.max_rss_bytes), 'B')}"
+            if u.max_rss_bytes is not None
+            else ""
+        )
+        own += (
+            f" The command's own use per round (rusage, mean of {u.rounds} rounds): user "
+            f"{units.duration(u.user_seconds)}, system {units.duration(u.system_seconds)}{rss}."
+        )
+    if w.process_start_seconds is not None:
+        own += (
+            f" Starting a process here takes {units.duration(w.process_start_seconds)} "
+            "(part of every round's time)."
+        )
     return [
         f"Rounds: {c.total} run, {c.analysed} analysed, {c.short} short (stored, not analysed), "
         f"{c.below_alpha} below alpha, {c.failed} failed; "
-        f"{units.duration(w.seconds_in_rounds)} in rounds. " + work,
+        f"{units.duration(w.seconds_in_rounds)} in rounds. " + work + own,
         "",
     ]
 
@@ -275,7 +292,13 @@ def wps_fit(result: SessionResult, w: WorkloadResult) -> list[str]:
             if x.alpha_ci_low is not None
             else ""
         )
-        + " (time of the non-stable phases beyond what their work would take at v)",
+        + " (time of the non-stable phases beyond what their work would take at v)"
+        + (
+            f"; starting a process here takes {q(w.process_start_seconds, 's')} "
+            "(median of `true` spawned and reaped as a round's command is), part of it"
+            if w.process_start_seconds is not None
+            else ""
+        ),
         f"- smallest useful work (alpha at most 10% of a round: 9 x alpha x v) = "
         f"{q(x.alpha_work, vu.removesuffix('/s'))}" + applied,
         "",

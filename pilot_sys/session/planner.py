@@ -234,6 +234,16 @@ class Planner:
                 share = WORK_SHARE / (1.0 - WORK_SHARE)  # work part / fixed cost
                 self.a = float(max(self.a, min(self.b, share * self.fixed_cost * self.rate)))
 
+    def lengthen(self) -> bool:
+        """Double the smallest work amount (at most to ``b``): longer rounds, each reading
+        averaging more, when the readings stay correlated at this round length
+        (``session.early_stop``). False when nothing can be lengthened."""
+        if self.phase in (Phase.FIXED, Phase.CALIBRATE) or self.a >= self.b:
+            return False
+        base = max(self.a, self.last_work or 0.0)
+        self.a = float(min(self.b, 2.0 * base if base > 0 else self.b))
+        return True
+
     def raise_lower_bound(self, alpha_work: float) -> bool:
         """alpha (converted to work units) raises a; returns True if a moved."""
         if self.phase is Phase.FIXED or not math.isfinite(alpha_work) or alpha_work <= self.a:

@@ -13,12 +13,14 @@ import numpy as np
 
 from pilot_sys import units
 from pilot_sys.session.analysis import TrackAnalysis
+from pilot_sys.session.early_stop import EARLY, excluded_estimate
 from pilot_sys.session.journal import Journal, RoundRecord
 from pilot_sys.session.monitoring import GRAPH_FILE
 from pilot_sys.session.phase_check import check_rounds, compare_workloads
 from pilot_sys.session.result import (
     STATUS_EXIT,
     BottleneckSection,
+    CommandUsage,
     OverheadSection,
     SessionResult,
     WorkloadResult,
@@ -226,6 +228,21 @@ def bottleneck_section(
     return sec
 
 
+def command_usage(records: list[RoundRecord]) -> CommandUsage | None:
+    """Mean user and system CPU per round and the largest peak RSS over ``records`` that carry
+    a command's rusage; None for workloads that run in-process."""
+    used = [r.usage for r in records if r.usage is not None]
+    if not used:
+        return None
+    peaks = [u.max_rss_bytes for u in used if u.max_rss_bytes is not None]
+    return CommandUsage(
+        rounds=len(used),
+        user_seconds=float(np.mean([u.user_seconds for u in used])),
+        system_seconds=float(np.mean([u.system_seconds for u in used])),
+        max_rss_bytes=max(peaks) if peaks else None,
+    )
+
+
 def build_result(
     journal: Journal,
     analyses: dict[str, TrackAnalysis],
@@ -255,6 +272,8 @@ def build_result(
                 wps=ta.wps,
                 rounds=ta.counts,
                 seconds_in_rounds=float(sum(r.duration for r in recs)),
+                process_start_seconds=spec.process_start_seconds,
+                usage=command_usage([r for r in recs if r.index in mine]),
                 phase_check=check_rounds(journal, [r for r in recs if r.index in mine])
                 if cfg.monitor
                 else None,
@@ -285,6 +304,7 @@ def build_result(
         needed = elapsed + more * len(workloads) * elapsed / len(journal.records)
     failed = "workload failed: "
     failure = next((n.removeprefix(failed) for n in notes or [] if n.startswith(failed)), None)
+    early = next((n.removeprefix(EARLY) for n in notes or [] if n.startswith(EARLY)), None)
     verdict = decide(
         stop_reason=str(stop_reason),
         workloads=workloads,
@@ -298,6 +318,8 @@ def build_result(
         more_rounds=more,
         failure=failure,
         result_dir=str(journal.root),
+        early_stop=early,
+        excluded_estimate=excluded_estimate(journal.records, m.workloads, bsec.cut),
     )
     status = verdict.status
     engine = [r.engine_seconds for r in journal.records if r.engine_seconds is not None]

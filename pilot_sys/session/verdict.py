@@ -428,6 +428,8 @@ def decide(
     more_rounds: int | None = None,
     failure: str | None = None,
     result_dir: str = "",
+    early_stop: str | None = None,
+    excluded_estimate: str | None = None,
 ) -> SessionVerdict:
     """The one verdict of a session (see the module docstring for the rules)."""
     included = sum(w.rounds.analysed for w in workloads)
@@ -454,9 +456,14 @@ def decide(
         if too_many:
             reason = Reason.TOO_MANY_EXCLUDED
             comps = _components(excluded)
+            share = (
+                "all of them, enough to be sure: stopped early"
+                if stop_reason == StopReason.ALL_EXCLUDED
+                else "more than half"
+            )
             headline = (
                 f"INVALID: {len(excluded)} of {judged_rounds} judged rounds were excluded for a "
-                f"hidden bottleneck at {comps}, more than half: the numbers may describe "
+                f"hidden bottleneck at {comps}, {share}: the numbers may describe "
                 f"{governing or comps}, not the component under test ({cut or 'unknown'})"
             )
         else:
@@ -495,6 +502,10 @@ def decide(
             f"incomplete: the round journal could not be written (disk full?); so far: {lead}"
         )
         next_step = f"free space; {resume}"
+    elif stop_reason == StopReason.RUNAWAY:
+        reason = Reason.DEPENDENCE
+        why, next_step = _runaway(workloads, early_stop)
+        headline = f"stopped early, no interval can come from more rounds; best estimate: {lead}"
     else:
         reason, why, next_step = _missed(
             workloads, cfg, bsec, excluded, comparison, needed_seconds, more_rounds
@@ -518,6 +529,25 @@ def decide(
         hidden_bottlenecks=hidden,
         excluded_rounds=excluded,
         judged_rounds=judged_rounds,
+        excluded_estimate=excluded_estimate if too_many else None,
+    )
+
+
+def _runaway(workloads: list[WorkloadResult], early_stop: str | None) -> tuple[str, str]:
+    """Why a runaway stopped the session (``session.early_stop``) and what to do."""
+    pair = _first_missed(workloads)
+    lag1 = ""
+    if pair is not None and pair[1].autocorrelation is not None:
+        lag1 = f"; lag-1 autocorrelation {pair[1].autocorrelation:.2f}"
+    why = early_stop or (
+        "the samples needed grew with the samples: the readings stay correlated beyond what "
+        "subsessions can break at this round length"
+    )
+    return (
+        why + lag1,
+        "lengthen the rounds (a larger -w MIN, or %WORK_AMOUNT% in the command so that the "
+        "planner can), or find what keeps consecutive readings alike (a cache, a throttle, "
+        "other work on the host)",
     )
 
 

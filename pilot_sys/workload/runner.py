@@ -303,6 +303,7 @@ class CommandWorkload:
             else (None if self.nominal_work_amount else amount),
             output_files=sorted(p for p in round_dir.iterdir() if p.is_file()),
             warnings=warnings,
+            usage=result.usage,
         )
 
     def _round_timeout(self) -> tuple[float | None, bool]:

@@ -69,7 +69,11 @@ def eta_text(f: Forecast, budget: Budget | None = None) -> str:
     if f.used_up:
         return f"checking at the next analysis (round {f.as_of}'s estimate is used up)"
     if f.rounds_needed is None:
-        return "rounds needed: not known yet"
+        return (
+            f"rounds needed: not known: {f.unknown_why}"
+            if f.unknown_why
+            else ("rounds needed: not known yet")
+        )
     if f.rounds_needed == 0:
         return f"targets met{f' (as of round {f.as_of})' if f.as_of else ''}"
     left = budget.left if budget is not None else None
