@@ -15,7 +15,7 @@ from pathlib import Path
 from pilot_sys import units
 from pilot_sys.session.glossary import glossary_lines
 from pilot_sys.session.result import SessionResult, Status, WorkloadResult
-from pilot_sys.session.verdict import alpha_text, ranges, verdict_of
+from pilot_sys.session.verdict import alpha_text, judged_over_text, ranges, verdict_of
 
 EXIT_MEANING = {
     0: "valid result",
@@ -159,6 +159,8 @@ def results_table(result: SessionResult, w: WorkloadResult) -> list[str]:
         ],
         rows,
     )
+    described = [f"- `{p.name}`: {p.description}" for p in w.pis.values() if p.description]
+    lines += [""] + described if described else []
     return lines + [
         "",
         "± is half the CI's width as a share of the mean; the target is stated the same way.",
@@ -364,12 +366,14 @@ def bottleneck(doc: ReportInput) -> list[str]:
             "Nothing is known about hidden bottlenecks.",
             "",
         ]
+    included = sum(w.rounds.analysed for w in result.workloads)
+    over = judged_over_text(b, included)
     verdict = {
         True: "**valid**: no component other than the component under test passed the threshold "
-        "over the included rounds taken together",
+        + over,
         False: "**INVALID**: hidden bottleneck at "
         + ", ".join(f"`{h}`" for h in b.hidden_bottlenecks)
-        + " over the included rounds taken together",
+        + f" {over}",
         None: f"not judged ({b.detail.get('not_judged') or b.error or 'no round could be judged'})",
     }[b.valid]
     thr = result.config.get("bottleneck_threshold", 0.8)
@@ -388,7 +392,8 @@ def bottleneck(doc: ReportInput) -> list[str]:
         f"- `{comp}`: {evidence}" for comp, evidence in (b.detail.get("evidence") or {}).items()
     ]
     if b.detail.get("samples"):
-        lines.append(f"- Judged over the included rounds' {b.detail['samples']} samples together")
+        which = "excluded" if b.detail.get("judged_over") == "excluded rounds" else "included"
+        lines.append(f"- Judged over the {which} rounds' {b.detail['samples']} samples together")
     if b.rounds_invalid:
         lines.append(
             f"- Rounds excluded on their own verdict (a hidden bottleneck over enough "
@@ -405,7 +410,7 @@ def bottleneck(doc: ReportInput) -> list[str]:
     if b.max_utilization:
         lines += [
             "",
-            "Peak utilization (fraction of the stated limit) over the included rounds:",
+            f"Peak utilization (fraction of the stated limit) {over}:",
             "",
         ]
         lines += _table(

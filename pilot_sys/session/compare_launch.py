@@ -79,7 +79,8 @@ def open_compare(req: CompareRequest, progress: Progress) -> Session:
             "-w/--work-amount",
             "the commands use %WORK_AMOUNT%: give its valid range, e.g. -w 16,1024",
         )
-    unit = r.work_unit or "work"
+    stated = {macros.work_unit_of(argv) for _, argv in runs}
+    unit = r.work_unit or (stated.pop() if len(stated) == 1 else "") or "work"
     specs, workloads = [], []
     for name, argv in runs:
         wl = CommandWorkload(

@@ -212,6 +212,8 @@ class PIResult(BaseModel):
         ),
     )
     removed: list[Removal] = Field(default_factory=list)
+    # what a derived PI is and what it adds up (wps: the work its fit counts), as reports say it
+    description: str | None = None
 
     @property
     def source_label(self) -> str:

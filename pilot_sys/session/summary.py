@@ -31,6 +31,7 @@ from pilot_sys.session.verdict import (
     judged,
     unjudged_sighting,
 )
+from pilot_sys.session.work_done import work_done_text
 
 __all__ = ["KILLED", "analyse_journal", "build_result", "offline_stop_reason", "session_seconds"]
 
@@ -46,6 +47,7 @@ def analyse_journal(journal: Journal) -> dict[str, TrackAnalysis]:
             pis=list(spec.pis),
             work_unit=cfg.work_unit,
             cut=journal.manifest.cut or cfg.cut,
+            work_done=work_done_text(spec),
         )
         ta.update(journal.rounds_of(spec.name), journal.load_units)
         out[spec.name] = ta
