@@ -105,25 +105,43 @@ def unjudged_sighting(rec: RoundRecord, max_hot_fraction: float = DEFAULT_MAX_HO
     )
 
 
-def _busy(label: str, value: float | None) -> str:
-    return f"{label}, {units.percent(value, 0)} busy" if value is not None else label
+def _busy(label: str, above: float | None, mean: float | None, threshold: float | None) -> str:
+    """``cpu:host (compute): above 80 % for 34 % of the round (mean 61 %)``: the share of time
+    above the threshold is what excluded the round, so it leads; the mean alone (20 %) would
+    read as the opposite of a bottleneck."""
+    if above is None or threshold is None:
+        return label if mean is None else f"{label} (mean {units.percent(mean, 0)})"
+    text = (
+        f"{label}: above {units.percent(threshold, 0)} for {units.percent(above, 0)} of the round"
+    )
+    return text + (f" (mean {units.percent(mean, 0)})" if mean is not None else "")
 
 
 def excluded_round(rec: RoundRecord, round_verdict: dict[str, Any] | None) -> ExcludedRound:
     """What an excluded round is shown as; ``round_verdict`` is the round's monitor verdict as
-    saved in its trace (for each component's mean utilization), None when it cannot be read."""
+    saved in its trace (for each component's share of time above the threshold and its mean
+    utilization), None when it cannot be read."""
     components = list(rec.monitor.hidden_bottlenecks) if rec.monitor is not None else []
     busy: dict[str, float | None] = {c: None for c in components}
+    above: dict[str, float | None] = {c: None for c in components}
+    threshold = (round_verdict or {}).get("threshold")
     for h in (round_verdict or {}).get("hidden_bottlenecks") or []:
         label = f"{h.get('component')} ({h.get('direction')})"
         if label in busy and h.get("mean") is not None:
             busy[label] = float(h["mean"])
-    where = "; ".join(_busy(c, busy[c]) for c in components) or "a component other than the CUT"
+        if label in above and h.get("time_above_fraction") is not None:
+            above[label] = float(h["time_above_fraction"])
+    where = (
+        "; ".join(_busy(c, above[c], busy[c], threshold) for c in components)
+        or "a component other than the CUT"
+    )
     return ExcludedRound(
         index=rec.index,
         workload=rec.workload,
         components=components,
         busy=busy,
+        time_above=above,
+        threshold=float(threshold) if threshold is not None else None,
         text=f"round {rec.index} excluded: hidden bottleneck at {where}",
     )
 

@@ -91,7 +91,8 @@ def eta_text(f: Forecast, budget: Budget | None = None) -> str:
 
 
 def excluded_text(event: RoundExcluded) -> str:
-    """``round 20 excluded: hidden bottleneck at cpu:host (compute), 94 % busy``."""
+    """``round 20 excluded: hidden bottleneck at cpu:host (compute): above 80 % for 34 % of the
+    round (mean 61 %)``."""
     return event.excluded.text
 
 
