@@ -78,6 +78,7 @@ class RunRequest(BaseModel):
     repair: bool = False  # --repair (with --resume): set aside round folders the journal lacks
     plots: bool = True
     quiet: bool = False
+    verbose: bool = False  # -v: the full progress line per round, also on a terminal
     as_json: bool = False
     command_line: list[str] = Field(default_factory=list)
     # options given explicitly on the command line (click's parameter source), for those whose
