@@ -57,5 +57,7 @@ def test_wps_says_what_it_adds_up(tmp_path: Path) -> None:
 def test_what_each_workload_counts_as_work_done() -> None:
     builtin = WorkloadSpec(name="b", kind="builtin", pis=[])
     assert work_done_text(builtin) == "bytes of the round's file, each written and then read back"
+    write_only = WorkloadSpec(name="b", kind="builtin", pis=[], options={"read_back": False})
+    assert work_done_text(write_only) == "bytes of the round's file, written"
     plain = WorkloadSpec(name="c", kind="command", argv=["./x"], parser="none", pis=[])
     assert work_done_text(plain) is None

@@ -22,6 +22,8 @@ WORK_DONE = {
 
 def work_done_text(spec: WorkloadSpec) -> str | None:
     """What ``spec``'s work done counts, None when its workload does not say."""
+    if spec.kind == "builtin" and not spec.options.get("read_back", True):
+        return "bytes of the round's file, written"
     return WORK_DONE.get("builtin" if spec.kind == "builtin" else str(spec.parser or ""))
 
 
