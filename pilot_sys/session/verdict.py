@@ -9,9 +9,9 @@ Semantics (also in docs/verdict.md; every output uses these words):
   component other than the component under test, the CUT, above the threshold, default 80 %, for
   more than 10 % of the round's time); only when the CUT is known (named or resolved), since
   without one a hot component may be the very one the workload exercises. It is kept in the
-  journal, counted and shown ("round 20 excluded: hidden bottleneck at cpu:host (compute), 94 %
-  busy") and left out of the PI analysis (intervals, WPS fit, the alpha bound): it measured that
-  component, not the CUT.
+  journal, counted and shown ("round 20 excluded: hidden bottleneck at cpu:host (compute): above
+  80 % for 34 % of the round (mean 61 %)") and left out of the PI analysis (intervals, WPS
+  fit, the alpha bound): it measured that component, not the CUT.
 - **Invalid session.** More than half of the judged rounds were excluded, or the verdict over
   the *included* rounds' traces taken together still names a hidden bottleneck (a sustained
   problem that short rounds hide). Otherwise the status follows the CI targets over the

@@ -225,9 +225,10 @@ class StatusLine(QuietProgress):
 
     def _width(self) -> int:
         try:
-            return os.get_terminal_size(self.stream.fileno()).columns
+            columns = os.get_terminal_size(self.stream.fileno()).columns
         except (OSError, ValueError, AttributeError):
             return 80
+        return columns if columns > 0 else 80  # a pseudo-terminal without a size says 0
 
     def _draw(self, line: str) -> None:
         width = max(self._width() - 1, 20)  # never wrap: a wrapped line cannot be rewritten
