@@ -3,6 +3,7 @@ figure says what it adds up (issue 22, item 2)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,22 @@ def test_what_each_workload_counts_as_work_done() -> None:
     assert work_done_text(write_only) == "bytes of the round's file, written"
     plain = WorkloadSpec(name="c", kind="command", argv=["./x"], parser="none", pis=[])
     assert work_done_text(plain) is None
+
+
+@pytest.mark.live
+def test_a_session_takes_the_unit_its_command_states(tmp_path: Path) -> None:
+    # no --work-unit: "%WORK_AMOUNT%M" makes the work amount MiB, in result.json and the report
+    from conftest import run_cli
+
+    out = tmp_path / "res"
+    r = run_cli(
+        "run", "-o", str(out), "--no-monitor", "--no-plots", "--parser", "lines", "-s", "2",
+        "-w", "1,4", "--json", "--", "sh", "-c", "echo %WORK_AMOUNT%M >/dev/null; echo 5",
+    )  # fmt: skip
+    assert r.returncode in (0, 4), r.stderr
+    result = json.loads(r.stdout)
+    assert result["config"]["work_unit"] == "MiB"
+    assert result["workloads"][0]["work_unit"] == "MiB"
+    # a range that narrowed to one amount is not a fixed work amount (the command has the macro)
+    report = (out / "report.md").read_text()
+    assert "4 MiB" in report and "(no %WORK_AMOUNT%)" not in report

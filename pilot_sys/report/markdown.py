@@ -171,12 +171,18 @@ def results_table(result: SessionResult, w: WorkloadResult) -> list[str]:
 def rounds_line(result: SessionResult, w: WorkloadResult) -> list[str]:
     c = w.rounds
     low, high = w.work_range
-    work = (
-        f"Final valid work-amount range: {units.work(low, w.work_unit)} .. "
-        f"{units.work(high, w.work_unit)}."
-        if high > low
-        else "The work amount was fixed (no %WORK_AMOUNT%)."
-    )
+    cfg_low, cfg_high = result.config.get("work_min", low), result.config.get("work_max", high)
+    if cfg_high <= cfg_low:  # no range was given (``SessionConfig.fixed_work``)
+        work = "The work amount was fixed (no %WORK_AMOUNT%)."
+    elif high > low:
+        work = (
+            f"Final valid work-amount range: {units.work(low, w.work_unit)} .. "
+            f"{units.work(high, w.work_unit)}."
+        )
+    else:  # the range narrowed to one amount: rounds below it were short or below alpha
+        work = (
+            f"Final valid work amount: {units.work(high, w.work_unit)} (the range narrowed to it)."
+        )
     return [
         f"Rounds: {c.total} run, {c.analysed} analysed, {c.short} short (stored, not analysed), "
         f"{c.below_alpha} below alpha, {c.failed} failed; "
