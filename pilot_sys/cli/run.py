@@ -296,6 +296,13 @@ class RunCommand(click.Command):
     is_flag=True,
     help="No progress output; print only the status line and the result directory.",
 )
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="The full progress line per round (every PI, what it still needs), also on a "
+    "terminal, where the default is one status line.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print result.json to stdout at the end.")
 @library_warnings_as_notes
 def run(
@@ -327,6 +334,7 @@ def run(
     cgroup: str | None,
     no_plots: bool,
     quiet: bool,
+    verbose: bool,
     as_json: bool,
     host_specs: tuple[str, ...] = (),
 ) -> None:
@@ -386,6 +394,7 @@ def run(
         repair=repair,
         plots=not no_plots,
         quiet=quiet,
+        verbose=verbose,
         as_json=as_json,
         command_line=["pilot-sys", *sys.argv[1:]],
         given=given,

@@ -17,7 +17,7 @@ from pilot_sys.monitor.bottleneck_culprits import culprit_words
 from pilot_sys.report.gpu_section import gpu_lines
 from pilot_sys.session.glossary import glossary_lines
 from pilot_sys.session.result import SessionResult, Status, WorkloadResult
-from pilot_sys.session.verdict import alpha_text, ranges, verdict_of
+from pilot_sys.session.verdict import alpha_text, judged_over_text, ranges, verdict_of
 
 EXIT_MEANING = {
     0: "valid result",
@@ -161,6 +161,8 @@ def results_table(result: SessionResult, w: WorkloadResult) -> list[str]:
         ],
         rows,
     )
+    described = [f"- `{p.name}`: {p.description}" for p in w.pis.values() if p.description]
+    lines += [""] + described if described else []
     return lines + [
         "",
         "± is half the CI's width as a share of the mean; the target is stated the same way.",
@@ -171,12 +173,18 @@ def results_table(result: SessionResult, w: WorkloadResult) -> list[str]:
 def rounds_line(result: SessionResult, w: WorkloadResult) -> list[str]:
     c = w.rounds
     low, high = w.work_range
-    work = (
-        f"Final valid work-amount range: {units.work(low, w.work_unit)} .. "
-        f"{units.work(high, w.work_unit)}."
-        if high > low
-        else "The work amount was fixed (no %WORK_AMOUNT%)."
-    )
+    cfg_low, cfg_high = result.config.get("work_min", low), result.config.get("work_max", high)
+    if cfg_high <= cfg_low:  # no range was given (``SessionConfig.fixed_work``)
+        work = "The work amount was fixed (no %WORK_AMOUNT%)."
+    elif high > low:
+        work = (
+            f"Final valid work-amount range: {units.work(low, w.work_unit)} .. "
+            f"{units.work(high, w.work_unit)}."
+        )
+    else:  # the range narrowed to one amount: rounds below it were short or below alpha
+        work = (
+            f"Final valid work amount: {units.work(high, w.work_unit)} (the range narrowed to it)."
+        )
     own = ""
     if w.usage is not None:
         u = w.usage
@@ -390,12 +398,14 @@ def bottleneck(doc: ReportInput) -> list[str]:
             "Nothing is known about hidden bottlenecks.",
             "",
         ]
+    included = sum(w.rounds.analysed for w in result.workloads)
+    over = judged_over_text(b, included)
     verdict = {
         True: "**valid**: no component other than the component under test passed the threshold "
-        "over the included rounds taken together",
+        + over,
         False: "**INVALID**: hidden bottleneck at "
         + ", ".join(f"`{h}`" for h in b.hidden_bottlenecks)
-        + " over the included rounds taken together",
+        + f" {over}",
         None: f"not judged ({b.detail.get('not_judged') or b.error or 'no round could be judged'})",
     }[b.valid]
     thr = result.config.get("bottleneck_threshold", 0.8)
@@ -420,7 +430,8 @@ def bottleneck(doc: ReportInput) -> list[str]:
         if rows
     ]
     if b.detail.get("samples"):
-        lines.append(f"- Judged over the included rounds' {b.detail['samples']} samples together")
+        which = "excluded" if b.detail.get("judged_over") == "excluded rounds" else "included"
+        lines.append(f"- Judged over the {which} rounds' {b.detail['samples']} samples together")
     if b.rounds_invalid:
         lines.append(
             f"- Rounds excluded on their own verdict (a hidden bottleneck over enough "
@@ -437,7 +448,7 @@ def bottleneck(doc: ReportInput) -> list[str]:
     if b.max_utilization:
         lines += [
             "",
-            "Peak utilization (fraction of the stated limit) over the included rounds:",
+            f"Peak utilization (fraction of the stated limit) {over}:",
             "",
         ]
         lines += _table(

@@ -30,6 +30,7 @@ from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import RoundRecord
 from pilot_sys.session.result import DriftingAverage, PIResult, Removal, RoundCounts, WPSResult
 from pilot_sys.session.verdict import is_excluded
+from pilot_sys.session.work_done import wps_description
 from pilot_sys.stats.pi import PIType
 from pilot_sys.workload.base import PISpec
 
@@ -106,6 +107,7 @@ class TrackAnalysis:
     pis: list[PISpec]
     work_unit: str = ""
     cut: str | None = None  # the component under test: rounds are excluded only when it is known
+    work_done: str | None = None  # what the workload's reported work done counts (work_done.py)
     stable: dict[tuple[int, str], Stable] = field(default_factory=dict)
     kept_units: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)
     # PI -> guessed: units are equal-time windows
@@ -426,6 +428,9 @@ class TrackAnalysis:
             sample_size=self.wps.rounds_used,
             subsession_size=self.wps.subsession_size,
             warnings=list(self.wps.warnings),
+            description=wps_description(
+                self.work_done if self.wps_unit == "B/s" else None, self.work_unit
+            ),
         )
         if res.mean and res.ci_low is not None and res.ci_high is not None:
             res.ci_width_rel = float((res.ci_high - res.ci_low) / abs(res.mean))

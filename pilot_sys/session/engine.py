@@ -69,6 +69,7 @@ from pilot_sys.session.progress import (
 )
 from pilot_sys.session.result import StopReason
 from pilot_sys.session.verdict import excluded_round, is_excluded, judged, unjudged_sighting
+from pilot_sys.session.work_done import work_done_text
 from pilot_sys.workload.base import PISpec, RoundOutput, Workload
 
 
@@ -162,7 +163,11 @@ def make_track(
         workload=workload,
         planner=Planner(config),
         analysis=TrackAnalysis(
-            config=config, pis=pis, work_unit=config.work_unit, cut=cut or config.cut
+            config=config,
+            pis=pis,
+            work_unit=config.work_unit,
+            cut=cut or config.cut,
+            work_done=work_done_text(spec),
         ),
     )
 

@@ -125,7 +125,12 @@ class ExcludedRound(BaseModel):
     components: list[str] = Field(default_factory=list)  # "cpu:host (compute)"
     # mean utilization of each component over the round (None: the round's trace was not read)
     busy: dict[str, float | None] = Field(default_factory=dict)
-    text: str = ""  # "round 20 excluded: hidden bottleneck at cpu:host (compute), 94 % busy"
+    # the share of the round's time each was above the threshold: what excluded the round
+    time_above: dict[str, float | None] = Field(default_factory=dict)
+    threshold: float | None = None
+    # "round 20 excluded: hidden bottleneck at cpu:host (compute): above 80 % for 34 % of the
+    # round (mean 61 %)"
+    text: str = ""
 
 
 class SessionVerdict(BaseModel):
@@ -224,6 +229,8 @@ class PIResult(BaseModel):
         ),
     )
     removed: list[Removal] = Field(default_factory=list)
+    # what a derived PI is and what it adds up (wps: the work its fit counts), as reports say it
+    description: str | None = None
 
     @property
     def source_label(self) -> str:

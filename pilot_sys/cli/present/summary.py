@@ -61,7 +61,7 @@ def pi_summary(p: PIResult, network: bool) -> str:
     """``  write_bw: 2.17 GiB/s ± 3.2 %, 95% CI [2.10 GiB/s, 2.24 GiB/s] (target ± 5 % met;
     unit_readings)``: the estimate in the words of ``session.verdict.estimate_text``."""
     if p.mean is None:
-        return f"  {p.name}: no reading yet ({p.sample_size} samples)"
+        return f"  {p.name}: {estimate_text(p, network)}"
     text = estimate_text(p, network)
     if (p.ci_low is None or p.ci_high is None) and p.drifting is None:
         return f"  {p.name}: {text}: {needs_text(p)} ({p.source_label})"
@@ -124,7 +124,10 @@ def summary_lines(result: SessionResult) -> list[str]:
     for w in result.workloads:
         lines.append(rounds_text(w))
         network = network_of(result, w)
-        lines += [pi_summary(p, network) for p in w.pis.values()]
+        for p in w.pis.values():
+            lines.append(pi_summary(p, network))
+            if p.description and p.mean is not None:
+                lines.append(f"    ({p.name}: {p.description})")
         lines += command_lines(w)
         # the report also says why a check was not done; the terminal, what it found
         ph = w.phase_check
