@@ -10,6 +10,7 @@ import click
 
 from pilot_sys.cli.common import CI_PERC_HELP, library_warnings_as_notes, parse_percent
 from pilot_sys.errors import BadInput
+from pilot_sys.redaction import redact_all
 
 PARSER_CHOICES = ["auto", "fio", "iperf3", "dd", "csv", "lines", "none"]
 
@@ -354,7 +355,8 @@ def run(
     from pilot_sys.session.launch import RunRequest
     from pilot_sys.topology.remote_hosts import parse_host_specs
 
-    parse_host_specs(host_specs)  # one line naming the bad --host before anything runs
+    # one line naming the bad --host before anything runs; stored with passwords masked
+    hosts = [h.spec for h in parse_host_specs(host_specs)]
 
     request = RunRequest(
         command=list(command),
@@ -378,7 +380,7 @@ def run(
         name=name,
         cut=cut,
         cgroup=cgroup,
-        hosts=list(host_specs),
+        hosts=hosts,
         monitor=not no_monitor,
         sample_rate=sample_rate,
         overhead_budget=budget,
@@ -387,7 +389,7 @@ def run(
         plots=not no_plots,
         quiet=quiet,
         as_json=as_json,
-        command_line=["pilot-sys", *sys.argv[1:]],
+        command_line=redact_all(["pilot-sys", *sys.argv[1:]]),
         given=given,
     )
     code = execute_run(request)
