@@ -66,7 +66,7 @@ class RemoteHost(BaseModel):
 
     name: str
     backend: Backend
-    address: str  # the host part of the URL (a name or an IP literal)
+    address: str  # the host part of the URL (a name or an IP literal); prom://: the instance's
     port: int
     base_url: str  # e.g. http://10.0.0.5:9100/metrics (node_exporter), http://10.0.0.5:44322 (PCP)
     spec: str  # as the user wrote it, its password masked
@@ -142,6 +142,7 @@ def parse_host_spec(text: str, option: str = "--host") -> RemoteHost:
         base_url = f"{transport}://{literal}:{port}"
     elif backend is Backend.PROMETHEUS:  # the API's root (a path when behind a proxy)
         base_url = f"{transport}://{literal}:{port}{parts.path.rstrip('/')}"
+        address = _instance_address(dict(labels).get("instance")) or name
     else:
         path = parts.path if parts.path not in ("", "/") else "/metrics"
         base_url = f"{transport}://{literal}:{port}{path}"
@@ -155,6 +156,17 @@ def parse_host_spec(text: str, option: str = "--host") -> RemoteHost:
         labels=labels,
         auth=auth,
     )
+
+
+def _instance_address(instance: str | None) -> str | None:
+    """The host part of a Prometheus ``instance`` label (``10.0.0.5:9100``, ``[fd00::5]:9100``,
+    ``nas1``): the monitored host's address, which routes lead to (not the server's)."""
+    if not instance:
+        return None
+    try:
+        return urlsplit(f"//{instance}").hostname or None
+    except ValueError:
+        return None
 
 
 def _credentials(
