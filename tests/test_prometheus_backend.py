@@ -165,3 +165,50 @@ def test_recorded_readings_give_rates_through_the_same_formulas() -> None:
     busy = out["cpu:a/busy"]
     assert np.isnan(busy[0]) and np.all((busy[1:] >= 0) & (busy[1:] <= 1))
     assert np.all(np.diff(series.remote_time) > 0.5)  # one scrape apart (1 s)
+
+
+def test_only_rounds_shorter_than_three_scrapes_leave_an_engine_host_out() -> None:
+    from types import SimpleNamespace
+
+    from pilot_sys.session.engine_window import blank_hosts, short_engine_hosts
+
+    hosts = [*_hosts(), parse_host_spec("d=http://10.0.0.9:9100")]
+    sources = {  # a 2 s scrape interval: stale after 6 s
+        f"remote:{n}": SimpleNamespace(stale_after_s=6.0) for n in ("a", "b", "d")
+    }
+    series = {
+        "cpu:a/busy": [0.5, 0.6],
+        "nic:a/eth0/rx_bytes_per_s": [1.0, 2.0],
+        "cpu:ab/busy": [0.1, 0.1],  # another host whose name starts alike
+        "cpu:host/busy": [0.2, 0.3],
+        "network:host~a/util_send": [0.1, 0.2],
+    }
+    short_trace = SimpleNamespace(timestamps=[0.0, 5.9], sources=sources, series=dict(series))
+    assert short_engine_hosts(short_trace, hosts) == {"a": 2.0, "b": 2.0}  # not the direct d
+    long_trace = SimpleNamespace(timestamps=[0.0, 6.0], sources=sources, series=dict(series))
+    assert short_engine_hosts(long_trace, hosts) == {}
+    blank_hosts(short_trace, ["a"])
+    assert short_trace.series["cpu:a/busy"] == [None, None]
+    assert short_trace.series["nic:a/eth0/rx_bytes_per_s"] == [None, None]
+    # other hosts, this machine and the link (bounded by our own NIC too) stay
+    for kept in ("cpu:ab/busy", "cpu:host/busy", "network:host~a/util_send"):
+        assert short_trace.series[kept] == series[kept]
+
+
+def test_a_window_of_raw_samples_is_one_reading_per_scrape() -> None:
+    hosts = _hosts()
+    answers = RECORDED["answers"]
+    families = {
+        f: prometheus.parse_answer(json.dumps(answers[q][0]).encode(), q)
+        for f in prometheus.COUNTER_FAMILIES
+        for q in answers
+        if q.startswith(f + "{") and q.endswith("[3000ms]")
+    }
+    readings = prometheus.window_readings(hosts[0], families, Response("u", b"", 0.0, 0.0))
+    assert len(readings) == 3  # three scrapes in a 3 s window at 1 s
+    times = [r.remote_time for r in readings]
+    assert times == sorted(times) and np.all(np.diff(times) > 0.5)
+    # the newest one is what a poll reads
+    latest = prometheus.host_reading(hosts[0], families, Response("u", b"", 0.0, 0.0))
+    assert isinstance(latest, RemoteCounters)
+    assert readings[-1].values == latest.values

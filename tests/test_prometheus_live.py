@@ -172,3 +172,26 @@ def test_a_prometheus_that_stops_answering_is_a_gap_not_the_end(
     assert all(any("remote:srv" in g for g in m["gaps"]) for m in later), later
     notes = [n for r in rounds[1:] for n in _trace(out, r)["notes"] if "remote:srv" in n]
     assert any("no answer within" in n for n in notes), notes
+
+
+def test_rounds_shorter_than_three_scrapes_are_judged_over_the_session(
+    srv: NetnsHost, prom: PrometheusServer, tmp_path: Path
+) -> None:
+    out = tmp_path / "short"
+    srv.start("hog", ["taskset", "-c", "1", sys.executable, "-c", "while True: pass"], lambda: True)
+    try:
+        done = _run(out, "--max-rounds", "5", "--host", _prom_spec(srv, prom), "--", "sleep", "1")
+    finally:
+        srv.stop("hog")
+    assert "Traceback" not in done.stderr, done.stderr
+    rounds = _rounds(out)
+    assert len(rounds) == 5
+    for record in rounds:  # no round judges the host from its own one or two scrapes
+        trace = _trace(out, record)
+        busiest = _series(trace, "cpu:srv/busiest_core")
+        assert not np.isfinite(busiest).any()
+        assert any("shorter than 3 of its engine's scrape intervals" in n for n in trace["notes"])
+    last = rounds[-1]
+    notes = _trace(out, last)["notes"]
+    assert any("judged over the session so far instead" in n for n in notes), notes
+    assert "cpu:srv (compute) [over the session]" in last["monitor"]["hidden_bottlenecks"]

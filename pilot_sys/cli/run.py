@@ -258,7 +258,8 @@ class RunCommand(click.Command):
     multiple=True,
     metavar="NAME=URL",
     help="Monitor a remote host too (repeatable): http://H:9100 is node_exporter, "
-    "pcp://H:44322 is PCP's pmproxy. Hosts the command names are placed on its "
+    "pcp://H:44322 is PCP's pmproxy, prom://P:9090?instance=H:9100 a Prometheus server "
+    "that scrapes H. Hosts the command names are placed on its "
     "data path.",
 )
 @click.option(

@@ -4,7 +4,7 @@ VictoriaMetrics, Mimir).
 
 What is asked, and why. Every host of one server is one ``Fleet``: each poll is one query per
 metric family for all its hosts (label matchers ``instance=~"a|b|c"``), never one per host, so
-the number of requests grows with the families (13), not with the hosts. Each query asks for the
+the number of requests grows with the families (12), not with the hosts. Each query asks for the
 raw samples of the last few scrape intervals, ``family{matchers}[Ws]`` (an instant query of a
 range vector), not ``query_range`` or ``rate()``: the raw counters at the times the engine
 scraped them are exactly what a direct scrape gives, so the same formulas
@@ -151,6 +151,30 @@ def scrape_interval_of(points: list[tuple[float, float]]) -> float | None:
     return float(statistics.median(steps)) if steps else None
 
 
+def window_readings(
+    host: RemoteHost, families: dict[str, list[Series]], response: Response
+) -> list[RemoteCounters]:
+    """Every scrape of ``host`` in the answers (raw samples over a window), oldest first: one
+    reading per timestamp of its ``node_cpu_seconds_total`` samples, each made of the samples
+    that scrape wrote (one scrape stamps all its series alike)."""
+    by_time: dict[float, Samples] = {}
+    for family, series in families.items():
+        if family == "up":
+            continue
+        for labels, points in series:
+            if belongs(labels, host):
+                for t, value in points:
+                    by_time.setdefault(t, {}).setdefault(family, []).append((labels, value))
+    readings = []
+    for t in sorted(by_time):
+        samples = by_time[t]
+        if "node_cpu_seconds_total" not in samples:
+            continue
+        counters = counters_from_samples(host.name, samples, response)
+        readings.append(counters.model_copy(update={"remote_time": t}))
+    return readings
+
+
 def host_reading(
     host: RemoteHost, families: dict[str, list[Series]], response: Response
 ) -> RemoteCounters | str:
@@ -272,6 +296,20 @@ class Fleet:
         for reading in self._readings.values():
             if isinstance(reading, RemoteCounters):
                 reading.response_bytes = size // max(len(hosts), 1)
+
+    def window(
+        self, hosts: Sequence[RemoteHost], seconds: float
+    ) -> dict[str, list[RemoteCounters]]:
+        """Every scrape of ``hosts`` in the engine's last ``seconds`` (one query per family
+        for all of them; the size cap bounds each answer): a session's window, judged after the
+        fact at the engine's resolution."""
+        families: dict[str, list[Series]] = {}
+        sent = time.time()
+        with self._lock:
+            for family in COUNTER_FAMILIES:
+                families[family], _ = self._query(range_query(family, hosts, seconds))
+        whole = Response(self.base_url, b"", sent, time.time())
+        return {h.name: window_readings(h, families, whole) for h in hosts}
 
     def inventory(self, host: RemoteHost) -> RemoteInventory:
         """``host``'s inventory from the engine's latest values (asked once for all hosts)."""
