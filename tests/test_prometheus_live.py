@@ -109,7 +109,7 @@ def test_the_servers_core_is_named_through_prometheus_as_directly(
             )
             if backend == "prometheus":
                 source = traces[0]["sources"]["remote:srv"]
-                assert source["interval_s"] == pytest.approx(SCRAPE_S / 2, rel=0.2)
+                assert source["interval_s"] == pytest.approx(SCRAPE_S, rel=0.2)
                 assert len(source["times"]) >= 3  # one per scrape
                 assert any("scrape interval is 1 s" in n for n in traces[0]["notes"])
     finally:

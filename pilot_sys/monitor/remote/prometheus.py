@@ -19,7 +19,8 @@ Time. A host's sample time is the engine's scrape timestamp of its ``node_cpu_se
 or before it is taken, so one reading is one scrape. A poll that finds no newer scrape repeats
 the time and is dropped by the source runner as "nothing newer". The resolution is the engine's
 scrape interval, estimated per host from the spacing of its ``up`` samples; the host's source
-asks twice per interval and carries a value for three intervals (``source.RemoteHostPlugin``).
+asks once per interval (each raw sample is then fetched at most twice) and carries a value for
+three intervals (``source.RemoteHostPlugin``).
 
 Per host, a reading fails (a gap in its series, named in the trace) when the engine has no
 sample of it in the window (the host disappeared or is no longer scraped), when its target is
@@ -51,7 +52,7 @@ from pilot_sys.topology.remote_hosts import RemoteHost
 from pilot_sys.topology.remote_inventory import RemoteInventory
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024  # a query's answer (all hosts of one family)
-WINDOW_INTERVALS = 3.0  # a poll asks for the raw samples of this many scrape intervals
+WINDOW_INTERVALS = 2.0  # a poll asks for the raw samples of this many scrape intervals
 DEFAULT_SCRAPE_S = 15.0  # Prometheus's default, until a host's own is known
 INTERVAL_PROBES_S = (60.0, 600.0)  # windows of `up` to learn a scrape interval from
 

@@ -198,11 +198,12 @@ class RemoteHostPlugin:
         client: Any,
         scrape_s: float | None,
     ) -> RemoteHostSource:
-        """A host seen through an engine that scrapes it (Prometheus): asked twice per scrape
-        interval (a newer scrape is picked up within half an interval; a repeated one is
-        dropped), a value carried for three intervals, and the resolution stated."""
+        """A host seen through an engine that scrapes it (Prometheus): asked once per scrape
+        interval (the sample's time is the engine's scrape time, so when it is asked does not
+        matter; a repeated scrape is dropped), a value carried for three intervals, and the
+        resolution stated."""
         scrape = scrape_s or ENGINE_DEFAULT_SCRAPE_S
-        interval = max(self.interval_s, scrape / 2.0)
+        interval = max(self.interval_s, scrape)
         client.max_age = interval / 2.0
         source = RemoteHostSource(host, columns, context, interval, client)
         source.stale_after_s = ENGINE_STALE_INTERVALS * scrape
