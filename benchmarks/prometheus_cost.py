@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # netns, prometheus_server
 
 from pilot_sys.monitor.remote import prometheus  # noqa: E402
+from pilot_sys.monitor.remote.counters import RemoteCounters as RC  # noqa: E402
 from pilot_sys.topology.remote_hosts import parse_host_spec  # noqa: E402
 
 SCRAPE_S = 5.0
@@ -136,16 +137,14 @@ def measure_polls(fleet: prometheus.Fleet, polls: int, pid: int) -> dict[str, fl
     queries0 = fleet.queries
     t0 = time.monotonic()
     for _ in range(polls):
-        size = 0
         wall, cpu = time.perf_counter(), time.thread_time()
-        window = fleet._window()
-        for family in prometheus.COUNTER_FAMILIES:
-            _, response = fleet._query(prometheus.range_query(family, hosts, window))
-            size += len(response.body)
-        fleet._readings = {}
+        fleet.counters(hosts[0], max_age=0.0)  # one poll: every family, split into hosts
         cpus.append(time.thread_time() - cpu)
         walls.append(time.perf_counter() - wall)
-        sizes.append(size)
+        sizes.append(fleet.last_poll_bytes)
+        unanswered = [h.name for h in hosts if not isinstance(fleet._readings.get(h.name), RC)]
+        if unanswered:
+            raise RuntimeError(f"{len(unanswered)} hosts without a reading: {unanswered[:3]}")
     span = time.monotonic() - t0
     busy = cpu_seconds(pid) - server0
     time.sleep(span)  # the same span idle: what scraping alone costs the server
@@ -161,10 +160,19 @@ def measure_polls(fleet: prometheus.Fleet, polls: int, pid: int) -> dict[str, fl
 
 
 def one_poll_cost(fleet: prometheus.Fleet, exprs: list[str]) -> tuple[float, float, int]:
+    """Asking ``exprs`` one by one and parsing the answers (not split into hosts)."""
     wall, cpu, size = time.perf_counter(), time.thread_time(), 0
     for expr in exprs:
         size += len(fleet._query(expr)[1].body)
     return time.perf_counter() - wall, time.thread_time() - cpu, size
+
+
+def session_cost(fleet: prometheus.Fleet, seconds: float) -> tuple[float, float, int, int]:
+    """One session window for every host: fetched, split, one reading per scrape."""
+    wall, cpu = time.perf_counter(), time.thread_time()
+    readings = fleet.window(fleet.hosts, seconds)
+    scrapes = min(len(r) for r in readings.values())
+    return time.perf_counter() - wall, time.thread_time() - cpu, scrapes, fleet.queries
 
 
 def cost(sizes: list[int], polls: int) -> list[dict[str, float]]:
@@ -196,11 +204,10 @@ def cost(sizes: list[int], polls: int) -> list[dict[str, float]]:
                     "hosts": n,
                     **measure_polls(fleet, polls, server.process.pid),
                 }
-                wall, cpu, size = one_poll_cost(
-                    fleet,
-                    [prometheus.range_query(f, hosts, 60.0) for f in prometheus.COUNTER_FAMILIES],
+                wall, cpu, scrapes, _ = session_cost(fleet, 60.0)
+                row.update(
+                    {"session_wall_s": wall, "session_cpu_s": cpu, "session_scrapes": scrapes}
                 )
-                row.update({"session_wall_s": wall, "session_cpu_s": cpu, "session_bytes": size})
                 if n <= 100:
                     exprs = [
                         prometheus.range_query(f, [h], fleet._window())

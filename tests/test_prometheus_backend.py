@@ -206,7 +206,8 @@ def test_a_window_of_raw_samples_is_one_reading_per_scrape() -> None:
         for q in answers
         if q.startswith(f + "{") and q.endswith("[2000ms]")
     }
-    readings = prometheus.window_readings(hosts[0], families, Response("u", b"", 0.0, 0.0))
+    mine = prometheus.split_by_host(families, hosts)["a"]
+    readings = prometheus.window_readings(hosts[0], mine, Response("u", b"", 0.0, 0.0))
     assert len(readings) == 2  # two scrapes in a 2 s window at 1 s
     times = [r.remote_time for r in readings]
     assert times == sorted(times) and np.all(np.diff(times) > 0.5)

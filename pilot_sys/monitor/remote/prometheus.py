@@ -152,20 +152,41 @@ def scrape_interval_of(points: list[tuple[float, float]]) -> float | None:
     return float(statistics.median(steps)) if steps else None
 
 
+def split_by_host(
+    families: dict[str, list[Series]], hosts: Sequence[RemoteHost]
+) -> dict[str, dict[str, list[Series]]]:
+    """Each host's series of the answers (host name -> family -> series), in one pass over the
+    series: hosts are looked up by their label values, not tested one by one (a fleet's answer
+    holds hosts x series items; testing each against each host would cost hosts^2)."""
+    groups: dict[tuple[str, ...], dict[tuple[str, ...], str]] = {}
+    for host in hosts:
+        names = tuple(name for name, _ in host.labels)
+        groups.setdefault(names, {})[tuple(value for _, value in host.labels)] = host.name
+    out: dict[str, dict[str, list[Series]]] = {h.name: {} for h in hosts}
+    for family, series in families.items():
+        for item in series:
+            labels = item[0]
+            for names, index in groups.items():
+                name = index.get(tuple(labels.get(n, "") for n in names))
+                if name is not None:
+                    out[name].setdefault(family, []).append(item)
+    return out
+
+
 def window_readings(
     host: RemoteHost, families: dict[str, list[Series]], response: Response
 ) -> list[RemoteCounters]:
-    """Every scrape of ``host`` in the answers (raw samples over a window), oldest first: one
-    reading per timestamp of its ``node_cpu_seconds_total`` samples, each made of the samples
-    that scrape wrote (one scrape stamps all its series alike)."""
+    """Every scrape of ``host`` in its series of the answers (``split_by_host``: raw samples
+    over a window), oldest first: one reading per timestamp of its ``node_cpu_seconds_total``
+    samples, each made of the samples that scrape wrote (one scrape stamps all its series
+    alike)."""
     by_time: dict[float, Samples] = {}
     for family, series in families.items():
         if family == "up":
             continue
         for labels, points in series:
-            if belongs(labels, host):
-                for t, value in points:
-                    by_time.setdefault(t, {}).setdefault(family, []).append((labels, value))
+            for t, value in points:
+                by_time.setdefault(t, {}).setdefault(family, []).append((labels, value))
     readings = []
     for t in sorted(by_time):
         samples = by_time[t]
@@ -180,7 +201,7 @@ def host_reading(
     host: RemoteHost, families: dict[str, list[Series]], response: Response
 ) -> RemoteCounters | str:
     """One host's counters at its latest scrape in the answers, or why there is none."""
-    mine = {f: [s for s in series if belongs(s[0], host)] for f, series in families.items()}
+    mine = split_by_host(families, [host])[host.name]
     cpu_times = [t for _, points in mine.get("node_cpu_seconds_total", []) for t, _ in points]
     up = sorted(p for _, points in mine.get("up", []) for p in points)
     if not cpu_times:
@@ -217,6 +238,7 @@ class Fleet:
     _intervals: dict[str, float | None] = field(default_factory=dict)
     _inventories: dict[str, RemoteInventory] = field(default_factory=dict)
     queries: int = 0  # requests made so far (the cost is per query, not per host)
+    last_poll_bytes: int = 0
 
     def add(self, host: RemoteHost) -> None:
         with self._lock:
@@ -250,8 +272,9 @@ class Fleet:
                 series, _ = self._query(range_query("up", hosts, window))
             except RemoteUnavailable:
                 return  # asked again later
+            split = split_by_host({"up": series}, hosts)
             for host in hosts:
-                points = [p for labels, pts in series if belongs(labels, host) for p in pts]
+                points = [p for _, pts in split[host.name].get("up", []) for p in pts]
                 self._intervals[host.name] = scrape_interval_of(points)
             if all(self._intervals.get(h.name) for h in hosts):
                 return
@@ -293,7 +316,9 @@ class Fleet:
             return
         self._error = None
         whole = Response(self.base_url, b"", sent, time.time())
-        self._readings = {h.name: host_reading(h, families, whole) for h in hosts}
+        split = split_by_host(families, hosts)
+        self._readings = {h.name: host_reading(h, split[h.name], whole) for h in hosts}
+        self.last_poll_bytes = size
         for reading in self._readings.values():
             if isinstance(reading, RemoteCounters):
                 reading.response_bytes = size // max(len(hosts), 1)
@@ -310,7 +335,8 @@ class Fleet:
             for family in COUNTER_FAMILIES:
                 families[family], _ = self._query(range_query(family, hosts, seconds))
         whole = Response(self.base_url, b"", sent, time.time())
-        return {h.name: window_readings(h, families, whole) for h in hosts}
+        split = split_by_host(families, hosts)
+        return {h.name: window_readings(h, split[h.name], whole) for h in hosts}
 
     def inventory(self, host: RemoteHost) -> RemoteInventory:
         """``host``'s inventory from the engine's latest values (asked once for all hosts)."""
@@ -335,15 +361,16 @@ class Fleet:
             gpus = self._query(instant_query(GPU_FAMILY, hosts))[0]
         except RemoteUnavailable:
             gpus = []
+        split = split_by_host({**answers, GPU_FAMILY: gpus}, hosts)
         for host in hosts:
             samples: Samples = {}
-            for family, series in answers.items():
+            for family, series in split[host.name].items():
                 for labels, points in series:
                     if family == "node_scrape_collector_success" and (
                         labels.get("collector") not in INVENTORY_COLLECTORS
                     ):
                         continue  # the engine runs every collector; a direct scrape asks these
-                    if belongs(labels, host) and points:
+                    if points and family != GPU_FAMILY:
                         samples.setdefault(family, []).append((labels, points[-1][1]))
             if "node_cpu_seconds_total" not in samples:
                 continue
@@ -360,8 +387,7 @@ class Fleet:
             n_gpus = len(
                 {
                     labels.get("gpu", labels.get("UUID"))
-                    for labels, _ in gpus
-                    if belongs(labels, host)
+                    for labels, _ in split[host.name].get(GPU_FAMILY, [])
                 }
             )
             if n_gpus:
