@@ -195,3 +195,23 @@ def test_rounds_shorter_than_three_scrapes_are_judged_over_the_session(
     notes = _trace(out, last)["notes"]
     assert any("judged over the session so far instead" in n for n in notes), notes
     assert "cpu:srv (compute) [over the session]" in last["monitor"]["hidden_bottlenecks"]
+
+
+def test_graph_places_the_host_as_a_direct_inventory_does(
+    srv: NetnsHost, prom: PrometheusServer
+) -> None:
+    ids: dict[str, set[str]] = {}
+    for backend, spec in (
+        ("prometheus", _prom_spec(srv, prom)),
+        ("direct", f"srv=http://{srv.address}:9100"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "pilot_sys", "graph", "--json", "--host", spec, srv.address],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        graph = json.loads(done.stdout)
+        ids[backend] = {n["id"] for n in graph["nodes"] if "srv" in n["id"]}
+        assert {"cpu:srv", "memory:srv", "nic:srv/eth0", "network:host~srv"} <= ids[backend]
+        assert graph["data_path"]["cut"] == "network:host~srv", graph["data_path"]
+    assert ids["prometheus"] == ids["direct"]

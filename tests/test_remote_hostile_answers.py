@@ -240,3 +240,32 @@ def test_run_sends_the_credentials_and_writes_the_password_nowhere(
         assert SECRET.encode() not in path.read_bytes(), path
     assert SECRET not in done.stderr + done.stdout
     assert "admin:***@" in (out / "session.json").read_text()
+
+
+@pytest.mark.live
+def test_a_ca_file_verifies_a_server_behind_tls(tmp_path: Path) -> None:
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    with _Server(_demanding(f"Bearer {TOKEN}")) as server:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        server.httpd.socket = context.wrap_socket(server.httpd.socket, server_side=True)
+        token = tmp_path / "token"
+        token.write_text(TOKEN)
+        base = f"srv=https://127.0.0.1:{server.port}?bearer_token_file={token}"
+        with pytest.raises(RemoteUnavailable, match="TLS: CERTIFICATE_VERIFY_FAILED"):
+            NodeExporterClient(parse_host_spec(base), timeout=3).counters()
+        trusted = parse_host_spec(f"{base}&ca_file={cert}")
+        assert NodeExporterClient(trusted, timeout=3).counters().values
+        assert server.seen[-1] == f"Bearer {TOKEN}"
