@@ -2,7 +2,7 @@
 costs the verdict.
 
     PYTHONPATH=. python3 benchmarks/prometheus_cost.py cost [--hosts 10,100,1000] [--polls 5]
-    PYTHONPATH=. python3 benchmarks/prometheus_cost.py error [--seconds 40] (root: namespaces)
+    PYTHONPATH=. python3 benchmarks/prometheus_cost.py error [--seconds 80] [--scrape 1,5] (root)
 
 ``cost``: a real Prometheus server (Debian's ``prometheus``) scrapes N simulated hosts every
 5 s: one small exporter process serves a node_exporter-shaped answer (16 CPU-time series, 5
@@ -16,11 +16,14 @@ server's CPU per poll (its /proc utime+stime over the polls less the same span i
 only scrapes); the same for a session window (60 s of raw samples, once); and, for N <= 100,
 one query per family *per host* (the design not taken) for comparison.
 
-``error``: one namespace host (tests/netns.py) with node_exporter, a Prometheus server scraping
-it every second, and a CPU hog pinned to one of its cores switching on and off at random
-(0.5-4 s); ``pilot-sys monitor`` samples the host both ways at once, under two names
-(``srvd=http://...`` direct at 10 Hz, ``srvp=prom://...`` through the server). The busiest core's
-mean and its share of time above 80 % are compared over windows of 2, 5, 10 and 20 s.
+``error``: one namespace host (tests/netns.py) with node_exporter and an iperf3 server behind a
+link shaped to 50 Mbit/s, a Prometheus server scraping it every 1 s (then 5 s), and iperf3
+bursts into it of 0.5-4 s with 0.5-4 s pauses; ``pilot-sys monitor`` samples the host both ways
+at once, under two names (``srvd=http://...`` direct at 10 Hz, ``srvp=prom://...`` through the
+server). The host's received rate as a share of the link (its own NIC's counter: no other
+tenant of a shared machine moves it, unlike its CPU, which is the machine's) is compared window
+by window: the mean's error, and whether both call the window hot (above 80 % for more than 10 %
+of it, the verdict's rule) over windows of 2 to 40 s.
 """
 
 from __future__ import annotations
@@ -99,6 +102,7 @@ def serve_exporter(port_queue: multiprocessing.Queue) -> None:  # type: ignore[t
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     httpd.daemon_threads = True
+    httpd.handle_error = lambda *args: None  # type: ignore[method-assign]  # a closed scrape
     port_queue.put(httpd.server_address[1])
     httpd.serve_forever()
 
@@ -225,47 +229,72 @@ def cost(sizes: list[int], polls: int) -> list[dict[str, float]]:
     return rows
 
 
-def _busiest(trace: dict, name: str) -> np.ndarray:
-    values = trace["series"].get(f"cpu:{name}/busiest_core", [])
+RATE_BPS = 50e6 / 8  # the shaped link into the host: 50 Mbit/s
+
+
+def _rx(trace: dict, name: str) -> np.ndarray:
+    values = trace["series"].get(f"nic:{name}/eth0/rx_bytes_per_s", [])
     return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
-def error(seconds: float) -> list[dict[str, float]]:
+def _traffic(address: str, seconds: float, seed: int) -> None:
+    """iperf3 bursts of 0.5-4 s at the shaped rate, with 0.5-4 s pauses, for ``seconds``."""
+    rng = random.Random(seed)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        size = int(RATE_BPS * rng.uniform(0.5, 4.0))
+        subprocess.run(
+            ["iperf3", "-c", address, "-n", str(size), "-J"],
+            capture_output=True, timeout=30, check=False,
+        )  # fmt: skip
+        time.sleep(rng.uniform(0.5, 4.0))
+
+
+def error(seconds: float, scrape_s: float) -> list[dict[str, float]]:
+    """The host's received rate (its own NIC: no other tenant moves it) through both backends
+    at once, compared window by window as a utilization of the shaped link."""
+    import threading
+
     from netns import netns_host
     from prometheus_server import prometheus_server
 
     rows = []
+    out = Path(tempfile.mkdtemp()) / "trace.json"
     with netns_host("srv") as srv:
         srv.node_exporter()
-        with prometheus_server([f"{srv.address}:9100"], interval_s=1.0) as server:
-            server.wait_for_samples("up[10s]", 3)
-            hog = subprocess.Popen(
-                srv.argv(
-                    "taskset", "-c", "1", sys.executable, "-c",
-                    "import random, time\n"
-                    "random.seed(7)\n"
-                    "while True:\n"
-                    "    end = time.monotonic() + random.uniform(0.5, 4.0)\n"
-                    "    while time.monotonic() < end: pass\n"
-                    "    time.sleep(random.uniform(0.5, 4.0))\n",
-                )
+        srv.iperf3_server()
+        srv.shape("50mbit")
+        with prometheus_server([f"{srv.address}:9100"], interval_s=scrape_s) as server:
+            server.wait_for_samples("up[30s]", 3)
+            traffic = threading.Thread(target=_traffic, args=(srv.address, seconds, 7))
+            monitor = subprocess.Popen(
+                [sys.executable, "-m", "pilot_sys", "monitor", "--json", str(out),
+                 "--host", f"srvd=http://{srv.address}:9100",
+                 "--host", f"srvp=prom://{server.url[7:]}?instance={srv.address}:9100",
+                 "--", "sleep", str(seconds)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
+            traffic.start()
             try:
-                out = Path(tempfile.mkdtemp()) / "trace.json"
-                subprocess.run(
-                    [sys.executable, "-m", "pilot_sys", "monitor", "--json", str(out),
-                     "--host", f"srvd=http://{srv.address}:9100",
-                     "--host", f"srvp=prom://{server.url[7:]}?instance={srv.address}:9100",
-                     "--", "sleep", str(seconds)],
-                    check=True, capture_output=True, timeout=seconds + 120,
-                )  # fmt: skip
+                monitor.wait(seconds + 120)
             finally:
-                hog.kill()
-                hog.wait(5)
+                traffic.join(60)
+                if monitor.poll() is None:
+                    monitor.kill()
     trace = json.loads(out.read_text())
     t = np.asarray(trace["timestamps"], dtype=float)
-    direct, engine = _busiest(trace, "srvd"), _busiest(trace, "srvp")
-    for window in (2.0, 5.0, 10.0, 20.0):
+    direct, engine = _rx(trace, "srvd") / RATE_BPS, _rx(trace, "srvp") / RATE_BPS
+    print(
+        json.dumps(
+            {
+                "scrape_s": scrape_s,
+                "mean_util_direct": float(np.nanmean(direct)),
+                "mean_util_engine": float(np.nanmean(engine)),
+            }
+        ),
+        flush=True,
+    )
+    for window in (2.0, 5.0, 10.0, 20.0, 40.0):
         diffs, agree, total = [], 0, 0
         for start in np.arange(t[0], t[-1] - window + 1e-9, window):
             inside = (t >= start) & (t < start + window)
@@ -279,6 +308,7 @@ def error(seconds: float) -> list[dict[str, float]]:
             total += 1
         rows.append(
             {
+                "scrape_s": scrape_s,
                 "window_s": window,
                 "windows": total,
                 "mean_abs_error": statistics.mean(diffs) if diffs else math.nan,
@@ -295,13 +325,14 @@ def main() -> None:
     parser.add_argument("what", choices=("cost", "error"))
     parser.add_argument("--hosts", default="10,100,1000")
     parser.add_argument("--polls", type=int, default=5)
-    parser.add_argument("--seconds", type=float, default=40.0)
+    parser.add_argument("--seconds", type=float, default=80.0)
+    parser.add_argument("--scrape", default="1,5", help="error: scrape intervals (s)")
     args = parser.parse_args()
     if args.what == "cost":
         cost([int(n) for n in args.hosts.split(",")], args.polls)
     else:
-        random.seed(7)
-        error(args.seconds)
+        for scrape in args.scrape.split(","):
+            error(args.seconds, float(scrape))
 
 
 if __name__ == "__main__":

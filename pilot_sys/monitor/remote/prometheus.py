@@ -254,6 +254,7 @@ class Fleet:
             )
         url = f"{self.base_url}/api/v1/query?{urlencode({'query': expr})}"
         self.queries += 1
+        self._connection.timeout = self.timeout  # the deadline of each query, whole
         response = self._connection.get(url)
         return parse_answer(response.body, f"{self.base_url}/api/v1/query ({expr})"), response
 
@@ -416,7 +417,7 @@ def fleet_of(host: RemoteHost, timeout: float = 2.0) -> Fleet:
         fleet = _FLEETS.get(key)
         if fleet is None:
             fleet = _FLEETS[key] = Fleet(host.base_url, timeout=timeout)
-        fleet.timeout = max(fleet.timeout, timeout)
+        fleet.timeout = timeout  # the latest client's: a round's sources, or an inventory
     fleet.add(host)
     return fleet
 

@@ -211,9 +211,10 @@ class RemoteHostPlugin:
         known = f"{scrape:g} s" if scrape_s else f"not known yet ({scrape:g} s assumed)"
         context.notes.append(
             f"remote host {host.name} is seen through its engine at {host.base_url}: its "
-            f"scrape interval is {known}, the resolution of its series; a round shorter than "
+            f"scrape interval is {known}, the resolution of its series; a window shorter than "
             f"{MIN_ENGINE_INTERVALS * scrape:g} s ({MIN_ENGINE_INTERVALS:g} scrape intervals: "
-            "a rate needs two scrapes) leaves it unjudged there: judge it over the session"
+            "a rate needs two scrapes) is too short to judge it (a session judges it over the "
+            "session's window instead)"
         )
         return source
 
