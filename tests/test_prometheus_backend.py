@@ -215,3 +215,80 @@ def test_a_window_of_raw_samples_is_one_reading_per_scrape() -> None:
     latest = prometheus.host_reading(hosts[0], families, Response("u", b"", 0.0, 0.0))
     assert isinstance(latest, RemoteCounters)
     assert readings[-1].values == latest.values
+
+
+MATRIX = {"resultType": "matrix", "result": [{"metric": {"instance": "a"}, "values": [[1, "2"]]}]}
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        (b"", "not JSON"),
+        (b"\xff\xfe", "not JSON"),
+        (b"[1, 2]", "query failed"),
+        (b'{"status": "success"}', "malformed answer"),
+        (
+            json.dumps({"status": "success", "data": {"resultType": "scalar", "result": [1, "2"]}}),
+            "not a vector",
+        ),
+        (
+            json.dumps(
+                {
+                    "status": "success",
+                    "data": {"resultType": "matrix", "result": [{"values": [[1, "2"]]}]},
+                }
+            ),
+            "malformed answer",
+        ),
+        (
+            json.dumps(
+                {
+                    "status": "success",
+                    "data": {
+                        "resultType": "matrix",
+                        "result": [{"metric": {}, "values": [[1, "x"]]}],
+                    },
+                }
+            ),
+            "malformed answer",
+        ),
+        (
+            json.dumps(
+                {
+                    "status": "success",
+                    "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[1]]}]},
+                }
+            ),
+            "malformed answer",
+        ),
+        (
+            json.dumps(
+                {
+                    "status": "success",
+                    "data": {
+                        "resultType": "vector",
+                        "result": [{"metric": {}, "value": ["NaN", "1"]}],
+                    },
+                }
+            ),
+            "malformed answer",
+        ),
+        (
+            json.dumps({"status": "success", "data": {"resultType": "vector", "result": {"a": 1}}}),
+            "malformed answer",
+        ),
+        (
+            json.dumps({"status": "error", "errorType": "timeout", "error": "query timed out"}),
+            "timeout: query timed out",
+        ),
+    ],
+)
+def test_hostile_answers_are_one_named_failure(answer: bytes | str, problem: str) -> None:
+    body = answer.encode() if isinstance(answer, str) else answer
+    with pytest.raises(RemoteUnavailable, match=problem):
+        prometheus.parse_answer(body, "http://p:9090/api/v1/query (up)")
+
+
+def test_a_well_formed_answer_parses() -> None:
+    body = json.dumps({"status": "success", "data": MATRIX}).encode()
+    assert prometheus.parse_answer(body, "q") == [({"instance": "a"}, [(1.0, 2.0)])]

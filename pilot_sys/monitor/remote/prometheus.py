@@ -30,6 +30,7 @@ down (``up`` 0 after its last good scrape), or when the engine does not answer.
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 import threading
@@ -125,18 +126,26 @@ def parse_answer(body: bytes, url: str) -> list[Series]:
         kind = answer.get("errorType", "?") if isinstance(answer, dict) else "?"
         error = answer.get("error", "") if isinstance(answer, dict) else ""
         raise RemoteUnavailable(url, f"query failed ({kind}: {str(error)[:200]})")
-    data = answer.get("data") or {}
-    kind = data.get("resultType")
+    try:
+        return _series(answer["data"])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise RemoteUnavailable(
+            url, f"malformed answer ({type(exc).__name__}: {str(exc)[:100]})"
+        ) from None
+
+
+def _series(data: dict) -> list[Series]:
+    """The series of an answer's ``data``; anything not shaped as the API says raises."""
+    kind = data["resultType"]
+    if kind not in ("matrix", "vector"):
+        raise ValueError(f"result type {kind!r}, not a vector or a matrix")
     out: list[Series] = []
-    for item in data.get("result") or []:
-        labels = {str(k): str(v) for k, v in (item.get("metric") or {}).items()}
-        if kind == "matrix":
-            points = [(float(t), float(v)) for t, v in item.get("values") or []]
-        elif kind == "vector":
-            t, v = item["value"]
-            points = [(float(t), float(v))]
-        else:
-            raise RemoteUnavailable(url, f"unexpected result type {kind!r}")
+    for item in data["result"]:
+        labels = {str(k): str(v) for k, v in item["metric"].items()}
+        pairs = item["values"] if kind == "matrix" else [item["value"]]
+        points = [(float(t), float(v)) for t, v in pairs]
+        if not all(math.isfinite(t) for t, _ in points):
+            raise ValueError("a sample time that is not a number")
         out.append((labels, points))
     return out
 
