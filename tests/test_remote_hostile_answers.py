@@ -269,3 +269,34 @@ def test_a_ca_file_verifies_a_server_behind_tls(tmp_path: Path) -> None:
         trusted = parse_host_spec(f"{base}&ca_file={cert}")
         assert NodeExporterClient(trusted, timeout=3).counters().values
         assert server.seen[-1] == f"Bearer {TOKEN}"
+
+
+@pytest.mark.live
+@pytest.mark.parametrize(
+    "answer",
+    [_drip_body, _drip_headers, _huge(chunked=False)],
+    ids=["drip-body", "drip-headers", "200MB"],
+)
+def test_monitor_ends_on_time_against_a_hostile_host(answer: Callable) -> None:
+    """Issue 24.9 end to end: `monitor -- sleep 3` against a host that drips or sends 200 MB
+    ends within seconds of the command, without reading the answers whole."""
+    import subprocess
+    import sys
+
+    wrapper = (
+        "import resource, subprocess, sys\n"
+        "done = subprocess.run(sys.argv[1:], capture_output=True, timeout=120)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, done.returncode)\n"
+    )
+    with _Server(answer) as server:
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-c", wrapper, sys.executable, "-m", "pilot_sys", "monitor",
+             "--host", f"srv=http://127.0.0.1:{server.port}", "--", "sleep", "3"],
+            capture_output=True, text=True, timeout=180, check=False,
+        )  # fmt: skip
+        took = time.monotonic() - started
+    max_rss_kib, returncode = (int(x) for x in done.stdout.split())
+    assert returncode == 0
+    assert took < 30, took
+    assert max_rss_kib < 400 * 1024  # the 200 MB answer was never held whole
