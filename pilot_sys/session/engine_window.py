@@ -104,7 +104,7 @@ def judge_over_session(
             found = readings.get(host.name, [])
             head = (
                 f"remote host {host.name}: this round ({duration:.1f} s) is shorter than "
-                f"{MIN_ENGINE_INTERVALS:g} of its engine's scrape intervals ({scrape:g} s)"
+                f"{MIN_ENGINE_INTERVALS:g} of its engine's scrape intervals ({scrape:.3g} s)"
             )
             if len(found) < MIN_SCRAPES:
                 out.notes.append(

@@ -389,7 +389,7 @@ class Fleet:
             inventory.notes.append(
                 f"seen through the engine at {self.base_url} ({selector([host])}); "
                 + (
-                    f"it scrapes the host every {interval:g} s"
+                    f"it scrapes the host every {interval:.3g} s"
                     if interval
                     else "its scrape interval is not known yet"
                 )

@@ -208,11 +208,11 @@ class RemoteHostPlugin:
         source = RemoteHostSource(host, columns, context, interval, client)
         source.stale_after_s = ENGINE_STALE_INTERVALS * scrape
         source.repeats_expected = True
-        known = f"{scrape:g} s" if scrape_s else f"not known yet ({scrape:g} s assumed)"
+        known = f"{scrape:.3g} s" if scrape_s else f"not known yet ({scrape:g} s assumed)"
         context.notes.append(
             f"remote host {host.name} is seen through its engine at {host.base_url}: its "
             f"scrape interval is {known}, the resolution of its series; a window shorter than "
-            f"{MIN_ENGINE_INTERVALS * scrape:g} s ({MIN_ENGINE_INTERVALS:g} scrape intervals: "
+            f"{MIN_ENGINE_INTERVALS * scrape:.3g} s ({MIN_ENGINE_INTERVALS:g} scrape intervals: "
             "a rate needs two scrapes) is too short to judge it (a session judges it over the "
             "session's window instead)"
         )
