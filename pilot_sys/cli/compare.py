@@ -15,6 +15,7 @@ import click
 
 from pilot_sys import units
 from pilot_sys.errors import BadInput
+from pilot_sys.redaction import redact_all
 from pilot_sys.stats.ci import Summary
 
 PI_HELP = "The PI to put first and rank by (result directories and --run; default: the primary PI)."
@@ -251,7 +252,7 @@ def compare(
             quiet=quiet,
             verbose=verbose,
             as_json=as_json,
-            command_line=["pilot-sys", *sys.argv[1:]],
+            command_line=redact_all(["pilot-sys", *sys.argv[1:]]),
         )
         compare = CompareRequest(runs=list(runs), pi=pi, threshold=threshold, run=request)
         sys.exit(execute_compare(compare))

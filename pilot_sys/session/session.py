@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pilot_sys.errors import BadInput
+from pilot_sys.redaction import redact_all
 from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.context import collect_context
@@ -104,7 +105,7 @@ class Session:
         self.manifest = journal.manifest
         self.workloads = workloads
         self.progress: Progress = progress or NoProgress()
-        self.command_line = command_line or []
+        self.command_line = redact_all(command_line or [])
         self.resumed = resumed
         self.extra_stop = extra_stop
         self.comparison = comparison
