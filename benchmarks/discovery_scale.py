@@ -10,7 +10,9 @@
    the time per device (block + NIC), and that per-device time as a ratio to the smallest
    size's: linear growth keeps the ratio near 1 (a quadratic step would show ~10x per row).
    The ratio uses the least process CPU time of the runs (wall time on a shared machine swings
-   2-3x with other tenants' load); the median wall time is printed next to it.
+   2-3x with other tenants' load); the median wall time is printed next to it, and the CPU
+   times' spread (max / min over the runs): the ratio of two rows is no surer than that. Run
+   the script several times and report the range of the ratios, not one run's.
 
     python benchmarks/discovery_scale.py [--runs 5] [--sizes 50,500,2000,5000]
 """
@@ -49,15 +51,16 @@ def timed(fn, runs: int) -> float:  # type: ignore[no-untyped-def]
     return statistics.median(samples)
 
 
-def cpu_timed(fn, runs: int) -> float:  # type: ignore[no-untyped-def]
-    """Least process CPU time of ``runs`` calls: on a shared machine, other tenants inflate wall
-    time by 2-3x from run to run; the least CPU time is the cost of the code itself."""
+def cpu_timed(fn, runs: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """Least process CPU time of ``runs`` calls, and their spread (max / min): on a shared
+    machine, other tenants inflate wall time by 2-3x from run to run; the least CPU time is the
+    cost of the code itself, and the spread says how far one call's figure can be from it."""
     samples = []
     for _ in range(runs):
         start = time.process_time()
         fn()
         samples.append(time.process_time() - start)
-    return min(samples)
+    return min(samples), max(samples) / max(min(samples), 1e-9)
 
 
 def _write(path: Path, text: str) -> None:
@@ -162,7 +165,7 @@ def main() -> None:
     print("\nsynthetic sysfs: N block devices (N/2 disks + N/2 partitions), N/10 NICs")
     print(
         f"{'N block':>8} {'NICs':>6} {'wall s':>8} {'cpu s':>8} {'cpu us/device':>14} "
-        f"{'ratio to first':>15}"
+        f"{'ratio to first':>15} {'cpu spread':>11}"
     )
     first = None
     with tempfile.TemporaryDirectory(
@@ -175,12 +178,12 @@ def main() -> None:
             blocks = len([c for c in found.components() if c.kind == "block"])
             assert blocks == n, (blocks, n)
             elapsed = timed(partial(discover, root), args.runs)
-            cpu = cpu_timed(partial(discover, root), args.runs)
+            cpu, spread = cpu_timed(partial(discover, root), args.runs)
             per_device = cpu / (n + n // 10)
             first = first or per_device
             print(
                 f"{n:>8} {n // 10:>6} {elapsed:>8.3f} {cpu:>8.3f} {per_device * 1e6:>14.1f} "
-                f"{per_device / first:>15.2f}"
+                f"{per_device / first:>15.2f} {spread:>10.2f}x"
             )
 
 

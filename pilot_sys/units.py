@@ -241,14 +241,24 @@ def quantity(value: float | None, unit: str, network: bool = False, missing: str
 WHOLE_WORK_BELOW = 10**6
 
 
+#: the placeholder older sessions recorded as the work unit when none was given
+GENERIC_WORK = "work"
+
+
 def work(value: float | None, unit: str, missing: str = UNKNOWN) -> str:
     """A work amount in the workload's own unit, as ``-w`` takes it: ``1024 MiB``, ``200000
-    items`` (whole amounts below a million exactly), ``2.50 M items``, ``0.500 MiB``."""
+    items`` (whole amounts below a million exactly), ``2.50 M items``; a fraction of a byte
+    unit in bytes' own prefixes (``8.25 GiB``, ``512 KiB``); without a unit (``work``, the
+    placeholder) the bare number."""
     v = _known(value)
     if v is None:
         return missing
+    if unit == GENERIC_WORK:
+        unit = ""  # not a unit: a session without one shows the bare amount, as -w took it
     if v.is_integer() and abs(v) < WHOLE_WORK_BELOW:
         return f"{v:.0f} {unit}".rstrip()
+    if unit in BYTE_UNITS:
+        return size(v * BYTE_UNITS[unit])  # 8449.56 MiB is 8.25 GiB, as the bytes moved say
     return count(v, unit)
 
 

@@ -32,3 +32,12 @@ def test_a_bad_host_is_one_line_and_exit_2(command: str) -> None:
 def test_help_names_the_option(command: str) -> None:
     done = run_cli(command, "--help", timeout=60)
     assert done.returncode == 0 and "--host NAME=URL" in done.stdout
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_bad_host_with_a_password_is_refused_without_showing_it(command: str) -> None:
+    spec = "nas1=ftp://admin:s3cr3t@nas1"
+    done = run_cli(*[a.format(spec=spec) for a in COMMANDS[command]], timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "s3cr3t" not in done.stderr + done.stdout
+    assert "--host nas1=ftp://admin:***@nas1" in done.stderr

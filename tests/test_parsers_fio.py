@@ -89,7 +89,7 @@ def test_group_reporting_entry_gives_percentiles() -> None:
     assert out.readings["read_lat_p50"] == pytest.approx(
         doc["jobs"][0]["read"]["clat_ns"]["percentile"]["50.000000"] / 1e9
     )
-    assert not out.unit_readings and any("no bw/lat logs" in w for w in out.warnings)
+    assert not out.unit_readings and any("no bw/iops/lat logs" in w for w in out.warnings)
 
 
 def test_json_after_warning_lines_is_found() -> None:

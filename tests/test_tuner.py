@@ -403,7 +403,11 @@ def test_search_invariants(
     assert all(BOUNDS.min_hz <= it.rate_hz <= BOUNDS.max_hz for it in result.iterations)
     assert BOUNDS.min_hz <= result.rate_hz <= BOUNDS.max_hz
     # "met" is the interval's upper bound within the budget, whatever the search's target
-    assert result.met == (result.overhead is not None and result.overhead.ci_high <= budget)
+    assert result.met == (
+        result.overhead is not None
+        and result.overhead.ci_high <= budget
+        and result.status is not TuneStatus.NEGATIVE
+    )
     assert (result.exit_code == 0) == (
         result.met and result.status is not TuneStatus.MAX_MEASUREMENTS
     )
@@ -442,13 +446,16 @@ def test_imprecise_at_the_slowest_rate_pools_more_rounds_when_the_budget_allows(
         )
 
     probe, result = run(6)
-    first, pooled = result.iterations
+    first, pooled, other_side = result.iterations
     # 4 pairs at 20 Hz: the CI upper bound is just over 1%, the estimate well under it.
     assert first.step is StepKind.PRIOR and first.ci_high > BUDGET and first.overhead < BUDGET
     assert pooled.step is StepKind.POOLED and pooled.rate_hz == first.rate_hz == 20.0
-    m = result.measurements[-1]
-    assert len(result.measurements) == 1 and probe.calls == 2  # pooled into one measurement
-    assert m.estimate.n_on == m.estimate.n_off == 8
+    # converging needs the bracket: the other side of the budget is looked for before the
+    # pooled measurement is called the answer (here at the fastest rate, over the budget)
+    assert other_side.step is StepKind.BRACKET and other_side.g > 0
+    m = result.measurements[0]
+    assert len(result.measurements) == 2 and probe.calls == 3  # pooled into one measurement
+    assert m.estimate.n_on == m.estimate.n_off == 8 and result.overhead == m.estimate
     again = estimate_overhead(m.readings_on, m.readings_off, higher_is_better=False)
     assert m.estimate.ci_high == pytest.approx(again.ci_high)
     assert result.status is TuneStatus.CONVERGED and result.overhead.ci_high <= BUDGET
@@ -510,3 +517,61 @@ def test_an_impractical_number_of_pairs_is_not_the_advice() -> None:
         f"a quieter machine would decide it (at this noise more pairs would take about {needed}, "
         "3 now)" in result.message
     )
+
+
+class ScriptedProbe:
+    """Measurements whose overhead is given per call (in order), each from 10 interleaved
+    pairs of rounds with 5 % noise: a wide interval around the scripted level."""
+
+    def __init__(self, levels: list[float], noise: float = 0.05) -> None:
+        self.levels = list(levels)
+        self.rng = np.random.default_rng(1)
+        self.noise = noise
+        self.rates: list[float] = []
+
+    def measure(self, rate_hz: float) -> OverheadMeasurement:
+        level = self.levels[min(len(self.rates), len(self.levels) - 1)]
+        self.rates.append(rate_hz)
+        jitter = self.rng.normal(0.0, 1.0, size=(2, 10))
+        jitter = (jitter - jitter.mean(axis=1, keepdims=True)) * self.noise  # exact levels
+        on, off = (1.0 + level) * (1.0 + jitter[0]), 1.0 + jitter[1]
+        est = estimate_overhead(on, off, higher_is_better=False)
+        return OverheadMeasurement(
+            rate_hz=rate_hz, estimate=est, readings_on=on.tolist(), readings_off=off.tolist()
+        )
+
+
+def test_a_significantly_negative_overhead_is_measured_again_not_stepped_from() -> None:
+    # Seen with `tune --budget 1% -- fio ...`: "-9.91 % [-19.15 %, -0.68 %] (p = 0.038)",
+    # "converged" at the 58 Hz starting guess after one measurement
+    probe = ScriptedProbe([-0.10, 0.002, 0.012])
+    result = newton_tune(
+        probe, budget=BUDGET, bounds=BOUNDS, prior_slope=BUDGET / 58, target=TuneTarget.UPPER
+    )
+    first, again = result.iterations[:2]
+    assert first.rate_hz == pytest.approx(58.0) and first.ci_high < 0  # all of it below zero
+    assert again.step is StepKind.REPEAT and again.rate_hz == first.rate_hz
+    assert all(m.estimate.ci_high >= 0 for m in result.measurements)  # not a point of the curve
+    # twice below zero: no answer, the measurement's own outcome (exit 6), never "converged"
+    probe = ScriptedProbe([-0.10])
+    result = newton_tune(
+        probe, budget=BUDGET, bounds=BOUNDS, prior_slope=BUDGET / 58, target=TuneTarget.UPPER
+    )
+    assert result.status is TuneStatus.NEGATIVE and not result.converged and not result.met
+    assert result.exit_code == ExitCode.UNDECIDED and probe.rates == [pytest.approx(58.0)] * 2
+    assert result.message.startswith("no answer: at 58.0 Hz the monitored rounds ran faster")
+
+
+def test_one_imprecise_measurement_under_the_budget_is_not_the_answer_until_bracketed() -> None:
+    # An interval too wide to tell the CI upper bound from the budget at the starting guess:
+    # the other side of the budget is measured before any rate is called the root
+    probe = ScriptedProbe([-0.01, 0.03], noise=0.03)
+    result = newton_tune(
+        probe, budget=BUDGET, bounds=BOUNDS, prior_slope=BUDGET / 58, target=TuneTarget.UPPER
+    )
+    first, second = result.iterations[:2]
+    assert -first.ci_high + BUDGET <= (first.ci_high - first.ci_low) / 4  # "within" at 58 Hz
+    assert second.step is StepKind.BRACKET and second.rate_hz > first.rate_hz
+    assert second.g > 0  # over the budget: the bracket [58 Hz, second] is closed
+    assert result.status is TuneStatus.CONVERGED and result.rate_hz == pytest.approx(58.0)
+    assert len(result.iterations) == 2

@@ -134,13 +134,15 @@ def test_quantity_picks_the_formatter_from_the_unit() -> None:
     assert units.quantity(1e9, "bit/s") == "1.00 Gbit/s"
     assert units.quantity(0.5, "%") == "0.500 %"
     assert units.quantity(2.5, "") == "2.50"
-    assert units.work(16, "work") == "16 work"
+    assert units.work(16, "work") == "16"  # "work" is the placeholder of no unit, not one
     assert units.work(1024, "MiB") == "1024 MiB"  # in the unit -w takes, not converted
     assert (
         units.work(200_000, "items") == "200000 items"
         and units.work(2.5e6, "items") == "2.50 M items"
     )
-    assert units.work(0.5, "MiB") == "0.500 MiB" and units.work(None, "MiB") == "?"
+    # a fraction of a byte unit in bytes' prefixes: 8449.56 MiB is the 8.25 GiB fio moved
+    assert units.work(0.5, "MiB") == "512 KiB" and units.work(None, "MiB") == "?"
+    assert units.work(8449.56, "MiB") == "8.25 GiB"
 
 
 def test_percentages_and_the_one_ci_convention() -> None:

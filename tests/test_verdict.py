@@ -210,9 +210,10 @@ def test_two_hot_rounds_are_excluded_and_every_output_says_so(tmp_path: Path) ->
     n = len(journal.records)  # the targets are met after 8 included rounds or more
     assert n >= 10
     # the live warnings: one per excluded round, with the component and its mean utilization
+    hot = "hidden bottleneck at cpu:host (compute): above 80 % for 100 % of the round (mean 95 %)"
     assert warnings == [
-        "pilot-sys: WARNING: round 3 excluded: hidden bottleneck at cpu:host (compute), 95 % busy",
-        "pilot-sys: WARNING: round 5 excluded: hidden bottleneck at cpu:host (compute), 95 % busy",
+        f"pilot-sys: WARNING: round 3 excluded: {hot}",
+        f"pilot-sys: WARNING: round 5 excluded: {hot}",
     ]
     v = result.verdict
     assert v is not None
@@ -242,7 +243,7 @@ def test_two_hot_rounds_are_excluded_and_every_output_says_so(tmp_path: Path) ->
     assert f"sim: {n} rounds, {n - 2} analysed, 2 excluded" in lines
     # report.md: the same two rounds, listed once each in the verdict and as excluded rounds
     md = render(result, {})
-    assert md.count("excluded: hidden bottleneck at cpu:host (compute), 95 % busy") == 2
+    assert md.count(f"excluded: {hot}") == 2
     assert (
         "Rounds excluded on their own verdict (a hidden bottleneck over enough samples to "
         "judge): 3, 5" in md
@@ -250,7 +251,7 @@ def test_two_hot_rounds_are_excluded_and_every_output_says_so(tmp_path: Path) ->
 
 
 def test_more_than_half_excluded_makes_the_session_invalid(tmp_path: Path) -> None:
-    hot = set(range(1, 12))  # 11 of 20
+    hot = set(range(2, 13))  # 11 of 20; round 1 is included, so no early stop
     result, warnings, _ = run(tmp_path, HotMonitor(hot=hot), ci_perc=0.0001)
     assert len(warnings) == 11
     v = result.verdict
@@ -265,7 +266,7 @@ def test_more_than_half_excluded_makes_the_session_invalid(tmp_path: Path) -> No
     lines = summary_lines(result)
     assert (
         lines[1] == v.headline
-        and "excluded: 11 of 20 judged rounds excluded (rounds 1-11): "
+        and "excluded: 11 of 20 judged rounds excluded (rounds 2-12): "
         "hidden bottleneck at cpu:host (compute)"
         in lines
     )
@@ -274,16 +275,20 @@ def test_more_than_half_excluded_makes_the_session_invalid(tmp_path: Path) -> No
 
 def test_every_round_excluded_names_what_governed_them_taken_together(tmp_path: Path) -> None:
     """No round is left to judge together: the excluded rounds are, so the bottleneck check and
-    result.json name the hot component with its evidence instead of 'not done'."""
+    result.json name the hot component with its evidence instead of 'not done'. Nine judged
+    rounds, all excluded, are enough to be sure (``early_stop``): the session stops there."""
     result, warnings, _ = run(tmp_path, HotMonitor(hot=set(range(1, 11))), rounds=10)
     v = result.verdict
     assert v is not None and len(warnings) == 10
+    assert sum("excluded: hidden bottleneck" in w for w in warnings) == 9
+    assert "all 9 judged rounds were excluded" in warnings[-1]
+    assert result.stop_reason == StopReason.ALL_EXCLUDED
     assert result.status is Status.INVALID and v.reason is Reason.TOO_MANY_EXCLUDED
     assert result.bottleneck.hidden_bottlenecks == ["cpu:host (compute)"]
     assert result.bottleneck.detail["judged_over"] == "excluded rounds"
     assert "cpu:host (compute)" in result.bottleneck.detail["evidence"]
     assert v.bottleneck == (
-        "bottleneck check: FAILED over the 10 excluded rounds taken together (none was "
+        "bottleneck check: FAILED over the 9 excluded rounds taken together (none was "
         "included): hidden bottleneck at cpu:host (compute) (component under test: block:vda)"
     )
     assert v.next_step is not None and v.next_step.startswith("run on a quieter host")
@@ -354,15 +359,17 @@ def test_the_verdict_is_stored_in_result_json(tmp_path: Path) -> None:
     raw = json.loads((journal.root / "result.json").read_text())
     assert raw["verdict"]["status"] == raw["status"] == "valid"
     assert raw["verdict"]["excluded_rounds"][0]["text"] == (
-        "round 3 excluded: hidden bottleneck at cpu:host (compute), 95 % busy"
+        "round 3 excluded: hidden bottleneck at cpu:host (compute): above 80 % for 100 % of "
+        "the round (mean 95 %)"
     )
     assert load_result(journal.root).verdict == result.verdict
 
 
 @pytest.mark.parametrize(("hot", "invalid"), [(10, False), (11, True)])
 def test_exactly_half_is_not_more_than_half(tmp_path: Path, hot: int, invalid: bool) -> None:
+    # round 1 included: no early stop for a streak of excluded rounds
     result, _, _ = run(
-        tmp_path, HotMonitor(hot=set(range(1, hot + 1))), rounds=20 + hot - 10, ci_perc=0.0001
+        tmp_path, HotMonitor(hot=set(range(2, hot + 2))), rounds=20 + hot - 10, ci_perc=0.0001
     )
     assert result.verdict is not None and result.verdict.judged_rounds == 20 + hot - 10
     assert len(result.verdict.excluded_rounds) == hot

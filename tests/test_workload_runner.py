@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import tracemalloc
@@ -103,22 +104,49 @@ def test_fio_and_iperf3_get_the_options_their_parsers_need(tmp_path: Path) -> No
     argv = fio.command_for(16, tmp_path)
     assert argv[:4] == ["taskset", "-c", "0", "fio"]
     assert "--output-format=json" in argv and "--size=16M" in argv
-    assert f"--write_bw_log={tmp_path.resolve()}/fio" in argv and "--log_avg_msec=100" in argv
+    assert f"--write_bw_log={tmp_path.resolve()}/fio" in argv and "--log_avg_msec=10" in argv
+    assert f"--write_iops_log={tmp_path.resolve()}/fio" in argv
+    logs = tmp_path / "private"
+    assert f"--write_lat_log={logs.resolve()}/fio" in fio.command_for(16, tmp_path, logs)
     mine = CommandWorkload(
         ["fio", "--output-format=normal", "--write_bw_log=mine", "--log_avg_msec=20"]
     )
     argv = mine.command_for(1, tmp_path)
     assert "--output-format=normal,json" in argv and "mine" in " ".join(argv)
     assert (
-        sum(a.startswith("--write_bw_log") for a in argv) == 1 and "--log_avg_msec=100" not in argv
+        sum(a.startswith("--write_bw_log") for a in argv) == 1 and "--log_avg_msec=10" not in argv
     )
+    # iperf3: JSON, and a 0.1 s report interval (unit readings) unless the user chose one
     assert CommandWorkload(["iperf3", "-c", "h"]).command_for(1, tmp_path) == [
         "iperf3",
         "-J",
+        "-i",
+        "0.1",
         "-c",
         "h",
     ]
     assert CommandWorkload(["iperf3", "-J", "-c", "h"]).command_for(1, tmp_path).count("-J") == 1
+    for own in (["-i", "0.5"], ["-i0.5"], ["--interval=0.5"], ["--interval", "0"]):
+        argv = CommandWorkload(["iperf3", "-c", "h", *own]).command_for(1, tmp_path)
+        assert "0.1" not in argv and argv[-len(own) :] == own
+
+
+def test_fio_clients_get_the_logs_asked_for_in_copies_of_their_job_files(tmp_path: Path) -> None:
+    (tmp_path / "job.fio").write_text("[w]\nrw=write\nsize=1M\n")
+    (tmp_path / "hosts").write_text("srv1\n")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    fio = CommandWorkload(["fio", "--client", "hosts", "job.fio"], cwd=tmp_path)
+    argv = fio.command_for(1, tmp_path / "r", logs)
+    copy = Path(argv[-1])
+    assert argv[-3:-1] == ["--client", "hosts"]  # a --client value is never taken for a job
+    assert copy.parent == logs and copy.name.endswith("job.fio")
+    head = f"[global]\nwrite_bw_log={logs.resolve()}/fio\n"
+    assert copy.read_text().startswith(head)
+    assert copy.read_text().endswith("log_avg_msec=10\n[w]\nrw=write\nsize=1M\n")
+    # without --client the job file is fio's to read as it is
+    plain = CommandWorkload(["fio", "job.fio"], cwd=tmp_path).command_for(1, tmp_path, logs)
+    assert plain[-1] == "job.fio"
 
 
 @pytest.mark.live
@@ -243,7 +271,7 @@ def test_data_path_args(tmp_path: Path) -> None:
 
 
 @pytest.mark.live
-def test_real_fio_round(tmp_path: Path) -> None:
+def test_real_fio_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     require_tool("fio")
     workload = CommandWorkload(
         [
@@ -261,10 +289,21 @@ def test_real_fio_round(tmp_path: Path) -> None:
         ],
         fio_log_avg_msec=50,
     )
+    made: list[str] = []
+    real_mkdtemp = tempfile.mkdtemp
+
+    def mkdtemp(**kw: str) -> str:
+        made.append(real_mkdtemp(**kw))
+        return made[-1]
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
     out = workload.run_round(8, tmp_path / "r1")
     assert out.readings["write_bw"] > 0 and out.work_done and out.work_done >= 8 * 2**20
     assert out.unit_readings["write_bw"].size >= 10  # 1 s in 50 ms windows
-    assert (tmp_path / "r1" / "fio_bw.1.log").exists()
+    assert out.unit_readings["write_iops"].size == out.unit_readings["write_bw"].size
+    # the logs were written to a private folder, read, and removed with it
+    assert not (tmp_path / "r1" / "fio_bw.1.log").exists()
+    assert len(made) == 1 and not Path(made[0]).exists()
     assert {s.name for s in workload.pi_specs()} >= {"write_bw", "write_iops", "write_lat_mean"}
 
 

@@ -16,6 +16,7 @@ import click
 
 from pilot_sys import __version__
 from pilot_sys.errors import ExitCode, MeasuredOutcome, PilotError
+from pilot_sys.redaction import redact
 
 # name -> (module, attribute, one-line help shown in `pilot-sys --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -103,7 +104,7 @@ def cli() -> None:
 
 def fail(message: str, code: int = ExitCode.BAD_INPUT) -> None:
     """Print one line to stderr and exit; the shared way out for every command."""
-    click.echo(f"pilot-sys: error: {message}", err=True)
+    click.echo(f"pilot-sys: error: {redact(message)}", err=True)
     sys.exit(int(code))
 
 

@@ -15,6 +15,7 @@ import click
 
 from pilot_sys import units
 from pilot_sys.errors import BadInput
+from pilot_sys.redaction import redact_all
 from pilot_sys.stats.ci import Summary
 
 PI_HELP = "The PI to put first and rank by (result directories and --run; default: the primary PI)."
@@ -34,6 +35,7 @@ RUN_ONLY = {
     "cut": "--cut",
     "no_monitor": "--no-monitor",
     "quiet": "--quiet",
+    "verbose": "--verbose",
     "host_specs": "--host",
 }
 
@@ -168,6 +170,13 @@ input; with --run the exit codes of `pilot-sys run` (0 all separated, 4 limit re
     is_flag=True,
     help="--run: no progress output; the status line, the result directory and the ranking.",
 )
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="--run: the full progress line per round (every PI, what it still needs), also on a "
+    "terminal, where the default is one status line.",
+)
 def compare(
     inputs: tuple[str, ...],
     column: str | None,
@@ -191,6 +200,7 @@ def compare(
     cut: str | None,
     no_monitor: bool,
     quiet: bool,
+    verbose: bool,
     host_specs: tuple[str, ...] = (),
 ) -> None:
     """Is A different from B? Welch's t-test, honest under autocorrelation, on two data files,
@@ -240,8 +250,9 @@ def compare(
             hosts=[h.spec for h in parse_host_specs(host_specs)],
             monitor=not no_monitor,
             quiet=quiet,
+            verbose=verbose,
             as_json=as_json,
-            command_line=["pilot-sys", *sys.argv[1:]],
+            command_line=redact_all(["pilot-sys", *sys.argv[1:]]),
         )
         compare = CompareRequest(runs=list(runs), pi=pi, threshold=threshold, run=request)
         sys.exit(execute_compare(compare))

@@ -65,7 +65,8 @@ Exit status: 0, or 2 on bad input (one line naming the argument, option or FILE:
     multiple=True,
     metavar="NAME=URL",
     help="Add a remote host's components, from its engine (repeatable): http://H:9100 is "
-    "node_exporter, pcp://H:44322 is PCP's pmproxy.",
+    "node_exporter, pcp://H:44322 is PCP's pmproxy, prom://P:9090?instance=H:9100 a "
+    "Prometheus server that scrapes H.",
 )
 @click.option(
     "--load",

@@ -29,13 +29,17 @@ if TYPE_CHECKING:
 
 
 def _run(
-    open_session: Callable[[Progress], Session], quiet: bool, as_json: bool, plots: bool
+    open_session: Callable[[Progress], Session],
+    quiet: bool,
+    as_json: bool,
+    plots: bool,
+    verbose: bool = False,
 ) -> SessionResult:
     """Open the session with a progress display attached, run it and write its reports, close
     the display (also after an error)."""
     from pilot_sys.report.writer import run_and_report
 
-    progress = make_progress(quiet)
+    progress = make_progress(quiet, verbose=verbose)
     try:
         session = open_session(progress)
         argv = {s.name: s.argv for s in session.manifest.workloads}
@@ -75,7 +79,9 @@ def _print_end(result: SessionResult, as_json: bool, quiet: bool) -> None:
 
 def execute_run(req: RunRequest) -> int:
     """`pilot-sys run`: run (or resume) a session, print its summary; returns the exit code."""
-    result = _run(lambda progress: open_run(req, progress), req.quiet, req.as_json, req.plots)
+    result = _run(
+        lambda progress: open_run(req, progress), req.quiet, req.as_json, req.plots, req.verbose
+    )
     _print_end(result, req.as_json, req.quiet)
     return result.exit_code
 
@@ -85,7 +91,9 @@ def execute_compare(req: CompareRequest) -> int:
     separated; print the summary and the ranking."""
     r = req.run
     # an unknown --cut is refused when the session starts, before any round, leaving no directory
-    result = _run(lambda progress: open_compare(req, progress), r.quiet, r.as_json, r.plots)
+    result = _run(
+        lambda progress: open_compare(req, progress), r.quiet, r.as_json, r.plots, r.verbose
+    )
     print_summary(result, as_json=r.as_json, quiet=r.quiet)
     if not r.as_json:
         print_comparison(result.comparison, result)

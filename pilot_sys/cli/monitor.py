@@ -270,7 +270,8 @@ Ctrl-C (what was measured is still written).
     multiple=True,
     metavar="NAME=URL",
     help="Monitor a remote host too (repeatable): http://H:9100 is node_exporter, "
-    "pcp://H:44322 is PCP's pmproxy. Hosts CMD names are placed on its data path.",
+    "pcp://H:44322 is PCP's pmproxy, prom://P:9090?instance=H:9100 a Prometheus server "
+    "that scrapes H. Hosts CMD names are placed on its data path.",
 )
 @click.option(
     "--spill-dir",

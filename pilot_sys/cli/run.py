@@ -10,6 +10,7 @@ import click
 
 from pilot_sys.cli.common import CI_PERC_HELP, library_warnings_as_notes, parse_percent
 from pilot_sys.errors import BadInput
+from pilot_sys.redaction import redact_all
 
 PARSER_CHOICES = ["auto", "fio", "iperf3", "dd", "csv", "lines", "none"]
 
@@ -257,7 +258,8 @@ class RunCommand(click.Command):
     multiple=True,
     metavar="NAME=URL",
     help="Monitor a remote host too (repeatable): http://H:9100 is node_exporter, "
-    "pcp://H:44322 is PCP's pmproxy. Hosts the command names are placed on its "
+    "pcp://H:44322 is PCP's pmproxy, prom://P:9090?instance=H:9100 a Prometheus server "
+    "that scrapes H. Hosts the command names are placed on its "
     "data path.",
 )
 @click.option(
@@ -296,6 +298,13 @@ class RunCommand(click.Command):
     is_flag=True,
     help="No progress output; print only the status line and the result directory.",
 )
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="The full progress line per round (every PI, what it still needs), also on a "
+    "terminal, where the default is one status line.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print result.json to stdout at the end.")
 @library_warnings_as_notes
 def run(
@@ -327,6 +336,7 @@ def run(
     cgroup: str | None,
     no_plots: bool,
     quiet: bool,
+    verbose: bool,
     as_json: bool,
     host_specs: tuple[str, ...] = (),
 ) -> None:
@@ -354,7 +364,8 @@ def run(
     from pilot_sys.session.launch import RunRequest
     from pilot_sys.topology.remote_hosts import parse_host_specs
 
-    parse_host_specs(host_specs)  # one line naming the bad --host before anything runs
+    # one line naming the bad --host before anything runs; stored with passwords masked
+    hosts = [h.spec for h in parse_host_specs(host_specs)]
 
     request = RunRequest(
         command=list(command),
@@ -378,7 +389,7 @@ def run(
         name=name,
         cut=cut,
         cgroup=cgroup,
-        hosts=list(host_specs),
+        hosts=hosts,
         monitor=not no_monitor,
         sample_rate=sample_rate,
         overhead_budget=budget,
@@ -386,8 +397,9 @@ def run(
         repair=repair,
         plots=not no_plots,
         quiet=quiet,
+        verbose=verbose,
         as_json=as_json,
-        command_line=["pilot-sys", *sys.argv[1:]],
+        command_line=redact_all(["pilot-sys", *sys.argv[1:]]),
         given=given,
     )
     code = execute_run(request)

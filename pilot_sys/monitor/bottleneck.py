@@ -80,6 +80,7 @@ from pilot_sys.monitor.bottleneck_limits import (
     _limiters,
     _mark_applied,
 )
+from pilot_sys.monitor.bottleneck_loopback import covered_by_loopback, is_loopback, loopback_note
 from pilot_sys.monitor.bottleneck_model import (
     ALWAYS_ON_PATH,
     BUSIEST_CORE,
@@ -204,12 +205,17 @@ def assess(
     _cover_by_limiters(stats, cut, limiters, max_hot_fraction)
     accelerator.settle(trace, stats, max_hot_fraction)
     hot = [s for s in stats if s.judged and (s.time_above_fraction or 0.0) > max_hot_fraction]
+    loopback = is_loopback(cut, trace, graph)  # the CPU and memory are the CUT's data path
+
+    def part_of_cut(s: ComponentStats) -> bool:
+        return _is_cut(s.component, cut) or (loopback and covered_by_loopback(s))
+
     cut_stats = [s for s in stats if _is_cut(s.component, cut)]
     cut_utilizations = [
         s for s in cut_stats if s.kind == "utilization" and s.direction != SINGLE_CORE
     ]
     cut_limit_unknown = cut is not None and not cut_utilizations
-    cut_saturated = any(_is_cut(s.component, cut) for s in hot)
+    cut_saturated = any(part_of_cut(s) for s in hot)
     hidden = [
         HiddenBottleneck(
             component=s.component,
@@ -223,7 +229,7 @@ def assess(
             culprits=culprits_for(trace, s.component),
         )
         for s in hot
-        if not _is_cut(s.component, cut) and not _covered_by_cut(s, cut)
+        if not part_of_cut(s) and not _covered_by_cut(s, cut)
     ]
     # a CPU whose cores are all hot says it already: its busiest core is not named again (only
     # that CPU's: a remote host's busy core stays named beside a hot local CPU)
@@ -248,7 +254,9 @@ def assess(
         notes.append("no component under test named or resolved: every hot component is reported")
     elif not cut_measured:
         notes.append(f"nothing was measured for the CUT {cut} (no dynamic plug-in covers it)")
-    if cut_limit_unknown and cut_measured:
+    if loopback and cut is not None:
+        notes.append(loopback_note(cut, stats, trace))
+    elif cut_limit_unknown and cut_measured:
         notes.append(_instead(cut, cut_stats, trace, graph))
     if nothing_saturated and longest >= needed:
         notes.append(

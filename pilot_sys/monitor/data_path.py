@@ -50,7 +50,7 @@ def fetch_inventories(
     hosts: Sequence[RemoteHost], timeout: float = INVENTORY_TIMEOUT_S
 ) -> dict[str, RemoteInventory | str]:
     """Each host's inventory, or why it could not be had, asked of all hosts at once."""
-    from pilot_sys.monitor.remote.clients import connect
+    from pilot_sys.monitor.remote.clients import connect, prepare
 
     def one(host: RemoteHost) -> RemoteInventory | str:
         client = connect(host, timeout)
@@ -65,6 +65,7 @@ def fetch_inventories(
 
     if not hosts:
         return {}
+    prepare(hosts)
     with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_INVENTORIES, len(hosts))) as pool:
         return dict(zip([h.name for h in hosts], pool.map(one, hosts), strict=True))
 

@@ -37,7 +37,6 @@ from typing import Any, Protocol
 
 import numpy as np
 from pydantic import BaseModel, Field
-from scipy import stats
 
 from pilot_sys import units
 from pilot_sys.errors import BadInput, InsufficientData
@@ -102,6 +101,8 @@ def estimate_overhead(
     hit is an outlier in one arm, and trimming 10-20% from each end keeps it from deciding
     the answer while staying a test of location like the plain mean.
     """
+    from scipy import stats  # here: scipy.stats takes seconds to import, `run` never needs it
+
     if not 0.0 <= trim < 0.5:
         raise BadInput("--trim", f"must be at least 0 and below 0.5, got {trim}")
     a = np.asarray(on, dtype=float)

@@ -180,21 +180,37 @@ class Usage:
         return max(self.peaks.values()) if self.peaks else None
 
 
+def signal_peaks(series: Mapping[str, Any]) -> dict[str, float]:
+    """The peak of every saturation signal of a trace (``util_*``, the busiest core, a block
+    device's busy time), unknown samples skipped: the one figure the graph boxes, the
+    utilization plot and the report's peak table all show for a series (the busiest core is
+    the busiest core, whoever kept it busy)."""
+    out: dict[str, float] = {}
+    for key, values in series.items():
+        if _signal(key) is None:
+            continue
+        v = np.asarray([np.nan if x is None else x for x in values], dtype=float)
+        finite = v[np.isfinite(v)]
+        if finite.size:
+            out[key] = float(finite.max())
+    return out
+
+
 def usage_of(series: Mapping[str, np.ndarray]) -> dict[str, Usage]:
     """Each measured component's peaks (per-core series left out; the busiest core counts for
     the CPU)."""
     peaks: dict[str, dict[str, float]] = {}
     busy: dict[str, float] = {}
-    for key, values in series.items():
+    for key, peak in signal_peaks(series).items():
         found = _signal(key)
-        finite = values[np.isfinite(values)]
-        if found is None or found[0].startswith("core:") or not finite.size:
+        assert found is not None
+        if found[0].startswith("core:"):
             continue
         component, kind, label = found
         if kind == "busy":
-            busy[component] = float(finite.max())
+            busy[component] = peak
         else:
-            peaks.setdefault(component, {})[label] = float(finite.max())
+            peaks.setdefault(component, {})[label] = peak
     return {c: Usage(peaks.get(c, {}), busy.get(c)) for c in set(peaks) | set(busy)}
 
 

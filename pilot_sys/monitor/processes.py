@@ -39,6 +39,10 @@ against the process whose ``children`` file listed it: a stranger that took the 
 between is not counted. The root, given by number, is recognised by its start time (``stat``
 field 22, read when it is first opened) whenever it has to be opened again.
 
+Local servers the tree talks to over its sockets (an ``iperf3 -s`` for ``iperf3 -c 127.0.0.1``)
+are counted with it from when they are found (``monitor.local_peers``): their work is the
+workload's, not "other processes".
+
 Formulas: ``cpu_cores`` = delta(utime + stime + cutime + cstime) / USER_HZ / delta t (cores busy
 with the workload); ``*_per_s`` = delta / delta t; ``processes`` and ``threads`` are levels.
 """
@@ -51,6 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pilot_sys.monitor.local_peers import PeerCounters, PeerWatcher
 from pilot_sys.monitor.probe import Probe, ProbeContext
 from pilot_sys.monitor.rates import levels, per_second
 
@@ -159,10 +164,21 @@ class _Member:
 class ProcessProbe(Probe):
     name = NAME
 
-    def __init__(self, context: ProbeContext, pid: int, component: str | None = None) -> None:
-        """``component`` names the series (default ``process:PID``)."""
+    def __init__(
+        self,
+        context: ProbeContext,
+        pid: int,
+        component: str | None = None,
+        local_peers: bool = True,
+    ) -> None:
+        """``component`` names the series (default ``process:PID``); ``local_peers``: count the
+        local processes the tree talks to over its sockets as part of it."""
         super().__init__()
         self.pid = pid
+        self._notes = context.notes
+        self._members_seen: frozenset[int] = frozenset()
+        self._peer_counters = PeerCounters(str(context.path("proc"))) if local_peers else None
+        self._watcher: PeerWatcher | None = None
         self._root_start: bytes | None = None
         self.proc = context.path("proc")
         self.component = component or f"process:{pid}"
@@ -268,7 +284,24 @@ class ProcessProbe(Probe):
             io_totals = [b"%d" % sum(map(int, column)) for column in zip(*ios, strict=True)]
         else:
             io_totals = [b"0"] * (len(COUNTERS) - 1)
-        return [b"%d" % cpu_ticks, *io_totals, b"%d" % len(seen), b"%d" % threads]
+        row = [b"%d" % cpu_ticks, *io_totals]
+        processes = len(seen)
+        if self._peer_counters is not None:
+            self._members_seen = frozenset(seen)
+            if self._watcher is None and seen:
+                self._watcher = PeerWatcher(
+                    lambda: self._members_seen, self.proc, self._peer_found
+                ).start()
+            if self._watcher is not None and self._watcher.peers:
+                row, alive = self._peer_counters.add(row, self._watcher.peers - seen)
+                processes += alive
+        return [*row, b"%d" % processes, b"%d" % threads]
+
+    def _peer_found(self, pid: int, name: str) -> None:
+        self._notes.append(
+            f"{self.component}: local process {name} (pid {pid}) at the far end of the "
+            "workload's sockets is counted as part of the workload"
+        )
 
     def derive(
         self, raw: np.ndarray, t: np.ndarray, metrics: dict[str, np.ndarray]
@@ -286,6 +319,9 @@ class ProcessProbe(Probe):
         return out
 
     def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
         for pid in list(self._members):
             self._forget(pid)
 

@@ -86,6 +86,9 @@ class Source(Measurement):
     interval_s: float = 1.0
     # how long a value stays valid without a newer sample (None: STALE_INTERVALS intervals)
     stale_after_s: float | None = None
+    # asked more often than the backend has news (an engine that scrapes on its own schedule):
+    # a repeated sample time is expected, not worth a note
+    repeats_expected: bool = False
 
     @abstractmethod
     def sample(self) -> SourceReading:

@@ -337,7 +337,7 @@ def source_notes(
         errors = "; ".join(trace.errors)
         notes.append(f"source {name}: {rec.failed} of {trace.cost.calls} calls failed ({errors})")
     dropped = len(rec.values) - len(result.times.kept)
-    if dropped:
+    if dropped and not result.source.repeats_expected:
         notes.append(
             f"source {name}: {dropped} answers repeated an earlier sample time (nothing newer): "
             "not counted as samples"

@@ -25,11 +25,18 @@ direction the measurement points; the rate stays within the bounds below; and at
 rate is within that measurement's CI half-width (for ``upper``, where g is the CI upper bound
 itself: ``-halfwidth / 2 <= g <= 0``, half because that bound's own error is about one standard
 error): the measurement cannot tell the overhead there from the budget, so another step would
-only chase noise. The answer is therefore as precise as one measurement: about
-``halfwidth / budget`` in relative rate (see benchmarks/results/tuner.md); more ``pairs`` buy
-precision. When the slowest useful rate fails the ``upper`` target only for want of precision
-(the CI straddles the budget) and the measurements left can buy the pairs needed, it measures
-there again and pools the rounds instead of giving up.
+only chase noise; but only once a measured rate on the other side of the target brackets it
+(a measurement too imprecise to tell g from 0 says nothing of where the root is until the other
+side is seen): before that, the next step is a *bracket* step, to the rate the model puts as far
+beyond the target as the measurement is uncertain. A measurement whose whole overhead interval
+lies below zero (the monitored rounds ran faster) is not a point of the curve at all: sampling
+cannot speed a workload up, so it is noise or drift between the two kinds of round; it is
+measured again (a fresh interleaved measurement), and twice below zero ends the search without
+an answer (``negative_overhead``, exit 6). The answer is therefore as precise as one
+measurement: about ``halfwidth / budget`` in relative rate (see benchmarks/results/tuner.md);
+more ``pairs`` buy precision. When the slowest useful rate fails the ``upper`` target only for
+want of precision (the CI straddles the budget) and the measurements left can buy the pairs
+needed, it measures there again and pools the rounds instead of giving up.
 
 Two search targets: ``upper`` (what ``pilot-sys tune`` and ``run --overhead-budget`` use)
 solves ``ci_high(r) = budget``, so the chosen rate is *shown* to be within the budget at the
@@ -109,6 +116,9 @@ class TuneStatus(StrEnum):
     UNDECIDED = "undecided"
     OVER_BUDGET = "over_budget"  # the interval lies above the budget even at the slowest rate
     MAX_MEASUREMENTS = "max_measurements"  # ran out of measurements before converging
+    # the monitored rounds ran significantly *faster* than the unmonitored ones, twice at the
+    # same rate: something other than the monitor differs between them; no rate is an answer
+    NEGATIVE = "negative_overhead"
 
 
 class StepKind(StrEnum):
@@ -117,6 +127,12 @@ class StepKind(StrEnum):
     BISECTION = "bisection"  # Newton left the bracket or the model was not increasing
     BOUND = "bound"  # Newton went past a bound not yet measured: try the bound itself
     POOLED = "pooled"  # the same rate again, pooled with the last measurement for a narrower CI
+    # the same rate again, a fresh interleaved measurement: the last one's whole interval lay
+    # below zero (monitoring cannot speed a workload up: that was noise or drift, not a point)
+    REPEAT = "repeat"
+    # the other side of the target, from a measurement that could not tell g from 0: converging
+    # needs the bracket
+    BRACKET = "bracket"
 
 
 class RateBounds(BaseModel):
@@ -280,7 +296,11 @@ class TuneResult(BaseModel):
     def met(self) -> bool:
         """Whether the measurement at the chosen rate shows the budget held: the overhead's
         interval lies within it (its upper bound at most the budget)."""
-        return self.overhead is not None and self.overhead.ci_high <= self.budget
+        return (
+            self.overhead is not None
+            and self.overhead.ci_high <= self.budget
+            and self.status is not TuneStatus.NEGATIVE
+        )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -289,6 +309,8 @@ class TuneResult(BaseModel):
         useful rate; 6 the measurement cannot decide (see ``ExitCode``)."""
         if self.status is TuneStatus.MAX_MEASUREMENTS:
             return int(ExitCode.LIMIT_REACHED)
+        if self.status is TuneStatus.NEGATIVE:
+            return int(ExitCode.UNDECIDED)
         if self.met:
             return int(ExitCode.OK)
         if self.status is TuneStatus.OVER_BUDGET:
@@ -336,10 +358,24 @@ def _update_bracket(
     return lo, hi
 
 
+def significantly_negative(est: OverheadEstimate) -> bool:
+    """The whole interval below zero: the monitored rounds ran faster than the unmonitored ones.
+    Sampling cannot speed a workload up, so this is noise or drift between the two kinds of
+    round (caches, frequency, order), a measurement to repeat, never a point to step from."""
+    return est.ci_high < 0
+
+
 def _verdict(
-    est: OverheadEstimate, budget: float, rate: float, bounds: RateBounds, target: TuneTarget
+    est: OverheadEstimate,
+    budget: float,
+    rate: float,
+    bounds: RateBounds,
+    target: TuneTarget,
+    bracketed: bool = True,
 ) -> TuneStatus | None:
-    """Whether the measurement at ``rate`` ends the search, and how."""
+    """Whether the measurement at ``rate`` ends the search, and how. ``bracketed``: a measured
+    rate lies on the other side of the target; converging needs it (a measurement too wide to
+    tell g from 0 says nothing about where the root is until the other side is seen)."""
     g, tolerance = _target_g(est, budget, target), est.halfwidth
     if g <= 0 and rate >= bounds.max_hz * (1 - 1e-9):
         return TuneStatus.AT_MAX_RATE
@@ -349,11 +385,42 @@ def _verdict(
     margin = 0.0 if target is TuneTarget.UPPER else tolerance
     if g > margin and rate <= bounds.min_hz * (1 + 1e-9):
         return TuneStatus.OVER_BUDGET if est.ci_low > budget else TuneStatus.UNDECIDED
-    # The measurement cannot tell g from 0: another step would only chase noise. For the
-    # upper target g is the CI upper bound, whose own sampling error is about one standard
-    # error (half the half-width): a larger gap under the budget is real, and Newton closes it.
-    within = (-tolerance / 2 <= g <= 0) if target is TuneTarget.UPPER else (abs(g) <= tolerance)
-    return TuneStatus.CONVERGED if within else None
+    return TuneStatus.CONVERGED if _within(est, budget, target) and bracketed else None
+
+
+def _within(est: OverheadEstimate, budget: float, target: TuneTarget) -> bool:
+    """The measurement cannot tell g from 0: another step would only chase noise. For the
+    upper target g is the CI upper bound, whose own sampling error is about one standard
+    error (half the half-width): a larger gap under the budget is real, and Newton closes it."""
+    g, tolerance = _target_g(est, budget, target), est.halfwidth
+    return (-tolerance / 2 <= g <= 0) if target is TuneTarget.UPPER else (abs(g) <= tolerance)
+
+
+def _bracketing_rate(
+    model: LinearModel,
+    rate: float,
+    g: float,
+    tolerance: float,
+    target: TuneTarget,
+    lo: _End,
+    hi: _End,
+) -> float | None:
+    """Where to look for the other side of the target from a measurement that cannot tell g
+    from 0: the rate the model puts as far beyond the target as the measurement is uncertain
+    (half a half-width for the upper target, a half-width for the estimate), or the bound in
+    that direction when the model does not rise."""
+    beyond = tolerance / 2 if target is TuneTarget.UPPER else tolerance
+    up = g <= 0
+    if model.slope > 0 and math.isfinite(model.slope):
+        step = ((beyond - g) if up else -(beyond + g)) / model.slope
+        nxt = rate + step
+    else:
+        nxt = hi.rate if up else lo.rate
+    # at least a 5 % step (a closer rate is the same point: BRACKET_RESOLUTION), inside the
+    # bracket; None when there is no room left in that direction
+    nxt = max(nxt, rate * BRACKET_RESOLUTION) if up else min(nxt, rate / BRACKET_RESOLUTION)
+    nxt = min(max(nxt, lo.rate), hi.rate)
+    return None if abs(nxt - rate) <= SAME_RATE * rate else nxt
 
 
 def _is_measured(rate: float, measured: list[OverheadMeasurement]) -> bool:
@@ -460,12 +527,27 @@ def newton_tune(
     status: TuneStatus | None = None
     chosen: OverheadMeasurement | None = None
 
+    negative: OverheadMeasurement | None = None  # the last significantly negative measurement
+    # a measurement that could not tell g from 0 before the other side was seen: the answer
+    # once a measurement on the other side brackets it
+    candidate: OverheadMeasurement | None = None
     for index in range(max_measurements):
         predicted = model.predict(rate)
         fresh = probe.measure(rate)
         m = measured.pop().pooled_with(fresh) if step is StepKind.POOLED else fresh
-        measured.append(m)
         g = _target_g(m.estimate, budget, target)
+        if significantly_negative(m.estimate):
+            # not a point of the curve: kept out of the bracket and the model, measured again
+            it = _iteration(index, rate, step, predicted, m, g, model, lo, hi, started)
+            iterations.append(it)
+            if on_iteration is not None:
+                on_iteration(it)
+            if step is StepKind.REPEAT:
+                status, negative = TuneStatus.NEGATIVE, m
+                break
+            negative, step = m, StepKind.REPEAT
+            continue
+        measured.append(m)
         lo, hi = _update_bracket(lo, hi, rate, g, bounds)
         model = fit_overhead_model(
             np.array([x.rate_hz for x in measured]),
@@ -473,27 +555,14 @@ def newton_tune(
             np.array([x.estimate.se for x in measured]),
             around=rate,
         )
-        it = TuneIteration(
-            index=index + 1,
-            rate_hz=rate,
-            step=step,
-            predicted=predicted,
-            overhead=m.estimate.overhead,
-            ci_low=m.estimate.ci_low,
-            ci_high=m.estimate.ci_high,
-            p_value=m.estimate.p_value,
-            g=g,
-            slope=model.slope,
-            bracket_low_hz=lo.rate,
-            bracket_high_hz=hi.rate,
-            elapsed_s=time.monotonic() - started,
-        )
+        it = _iteration(index, rate, step, predicted, m, g, model, lo, hi, started)
         iterations.append(it)
         if on_iteration is not None:
             on_iteration(it)
 
         tolerance = m.estimate.halfwidth
-        status = _verdict(m.estimate, budget, rate, bounds, target)
+        bracketed = hi.measured if g <= 0 else lo.measured
+        status = _verdict(m.estimate, budget, rate, bounds, target, bracketed)
         remaining = max_measurements - index - 1
         if status is TuneStatus.UNDECIDED and _worth_pooling(
             m, budget, target, remaining, len(fresh.readings_on)
@@ -505,6 +574,20 @@ def newton_tune(
         if status is not None:
             chosen = m
             break
+        if candidate is not None:
+            cg = _target_g(candidate.estimate, budget, target)
+            end, other = (lo, hi) if cg <= 0 else (hi, lo)
+            if end.measured and end.rate == candidate.rate_hz and other.measured:
+                status, chosen = TuneStatus.CONVERGED, candidate  # now bracketed
+                break
+            if end.rate != candidate.rate_hz:
+                candidate = None  # a newer measurement took its place
+        if _within(m.estimate, budget, target) and not bracketed:
+            # converging needs the bracket: look for the other side before calling this the root
+            nxt_rate = _bracketing_rate(model, rate, g, tolerance, target, lo, hi)
+            if nxt_rate is not None and not _is_measured(nxt_rate, measured):
+                candidate, step, rate = m, StepKind.BRACKET, nxt_rate
+                continue
         if lo.measured and hi.measured and hi.rate <= lo.rate * BRACKET_RESOLUTION:
             status, chosen = TuneStatus.CONVERGED, _at(measured, lo.rate)
             break
@@ -515,7 +598,9 @@ def newton_tune(
             break
         step, rate = nxt
 
-    if status is None:
+    if status is TuneStatus.NEGATIVE:
+        chosen = negative
+    elif status is None:
         status = TuneStatus.MAX_MEASUREMENTS
         chosen = _at(measured, lo.rate) if lo.measured else None
     final_rate = chosen.rate_hz if chosen is not None else bounds.min_hz
@@ -539,6 +624,35 @@ def newton_tune(
     )
     result.message = _explain(result)
     return result
+
+
+def _iteration(
+    index: int,
+    rate: float,
+    step: StepKind,
+    predicted: float | None,
+    m: OverheadMeasurement,
+    g: float,
+    model: LinearModel,
+    lo: _End,
+    hi: _End,
+    started: float,
+) -> TuneIteration:
+    return TuneIteration(
+        index=index + 1,
+        rate_hz=rate,
+        step=step,
+        predicted=predicted,
+        overhead=m.estimate.overhead,
+        ci_low=m.estimate.ci_low,
+        ci_high=m.estimate.ci_high,
+        p_value=m.estimate.p_value,
+        g=g,
+        slope=model.slope,
+        bracket_low_hz=lo.rate,
+        bracket_high_hz=hi.rate,
+        elapsed_s=time.monotonic() - started,
+    )
 
 
 def _at(measured: list[OverheadMeasurement], rate: float) -> OverheadMeasurement | None:
@@ -591,6 +705,15 @@ def _explain(result: TuneResult) -> str:
         return (
             f"{result.rate_hz:.1f} Hz keeps the overhead's interval within {budget}{at} "
             f"after {n} measurement(s)"
+        )
+    if result.status is TuneStatus.NEGATIVE and est is not None:
+        return (
+            f"no answer: at {result.rate_hz:.1f} Hz the monitored rounds ran faster than the "
+            f"unmonitored ones in two interleaved measurements (overhead {overhead_text(est)}, "
+            "all of its interval below zero); sampling cannot speed a workload up, so something "
+            "else differs between the two kinds of round (caches, CPU frequency, a drifting "
+            "level); run on a quieter machine, with more --pairs, or a workload that does not "
+            "drift"
         )
     if result.status is TuneStatus.UNDECIDED and est is not None:
         why = ""

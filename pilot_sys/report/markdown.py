@@ -17,7 +17,7 @@ from pilot_sys.monitor.bottleneck_culprits import culprit_words
 from pilot_sys.report.gpu_section import gpu_lines
 from pilot_sys.session.glossary import glossary_lines
 from pilot_sys.session.result import SessionResult, Status, WorkloadResult
-from pilot_sys.session.verdict import alpha_text, ranges, verdict_of
+from pilot_sys.session.verdict import alpha_text, judged_over_text, ranges, verdict_of
 
 EXIT_MEANING = {
     0: "valid result",
@@ -161,6 +161,8 @@ def results_table(result: SessionResult, w: WorkloadResult) -> list[str]:
         ],
         rows,
     )
+    described = [f"- `{p.name}`: {p.description}" for p in w.pis.values() if p.description]
+    lines += [""] + described if described else []
     return lines + [
         "",
         "± is half the CI's width as a share of the mean; the target is stated the same way.",
@@ -171,16 +173,39 @@ def results_table(result: SessionResult, w: WorkloadResult) -> list[str]:
 def rounds_line(result: SessionResult, w: WorkloadResult) -> list[str]:
     c = w.rounds
     low, high = w.work_range
-    work = (
-        f"Final valid work-amount range: {units.work(low, w.work_unit)} .. "
-        f"{units.work(high, w.work_unit)}."
-        if high > low
-        else "The work amount was fixed (no %WORK_AMOUNT%)."
-    )
+    cfg_low, cfg_high = result.config.get("work_min", low), result.config.get("work_max", high)
+    if cfg_high <= cfg_low:  # no range was given (``SessionConfig.fixed_work``)
+        work = "The work amount was fixed (no %WORK_AMOUNT%)."
+    elif high > low:
+        work = (
+            f"Final valid work-amount range: {units.work(low, w.work_unit)} .. "
+            f"{units.work(high, w.work_unit)}."
+        )
+    else:  # the range narrowed to one amount: rounds below it were short or below alpha
+        work = (
+            f"Final valid work amount: {units.work(high, w.work_unit)} (the range narrowed to it)."
+        )
+    own = ""
+    if w.usage is not None:
+        u = w.usage
+        rss = (
+            f", peak RSS {units.quantity(float(u.max_rss_bytes), 'B')}"
+            if u.max_rss_bytes is not None
+            else ""
+        )
+        own += (
+            f" The command's own use per round (rusage, mean of {u.rounds} rounds): user "
+            f"{units.duration(u.user_seconds)}, system {units.duration(u.system_seconds)}{rss}."
+        )
+    if w.process_start_seconds is not None:
+        own += (
+            f" Starting a process here takes {units.duration(w.process_start_seconds)} "
+            "(part of every round's time)."
+        )
     return [
         f"Rounds: {c.total} run, {c.analysed} analysed, {c.short} short (stored, not analysed), "
         f"{c.below_alpha} below alpha, {c.failed} failed; "
-        f"{units.duration(w.seconds_in_rounds)} in rounds. " + work,
+        f"{units.duration(w.seconds_in_rounds)} in rounds. " + work + own,
         "",
     ]
 
@@ -232,6 +257,7 @@ def removed_phases(result: SessionResult, w: WorkloadResult) -> list[str]:
             what = {
                 "edm": "EDM on unit readings",
                 "alpha": "WPS alpha bound",
+                "few_units": "too few unit readings",
                 "none": "no removal",
             }.get(r.method, r.method)
             extra = f" ({r.detail})" if r.detail else ""
@@ -274,7 +300,13 @@ def wps_fit(result: SessionResult, w: WorkloadResult) -> list[str]:
             if x.alpha_ci_low is not None
             else ""
         )
-        + " (time of the non-stable phases beyond what their work would take at v)",
+        + " (time of the non-stable phases beyond what their work would take at v)"
+        + (
+            f"; starting a process here takes {q(w.process_start_seconds, 's')} "
+            "(median of `true` spawned and reaped as a round's command is), part of it"
+            if w.process_start_seconds is not None
+            else ""
+        ),
         f"- smallest useful work (alpha at most 10% of a round: 9 x alpha x v) = "
         f"{q(x.alpha_work, vu.removesuffix('/s'))}" + applied,
         "",
@@ -366,12 +398,14 @@ def bottleneck(doc: ReportInput) -> list[str]:
             "Nothing is known about hidden bottlenecks.",
             "",
         ]
+    included = sum(w.rounds.analysed for w in result.workloads)
+    over = judged_over_text(b, included)
     verdict = {
         True: "**valid**: no component other than the component under test passed the threshold "
-        "over the included rounds taken together",
+        + over,
         False: "**INVALID**: hidden bottleneck at "
         + ", ".join(f"`{h}`" for h in b.hidden_bottlenecks)
-        + " over the included rounds taken together",
+        + f" {over}",
         None: f"not judged ({b.detail.get('not_judged') or b.error or 'no round could be judged'})",
     }[b.valid]
     thr = result.config.get("bottleneck_threshold", 0.8)
@@ -396,7 +430,8 @@ def bottleneck(doc: ReportInput) -> list[str]:
         if rows
     ]
     if b.detail.get("samples"):
-        lines.append(f"- Judged over the included rounds' {b.detail['samples']} samples together")
+        which = "excluded" if b.detail.get("judged_over") == "excluded rounds" else "included"
+        lines.append(f"- Judged over the {which} rounds' {b.detail['samples']} samples together")
     if b.rounds_invalid:
         lines.append(
             f"- Rounds excluded on their own verdict (a hidden bottleneck over enough "
@@ -413,7 +448,7 @@ def bottleneck(doc: ReportInput) -> list[str]:
     if b.max_utilization:
         lines += [
             "",
-            "Peak utilization (fraction of the stated limit) over the included rounds:",
+            f"Peak utilization (fraction of the stated limit) {over}:",
             "",
         ]
         lines += _table(

@@ -27,7 +27,7 @@ import numpy as np
 
 from pilot_sys import palette, units
 from pilot_sys.session.result import PIResult, WPSResult
-from pilot_sys.session.verdict import alpha_text, estimate_text
+from pilot_sys.session.verdict import NO_ESTIMATE, alpha_text, estimate_text
 from pilot_sys.stats.pi import PIType, point_estimate
 
 QUANTILES = (5.0, 25.0, 50.0, 75.0, 95.0)
@@ -143,7 +143,7 @@ class Estimate:
 
     def title(self, pi: str) -> str:
         goal = f" (target {units.target(self.target)})" if self.target is not None else ""
-        return f"{pi}: {self.text or 'no reading yet'}{goal}"
+        return f"{pi}: {self.text or NO_ESTIMATE}{goal}"
 
 
 def _estimate_band(ax: Any, est: Estimate, div: float, label: str) -> None:

@@ -28,7 +28,7 @@ from pilot_sys.session.journal import Journal, JournalWriteFailed, RoundRecord
 from pilot_sys.session.progress import Note
 from pilot_sys.session.result import SessionResult, WorkloadResult
 from pilot_sys.session.summary import analysed_indices
-from pilot_sys.session.verdict import estimate_text, is_excluded
+from pilot_sys.session.verdict import NO_ESTIMATE, estimate_text, is_excluded
 from pilot_sys.topology.graph import ComponentGraph
 
 if TYPE_CHECKING:  # running a session loads the engine: only run_and_report needs it
@@ -282,7 +282,7 @@ def _pi_plots(
             secs = np.array([r.duration for r in ok], dtype=float)
             wps_pi = wres.pis.get(WPS_PI)
             title = f"{WPS_PI}{tag}: " + (
-                estimate_text(wps_pi, network) if wps_pi is not None else "no reading yet"
+                estimate_text(wps_pi, network) if wps_pi is not None else NO_ESTIMATE
             )
             path = pdir / f"{prefix}wps-fit.png"
             plots.plot_wps(

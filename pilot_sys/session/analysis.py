@@ -30,6 +30,7 @@ from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import RoundRecord
 from pilot_sys.session.result import DriftingAverage, PIResult, Removal, RoundCounts, WPSResult
 from pilot_sys.session.verdict import is_excluded
+from pilot_sys.session.work_done import wps_description
 from pilot_sys.stats.pi import PIType
 from pilot_sys.workload.base import PISpec
 
@@ -59,6 +60,34 @@ def equal_time_windows(times: np.ndarray) -> bool:
     return bool(np.mean(np.abs(gaps / med - 1.0) <= 0.25) >= 0.8)
 
 
+def units_rounds(
+    rounds: list[RoundRecord], pi: str, min_rounds: int
+) -> tuple[list[RoundRecord], Removal | None]:
+    """The rounds whose unit readings of ``pi`` are used when some rounds have too few: those
+    from the smallest work amount up from which every round has enough (a tool that logs in
+    time windows gives a small round few; fio's bandwidth log starts a window or ten late).
+    Chosen by work amount, which the planner set before the round ran, never by the count of
+    windows a round happened to log, which would favour slow rounds. Used only when they are
+    at least half the rounds and ``min_rounds``: else ([], None), and the readings decide."""
+    counts = np.array([r.unit_counts.get(pi, 0) for r in rounds], dtype=np.int64)
+    if not rounds or not counts.any() or counts.min() >= MIN_UNITS_PER_ROUND:
+        return [], None
+    work = np.array([r.work_amount for r in rounds], dtype=np.float64)
+    too_few = work[counts < MIN_UNITS_PER_ROUND]
+    floor = float(too_few.max())
+    used = [r for r, w in zip(rounds, work, strict=True) if w > floor]
+    if len(used) < max(min_rounds, len(rounds) / 2):
+        return [], None
+    return used, Removal(
+        method="few_units",
+        rounds=len(rounds) - len(used),
+        detail=(
+            f"rounds with work amount up to {floor:g} (some logged fewer than "
+            f"{MIN_UNITS_PER_ROUND} unit readings): not used for the unit readings"
+        ),
+    )
+
+
 @dataclass
 class Stable:
     """The kept part of one round's unit readings for one PI."""
@@ -78,6 +107,7 @@ class TrackAnalysis:
     pis: list[PISpec]
     work_unit: str = ""
     cut: str | None = None  # the component under test: rounds are excluded only when it is known
+    work_done: str | None = None  # what the workload's reported work done counts (work_done.py)
     stable: dict[tuple[int, str], Stable] = field(default_factory=dict)
     kept_units: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)
     # PI -> guessed: units are equal-time windows
@@ -135,8 +165,13 @@ class TrackAnalysis:
         results: dict[str, PIResult] = {}
         for spec in self.pis:
             counts = [r.unit_counts.get(spec.name, 0) for r in analysed]
+            with_units, few = units_rounds(analysed, spec.name, self.config.min_rounds)
             if counts and min(counts) >= MIN_UNITS_PER_ROUND:
                 results[spec.name] = self._from_units(spec, analysed, below, load_units)
+            elif with_units and few is not None:
+                res = self._from_units(spec, with_units, below, load_units)
+                res.removed.append(few)
+                results[spec.name] = res
             else:
                 res = self._from_readings(spec, analysed, below)
                 if any(counts):
@@ -393,6 +428,9 @@ class TrackAnalysis:
             sample_size=self.wps.rounds_used,
             subsession_size=self.wps.subsession_size,
             warnings=list(self.wps.warnings),
+            description=wps_description(
+                self.work_done if self.wps_unit == "B/s" else None, self.work_unit
+            ),
         )
         if res.mean and res.ci_low is not None and res.ci_high is not None:
             res.ci_width_rel = float((res.ci_high - res.ci_low) / abs(res.mean))

@@ -17,6 +17,7 @@ from pilot_sys.session.launch import RunRequest, build_config, command_spec
 from pilot_sys.session.pi_table import PITable
 from pilot_sys.session.progress import Progress
 from pilot_sys.session.result import PhaseComparison, load_result
+from pilot_sys.session.setup_diff import SetupDifference, setup_differences, setup_warning
 
 if TYPE_CHECKING:
     from pilot_sys.session.session import Session
@@ -79,7 +80,8 @@ def open_compare(req: CompareRequest, progress: Progress) -> Session:
             "-w/--work-amount",
             "the commands use %WORK_AMOUNT%: give its valid range, e.g. -w 16,1024",
         )
-    unit = r.work_unit or "work"
+    stated = {macros.work_unit_of(argv) for _, argv in runs}
+    unit = r.work_unit or (stated.pop() if len(stated) == 1 else "") or "work"
     specs, workloads = [], []
     for name, argv in runs:
         wl = CommandWorkload(
@@ -122,6 +124,8 @@ class SavedComparison(BaseModel):
     table: PITable
     warnings: list[str] = Field(default_factory=list)
     phase_behaviour: list[PhaseComparison] = Field(default_factory=list)
+    # what the two set-ups do not share (pyperf's compare_to checks its metadata the same way)
+    setup_differences: list[SetupDifference] = Field(default_factory=list)
 
 
 def compare_directories(dirs: list[Path], pi: str | None, threshold: float) -> SavedComparison:
@@ -161,6 +165,10 @@ def compare_directories(dirs: list[Path], pi: str | None, threshold: float) -> S
         for label, d, r, w in zip(labels, dirs, results, works, strict=True)
     ]
     warnings = [s.warning for s in saved if s.warning]
+    diffs = setup_differences(results[0], results[1], (dirs[0], dirs[1]))
+    table.setup_differs = [d.what for d in diffs]
+    if (line := setup_warning(diffs)) is not None:
+        warnings.append(line)
     other = float(results[1].config.get("confidence", confidence))
     if other != confidence:
         warnings.append(
@@ -169,5 +177,10 @@ def compare_directories(dirs: list[Path], pi: str | None, threshold: float) -> S
         )
     phases = compare_saved_runs([(str(d), d, w.name) for d, w in zip(dirs, works, strict=True)])
     return SavedComparison(
-        sides=saved, pi=table.primary, table=table, warnings=warnings, phase_behaviour=phases
+        sides=saved,
+        pi=table.primary,
+        table=table,
+        warnings=warnings,
+        phase_behaviour=phases,
+        setup_differences=diffs,
     )

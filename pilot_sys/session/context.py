@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pilot_sys import __version__
+from pilot_sys.redaction import redact_all
 
 
 def _read(path: str) -> str | None:
@@ -69,6 +70,6 @@ def collect_context(command_line: list[str] | None = None) -> dict[str, Any]:
         "governor": ",".join(governors) if governors else None,
         "pilot_sys_version": __version__,
         "python": sys.version.split()[0],
-        "command_line": command_line if command_line is not None else list(sys.argv),
+        "command_line": redact_all(command_line if command_line is not None else sys.argv),
         "cwd": os.getcwd(),
     }

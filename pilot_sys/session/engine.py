@@ -8,11 +8,18 @@ Stop rules, checked before every round (the Pilot paper, §III-E, §III-F):
   this invocation's, plus that of earlier ones (``--resume``; ``elapsed_before``), never the
   idle gaps between them;
 - Ctrl-C or SIGTERM -> interrupted (the round in flight is set aside, all earlier ones kept);
-- a round whose workload failed -> workload failure (the failed round is journaled too).
+- a round whose workload failed -> workload failure (the failed round is journaled too);
+- more rounds cannot change the answer (``early_stop``): every judged round so far, enough of
+  them to be sure, excluded for the same hidden bottleneck -> all excluded; the samples needed
+  growing with the samples, still after rounds were lengthened (or where they cannot be) ->
+  runaway.
 
-Each round is written to the journal as soon as it ends; its fsyncs (journal line, unit
-readings, monitor trace) run in threads while the round is analysed, and are joined before
-the next round starts or the session stops: nothing is acted on before it is on disk. The
+Each round is written to the journal as soon as it ends (a full disk fails at once); its
+fsyncs (journal line, unit readings, monitor trace) are queued and run, in threads, between
+rounds at most ``SYNC_INTERVAL`` apart and always before the session stops: nothing is acted
+on before it is on disk, a crash of the host loses at most the rounds of the last second, and
+no round pays an fsync of its own (one fsync of the journal covers the lines of many short
+rounds; waiting for it each round cost 3-8 ms between rounds on a virtio disk). The
 full re-analysis is paced (``analysis_step``, ``cost_floor``) so a long session's cost per
 round stays flat.
 """
@@ -24,7 +31,7 @@ import signal
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import Protocol
@@ -36,6 +43,12 @@ from pilot_sys.errors import PilotError, WorkloadFailed
 from pilot_sys.session import statsapi
 from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.config import SessionConfig
+from pilot_sys.session.early_stop import (
+    MAX_LENGTHENINGS,
+    ExcludedWatch,
+    NeedTrend,
+    excluded_rounds_to_be_sure,
+)
 from pilot_sys.session.journal import (
     Journal,
     JournalWriteFailed,
@@ -56,6 +69,7 @@ from pilot_sys.session.progress import (
 )
 from pilot_sys.session.result import StopReason
 from pilot_sys.session.verdict import excluded_round, is_excluded, judged, unjudged_sighting
+from pilot_sys.session.work_done import work_done_text
 from pilot_sys.workload.base import PISpec, RoundOutput, Workload
 
 
@@ -77,6 +91,8 @@ class Track:
         default_factory=dict
     )
     warned_short: bool = False
+    need_trend: NeedTrend = field(default_factory=NeedTrend)  # required vs samples (runaway)
+    lengthened: int = 0  # times a runaway lengthened this workload's rounds
 
     @property
     def name(self) -> str:
@@ -93,6 +109,9 @@ class Track:
             and self.analysis.counts.analysed >= self.analysis.config.min_rounds
         )
 
+
+SYNC_INTERVAL = 1.0  # seconds between the points where every journaled round is on disk
+MAX_PENDING_SYNCS = 64  # ... or sooner, so queued fsyncs never hold many descriptors open
 
 ANALYSIS_GROWTH = 0.02  # re-analyse at the latest after this much growth in rounds
 FORECAST_MARGIN = 0.5  # ... or once this share of the forecast rounds have run
@@ -144,7 +163,11 @@ def make_track(
         workload=workload,
         planner=Planner(config),
         analysis=TrackAnalysis(
-            config=config, pis=pis, work_unit=config.work_unit, cut=cut or config.cut
+            config=config,
+            pis=pis,
+            work_unit=config.work_unit,
+            cut=cut or config.cut,
+            work_done=work_done_text(spec),
         ),
     )
 
@@ -199,6 +222,9 @@ class Engine:
         self.elapsed_before = elapsed_before  # session time of earlier invocations (--resume)
         self._told_unjudged = False  # the note on rounds too short to judge, once
         self._told_no_cut = False  # the note on a hot component without a CUT, once
+        self.early_stop: str | None = None  # why the session stopped early, when it did
+        self._excluded_needed = excluded_rounds_to_be_sure(config.confidence, config.min_rounds)
+        self._excluded_watch = ExcludedWatch(self.cut)
 
     # -- resume ------------------------------------------------------------------------------
     def replay(self) -> None:
@@ -210,6 +236,7 @@ class Engine:
                 continue
             track.rounds = max(track.rounds, rec.workload_round)
             track.seconds += rec.duration
+            self._excluded_watch.observe(rec)
             if not rec.failed:
                 track.planner.observe(rec.work_amount, rec.duration, rec.short)
                 track.last_duration = rec.duration
@@ -225,7 +252,9 @@ class Engine:
         old_int = signal.signal(signal.SIGINT, self._on_signal)
         old_term = signal.signal(signal.SIGTERM, self._on_signal)
         pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="pilot-fsync")
-        self._batch = SyncBatch(pool)
+        self._batch = SyncBatch(pool, defer=True)
+        self._durable = len(self.journal.records)  # records known to be on disk
+        self._synced_at = time.monotonic()
         self._workload_end: float | None = None  # perf_counter at the end of the last workload run
         self._excluded = 0.0  # monitor start/stop time inside the engine window (not engine cost)
 
@@ -234,19 +263,23 @@ class Engine:
 
         try:
             while True:
-                try:
-                    w0 = time.perf_counter()
-                    self._batch.wait()  # the last round is durable before anything is acted on
-                    self.sync_wait_seconds.append(time.perf_counter() - w0)
-                except JournalWriteFailed as exc:
-                    self._drop_last_record()
-                    self.progress.emit(Note(str(exc), loud=True))
-                    return outcome(StopReason.DISK_FULL, str(exc))
-                if self._last_failure is not None:
-                    return outcome(StopReason.WORKLOAD_FAILED, self._last_failure)
-                reason = self._should_stop(self.elapsed_before + time.monotonic() - start)
+                due = (
+                    time.monotonic() - self._synced_at >= SYNC_INTERVAL
+                    or self._batch.pending >= MAX_PENDING_SYNCS
+                )
+                failed = self._sync() if due else None
+                if failed is not None:
+                    return outcome(StopReason.DISK_FULL, failed)
+                reason = (
+                    StopReason.WORKLOAD_FAILED
+                    if self._last_failure is not None
+                    else self._should_stop(self.elapsed_before + time.monotonic() - start)
+                )
                 if reason is not None:
-                    return outcome(reason)
+                    failed = self._sync()  # every round is on disk before the stop is acted on
+                    if failed is not None:
+                        return outcome(StopReason.DISK_FULL, failed)
+                    return outcome(reason, self._last_failure)
                 track = self._next_track()
                 try:
                     self._one_round(track, start)
@@ -258,15 +291,29 @@ class Engine:
         finally:
             signal.signal(signal.SIGINT, old_int)
             signal.signal(signal.SIGTERM, old_term)
+            try:  # an exception on its way out: the queued fsyncs still run, their fds close
+                self._batch.wait()
+            except JournalWriteFailed:
+                pass
             pool.shutdown(wait=True)
 
     _last_failure: str | None = None
     _batch: SyncBatch
 
-    def _drop_last_record(self) -> None:
-        """The last line's fsync failed: it may not be on disk, so it does not count."""
-        if self.journal.records:
-            self.journal.records.pop()
+    def _sync(self) -> str | None:
+        """Make every journaled round durable; on failure, the rounds since the last durable
+        point may not be on disk, so they do not count: returns why."""
+        w0 = time.perf_counter()
+        try:
+            self._batch.wait()
+        except JournalWriteFailed as exc:
+            del self.journal.records[self._durable :]
+            self.progress.emit(Note(str(exc), loud=True))
+            return str(exc)
+        self.sync_wait_seconds.append(time.perf_counter() - w0)
+        self._durable = len(self.journal.records)
+        self._synced_at = time.monotonic()
+        return None
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self._interrupted = True
@@ -296,6 +343,9 @@ class Engine:
             return StopReason.INTERRUPTED
         if self.targets_met() and self._confirmed():
             return StopReason.TARGETS_MET
+        early = self._stop_early()
+        if early is not None:
+            return early
         if self.cfg.max_rounds is not None and all(
             t.rounds >= self.cfg.max_rounds for t in self.tracks
         ):
@@ -307,6 +357,40 @@ class Engine:
             shortest = min((t.last_duration or 0.0) for t in self.tracks)
             if left <= 0 or (shortest > 0 and left < min(shortest, self.cfg.min_round_seconds)):
                 return StopReason.SESSION_LIMIT
+        return None
+
+    def _stop_early(self) -> StopReason | None:
+        """More rounds cannot change the answer (``early_stop``); a runaway first lengthens the
+        rounds where the planner can."""
+        streak = self._excluded_watch.streak(self._excluded_needed)
+        if streak is not None:
+            self.early_stop = streak.text()
+            self.progress.emit(Note(self.early_stop, loud=True))
+            return StopReason.ALL_EXCLUDED
+        for track in self.tracks:
+            runaway = track.need_trend.runaway()
+            if runaway is None:
+                continue
+            track.need_trend.reset()
+            if track.lengthened < MAX_LENGTHENINGS and track.planner.lengthen():
+                track.lengthened += 1
+                unit = f" {self.cfg.work_unit}" if self.cfg.work_unit else ""
+                self.progress.emit(
+                    Note(
+                        f"[{track.name}] {runaway.text()}; rounds lengthened: work amount at "
+                        f"least {track.planner.a:.6g}{unit}"
+                    )
+                )
+                continue
+            if track.lengthened:
+                how = f"even after lengthening rounds {track.lengthened} time(s)"
+            elif track.planner.phase.value == "fixed":
+                how = "and rounds cannot be lengthened (the work amount is fixed)"
+            else:
+                how = "and rounds cannot be lengthened (already at the largest work amount)"
+            self.early_stop = f"[{track.name}] {runaway.text()}, {how}"
+            self.progress.emit(Note(self.early_stop, loud=True))
+            return StopReason.RUNAWAY
         return None
 
     def _next_track(self) -> Track:
@@ -395,10 +479,12 @@ class Engine:
             warnings=list(out.warnings) if out is not None else [],
             monitor=monitor_summary,
             engine_seconds=self.engine_seconds[-1] if self.engine_seconds else None,
+            usage=out.usage if out is not None else None,
         )
         # the line is written now (a full disk fails here, at once); its fsync and the round
         # files' fsyncs run while the analysis below runs, and are joined before the next round
         self.journal.append(rec, self._batch)
+        self._excluded_watch.observe(rec)
         track.rounds = wr
         track.seconds += duration
         if rec.failed:
@@ -457,6 +543,7 @@ class Engine:
         analysis = track.analysis
         a0 = time.perf_counter()
         analysis.update(records, load)
+        track.need_trend.observe(analysis.results)
         # only the recomputation over all samples is paced; EDM of the new rounds is per-round work
         cost = max(0.0, time.perf_counter() - a0 - analysis.new_round_seconds)
         track.pending_units.clear()  # examined: the kept segments now live in the analysis
@@ -470,7 +557,11 @@ class Engine:
         track.next_analysis_at = usable + max(step, cost_floor(cost, mean_round))
         if analysis.wps is not None:
             # v is in work *done* per second (bytes for fio, dd); the planner caps work amounts
+            alpha = analysis.wps.alpha
+            significant = analysis.wps.alpha_ci_low is not None and analysis.wps.alpha_ci_low > 0
+            # the fixed cost only where the fit shows it: a round's start-up, kept out of v
             track.planner.set_rate(analysis.amount_rate)
+            track.planner.set_fixed_cost(alpha if significant else None)
         if analysis.alpha_work > 0 and track.planner.raise_lower_bound(analysis.alpha_work):
             unit = f" {analysis.work_unit}" if analysis.work_unit else ""
             self.progress.emit(
@@ -501,6 +592,10 @@ class Engine:
         pis = list(track.analysis.results.values())
         as_of = track.analysed_index if track.analysed_index < rec.index else None
         forecast = self._countdown.update(rec, needed, eta, as_of)
+        if forecast.rounds_needed is None and not forecast.used_up:
+            pace = track.need_trend.keeping_pace()
+            if pace is not None:
+                forecast = replace(forecast, unknown_why=pace)
         used = self._used(session_start)
         budget = Budget(self.cfg.session_limit, used, str(self.cfg.preset))
         self.progress.emit(RoundDone(rec, pis, forecast, used, as_of, budget))

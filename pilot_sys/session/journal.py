@@ -29,6 +29,7 @@ import errno
 import json
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ from pydantic import BaseModel, Field, ValidationError
 from pilot_sys import __version__
 from pilot_sys.errors import BadInput, ExitCode, PilotError
 from pilot_sys.session.config import SessionConfig
-from pilot_sys.workload.base import PISpec
+from pilot_sys.workload.base import PISpec, ProcessUsage
 
 MANIFEST = "session.json"
 JOURNAL = "rounds.jsonl"
@@ -71,6 +72,9 @@ class WorkloadSpec(BaseModel):
     timeout: float | None = None
     directory: str | None = None  # builtin workload's target directory
     options: dict[str, Any] = Field(default_factory=dict)
+    # the median cost of starting and reaping a process on this host (``/bin/true``), for a
+    # command workload: every round's time includes it
+    process_start_seconds: float | None = None
     pis: list[PISpec] = Field(default_factory=list)
     data_path_args: list[str] = Field(default_factory=list)
 
@@ -142,6 +146,7 @@ class RoundRecord(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     monitor: MonitorSummary | None = None
     engine_seconds: float | None = None  # the previous round's bookkeeping cost, for the record
+    usage: ProcessUsage | None = None  # the command's user/system CPU and peak RSS (rusage)
 
 
 def _ranges(indices: list[int]) -> str:
@@ -220,11 +225,27 @@ def _write_error(path: Path, exc: OSError, kept: int | None) -> JournalWriteFail
 class SyncBatch:
     """fsyncs of one round's files, run in parallel with the analysis of that round.
 
-    ``wait()`` joins them and turns a failure into :class:`JournalWriteFailed`."""
+    ``wait()`` joins them and turns a failure into :class:`JournalWriteFailed`. With ``defer``
+    they are only queued, and ``wait()`` starts and joins every queued one: the engine then
+    makes several rounds durable at once (one fsync of the journal covers all their lines),
+    between rounds, never inside one."""
 
-    def __init__(self, pool: ThreadPoolExecutor) -> None:
+    def __init__(self, pool: ThreadPoolExecutor, defer: bool = False) -> None:
         self.pool = pool
+        self.defer = defer
         self.futures: list[Future[None]] = []
+        self._queued: list[Callable[[], None]] = []
+
+    def _add(self, work: Callable[[], None]) -> None:
+        if self.defer:
+            self._queued.append(work)
+        else:
+            self.futures.append(self.pool.submit(work))
+
+    @property
+    def pending(self) -> int:
+        """fsyncs queued or running (each may hold a file descriptor open)."""
+        return len(self._queued) + len(self.futures)
 
     def add_fd(self, fd: int, path: Path, kept: int) -> None:
         def work() -> None:
@@ -235,7 +256,7 @@ class SyncBatch:
             finally:
                 os.close(fd)
 
-        self.futures.append(self.pool.submit(work))
+        self._add(work)
 
     def add_path(self, path: Path) -> None:
         def work() -> None:
@@ -248,9 +269,11 @@ class SyncBatch:
             except OSError as exc:
                 raise _write_error(path, exc, None) from None
 
-        self.futures.append(self.pool.submit(work))
+        self._add(work)
 
     def wait(self) -> None:
+        queued, self._queued = self._queued, []
+        self.futures += [self.pool.submit(work) for work in queued]
         futures, self.futures = self.futures, []
         errors = []
         for f in futures:

@@ -78,6 +78,7 @@ class RunRequest(BaseModel):
     repair: bool = False  # --repair (with --resume): set aside round folders the journal lacks
     plots: bool = True
     quiet: bool = False
+    verbose: bool = False  # -v: the full progress line per round, also on a terminal
     as_json: bool = False
     command_line: list[str] = Field(default_factory=list)
     # options given explicitly on the command line (click's parameter source), for those whose
@@ -187,7 +188,9 @@ def _command_workload(
 
     check_program(req.command, req.env)
 
-    unit = req.work_unit or "work"
+    # a unit is the one given, or the one the command states after the macro, or none ("work",
+    # shown as a bare number: a work amount in the workload's own terms)
+    unit = req.work_unit or macros.work_unit_of(req.command) or "work"
     fixed = not macros.uses_work_amount(req.command)
     if fixed and req.work_amount is not None:
         raise BadInput(

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,6 +96,7 @@ class RoundMonitoring:
         self.notes: list[str] = []
         self.loud: list[str] = []  # notes a person must see (an unmonitored server on the path)
         self.hosts = list(hosts)
+        self.session_started: float | None = None  # wall clock at the first round's start
         # where the workload runs (``--cgroup``, or where it moves itself): its limits in the graph
         from pilot_sys.session.workload_cgroups import WorkloadCgroups
 
@@ -144,6 +146,8 @@ class RoundMonitoring:
         are the workload's processes)."""
         if not self.active:
             return
+        if self.session_started is None:
+            self.session_started = time.time()
         try:
             self._sampler = round_sampler(
                 self.graph,
@@ -187,6 +191,7 @@ class RoundMonitoring:
             gaps=source_gaps(trace),
         )
         drop_unseen_processes(trace)
+        short = self._short_engine_hosts(trace)
         changed, cgroup_notes = self.cgroups.after_round(self.graph)
         trace.notes += cgroup_notes
         if changed:
@@ -201,6 +206,8 @@ class RoundMonitoring:
             summary.hidden_bottlenecks = [
                 f"{h.component} ({h.direction})" for h in verdict.hidden_bottlenecks
             ]
+            if short:
+                self._judge_over_session(trace, short, summary)
             try:
                 trace.verdict = verdict.model_dump(mode="json")
             except Exception:
@@ -218,6 +225,34 @@ class RoundMonitoring:
             summary.error = f"monitor trace not saved: {exc.strerror}"
             summary.file = None
         return summary
+
+    def _short_engine_hosts(self, trace: Any) -> dict[str, float]:
+        """Hosts seen through an engine whose scrapes are too sparse for this round: left out
+        of its own judgement (``session.engine_window``)."""
+        if not self.hosts:
+            return {}
+        from pilot_sys.session.engine_window import blank_hosts, short_engine_hosts
+
+        short = short_engine_hosts(trace, self.hosts)
+        blank_hosts(trace, list(short))
+        return short
+
+    def _judge_over_session(self, trace: Any, short: dict[str, float], summary: Any) -> None:
+        from pilot_sys.session.engine_window import judge_over_session
+
+        found = judge_over_session(
+            trace,
+            self.hosts,
+            short,
+            self.session_started or time.time(),
+            graph=self.graph,
+            threshold=self.threshold,
+            data_path=self.data_path,
+        )
+        trace.notes += found.notes
+        summary.hidden_bottlenecks += found.hidden
+        if found.hidden:
+            summary.valid = False
 
     def mean_cost(self) -> dict[str, float] | None:
         c = MonitorCost.mean(self.costs)

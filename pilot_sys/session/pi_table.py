@@ -51,3 +51,8 @@ class PITable(BaseModel):
     threshold: float
     primary: str | None = Field(None, description="the PI ranked by: --pi, else A's primary PI")
     rows: list[PIRow] = Field(default_factory=list)
+    setup_differs: list[str] = Field(
+        default_factory=list,
+        description="what the two set-ups do not share (work amounts, kernel, ...): a "
+        "difference in the table may be the set-up's",
+    )

@@ -31,6 +31,7 @@ class Forecast:
     used_up: bool = (
         False  # counted down to 0 without the targets being met: the next analysis checks
     )
+    unknown_why: str | None = None  # why rounds_needed is None, when more than "not yet"
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,9 @@ class StopReason(StrEnum):
     INTERRUPTED = "interrupted by the user"
     WORKLOAD_FAILED = "the workload failed"
     DISK_FULL = "the round journal could not be written"
+    # stopped early (``session.early_stop``): more rounds could not change the answer
+    ALL_EXCLUDED = "stopped early: every judged round excluded for the same hidden bottleneck"
+    RUNAWAY = "stopped early: the samples needed grow with the samples"
 
 
 class Reason(StrEnum):
@@ -110,6 +113,7 @@ class Reason(StrEnum):
     KILLED = "killed"
     WORKLOAD_FAILED = "workload_failed"
     DISK_FULL = "disk_full"
+    DEPENDENCE = "dependence"  # the samples needed grow with the samples: readings too correlated
 
 
 class ExcludedRound(BaseModel):
@@ -121,7 +125,12 @@ class ExcludedRound(BaseModel):
     components: list[str] = Field(default_factory=list)  # "cpu:host (compute)"
     # mean utilization of each component over the round (None: the round's trace was not read)
     busy: dict[str, float | None] = Field(default_factory=dict)
-    text: str = ""  # "round 20 excluded: hidden bottleneck at cpu:host (compute), 94 % busy"
+    # the share of the round's time each was above the threshold: what excluded the round
+    time_above: dict[str, float | None] = Field(default_factory=dict)
+    threshold: float | None = None
+    # "round 20 excluded: hidden bottleneck at cpu:host (compute): above 80 % for 34 % of the
+    # round (mean 61 %)"
+    text: str = ""
 
 
 class SessionVerdict(BaseModel):
@@ -142,6 +151,9 @@ class SessionVerdict(BaseModel):
     hidden_bottlenecks: list[str] = Field(default_factory=list)  # over the included rounds
     excluded_rounds: list[ExcludedRound] = Field(default_factory=list)
     judged_rounds: int = 0  # rounds with enough monitor samples to be judged on their own
+    # the excluded rounds' own readings averaged: what the hidden bottleneck allowed, never the
+    # CUT's result ("bw 19.8 Gbit/s over 9 excluded rounds")
+    excluded_estimate: str | None = None
 
     def lines(self) -> list[str]:
         """The verdict as the summary and report.md print it, in their one order."""
@@ -149,6 +161,11 @@ class SessionVerdict(BaseModel):
         out += [f"why: {self.why}"] if self.why else []
         out += [f"next: {self.next_step}"] if self.next_step else []
         out += [f"excluded: {self.excluded}"] if self.excluded else []
+        out += (
+            [f"excluded rounds' own estimate (not a result): {self.excluded_estimate}"]
+            if self.excluded_estimate
+            else []
+        )
         out.append(self.bottleneck)
         out += [self.governs] if self.governs else []
         return out
@@ -157,7 +174,7 @@ class SessionVerdict(BaseModel):
 class Removal(BaseModel):
     """What non-stable removal took away from a PI's samples."""
 
-    method: str  # "edm", "alpha", "short", "none"
+    method: str  # "edm", "alpha", "short", "few_units", "none"
     rounds: int = 0
     samples_removed: int = 0
     samples_kept: int = 0
@@ -212,6 +229,8 @@ class PIResult(BaseModel):
         ),
     )
     removed: list[Removal] = Field(default_factory=list)
+    # what a derived PI is and what it adds up (wps: the work its fit counts), as reports say it
+    description: str | None = None
 
     @property
     def source_label(self) -> str:
@@ -281,6 +300,16 @@ class PhaseCheck(BaseModel):
     series: str | None = None
 
 
+class CommandUsage(BaseModel):
+    """A command's own resource use over the analysed rounds (each round's ``wait4`` rusage):
+    what hyperfine shows as its user and system columns, and the peak resident set."""
+
+    rounds: int
+    user_seconds: float  # mean per round
+    system_seconds: float  # mean per round
+    max_rss_bytes: int | None = None  # the largest of any round (None: none above the runner's)
+
+
 class WorkloadResult(BaseModel):
     name: str
     command: list[str] = Field(default_factory=list)
@@ -291,6 +320,9 @@ class WorkloadResult(BaseModel):
     rounds: RoundCounts = Field(default_factory=RoundCounts)
     seconds_in_rounds: float = 0.0
     phase_check: PhaseCheck | None = None  # None when rounds were not monitored
+    # a command's cost of starting a process on this host (median ``/bin/true``), in seconds
+    process_start_seconds: float | None = None
+    usage: CommandUsage | None = None  # the command's CPU time and peak RSS per analysed round
 
 
 class PairComparison(BaseModel):

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from pilot_sys.errors import BadInput
+from pilot_sys.redaction import redact_all
 from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.context import collect_context
+from pilot_sys.session.early_stop import EARLY
 from pilot_sys.session.engine import Engine, StopReason, make_track
 from pilot_sys.session.finishing import Finishing
 from pilot_sys.session.journal import (
@@ -103,7 +105,7 @@ class Session:
         self.manifest = journal.manifest
         self.workloads = workloads
         self.progress: Progress = progress or NoProgress()
-        self.command_line = command_line or []
+        self.command_line = redact_all(command_line or [])
         self.resumed = resumed
         self.extra_stop = extra_stop
         self.comparison = comparison
@@ -159,6 +161,16 @@ class Session:
         assert journal.manifest is not None
         workloads = [build_workload(s) for s in journal.manifest.workloads]
         return cls(journal, workloads, command_line=command_line, resumed=True, **kw)
+
+    def _measure_process_start(self) -> None:
+        """The cost of starting a process here, once per session (kept on ``--resume``), for
+        each command workload: every round of it includes that cost (``session.json``)."""
+        from pilot_sys.workload.process import process_start_seconds
+
+        assert self.journal.manifest is not None
+        for spec in self.journal.manifest.workloads:
+            if spec.kind == "command" and spec.process_start_seconds is None:
+                spec.process_start_seconds = process_start_seconds()
 
     def _bound_rounds_by_limit(self, limit: float | None, spent_before: float = 0.0) -> None:
         """Give command workloads the session's deadline, so that a round still running at the
@@ -284,6 +296,7 @@ class Session:
         if self.resumed:
             engine.replay()
         self._bound_rounds_by_limit(cfg.session_limit, before)
+        self._measure_process_start()
         disk_full: JournalWriteFailed | None = None
         outcome = engine.run()
         # the rounds are over: a first Ctrl-C no longer stops the saving (until run() ends)
@@ -315,6 +328,8 @@ class Session:
         if outcome.failure and stop_reason is StopReason.WORKLOAD_FAILED:
             notes.append(f"workload failed: {outcome.failure}")
         notes += [f"round cut at the session limit: {w.cut_by_limit}" for w in cut]
+        if engine.early_stop is not None:
+            notes.append(EARLY + engine.early_stop)
         # the invocation's time ends here: the live result and `report DIR` count the same span
         stopped = time.time()
         elapsed = before + stopped - inv.started_at

@@ -106,7 +106,7 @@ def tune_session_rate(
         allow_unreachable=True,
         on_iteration=each,
     )
-    if tuned.status in (TuneStatus.UNDECIDED, TuneStatus.OVER_BUDGET):
+    if tuned.status in (TuneStatus.UNDECIDED, TuneStatus.OVER_BUDGET, TuneStatus.NEGATIVE):
         raise MeasuredOutcome(BUDGET_OPTION, not_shown_message(tuned), tuned.exit_code)
     section = tuned.overhead_section()
     section["tuning_seconds"] = tuned.elapsed_s
@@ -135,6 +135,8 @@ def not_shown_message(tuned: TuneResult) -> str:
             "with --sample-rate"
         )
     measured = f"measured overhead {overhead_text(est)}"
+    if tuned.status is TuneStatus.NEGATIVE:
+        return f"{tuned.message}; or give the rate with --sample-rate"
     if tuned.status is TuneStatus.UNDECIDED:
         needed = pairs_needed(est, tuned.budget)
         more = f" (about {needed} pairs of rounds at this noise)" if needed is not None else ""

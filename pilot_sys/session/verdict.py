@@ -9,9 +9,9 @@ Semantics (also in docs/verdict.md; every output uses these words):
   component other than the component under test, the CUT, above the threshold, default 80 %, for
   more than 10 % of the round's time); only when the CUT is known (named or resolved), since
   without one a hot component may be the very one the workload exercises. It is kept in the
-  journal, counted and shown ("round 20 excluded: hidden bottleneck at cpu:host (compute), 94 %
-  busy") and left out of the PI analysis (intervals, WPS fit, the alpha bound): it measured that
-  component, not the CUT.
+  journal, counted and shown ("round 20 excluded: hidden bottleneck at cpu:host (compute): above
+  80 % for 34 % of the round (mean 61 %)") and left out of the PI analysis (intervals, WPS
+  fit, the alpha bound): it measured that component, not the CUT.
 - **Invalid session.** More than half of the judged rounds were excluded, or the verdict over
   the *included* rounds' traces taken together still names a hidden bottleneck (a sustained
   problem that short rounds hide). Otherwise the status follows the CI targets over the
@@ -105,25 +105,43 @@ def unjudged_sighting(rec: RoundRecord, max_hot_fraction: float = DEFAULT_MAX_HO
     )
 
 
-def _busy(label: str, value: float | None) -> str:
-    return f"{label}, {units.percent(value, 0)} busy" if value is not None else label
+def _busy(label: str, above: float | None, mean: float | None, threshold: float | None) -> str:
+    """``cpu:host (compute): above 80 % for 34 % of the round (mean 61 %)``: the share of time
+    above the threshold is what excluded the round, so it leads; the mean alone (20 %) would
+    read as the opposite of a bottleneck."""
+    if above is None or threshold is None:
+        return label if mean is None else f"{label} (mean {units.percent(mean, 0)})"
+    text = (
+        f"{label}: above {units.percent(threshold, 0)} for {units.percent(above, 0)} of the round"
+    )
+    return text + (f" (mean {units.percent(mean, 0)})" if mean is not None else "")
 
 
 def excluded_round(rec: RoundRecord, round_verdict: dict[str, Any] | None) -> ExcludedRound:
     """What an excluded round is shown as; ``round_verdict`` is the round's monitor verdict as
-    saved in its trace (for each component's mean utilization), None when it cannot be read."""
+    saved in its trace (for each component's share of time above the threshold and its mean
+    utilization), None when it cannot be read."""
     components = list(rec.monitor.hidden_bottlenecks) if rec.monitor is not None else []
     busy: dict[str, float | None] = {c: None for c in components}
+    above: dict[str, float | None] = {c: None for c in components}
+    threshold = (round_verdict or {}).get("threshold")
     for h in (round_verdict or {}).get("hidden_bottlenecks") or []:
         label = f"{h.get('component')} ({h.get('direction')})"
         if label in busy and h.get("mean") is not None:
             busy[label] = float(h["mean"])
-    where = "; ".join(_busy(c, busy[c]) for c in components) or "a component other than the CUT"
+        if label in above and h.get("time_above_fraction") is not None:
+            above[label] = float(h["time_above_fraction"])
+    where = (
+        "; ".join(_busy(c, above[c], busy[c], threshold) for c in components)
+        or "a component other than the CUT"
+    )
     return ExcludedRound(
         index=rec.index,
         workload=rec.workload,
         components=components,
         busy=busy,
+        time_above=above,
+        threshold=float(threshold) if threshold is not None else None,
         text=f"round {rec.index} excluded: hidden bottleneck at {where}",
     )
 
@@ -157,6 +175,11 @@ def excluded_text(excluded: list[ExcludedRound], judged_rounds: int) -> str | No
 
 
 # -- the words for one PI ------------------------------------------------------------------------
+#: a PI without an analysed reading: its rounds may still be plotted (excluded, short), so this
+#: never says "no reading"
+NO_ESTIMATE = "no estimate yet (no round analysed)"
+
+
 def estimate_text(p: PIResult, network: bool = False) -> str:
     """A PI's best estimate in one string, the same wherever it is shown (summary, report.md,
     the plot titles): ``2.17 GiB/s ± 3.2 %, 95% CI [2.10 GiB/s, 2.24 GiB/s]``; over a drifting
@@ -164,7 +187,7 @@ def estimate_text(p: PIResult, network: bool = False) -> str:
     level, not a stable one)``; without an interval ``234 MiB/s so far, no interval yet``."""
     conf = f"{int(round(100 * p.confidence))}% CI"
     if p.mean is None:
-        return "no reading yet"
+        return NO_ESTIMATE
     if p.ci_low is not None and p.ci_high is not None:
         mean, low, high = units.ci_parts(p.mean, p.ci_low, p.ci_high, p.unit, network)
         half = units.relative_half_width(p.mean, p.ci_low, p.ci_high)
@@ -216,8 +239,22 @@ def nice_limit(seconds: float) -> int:
     return int(math.ceil(s / power - 1e-9) * power)
 
 
-def limit_advice(needed_seconds: float | None, preset: str | None) -> str:
-    """``use -s 900 or --preset normal``: what lets a session of about ``needed_seconds`` run."""
+def limit_advice(
+    needed_seconds: float | None,
+    preset: str | None,
+    max_rounds: int | None = None,
+    more_rounds: int | None = None,
+) -> str:
+    """``use -s 900 or --preset normal``: what lets a session of about ``needed_seconds`` run.
+    After a ``--max-rounds`` stop (``max_rounds``: that limit) neither adds a round, so the advice
+    raises that limit instead: ``raise --max-rounds to 25 (about 15 more rounds)``."""
+    if max_rounds is not None:
+        if more_rounds:
+            return (
+                f"raise --max-rounds to {max_rounds + more_rounds} (about {more_rounds} more "
+                "round(s) a workload)"
+            )
+        return f"raise --max-rounds above {max_rounds} (how many more are needed is not known yet)"
     quick = preset == Preset.QUICK
     if needed_seconds is None or not math.isfinite(needed_seconds):
         return "use a longer -s" + (" or --preset normal" if quick else "")
@@ -296,13 +333,18 @@ def _missed(
     comparison: Comparison | None,
     needed_seconds: float | None,
     more_rounds: int | None,
+    stop_reason: str = "",
 ) -> tuple[Reason, str, str]:
-    """Why the targets were missed and the one thing to do (limit reached or incomplete)."""
+    """Why the targets were missed and the one thing to do (limit reached or incomplete).
+    ``stop_reason``: a ``--max-rounds`` stop is advised to raise that limit, not the time."""
     preset = str(cfg.preset)
-    advice = limit_advice(needed_seconds, preset)
+    by_rounds = stop_reason == StopReason.MAX_ROUNDS and cfg.max_rounds is not None
+    advice = limit_advice(
+        needed_seconds, preset, cfg.max_rounds if by_rounds else None, more_rounds
+    )
     at_rate = (
         f"; at this rate it needs about {units.duration(needed_seconds)} in all"
-        if needed_seconds is not None and math.isfinite(needed_seconds)
+        if needed_seconds is not None and math.isfinite(needed_seconds) and not by_rounds
         else ""
     )
     analysed = min((w.rounds.analysed for w in workloads), default=0)
@@ -371,6 +413,19 @@ def _missed(
     )
 
 
+def judged_over_text(bsec: BottleneckSection, included: int | None = None) -> str:
+    """Which rounds the bottleneck check read, in the words every output uses: ``over the 8
+    included rounds taken together``, or, when every judged round was excluded, ``over the 58
+    excluded rounds taken together (none was included)``."""
+    if bsec.detail.get("judged_over") == "excluded rounds":
+        return (
+            f"over the {len(bsec.rounds_invalid)} excluded rounds taken together "
+            "(none was included)"
+        )
+    count = f"{included} " if included is not None else ""
+    return f"over the {count}included rounds taken together"
+
+
 def bottleneck_line(bsec: BottleneckSection, included: int) -> str:
     """The one line on hidden bottlenecks over the included rounds, whatever the status."""
     cut = bsec.cut or "unknown"
@@ -380,26 +435,42 @@ def bottleneck_line(bsec: BottleneckSection, included: int) -> str:
     if bsec.valid is None:
         why = bsec.error or bsec.detail.get("not_judged") or "no round could be judged"
         return f"bottleneck check: not done ({why})"
-    over = f"over the {included} included rounds taken together"
-    if bsec.detail.get("judged_over") == "excluded rounds":
-        over = (
-            f"over the {len(bsec.rounds_invalid)} excluded rounds taken together "
-            "(none was included)"
-        )
+    over = judged_over_text(bsec, included)
+    what = f"component under test: {cut}"
+    if bsec.detail.get("loopback"):
+        what += f", {bsec.detail['loopback']}"
     if bsec.valid:
-        return f"bottleneck check: passed {over} (component under test: {cut})"
+        return f"bottleneck check: passed {over} ({what})"
     return (
         f"bottleneck check: FAILED {over}: hidden bottleneck at "
-        f"{', '.join(bsec.hidden_bottlenecks) or '?'} (component under test: {cut})"
+        f"{', '.join(bsec.hidden_bottlenecks) or '?'} ({what})"
     )
 
 
-def status_of(stop_reason: str, any_result: bool, invalid: bool) -> tuple[Status, Reason | None]:
-    """The status a stop reason gives, before the targets are looked at (None: they decide)."""
+#: what a failure's own text says when it was the file system, not the workload, that gave out
+#: (fio's and the kernel's "No space left on device", errno's name, the built-in workload's words)
+DISK_FULL_WORDS = ("no space left on device", "enospc", "edquot", "file system full", "disk full")
+
+
+def disk_full(failure: str | None) -> bool:
+    """Whether a workload's failure is a full file system (or quota): the workload itself was
+    fine and needs no fixing; space does."""
+    text = (failure or "").lower()
+    return any(word in text for word in DISK_FULL_WORDS)
+
+
+def status_of(
+    stop_reason: str, any_result: bool, invalid: bool, failure: str | None = None
+) -> tuple[Status, Reason | None]:
+    """The status a stop reason gives, before the targets are looked at (None: they decide).
+    A workload that stopped because the disk filled up is a disk-full stop, like the journal's:
+    incomplete, not a failed workload."""
     if stop_reason == StopReason.INTERRUPTED:
         return Status.INTERRUPTED, Reason.INTERRUPTED
     if stop_reason == KILLED:
         return Status.INTERRUPTED, Reason.KILLED
+    if stop_reason == StopReason.WORKLOAD_FAILED and disk_full(failure):
+        return Status.INCOMPLETE, Reason.DISK_FULL
     if stop_reason == StopReason.WORKLOAD_FAILED:
         return Status.WORKLOAD_FAILED, Reason.WORKLOAD_FAILED
     if invalid:
@@ -425,6 +496,8 @@ def decide(
     more_rounds: int | None = None,
     failure: str | None = None,
     result_dir: str = "",
+    early_stop: str | None = None,
+    excluded_estimate: str | None = None,
 ) -> SessionVerdict:
     """The one verdict of a session (see the module docstring for the rules)."""
     included = sum(w.rounds.analysed for w in workloads)
@@ -433,7 +506,7 @@ def decide(
     )
     sustained = bsec.valid is False
     any_result = any(p.mean is not None for w in workloads for p in w.pis.values())
-    status, reason = status_of(stop_reason, any_result, too_many or sustained)
+    status, reason = status_of(stop_reason, any_result, too_many or sustained, failure)
     cut = bsec.cut
     hidden = list(bsec.hidden_bottlenecks)
     governing = bsec.governing
@@ -451,9 +524,14 @@ def decide(
         if too_many:
             reason = Reason.TOO_MANY_EXCLUDED
             comps = _components(excluded)
+            share = (
+                "all of them, enough to be sure: stopped early"
+                if stop_reason == StopReason.ALL_EXCLUDED
+                else "more than half"
+            )
             headline = (
                 f"INVALID: {len(excluded)} of {judged_rounds} judged rounds were excluded for a "
-                f"hidden bottleneck at {comps}, more than half: the numbers may describe "
+                f"hidden bottleneck at {comps}, {share}: the numbers may describe "
                 f"{governing or comps}, not the component under test ({cut or 'unknown'})"
             )
         else:
@@ -488,13 +566,27 @@ def decide(
         headline = f"the workload failed: {failure or 'see the notes'}"
         next_step = f"fix the workload; the rounds before it are kept: {resume}"
     elif status is Status.INCOMPLETE and reason is Reason.DISK_FULL:
-        headline = (
-            f"incomplete: the round journal could not be written (disk full?); so far: {lead}"
-        )
-        next_step = f"free space; {resume}"
+        if stop_reason == StopReason.WORKLOAD_FAILED:
+            headline = (
+                f"incomplete: the disk filled up during a round ({failure}); the workload "
+                f"itself did not fail; so far: {lead}"
+            )
+            next_step = (
+                "free space where the workload writes, or lower -w MAX so that a round "
+                f"writes less; the rounds before it are kept: {resume}"
+            )
+        else:
+            headline = (
+                f"incomplete: the round journal could not be written (disk full?); so far: {lead}"
+            )
+            next_step = f"free space; {resume}"
+    elif stop_reason == StopReason.RUNAWAY:
+        reason = Reason.DEPENDENCE
+        why, next_step = _runaway(workloads, early_stop)
+        headline = f"stopped early, no interval can come from more rounds; best estimate: {lead}"
     else:
         reason, why, next_step = _missed(
-            workloads, cfg, bsec, excluded, comparison, needed_seconds, more_rounds
+            workloads, cfg, bsec, excluded, comparison, needed_seconds, more_rounds, stop_reason
         )
         if status is Status.LIMIT_REACHED:
             headline = f"limit reached before the CI target; best estimate: {lead}"
@@ -515,6 +607,25 @@ def decide(
         hidden_bottlenecks=hidden,
         excluded_rounds=excluded,
         judged_rounds=judged_rounds,
+        excluded_estimate=excluded_estimate if too_many else None,
+    )
+
+
+def _runaway(workloads: list[WorkloadResult], early_stop: str | None) -> tuple[str, str]:
+    """Why a runaway stopped the session (``session.early_stop``) and what to do."""
+    pair = _first_missed(workloads)
+    lag1 = ""
+    if pair is not None and pair[1].autocorrelation is not None:
+        lag1 = f"; lag-1 autocorrelation {pair[1].autocorrelation:.2f}"
+    why = early_stop or (
+        "the samples needed grew with the samples: the readings stay correlated beyond what "
+        "subsessions can break at this round length"
+    )
+    return (
+        why + lag1,
+        "lengthen the rounds (a larger -w MIN, or %WORK_AMOUNT% in the command so that the "
+        "planner can), or find what keeps consecutive readings alike (a cache, a throttle, "
+        "other work on the host)",
     )
 
 

@@ -59,6 +59,7 @@ import numpy as np
 
 from pilot_sys.stats import ci, subsession
 from pilot_sys.stats import pi as pi_types
+from pilot_sys.stats.line_fit import line_fit
 from pilot_sys.stats.pi import PIType
 
 HETEROGENEITY_LEVEL = 0.25  # F-test p below this: the rounds differ more than their readings say
@@ -154,19 +155,18 @@ def heterogeneity_p(level: RoundLevel, pooled: ci.Summary) -> float | None:
 def trend_p(round_means: np.ndarray) -> float:
     """Two-sided p of a linear trend of the round means over the round index.
 
-    Least squares (scipy's ``linregress``), with the slope's standard error and degrees of freedom
+    Least squares (``line_fit``), with the slope's standard error and degrees of freedom
     corrected for lag-1 correlated residuals (effective size n (1 - r) / (1 + r) at the
     bias-corrected lag-1 r of the residuals, r >= 0; Santer et al. 2000): round means that merely
     wander, as they do on a VM (lag-1 around 0.2-0.5), would otherwise be called a drift several
     times as often as the 1% level says."""
     from scipy.special import stdtr
-    from scipy.stats import linregress
 
     n = round_means.size
     if np.ptp(round_means) == 0.0 or n < 4:
         return 1.0
     index = np.arange(n, dtype=np.float64)
-    fit = linregress(index, round_means)
+    fit = line_fit(index, round_means)
     residuals = round_means - (fit.intercept + fit.slope * index)
     r = max(0.0, float(subsession.corrected_lag1(residuals)))
     effective = n * (1.0 - r) / (1.0 + r) if r < 1.0 else 0.0

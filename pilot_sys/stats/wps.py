@@ -28,10 +28,10 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats as sps
 
 from pilot_sys.errors import BadInput, InsufficientData
 from pilot_sys.stats.ci import DEFAULT_CONFIDENCE, t_quantile
+from pilot_sys.stats.line_fit import LineFit, line_fit
 from pilot_sys.stats.subsession import DEFAULT_AUTOCORR_LIMIT, lag1_autocorrelation
 
 DEFAULT_OVERHEAD_FRACTION = 0.1
@@ -77,8 +77,8 @@ def merge_rounds(values: np.ndarray, q: int) -> np.ndarray:
     return values[values.size - k * q :].reshape(k, q).mean(axis=1)
 
 
-def _ols(w: np.ndarray, t: np.ndarray) -> tuple[object, np.ndarray]:
-    res = sps.linregress(w, t)
+def _ols(w: np.ndarray, t: np.ndarray) -> tuple[LineFit, np.ndarray]:
+    res = line_fit(w, t)
     return res, t - (res.intercept + res.slope * w)
 
 

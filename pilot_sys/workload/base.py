@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pilot_sys.stats.pi import PIType
 
-__all__ = ["PISpec", "PIType", "RoundOutput", "Workload"]
+__all__ = ["PISpec", "PIType", "ProcessUsage", "RoundOutput", "Workload"]
 
 
 class PISpec(BaseModel):
@@ -39,6 +39,18 @@ class PISpec(BaseModel):
     unit_weighting: Literal["time", "work"] | None = None
 
 
+class ProcessUsage(BaseModel):
+    """The child's own resource use (``wait4``'s rusage of the reaped child, its reaped
+    children included): the CPU it spent in user and kernel mode, and its peak resident set.
+
+    The kernel carries the spawning process's peak RSS across ``exec`` into the child's, so a
+    peak no higher than the runner's own says nothing about the command: it is None then."""
+
+    user_seconds: float
+    system_seconds: float
+    max_rss_bytes: int | None = None
+
+
 class RoundOutput(BaseModel):
     """What one round produced. Arrays are kept as numpy arrays in memory."""
 
@@ -56,6 +68,7 @@ class RoundOutput(BaseModel):
     work_done: float | None = None
     output_files: list[Path] = Field(default_factory=list)  # kept in the round's directory
     warnings: list[str] = Field(default_factory=list)
+    usage: ProcessUsage | None = None  # a command's CPU time and peak RSS (None: in-process)
 
 
 @runtime_checkable

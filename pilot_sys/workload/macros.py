@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 WORK_AMOUNT = "%WORK_AMOUNT%"
@@ -30,3 +31,26 @@ def substitute(argv: list[str], work_amount: str, result_dir: Path) -> list[str]
     return [
         arg.replace(WORK_AMOUNT, work_amount).replace(RESULT_DIR, str(result_dir)) for arg in argv
     ]
+
+
+#: a size suffix written right after the macro, and the unit it makes of the work amount: fio,
+#: dd and iperf3 all read a lone k/m/g/t, and the IEC names, as powers of 1024 (``KB`` or ``MB``
+#: mean 1000s to some tools and 1024s to others, so they say nothing)
+SIZE_SUFFIXES = {"k": "KiB", "m": "MiB", "g": "GiB", "t": "TiB"}
+_AFTER_MACRO = re.compile(re.escape(WORK_AMOUNT) + r"([A-Za-z]*)")
+
+
+def work_unit_of(argv: list[str]) -> str:
+    """The unit of the work amount the command itself states (``--size=%WORK_AMOUNT%M``:
+    ``MiB``), or ``""`` when it states none or uses the macro with different suffixes."""
+    found: set[str] = set()
+    for arg in argv:
+        for suffix in _AFTER_MACRO.findall(arg):
+            low = suffix.lower()
+            if low in SIZE_SUFFIXES:
+                found.add(SIZE_SUFFIXES[low])
+            elif low in ("kib", "mib", "gib", "tib"):
+                found.add(SIZE_SUFFIXES[low[0]])
+            else:
+                found.add("")
+    return found.pop() if len(found) == 1 else ""

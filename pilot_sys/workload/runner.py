@@ -5,21 +5,25 @@ streamed to ``round_dir/stdout.txt`` and ``stderr.txt``, time it, check the retu
 parse the output from those files (line-oriented output as it is read, never held whole: a
 workload may print GBs).
 Options are added so that the parsers get what they need: fio gets JSON output and windowed
-bandwidth/latency logs in the round directory (unit readings), iperf3 gets ``-J``, dd runs with
-``LC_ALL=C`` so its summary line has one known form.
+bandwidth, IOPS and latency logs (unit readings, ``fio_options``) in a private temporary folder
+that is removed once they are read (the unit readings are journaled in ``units.npz``), iperf3
+gets ``-J`` and a short report interval (``iperf3_options``), dd runs with ``LC_ALL=C`` so its
+summary line has one known form.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from pilot_sys.errors import BadInput, WorkloadFailed
 from pilot_sys.stats.pi import PIType
-from pilot_sys.workload import macros
+from pilot_sys.workload import macros, tool_options
 from pilot_sys.workload.base import PISpec, RoundOutput
 from pilot_sys.workload.cgroup_launch import CgroupTarget, in_cgroup
 from pilot_sys.workload.command_line import data_paths, program_index, program_name
@@ -33,7 +37,11 @@ from pilot_sys.workload.parsers import (
 )
 from pilot_sys.workload.process import WorkloadTimeout, run_process
 
-FIO_LOG_PREFIX = "fio"  # logs land in the round directory as fio_bw.1.log, fio_lat.1.log...
+FIO_LOG_PREFIX = "fio"  # logs land in the log folder as fio_bw.1.log, fio_iops.1.log...
+# fio's log window: short enough that a round of a few tenths of a second of I/O (quick-preset
+# rounds) gives the 20+ windows EDM needs to find its warm-up, long enough that a window averages
+# several I/Os of a fast device (1 MiB writes at 2 GiB/s: ~20 per window)
+FIO_LOG_AVG_MSEC = 10
 REPRESENTATIVE_WORK_AMOUNT = 1.0  # what data_path_args() substitutes: paths rarely depend on it
 # a round still running at the session limit is cut once it overruns the limit by this share of
 # it: a round the planner sized to fit, a little slower than predicted, is still kept whole
@@ -44,10 +52,6 @@ def detect_parser(argv: list[str]) -> str:
     """The parser for a command: fio, iperf3 and dd are recognised, anything else gets ``none``."""
     name = program_name(argv)
     return name if name in ("fio", "iperf3", "dd") else "none"
-
-
-def _has_option(args: Iterable[str], *names: str) -> bool:
-    return any(arg == name or arg.startswith(name + "=") for arg in args for name in names)
 
 
 class RoundCutByLimit(WorkloadFailed):
@@ -74,7 +78,7 @@ class CommandWorkload:
         name: str | None = None,
         pi_specs: list[PISpec] | None = None,
         integer_work_amount: bool = True,
-        fio_log_avg_msec: int = 100,
+        fio_log_avg_msec: int = FIO_LOG_AVG_MSEC,
         work_amount_unit: str = "work",
         cgroup: CgroupTarget | None = None,
     ) -> None:
@@ -150,29 +154,25 @@ class CommandWorkload:
         first round."""
         return list(self._specs)
 
-    def command_for(self, work_amount: float, round_dir: Path) -> list[str]:
-        """The exact argv a round runs: macros substituted, parser options added."""
+    def command_for(
+        self, work_amount: float, round_dir: Path, log_dir: Path | None = None
+    ) -> list[str]:
+        """The exact argv a round runs: macros substituted, parser options added (fio's logs go
+        to ``log_dir``, else to the round's folder)."""
         text = macros.format_work_amount(work_amount, integer=self.integer_work_amount)
         argv = macros.substitute(self.argv, text, round_dir.resolve())
         at = program_index(argv) + 1
         rest = argv[at:]
         added: list[str] = []
         if self.parser == "fio":
-            formats = next(
-                (a.split("=", 1)[1] for a in rest if a.startswith("--output-format=")), None
-            )
-            if formats is None:
-                added.append("--output-format=json")
-            elif not any(f.startswith("json") for f in formats.split(",")):  # json+ is JSON too
-                rest = [f"{a},json" if a.startswith("--output-format=") else a for a in rest]
-            if not _has_option(rest, "--write_bw_log"):
-                added.append(f"--write_bw_log={round_dir.resolve() / FIO_LOG_PREFIX}")
-            if not _has_option(rest, "--write_lat_log"):
-                added.append(f"--write_lat_log={round_dir.resolve() / FIO_LOG_PREFIX}")
-            if not _has_option(rest, "--log_avg_msec"):
-                added.append(f"--log_avg_msec={self.fio_log_avg_msec}")
-        elif self.parser == "iperf3" and not _has_option(rest, "-J", "--json"):
-            added.append("-J")
+            prefix = (log_dir or round_dir).resolve() / FIO_LOG_PREFIX
+            added, rest = tool_options.fio_options(rest, prefix, self.fio_log_avg_msec)
+            if log_dir is not None:  # client/server: the servers read the job files only
+                rest = tool_options.fio_client_job_files(
+                    rest, self.cwd, log_dir, prefix, self.fio_log_avg_msec
+                )
+        elif self.parser == "iperf3":
+            added = tool_options.iperf3_options(rest)
         final = argv[:at] + added + rest
         return in_cgroup(final, self.cgroup) if self.cgroup is not None else final
 
@@ -184,14 +184,18 @@ class CommandWorkload:
             env["LC_ALL"] = "C"  # one summary-line format, whatever the user's locale
         return env
 
-    def _captured(self, argv: list[str], round_dir: Path) -> CapturedOutput:
+    def _captured(
+        self, argv: list[str], round_dir: Path, log_dir: Path | None = None
+    ) -> CapturedOutput:
         """The round's output as the files it was streamed to: parsers read what they need."""
         stdout_path = round_dir / "stdout.txt"
         if self.parser == "fio":  # fio --output=FILE writes its report there instead of stdout
             target = next((a.split("=", 1)[1] for a in argv if a.startswith("--output=")), None)
             if target:
                 stdout_path = self.cwd / target
-        return CapturedOutput.from_files(stdout_path, round_dir / "stderr.txt", round_dir)
+        return CapturedOutput.from_files(
+            stdout_path, round_dir / "stderr.txt", round_dir, log_dir=log_dir
+        )
 
     def _parse(self, captured: CapturedOutput, work_amount: float, duration: float) -> ParsedOutput:
         if self.parser == "none":
@@ -241,9 +245,18 @@ class CommandWorkload:
         return WorkloadFailed(f"{self.name}: {how}: {why} [output kept in {captured.round_dir}]")
 
     def run_round(self, work_amount: float, round_dir: Path) -> RoundOutput:
-        """Run one round; its stdout/stderr and any files it wrote stay in ``round_dir``."""
+        """Run one round; its stdout/stderr and any files it wrote stay in ``round_dir``; fio's
+        logs go to a private temporary folder, removed once read (also on failure)."""
         round_dir.mkdir(parents=True, exist_ok=True)
-        argv = self.command_for(work_amount, round_dir)
+        log_dir = Path(tempfile.mkdtemp(prefix="pilot-sys-fio-")) if self.parser == "fio" else None
+        try:
+            return self._run_round(work_amount, round_dir, log_dir)
+        finally:
+            if log_dir is not None:
+                shutil.rmtree(log_dir, ignore_errors=True)
+
+    def _run_round(self, work_amount: float, round_dir: Path, log_dir: Path | None) -> RoundOutput:
+        argv = self.command_for(work_amount, round_dir, log_dir)
         text = macros.format_work_amount(work_amount, integer=self.integer_work_amount)
         amount = float(work_amount) if self.nominal_work_amount else float(text)
         timeout, by_limit = self._round_timeout()
@@ -265,7 +278,7 @@ class CommandWorkload:
                 f"{round_dir}]"
             )
             raise RoundCutByLimit(self.cut_by_limit) from None
-        captured = self._captured(argv, round_dir)
+        captured = self._captured(argv, round_dir, log_dir)
         if result.returncode not in self.accepted_returncodes:
             raise self._failure(result.returncode, captured)
         parsed = self._parse(captured, amount, result.duration)
@@ -290,6 +303,7 @@ class CommandWorkload:
             else (None if self.nominal_work_amount else amount),
             output_files=sorted(p for p in round_dir.iterdir() if p.is_file()),
             warnings=warnings,
+            usage=result.usage,
         )
 
     def _round_timeout(self) -> tuple[float | None, bool]:

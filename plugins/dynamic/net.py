@@ -60,6 +60,9 @@ def sysfs_speed(root: Path, ifname: str) -> Limit:
     return Limit(value=mbit * 1e6 / 8, unit="B/s", source=LimitSource.SYSFS, detail=f"{mbit} Mb/s")
 
 
+ARPHRD_LOOPBACK = "772"  # /sys/class/net/IF/type of a loopback interface (linux/if_arp.h)
+
+
 def lower_devices(root: Path, ifname: str) -> list[str]:
     try:
         return sorted(
@@ -88,6 +91,11 @@ class NetProbe(Probe):
             i: read_text(context.path("sys", "class", "net", i, "duplex")) for i in interfaces
         }
         self.lower = {i: lower_devices(context.root, i) for i in interfaces}
+        # the link type (ARPHRD_*): a loopback moves its data through the CPU and memory only
+        self.loopback = {
+            i: read_text(context.path("sys", "class", "net", i, "type")) == ARPHRD_LOOPBACK
+            for i in interfaces
+        }
         for i in interfaces:
             for direction in ("receive", "send"):
                 self.limits[f"nic:{i}/{direction}"] = self._limit(context, i, direction)
@@ -128,7 +136,11 @@ class NetProbe(Probe):
 
     def attrs(self) -> dict[str, dict[str, object]]:
         return {
-            f"nic:{i}": {"duplex": self.duplex[i], "lower_devices": self.lower[i]}
+            f"nic:{i}": {
+                "duplex": self.duplex[i],
+                "lower_devices": self.lower[i],
+                "loopback": self.loopback[i],
+            }
             for i in self.interfaces
         }
 

@@ -128,6 +128,11 @@ def table_lines(table: PITable, network: bool = False) -> list[str]:
     lines = [f"  {line}" for line in _aligned(rows)]
     if table.primary is not None:
         lines.append(f"  * {table.primary}: the PI ranked by (--pi chooses another)")
+    if table.setup_differs:
+        lines.append(
+            f"  set-ups differ in {', '.join(table.setup_differs)}: a difference above may be "
+            "the set-up's, not the system's"
+        )
     lines += [
         f"  {row.pi}: cannot decide: {row.reason}"
         for row in table.rows

@@ -1,8 +1,9 @@
 """A session's progress as a person watches it: each PI's mean ± its CI against the target,
 the rounds still needed and an ETA.
 
-A live table in a terminal, one plain line per round when stderr is not a terminal (logs, CI),
-only the loud events with ``--quiet``. Everything goes to stderr so that ``--json`` output on
+One status line rewritten in place in a terminal (round, session time, ETA, the primary PI),
+the full line per round with ``-v`` or when stderr is not a terminal (logs, CI), only the loud
+events with ``--quiet``. Everything goes to stderr so that ``--json`` output on
 stdout stays machine-readable. The renderers receive the session's events
 (``pilot_sys.session.progress``) and print them; they compute nothing.
 """
@@ -69,7 +70,11 @@ def eta_text(f: Forecast, budget: Budget | None = None) -> str:
     if f.used_up:
         return f"checking at the next analysis (round {f.as_of}'s estimate is used up)"
     if f.rounds_needed is None:
-        return "rounds needed: not known yet"
+        return (
+            f"rounds needed: not known: {f.unknown_why}"
+            if f.unknown_why
+            else ("rounds needed: not known yet")
+        )
     if f.rounds_needed == 0:
         return f"targets met{f' (as of round {f.as_of})' if f.as_of else ''}"
     left = budget.left if budget is not None else None
@@ -91,7 +96,8 @@ def eta_text(f: Forecast, budget: Budget | None = None) -> str:
 
 
 def excluded_text(event: RoundExcluded) -> str:
-    """``round 20 excluded: hidden bottleneck at cpu:host (compute), 94 % busy``."""
+    """``round 20 excluded: hidden bottleneck at cpu:host (compute): above 80 % for 34 % of the
+    round (mean 61 %)``."""
     return event.excluded.text
 
 
@@ -207,71 +213,105 @@ class PlainProgress(QuietProgress):
         print(f"pilot-sys: {'WARNING: ' if loud else ''}{text}", file=self.stream, flush=True)
 
 
-class RichProgress(QuietProgress):
-    """A live table in a terminal (started at the first round); notes above it, loud ones in red."""
+class StatusLine(QuietProgress):
+    """A terminal: one status line rewritten in place after each round, as hyperfine shows its
+    progress: the round, the session time, the ETA and the primary PI with its ± and target.
+    Notes and warnings go above it on lines of their own; ``-v`` (or a stream that is not a
+    terminal) gives the full line per round instead (:class:`PlainProgress`)."""
+
+    CLEAR = "\r\x1b[K"  # carriage return, erase to the end of the line
+
+    def __init__(
+        self, stream: TextIO | None = None, network: NetworkOf = _storage, work_unit: str = ""
+    ) -> None:
+        super().__init__(stream, network, work_unit)
+        self.shown = ""  # the status line on screen ("" when none)
+
+    def _width(self) -> int:
+        try:
+            columns = os.get_terminal_size(self.stream.fileno()).columns
+        except (OSError, ValueError, AttributeError):
+            return 80
+        return columns if columns > 0 else 80  # a pseudo-terminal without a size says 0
+
+    def _draw(self, line: str) -> None:
+        width = max(self._width() - 1, 20)  # never wrap: a wrapped line cannot be rewritten
+        line = line if len(line) <= width else line[: width - 1] + "…"
+        self.stream.write(f"{self.CLEAR}{line}")
+        self.stream.flush()
+        self.shown = line
 
     def excluded(self, event: RoundExcluded) -> None:
         self.note(excluded_text(event), loud=True)
 
-    def __init__(self, network: NetworkOf = _storage, work_unit: str = "") -> None:
-        from rich.console import Console
-        from rich.live import Live
-
-        super().__init__(sys.stderr, network, work_unit)
-        self.console = Console(file=self.stream, force_terminal=True)
-        self.live = Live(console=self.console, refresh_per_second=4, transient=True)
-
     def round_done(self, event: RoundDone) -> None:
-        from rich.markup import escape
-        from rich.table import Table
-
         record = event.record
-        if record.failed:  # the reason stays on screen above the live table
+        if record.failed:  # the reason stays on screen, above the status line
             self.note(f"round {record.index} [{record.workload}]{failure_text(record)}", loud=True)
-        as_of = f" | CIs as of round {event.cis_as_of}" if event.cis_as_of else ""
-        table = Table(
-            title=escape(
-                f"{round_head(record, self.work_unit, self.fixed_work)}"
-                f"{' (short)' if record.short else ''} | "
-                f"{event.elapsed:.0f}s | {eta_text(event.forecast, event.budget)}{as_of}"
-            ),
-            title_justify="left",
-        )
-        for col in ("PI", "mean", "CI", "±", "target", "samples", "needed"):
-            table.add_column(col)
-        network = self.network(record.workload)
-        for p in event.pis:
-            style = "green" if p.ci_reached else "yellow"
-            mean, low, high = units.ci_parts(p.mean, p.ci_low, p.ci_high, p.unit, network)
-            table.add_row(
-                escape(p.name),
-                mean,
-                escape(f"[{low}, {high}]"),
-                f"[{style}]{precision(p)}[/{style}]",
-                units.target(p.target),
-                str(p.sample_size),
-                "not known"
-                if p.required_sample_size is None
-                else f"about {p.required_sample_size}",
-            )
-        if not self.live.is_started:
-            self.live.start()
-        self.live.update(table)
+        self._draw(status_text(event, self.network(record.workload)))
 
     def note(self, text: str, loud: bool = False) -> None:
-        from rich.markup import escape
-
-        self.console.print(f"[bold red]{escape(text)}[/bold red]" if loud else escape(text))
+        shown = self.shown
+        self.stream.write(self.CLEAR if shown else "")
+        print(f"pilot-sys: {'WARNING: ' if loud else ''}{text}", file=self.stream, flush=True)
+        if shown:
+            self._draw(shown)
 
     def close(self) -> None:
-        if self.live.is_started:
-            self.live.stop()
+        if self.shown:
+            self.stream.write(self.CLEAR)
+            self.stream.flush()
+            self.shown = ""
 
 
-def make_progress(quiet: bool, network: NetworkOf = _storage, work_unit: str = "") -> QuietProgress:
-    """The renderer for this terminal: quiet, live (stderr is a terminal) or plain lines."""
+def status_eta(f: Forecast, budget: Budget | None = None) -> str:
+    """The ETA in a few words: ``ETA 6 s``, ``targets met``, ``ETA beyond the 30 s limit``,
+    ``ETA not known yet``."""
+    if f.rounds_needed == 0 and not f.used_up:
+        return "targets met"
+    if f.used_up or f.rounds_needed is None or f.eta is None:
+        return "ETA not known yet"
+    left = budget.left if budget is not None else None
+    if budget is not None and budget.limit is not None and left is not None and f.eta > left:
+        return f"ETA beyond the {units.duration(budget.limit)} limit"
+    return f"ETA {units.duration(f.eta)}"
+
+
+def primary_text(pis: list[PIResult], network: bool = False) -> str:
+    """The primary PI as the status line shows it: ``bw 2.17 GiB/s ± 3.2 % (target ± 5 %)``;
+    without an interval ``bw 1.20 Gbit/s so far, no interval yet`` (the samples it needs move
+    every round: ``-v`` shows them)."""
+    from pilot_sys.workload.primary import primary_pi
+
+    name = primary_pi(pis)
+    pi = next((p for p in pis if p.name == name), None)
+    if pi is None:
+        return "no PI yet"
+    if pi.mean is None:
+        return f"{pi.name}: no analysed round yet"
+    if pi.ci_low is None or pi.ci_high is None:
+        return f"{pi.name} {units.quantity(pi.mean, pi.unit, network)} so far, no interval yet"
+    mean, _, _ = units.ci_parts(pi.mean, pi.ci_low, pi.ci_high, pi.unit, network)
+    return f"{pi.name} {mean} {precision(pi)} (target {units.target(pi.target)})"
+
+
+def status_text(event: RoundDone, network: bool = False) -> str:
+    """``round 37 [fio] 75.0 s | ETA 6.00 s | bw 2.17 GiB/s ± 3.2 % (target ± 5 %)``: under
+    80 characters for one PI with a short name."""
+    r = event.record
+    return (
+        f"round {r.index} [{r.workload}] {units.duration(event.elapsed)} | "
+        f"{status_eta(event.forecast, event.budget)} | {primary_text(event.pis, network)}"
+    )
+
+
+def make_progress(
+    quiet: bool, network: NetworkOf = _storage, work_unit: str = "", verbose: bool = False
+) -> QuietProgress:
+    """The renderer for this terminal: quiet, one status line (stderr is a terminal), or the
+    full line per round (``verbose``, or stderr is not a terminal)."""
     if quiet:
         return QuietProgress(network=network, work_unit=work_unit)
-    if sys.stderr.isatty():
-        return RichProgress(network, work_unit)
+    if sys.stderr.isatty() and not verbose:
+        return StatusLine(network=network, work_unit=work_unit)
     return PlainProgress(network=network, work_unit=work_unit)

@@ -200,7 +200,7 @@ class NodeExporterClient:
 
     def __init__(self, host: RemoteHost, timeout: float = 2.0) -> None:
         self.host = host
-        self.connection = HttpConnection(host.base_url, timeout)
+        self.connection = HttpConnection(host.base_url, timeout, auth=host.auth)
 
     def scrape(self, collectors: Iterable[str] | None = COUNTER_COLLECTORS) -> Response:
         return self.connection.get(scrape_url(self.host.base_url, collectors))

@@ -313,7 +313,7 @@ class PmproxyClient:
     def __init__(self, host: RemoteHost, timeout: float = 2.0, polltimeout: int = 60) -> None:
         self.host = host
         self.polltimeout = polltimeout
-        self.connection = HttpConnection(host.base_url, timeout)
+        self.connection = HttpConnection(host.base_url, timeout, auth=host.auth)
         self._context: int | None = None
         self._descs: dict[str, MetricDesc] = {}
         self._absent: set[str] = set()  # metrics this host's PMNS does not have

@@ -28,7 +28,7 @@ import numpy as np
 
 from pilot_sys.monitor.probe import Probe, ProbeContext
 from pilot_sys.monitor.rates import utilization
-from pilot_sys.monitor.remote.clients import RemoteClient, connect
+from pilot_sys.monitor.remote.clients import RemoteClient, connect, prepare
 from pilot_sys.monitor.remote.counters import (
     BLOCK_COUNTERS,
     CPU_COUNTERS,
@@ -45,6 +45,9 @@ MAX_RATE_HZ = 10.0  # a remote host is asked at most this often
 MIN_TIMEOUT_S = 0.5
 MAX_TIMEOUT_S = 2.0
 KIND = "dynamic"
+ENGINE_DEFAULT_SCRAPE_S = 15.0  # Prometheus's default scrape interval, until a host's is known
+ENGINE_STALE_INTERVALS = 3.0  # an engine's value is carried this many scrape intervals
+MIN_ENGINE_INTERVALS = 3.0  # a window judged through an engine spans at least this many
 
 ClientFactory = Callable[[RemoteHost, float], RemoteClient]
 
@@ -174,6 +177,8 @@ class RemoteHostPlugin:
         if context.graph is not None and f"cpu:{host.name}" in context.graph:
             cpus = context.graph.component(f"cpu:{host.name}").attrs.get("cpus")
         columns = counter_columns(graph_ids, host.name, cpus)
+        scrape_interval = getattr(client, "scrape_interval", None)
+        engine_interval = scrape_interval() if scrape_interval is not None else None
         if not columns:  # its inventory never came: learn its devices from one reading
             try:
                 columns = sorted(client.counters().values)
@@ -181,7 +186,37 @@ class RemoteHostPlugin:
                 client.close()
                 context.notes.append(f"remote host {host.name} not sampled: {exc}")
                 return None
-        return RemoteHostSource(host, columns, context, self.interval_s, client)
+        if scrape_interval is None:
+            return RemoteHostSource(host, columns, context, self.interval_s, client)
+        return self._engine_source(host, columns, context, client, engine_interval)
+
+    def _engine_source(
+        self,
+        host: RemoteHost,
+        columns: list[str],
+        context: ProbeContext,
+        client: Any,
+        scrape_s: float | None,
+    ) -> RemoteHostSource:
+        """A host seen through an engine that scrapes it (Prometheus): asked once per scrape
+        interval (the sample's time is the engine's scrape time, so when it is asked does not
+        matter; a repeated scrape is dropped), a value carried for three intervals, and the
+        resolution stated."""
+        scrape = scrape_s or ENGINE_DEFAULT_SCRAPE_S
+        interval = max(self.interval_s, scrape)
+        client.max_age = interval / 2.0
+        source = RemoteHostSource(host, columns, context, interval, client)
+        source.stale_after_s = ENGINE_STALE_INTERVALS * scrape
+        source.repeats_expected = True
+        known = f"{scrape:.3g} s" if scrape_s else f"not known yet ({scrape:g} s assumed)"
+        context.notes.append(
+            f"remote host {host.name} is seen through its engine at {host.base_url}: its "
+            f"scrape interval is {known}, the resolution of its series; a window shorter than "
+            f"{MIN_ENGINE_INTERVALS * scrape:.3g} s ({MIN_ENGINE_INTERVALS:g} scrape intervals: "
+            "a rate needs two scrapes) is too short to judge it (a session judges it over the "
+            "session's window instead)"
+        )
+        return source
 
 
 class HostLinkProbe(Probe):
@@ -257,6 +292,7 @@ def host_plugins(hosts: list[RemoteHost], rate_hz: float) -> list[Any]:
     """The dynamic plug-in objects for the declared hosts: one source each, and their links."""
     if not hosts:
         return []
+    prepare(hosts)
     return [
         *(RemoteHostPlugin(host, rate_hz) for host in hosts),
         HostLinksPlugin([h.name for h in hosts]),

@@ -1,10 +1,12 @@
-"""fio's JSON output (``--output-format=json``) and its windowed bandwidth/latency logs.
+"""fio's JSON output (``--output-format=json``) and its windowed bandwidth, IOPS and latency
+logs.
 
 Readings per direction: ``<dir>_bw`` (B/s), ``<dir>_iops``, ``<dir>_lat_mean`` (s) and latency
 percentiles. Jobs of one reporting group run concurrently, so a group's rate is its total bytes
 over its longest job runtime (fio's own "Run status group" aggregate); with ``group_reporting``
 fio has already merged the jobs into one entry. Unit readings come from the logs written with
-``--write_bw_log``/``--write_lat_log`` and ``--log_avg_msec`` (bw in KiB/s, latency in ns); with
+``--write_bw_log``/``--write_iops_log``/``--write_lat_log`` and ``--log_avg_msec`` (bw in KiB/s,
+IOPS, latency in ns; one file per job, concurrent jobs' rates summed window by window); with
 ``log_avg_msec`` set for every job they are equal-time windows, and the PIs say so
 (``unit_weighting="time"``), so the session averages the window rates to total bytes over total
 time. Unaveraged logs (one row per I/O) are left undeclared.
@@ -15,7 +17,9 @@ server in ``hostname``, and with several servers fio's own ``All clients`` sum. 
 readings come from the servers' entries as from local jobs (the servers run at once: a
 reporting group's bytes over its longest runtime, which is what ``All clients`` reports too);
 each server's own are ``<dir>_bw@HOST``, ``<dir>_iops@HOST`` and ``<dir>_lat_mean@HOST``,
-reported but not gating the session's stop (the aggregate is the benchmark's answer).
+reported but not gating the session's stop (the aggregate is the benchmark's answer). The
+servers' logs come back to the client as ``<prefix>_bw.<job>.log.<HOST>``: all together give
+the aggregate's unit readings, each server's its own ``@HOST`` ones.
 """
 
 from __future__ import annotations
@@ -35,7 +39,10 @@ from pilot_sys.workload.parsers.result import CapturedOutput, MalformedOutput, P
 DIRECTIONS = ("read", "write", "trim")
 LOG_DIRECTION = {0: "read", 1: "write", 2: "trim"}  # column 3 of fio's log files
 PERCENTILES = {"50.000000": "p50", "99.000000": "p99", "99.900000": "p99_9"}
-_LOG_NAME = re.compile(r"_(bw|lat)(?:\.(\d+))?\.log$")
+# <prefix>_bw.<job>.log; in client/server mode the client adds the server: ...log.<host>
+_LOG_NAME = re.compile(r"_(bw|iops|lat)(?:\.(\d+))?\.log(?:\.(.+))?$")
+# log kind -> (the PI its windows are unit readings of, factor from fio's unit to the PI's)
+LOG_PI = {"bw": ("bw", 1024.0), "iops": ("iops", 1.0), "lat": ("lat_mean", 1e-9)}
 
 
 def find_json(text: str, where: str) -> dict[str, Any]:
@@ -212,7 +219,7 @@ def log_window_ms(doc: dict[str, Any]) -> float | None:
     the job options, where fio reports it under ``global options``."""
     shared = (doc.get("global options") or {}).get("log_avg_msec")
     windows = []
-    for job in doc.get("jobs") or []:
+    for job in doc.get("jobs") or client_jobs(doc):
         value = (job.get("job options") or {}).get("log_avg_msec", shared)
         try:
             windows.append(float(value))
@@ -226,32 +233,40 @@ def log_window_ms(doc: dict[str, Any]) -> float | None:
 def _declare_windows(out: ParsedOutput) -> None:
     """Mark the PIs the logs give unit readings for as equal-time windows, also in a round whose
     logs happen to be empty: the engine keeps the specs of the first round that names the PIs."""
-    logged = {f"{d}_{kind}" for d in DIRECTIONS for kind in ("bw", "lat_mean")}
+    logged = {f"{d}_{pi}" for d in DIRECTIONS for pi, _ in LOG_PI.values()}
     out.specs = [
-        s.model_copy(update={"unit_weighting": "time"}) if s.name in logged else s
+        s.model_copy(update={"unit_weighting": "time"}) if s.name.split("@", 1)[0] in logged else s
         for s in out.specs
     ]
 
 
-def _unit_readings(out: ParsedOutput, round_dir: Path) -> None:
-    """Unit readings from the bw/lat logs fio wrote in the round directory."""
-    found: dict[str, list[Path]] = defaultdict(list)
-    for path in sorted(round_dir.iterdir()):
+def _unit_readings(out: ParsedOutput, log_dir: Path) -> None:
+    """Unit readings from the bw/iops/lat logs fio wrote in ``log_dir`` (one file per job, and
+    per server in client/server mode): every file together for the aggregate PIs, and each
+    server's own for its ``<name>@HOST`` PIs."""
+    found: dict[str, list[tuple[Path, str | None]]] = defaultdict(list)
+    for path in sorted(log_dir.iterdir()):
         match = _LOG_NAME.search(path.name)
         if match and path.is_file():
-            found[match.group(1)].append(path)
-    for kind, paths in found.items():
-        logs = [read_log(p) for p in paths]
-        for code, direction in LOG_DIRECTION.items():
-            parts = [log[log[:, 2] == code] for log in logs]
-            parts = [p[np.argsort(p[:, 0], kind="stable")] for p in parts if p.size]
-            if not parts:
-                continue
-            times, values = combine_jobs(parts, summed=kind == "bw")
-            if kind == "bw" and f"{direction}_bw" in out.readings:
-                out.add_units(f"{direction}_bw", values * 1024.0, times)  # KiB/s -> B/s
-            elif kind == "lat" and f"{direction}_lat_mean" in out.readings:
-                out.add_units(f"{direction}_lat_mean", values / 1e9, times)  # ns -> s
+            found[match.group(1)].append((path, match.group(3)))
+    for kind, files in found.items():
+        logs = [(read_log(p), host) for p, host in files]
+        hosts = sorted({h for _, h in logs if h is not None})
+        for at, mine in [("", logs)] + [(f"@{h}", [x for x in logs if x[1] == h]) for h in hosts]:
+            _add_log_units(out, kind, [log for log, _ in mine], at)
+
+
+def _add_log_units(out: ParsedOutput, kind: str, logs: list[np.ndarray], at: str) -> None:
+    """One kind of log's windows, per direction, as the unit readings of ``<dir>_<pi><at>``."""
+    for code, direction in LOG_DIRECTION.items():
+        parts = [log[log[:, 2] == code] for log in logs]
+        parts = [p[np.argsort(p[:, 0], kind="stable")] for p in parts if p.size]
+        if not parts:
+            continue
+        times, values = combine_jobs(parts, summed=kind != "lat")  # rates add up
+        pi, factor = LOG_PI[kind]
+        if f"{direction}_{pi}{at}" in out.readings:  # KiB/s -> B/s, ns -> s
+            out.add_units(f"{direction}_{pi}{at}", values * factor, times)
 
 
 def client_jobs(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -308,10 +323,11 @@ def parse(captured: CapturedOutput) -> ParsedOutput:
             captured.stdout_name, "fio did no I/O in this round (io_bytes is 0 in every job)"
         )
     out.work_done = float(moved)
-    if captured.round_dir is not None and captured.round_dir.is_dir():
-        _unit_readings(out, captured.round_dir)
+    if captured.logs is not None and captured.logs.is_dir():
+        _unit_readings(out, captured.logs)
     if log_window_ms(doc) is not None:
         _declare_windows(out)
     if not out.unit_readings:
-        out.warnings.append("fio: no bw/lat logs in the round directory, so no unit readings")
+        why = " (client/server: the job files must ask for them)" if clients else ""
+        out.warnings.append(f"fio: no bw/iops/lat logs, so no unit readings{why}")
     return out

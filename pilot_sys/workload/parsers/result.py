@@ -35,11 +35,18 @@ class CapturedOutput(BaseModel):
     stderr_path: Path | None = None
     stdout_name: str = "stdout.txt"  # how error messages name the output (path or file name)
     stderr_name: str = "stderr.txt"
-    round_dir: Path | None = None  # where log files the workload wrote are (fio's bw/lat logs)
+    round_dir: Path | None = None  # the round's folder (messages; logs when log_dir is not set)
+    # a private folder the runner had the tool write its logs to (fio's bw/iops/lat logs), read
+    # here and removed by the runner after parsing: the unit readings are journaled instead
+    log_dir: Path | None = None
 
     @classmethod
     def from_files(
-        cls, stdout: Path, stderr: Path, round_dir: Path | None = None
+        cls,
+        stdout: Path,
+        stderr: Path,
+        round_dir: Path | None = None,
+        log_dir: Path | None = None,
     ) -> CapturedOutput:
         """Output the runner wrote to files (a missing file reads as empty)."""
         return cls(
@@ -48,7 +55,13 @@ class CapturedOutput(BaseModel):
             stdout_name=str(stdout),
             stderr_name=str(stderr),
             round_dir=round_dir,
+            log_dir=log_dir,
         )
+
+    @property
+    def logs(self) -> Path | None:
+        """Where the tool's log files are: the private log folder, else the round's folder."""
+        return self.log_dir if self.log_dir is not None else self.round_dir
 
     def _path(self, stream: Stream) -> Path | None:
         path = self.stdout_path if stream == "stdout" else self.stderr_path

@@ -1,0 +1,339 @@
+"""What judging a fleet through its Prometheus server costs, and what the engine's resolution
+costs the verdict.
+
+    PYTHONPATH=. python3 benchmarks/prometheus_cost.py cost [--hosts 10,100,1000] [--polls 5]
+    PYTHONPATH=. python3 benchmarks/prometheus_cost.py error [--seconds 80] [--scrape 1,5] (root)
+
+``cost``: a real Prometheus server (Debian's ``prometheus``) scrapes N simulated hosts every
+5 s: one small exporter process serves a node_exporter-shaped answer (16 CPU-time series, 5
+disk and 8 network counters, the exporter's CPU time: the families the backend asks for, values
+growing with time) for every target; the targets differ by a URL parameter and are relabelled
+``instance="sim-K:9100"``, so to the server and to pilot-sys they are N hosts. Once every
+target has 12 scrapes (60 s), pilot-sys's fleet client (``monitor.remote.prometheus.Fleet``) polls
+all N hosts: one query per metric family (12), raw samples of three scrape intervals. Per N:
+queries, bytes, wall time and this side's CPU (the polling thread's clock) per poll; the
+server's CPU per poll (its /proc utime+stime over the polls less the same span idle, when it
+only scrapes); the same for a session window (60 s of raw samples, once); and, for N <= 100,
+one query per family *per host* (the design not taken) for comparison.
+
+``error``: one namespace host (tests/netns.py) with node_exporter and an iperf3 server behind a
+link shaped to 50 Mbit/s, a Prometheus server scraping it every 1 s (then 5 s), and iperf3
+bursts into it of 0.5-4 s with 0.5-4 s pauses; ``pilot-sys monitor`` samples the host both ways
+at once, under two names (``srvd=http://...`` direct at 10 Hz, ``srvp=prom://...`` through the
+server). The host's received rate as a share of the link (its own NIC's counter: no other
+tenant of a shared machine moves it, unlike its CPU, which is the machine's) is compared window
+by window: the mean's error, and whether both call the window hot (above 80 % for more than 10 %
+of it, the verdict's rule) over windows of 2 to 40 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))  # netns, prometheus_server
+
+from pilot_sys.monitor.remote import prometheus  # noqa: E402
+from pilot_sys.monitor.remote.counters import RemoteCounters as RC  # noqa: E402
+from pilot_sys.topology.remote_hosts import parse_host_spec  # noqa: E402
+
+SCRAPE_S = 5.0
+MODES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def exposition(host: int, now: float) -> bytes:
+    """A node_exporter-shaped answer for simulated host ``host`` at time ``now``."""
+    lines = []
+    for cpu in range(2):
+        for k, mode in enumerate(MODES):
+            value = now * (0.3 if mode == "idle" else 0.1) + host + k
+            lines.append(f'node_cpu_seconds_total{{cpu="{cpu}",mode="{mode}"}} {value:.3f}')
+    for name in (
+        "node_disk_read_bytes_total",
+        "node_disk_written_bytes_total",
+        "node_disk_reads_completed_total",
+        "node_disk_writes_completed_total",
+        "node_disk_io_time_seconds_total",
+    ):
+        lines.append(f'{name}{{device="vda"}} {now * 1000 + host:.0f}')
+    for name in (
+        "node_network_receive_bytes_total",
+        "node_network_transmit_bytes_total",
+        "node_network_receive_packets_total",
+        "node_network_transmit_packets_total",
+    ):
+        for device in ("eth0", "lo"):
+            lines.append(f'{name}{{device="{device}"}} {now * 5000 + host:.0f}')
+    lines.append(f"process_cpu_seconds_total {now * 0.001:.3f}")
+    lines.append(f"node_time_seconds {now:.3f}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def serve_exporter(port_queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802
+            host = int(parse_qs(urlsplit(self.path).query).get("h", ["0"])[0])
+            body = exposition(host, time.time())
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    httpd.handle_error = lambda *args: None  # type: ignore[method-assign]  # a closed scrape
+    port_queue.put(httpd.server_address[1])
+    httpd.serve_forever()
+
+
+def config(port: int, n: int) -> str:
+    groups = [{"targets": [f"127.0.0.1:{port}"], "labels": {"__param_h": str(i)}} for i in range(n)]
+    return json.dumps(
+        {
+            "global": {"scrape_interval": f"{SCRAPE_S:g}s", "scrape_timeout": "4s"},
+            "scrape_configs": [
+                {
+                    "job_name": "node",
+                    "static_configs": groups,
+                    "relabel_configs": [
+                        {
+                            "source_labels": ["__param_h"],
+                            "target_label": "instance",
+                            "replacement": "sim-$1:9100",
+                        }
+                    ],
+                }
+            ],
+        }
+    )  # JSON is YAML
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure_polls(fleet: prometheus.Fleet, polls: int, pid: int) -> dict[str, float]:
+    hosts = fleet.hosts
+    server0 = cpu_seconds(pid)
+    walls, cpus, sizes = [], [], []
+    queries0 = fleet.queries
+    t0 = time.monotonic()
+    for _ in range(polls):
+        wall, cpu = time.perf_counter(), time.thread_time()
+        fleet.counters(hosts[0], max_age=0.0)  # one poll: every family, split into hosts
+        cpus.append(time.thread_time() - cpu)
+        walls.append(time.perf_counter() - wall)
+        sizes.append(fleet.last_poll_bytes)
+        unanswered = [h.name for h in hosts if not isinstance(fleet._readings.get(h.name), RC)]
+        if unanswered:
+            raise RuntimeError(f"{len(unanswered)} hosts without a reading: {unanswered[:3]}")
+    span = time.monotonic() - t0
+    busy = cpu_seconds(pid) - server0
+    time.sleep(span)  # the same span idle: what scraping alone costs the server
+    idle = cpu_seconds(pid) - (server0 + busy)
+    return {
+        "queries": (fleet.queries - queries0) / polls,
+        "bytes": statistics.median(sizes),
+        "wall_s": statistics.median(walls),
+        "wall_s_max": max(walls),
+        "cpu_s": statistics.median(cpus),
+        "server_cpu_s": max(busy - idle, 0.0) / polls,
+    }
+
+
+def one_poll_cost(fleet: prometheus.Fleet, exprs: list[str]) -> tuple[float, float, int]:
+    """Asking ``exprs`` one by one and parsing the answers (not split into hosts)."""
+    wall, cpu, size = time.perf_counter(), time.thread_time(), 0
+    for expr in exprs:
+        size += len(fleet._query(expr)[1].body)
+    return time.perf_counter() - wall, time.thread_time() - cpu, size
+
+
+def session_cost(fleet: prometheus.Fleet, seconds: float) -> tuple[float, float, int, int]:
+    """One session window for every host: fetched, split, one reading per scrape."""
+    wall, cpu = time.perf_counter(), time.thread_time()
+    readings = fleet.window(fleet.hosts, seconds)
+    scrapes = min(len(r) for r in readings.values())
+    return time.perf_counter() - wall, time.thread_time() - cpu, scrapes, fleet.queries
+
+
+def cost(sizes: list[int], polls: int) -> list[dict[str, float]]:
+    from prometheus_server import prometheus_server
+
+    queue: multiprocessing.Queue = multiprocessing.Queue()  # type: ignore[type-arg]
+    exporter = multiprocessing.Process(target=serve_exporter, args=(queue,), daemon=True)
+    exporter.start()
+    rows = []
+    try:
+        port = queue.get(timeout=10)
+        for n in sizes:
+            with prometheus_server([], config_text=config(port, n)) as server:
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline:
+                    found = server.query("count(count_over_time(up[70s]) >= 12)")
+                    if found and int(float(found[0]["value"][1])) >= n:
+                        break
+                    time.sleep(1.0)
+                else:
+                    raise TimeoutError(f"{n} targets not scraped 12 times in 120 s")
+                hosts = [
+                    parse_host_spec(f"h{i}=prom://{server.url[7:]}?instance=sim-{i}:9100")
+                    for i in range(n)
+                ]
+                fleet = prometheus.Fleet(f"{server.url}", list(hosts), timeout=30.0)
+                fleet.scrape_interval(hosts[0])
+                row: dict[str, float] = {
+                    "hosts": n,
+                    **measure_polls(fleet, polls, server.process.pid),
+                }
+                wall, cpu, scrapes, _ = session_cost(fleet, 60.0)
+                row.update(
+                    {"session_wall_s": wall, "session_cpu_s": cpu, "session_scrapes": scrapes}
+                )
+                if n <= 100:
+                    exprs = [
+                        prometheus.range_query(f, [h], fleet._window())
+                        for h in hosts
+                        for f in prometheus.COUNTER_FAMILIES
+                    ]
+                    wall, cpu, size = one_poll_cost(fleet, exprs)
+                    row.update({"per_host_wall_s": wall, "per_host_cpu_s": cpu})
+                fleet.close()
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    finally:
+        exporter.terminate()
+        exporter.join(5)
+    return rows
+
+
+RATE_BPS = 50e6 / 8  # the shaped link into the host: 50 Mbit/s
+
+
+def _rx(trace: dict, name: str) -> np.ndarray:
+    values = trace["series"].get(f"nic:{name}/eth0/rx_bytes_per_s", [])
+    return np.array([np.nan if v is None else v for v in values], dtype=float)
+
+
+def _traffic(address: str, seconds: float, seed: int) -> None:
+    """iperf3 bursts of 0.5-4 s at the shaped rate, with 0.5-4 s pauses, for ``seconds``."""
+    rng = random.Random(seed)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        size = int(RATE_BPS * rng.uniform(0.5, 4.0))
+        subprocess.run(
+            ["iperf3", "-c", address, "-n", str(size), "-J"],
+            capture_output=True, timeout=30, check=False,
+        )  # fmt: skip
+        time.sleep(rng.uniform(0.5, 4.0))
+
+
+def error(seconds: float, scrape_s: float) -> list[dict[str, float]]:
+    """The host's received rate (its own NIC: no other tenant moves it) through both backends
+    at once, compared window by window as a utilization of the shaped link."""
+    import threading
+
+    from netns import netns_host
+    from prometheus_server import prometheus_server
+
+    rows = []
+    out = Path(tempfile.mkdtemp()) / "trace.json"
+    with netns_host("srv") as srv:
+        srv.node_exporter()
+        srv.iperf3_server()
+        srv.shape("50mbit")
+        with prometheus_server([f"{srv.address}:9100"], interval_s=scrape_s) as server:
+            server.wait_for_samples("up[30s]", 3)
+            traffic = threading.Thread(target=_traffic, args=(srv.address, seconds, 7))
+            monitor = subprocess.Popen(
+                [sys.executable, "-m", "pilot_sys", "monitor", "--json", str(out),
+                 "--host", f"srvd=http://{srv.address}:9100",
+                 "--host", f"srvp=prom://{server.url[7:]}?instance={srv.address}:9100",
+                 "--", "sleep", str(seconds)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            traffic.start()
+            try:
+                monitor.wait(seconds + 120)
+            finally:
+                traffic.join(60)
+                if monitor.poll() is None:
+                    monitor.kill()
+    trace = json.loads(out.read_text())
+    t = np.asarray(trace["timestamps"], dtype=float)
+    direct, engine = _rx(trace, "srvd") / RATE_BPS, _rx(trace, "srvp") / RATE_BPS
+    print(
+        json.dumps(
+            {
+                "scrape_s": scrape_s,
+                "mean_util_direct": float(np.nanmean(direct)),
+                "mean_util_engine": float(np.nanmean(engine)),
+            }
+        ),
+        flush=True,
+    )
+    for window in (2.0, 5.0, 10.0, 20.0, 40.0):
+        diffs, agree, total = [], 0, 0
+        for start in np.arange(t[0], t[-1] - window + 1e-9, window):
+            inside = (t >= start) & (t < start + window)
+            d, e = direct[inside], engine[inside]
+            if not np.isfinite(d).any() or not np.isfinite(e).any():
+                continue
+            diffs.append(abs(float(np.nanmean(d)) - float(np.nanmean(e))))
+            hot_d = float(np.nanmean(d > 0.8)) > 0.1
+            hot_e = float(np.nanmean(e > 0.8)) > 0.1
+            agree += hot_d == hot_e
+            total += 1
+        rows.append(
+            {
+                "scrape_s": scrape_s,
+                "window_s": window,
+                "windows": total,
+                "mean_abs_error": statistics.mean(diffs) if diffs else math.nan,
+                "max_abs_error": max(diffs) if diffs else math.nan,
+                "verdicts_agree": agree / total if total else math.nan,
+            }
+        )
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("what", choices=("cost", "error"))
+    parser.add_argument("--hosts", default="10,100,1000")
+    parser.add_argument("--polls", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=80.0)
+    parser.add_argument("--scrape", default="1,5", help="error: scrape intervals (s)")
+    args = parser.parse_args()
+    if args.what == "cost":
+        cost([int(n) for n in args.hosts.split(",")], args.polls)
+    else:
+        for scrape in args.scrape.split(","):
+            error(args.seconds, float(scrape))
+
+
+if __name__ == "__main__":
+    main()
