@@ -268,3 +268,15 @@ def test_a_reused_pid_is_another_process(tmp_path: Path, monkeypatch: pytest.Mon
     writers = [t for (pid, _), t in source.tracked.items() if pid == IDS["writer"]]
     assert sorted(t.last.comm for t in writers) == ["cc1", "dd"]
     assert all(t.cpu_seconds() == 0.0 for t in writers)  # neither is charged the other's ticks
+
+
+def test_a_local_server_counted_with_the_workload_is_not_a_culprit(
+    scanned: HostProcesses,
+) -> None:
+    """A process the process probe counted as the workload's local server (``local_peers``)
+    is not named among the other processes."""
+    trace = _trace(scanned.ranking())
+    worker = IDS["stress_ng_workers"][0]
+    trace.attrs["process:workload"] = {"local_peers": [worker]}
+    assert worker not in [r["pid"] for r in culprits_for(trace, "cpu:host")]
+    assert f"pid {worker} " not in cpu_culprits_text(trace)

@@ -27,9 +27,25 @@ def _ranking(trace: MonitorTrace) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
+def _local_peers(trace: MonitorTrace) -> set[int]:
+    """The local servers the process probe counted as the workload's (``local_peers``)."""
+    return {
+        int(pid)
+        for attrs in trace.attrs.values()
+        if isinstance(attrs, dict)
+        for pid in attrs.get("local_peers") or []
+    }
+
+
 def culprits_for(trace: MonitorTrace, component: str) -> list[dict[str, Any]]:
     """The other processes that used ``component`` most, best first (empty: no ranking in the
-    trace, or none for that kind of component)."""
+    trace, or none for that kind of component); a local server the workload talked to is the
+    workload's, not another process (``monitor.local_peers``)."""
+    peers = _local_peers(trace)
+    return [r for r in _ranked_for(trace, component) if r.get("pid") not in peers]
+
+
+def _ranked_for(trace: MonitorTrace, component: str) -> list[dict[str, Any]]:
     ranking = _ranking(trace)
     if component == "cpu:host" or component.startswith("core:"):
         rows = ranking.get("top_cpu") or []

@@ -52,6 +52,7 @@ from __future__ import annotations
 import errno
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -178,6 +179,7 @@ class ProcessProbe(Probe):
         self._notes = context.notes
         self._members_seen: frozenset[int] = frozenset()
         self._peer_counters = PeerCounters(str(context.path("proc"))) if local_peers else None
+        self._peers_found: set[int] = set()  # the local servers found, for ``attrs``
         self._watcher: PeerWatcher | None = None
         self._root_start: bytes | None = None
         self.proc = context.path("proc")
@@ -298,6 +300,7 @@ class ProcessProbe(Probe):
         return [*row, b"%d" % processes, b"%d" % threads]
 
     def _peer_found(self, pid: int, name: str) -> None:
+        self._peers_found.add(pid)
         self._notes.append(
             f"{self.component}: local process {name} (pid {pid}) at the far end of the "
             "workload's sockets is counted as part of the workload"
@@ -317,6 +320,15 @@ class ProcessProbe(Probe):
             name = c.replace("_bytes", "") if c.endswith("_bytes") else c
             out[f"{cid}/{name}_{suffix}"] = per_second(self.col(raw, f"{cid}/{c}"), t)
         return out
+
+    def attrs(self) -> dict[str, dict[str, Any]]:
+        """The local servers counted with the tree (``local_peers``: their pids), so that the
+        verdict does not name them among the other processes (``bottleneck_culprits``)."""
+        return (
+            {self.component: {"local_peers": sorted(self._peers_found)}}
+            if self._peers_found
+            else {}
+        )
 
     def close(self) -> None:
         if self._watcher is not None:
