@@ -75,8 +75,19 @@ def _lag1_inflation(residuals: Sequence[np.ndarray]) -> float:
 
 
 def _f_test(
-    rss_restricted: float, rss_full: float, extra: int, dof: int, inflation: float
+    rss_restricted: float,
+    rss_full: float,
+    extra: int,
+    dof: int,
+    inflation: float,
+    rounding: float = 0.0,
 ) -> float:
+    """p-value of the F test; a residual sum within ``rounding`` (floating-point noise of a
+    series the model fits exactly, e.g. a noiseless ramp) counts as zero."""
+    if rss_full <= rounding:
+        rss_full = 0.0
+        if rss_restricted <= rounding:
+            return 1.0
     if dof <= 0 or rss_full <= 0.0:
         return 0.0 if rss_restricted > rss_full else 1.0
     f = max(rss_restricted - rss_full, 0.0) / extra / (inflation * rss_full / dof)
@@ -130,19 +141,23 @@ def _evidence(
     rss_two = float(res_a @ res_a + res_b @ res_b)
     n = y.size
     dof = n - 4
+    # squared residuals below this are rounding error, not noise
+    rounding = n * (64 * np.finfo(np.float64).eps * float(np.max(np.abs(y), initial=0.0))) ** 2
     inflation = _lag1_inflation((res_a, res_b))
+    tiny = (rounding / max(n, 1)) ** 0.5  # a residual spread below this is rounding error
     spread_a = float(np.std(res_a)) if res_a.size > 2 else float("nan")
     spread_b = float(np.std(res_b)) if res_b.size > 2 else float("nan")
+    spread_a, spread_b = (0.0 if s <= tiny else s for s in (spread_a, spread_b))
     ratio = spread_b / spread_a if spread_a > 0 else float("inf")
     # one line through both segments (no change at all)
     _, _, res_one = _line(y, t)
-    p_any = _f_test(float(res_one @ res_one), rss_two, 2, dof, inflation)
+    p_any = _f_test(float(res_one @ res_one), rss_two, 2, dof, inflation, rounding)
     # a kinked line (slopes differ, no jump): t+ = max(t, 0) carries the slope change
     design = np.column_stack([np.ones(n), t, np.maximum(t, 0.0)])
     coef, *_ = np.linalg.lstsq(design, y, rcond=None)
     res_kink = y - design @ coef
     rss_kink = float(res_kink @ res_kink)
-    p_jump = _f_test(rss_kink, rss_two, 1, dof, inflation)
+    p_jump = _f_test(rss_kink, rss_two, 1, dof, inflation, rounding)
     p_spread = None
     if res_a.size > 2 and res_b.size > 2 and spread_a > 0 and spread_b > 0:
         # autocorrelated residuals carry fewer independent readings: shrink both dofs alike
@@ -159,7 +174,7 @@ def _evidence(
         },
         p_jump=p_jump,
         p_any=p_any,
-        turn=_turn_beats_bend(y, t, rss_kink),
+        turn=_turn_beats_bend(y, t, rss_kink + rounding),
         p_spread=p_spread,
         ratio=ratio,
     )
