@@ -10,7 +10,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.test_series_model import _cli
+from pilot_sys.cli import main
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run ``pilot-sys ARGS`` in this process: (exit code, stdout, stderr)."""
+    capsys.readouterr()
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
 
 
 @pytest.mark.parametrize("count", range(1, 8))
