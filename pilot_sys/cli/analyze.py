@@ -46,7 +46,9 @@ class StablePart(BaseModel):
     later_changes: list[str] = []
 
 
-def find_stable_part(values: np.ndarray, method: WarmupMethod) -> tuple[StablePart, list[str]]:
+def find_stable_part(
+    values: np.ndarray, method: WarmupMethod, unit: str | None = None
+) -> tuple[StablePart, list[str]]:
     """The steady part of ``values`` in the one model of a series
     (``pilot_sys.stats.series_model``), which ``steady``, ``changepoints`` and a session round
     report too; ``edm`` and ``steady`` name the same model (both kept for old command lines)."""
@@ -61,7 +63,7 @@ def find_stable_part(values: np.ndarray, method: WarmupMethod) -> tuple[StablePa
             f"warm-up removal ({method}): {model.reason}; all samples are used"
         ]
     begin, end = model.steady
-    later = [describe_change(model, k) for k in model.later_changes]
+    later = [describe_change(model, k, unit) for k in model.later_changes]
     removed = [r for r in [(0, begin), (end, n)] if r[1] > r[0]]
     part = StablePart(
         method=method, begin=begin, end=end, removed=removed, found=True, later_changes=later
@@ -313,7 +315,7 @@ def analyze(
             raise type(exc)(where, exc.problem) from None
 
     raw = run(values)
-    part, warnings = find_stable_part(values, warmup)
+    part, warnings = find_stable_part(values, warmup, col.unit)
     stable = raw
     if part.removed:
         try:

@@ -111,7 +111,7 @@ def _model_lines(model: SeriesModel, unit: str | None) -> list[str]:
     from pilot_sys.stats.series_model import describe_change
 
     if model.steady is None:
-        return [f"steady part: {model.reason}; no reading is called warm-up"]
+        return [f"{model.reason}; no reading is called warm-up"]
     begin, end = model.steady
     lines = [
         f"warm-up: readings [0, {begin})" if begin else "warm-up: none",
