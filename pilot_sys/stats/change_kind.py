@@ -30,7 +30,7 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from scipy import stats
+from scipy.special import fdtr, fdtrc  # the F distribution's cdf and sf (scipy.stats.f's own)
 
 from pilot_sys.stats.changepoint import ChangePoints, Segment
 from pilot_sys.stats.outliers import DEFAULT_WINDOW, window_outliers
@@ -91,7 +91,7 @@ def _f_test(
     if dof <= 0 or rss_full <= 0.0:
         return 0.0 if rss_restricted > rss_full else 1.0
     f = max(rss_restricted - rss_full, 0.0) / extra / (inflation * rss_full / dof)
-    return float(stats.f.sf(f, extra, dof))
+    return float(fdtrc(extra, dof, f))
 
 
 def _turn_beats_bend(y: np.ndarray, t: np.ndarray, rss_kink: float) -> bool:
@@ -163,7 +163,7 @@ def _evidence(
         # autocorrelated residuals carry fewer independent readings: shrink both dofs alike
         f = (spread_b / spread_a) ** 2
         dof_b, dof_a = (res_b.size - 2) / inflation, (res_a.size - 2) / inflation
-        p_spread = float(2.0 * min(stats.f.sf(f, dof_b, dof_a), stats.f.cdf(f, dof_b, dof_a)))
+        p_spread = float(2.0 * min(fdtrc(dof_b, dof_a, f), fdtr(dof_b, dof_a, f)))
     return _Evidence(
         common={
             "index": index,

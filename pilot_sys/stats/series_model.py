@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+from scipy.special import fdtrc
 
 from pilot_sys.stats.change_kind import (
     DEFAULT_SIGNIFICANCE as KIND_SIGNIFICANCE,
@@ -143,9 +144,7 @@ def trend_of(y: np.ndarray, significance: float = KIND_SIGNIFICANCE) -> tuple[fl
     rho = min(max(float(res[1:] @ res[:-1]) / den, 0.0), MAX_LAG1)
     inflation = (1.0 + rho) / (1.0 - rho)
     f = slope * slope * sxx / (inflation * rss / (m - 2))
-    from scipy.stats import f as f_dist
-
-    p = float(f_dist.sf(f, 1, m - 2))
+    p = float(fdtrc(1, m - 2, f))
     rise = slope * (m - 1)
     sd = math.sqrt(rss / (m - 2))
     if p < significance and abs(rise) > TREND_RISE * sd:
