@@ -1,8 +1,9 @@
 """The one model of a series at scale: `changepoints` and `analyze` end to end (issue 22, item 8).
 
 Times ``python3 -m pilot_sys changepoints FILE`` and ``python3 -m pilot_sys analyze FILE`` in
-fresh processes on a ramp-then-flat series (a ramp over the first 20 %, then noise around the
-top: the shape on which EDM cuts the ramp into a staircase), against two anchors measured in the
+fresh processes on a ramp-then-flat series (a ramp from 0 to 100 over the first 20 %, then flat
+at 100, with unit normal noise throughout: the shape on which EDM cuts the ramp into a
+staircase), against two anchors measured in the
 same run and interleaved with it:
 
 * **read**: a fresh Python that imports numpy and pandas, reads the column with
@@ -10,7 +11,8 @@ same run and interleaved with it:
 * **EDM core**: ``pilot_sys.stats.changepoint.detect`` on the same values, in-process, after
   they are loaded (the detection alone, without reading, kinds or the steady part).
 
-Each timing is the median of ``--repeat`` runs with its range (min-max), in seconds and as a
+Each timing is CPU seconds (user + system: on a shared machine wall time also measures the
+other jobs' load), the median of ``--repeat`` runs with its range (min-max), and a
 multiple of the anchors, so runs on a busy shared machine compare. Also: seconds per million
 readings at each size (cost linear in n when they stay flat), whether ``analyze`` gives an
 interval at the largest size, and ``analyze`` on a 10-number file against a bare
@@ -35,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -60,13 +63,22 @@ np.sort(values)
 def ramp_then_flat(n: int, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     ramp = n // 5
-    return np.concatenate([np.linspace(0.0, 100.0, ramp), 100.0 + rng.normal(0, 1, n - ramp)])
+    return np.concatenate([np.linspace(0.0, 100.0, ramp), np.full(n - ramp, 100.0)]) + rng.normal(
+        0, 1, n
+    )
+
+
+def _cpu_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _timed(cmd: list[str]) -> tuple[float, str]:
-    began = time.perf_counter()
+    """CPU seconds (user + system) of a fresh process, and its output. CPU rather than wall
+    time: on a machine shared with other jobs the wall time measures their load as well."""
+    began = _cpu_children()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=False)
-    seconds = time.perf_counter() - began
+    seconds = _cpu_children() - began
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: exit {proc.returncode}: {proc.stderr[-500:]}")
     return seconds, proc.stdout
@@ -75,9 +87,9 @@ def _timed(cmd: list[str]) -> tuple[float, str]:
 def _edm_core(values: np.ndarray) -> float:
     from pilot_sys.stats.changepoint import detect
 
-    began = time.perf_counter()
+    began = time.process_time()
     detect(values)
-    return time.perf_counter() - began
+    return time.process_time() - began
 
 
 def _spread(xs: list[float]) -> str:
