@@ -32,3 +32,19 @@ def test_rolling_windows_flag_what_sorted_windows_flag(
     assert np.array_equal(rolling, sorted_)
     if kind == "spikes":
         assert rolling.sum() >= 0.0015 * n  # the spikes are found, not just equal nothing
+
+
+def test_outliers_near_change_points_are_those_of_the_whole_series() -> None:
+    from pilot_sys.stats import change_kind
+
+    rng = np.random.default_rng(4)
+    reach = change_kind.EVIDENCE_REACH
+    for n, cuts in [(6 * reach, [5, 3 * reach, 6 * reach - 10]), (3 * reach, [reach // 2])]:
+        x = rng.standard_t(2, n)
+        near = change_kind._outliers_near(x, cuts, 200)
+        whole = outliers.window_outliers(x, 200)
+        needed = np.zeros(n, dtype=bool)
+        for c in cuts:
+            needed[max(c - reach, 0) : c + reach] = True
+        assert np.array_equal(near[needed], whole[needed]) and whole[needed].any()
+        assert not near[~needed].any()

@@ -3,7 +3,8 @@
 Change-point detectors that compare medians (EDM) see a smooth trend as a staircase: every
 stretch of a ramp has a different median, so a growing series is cut into dozens of "level
 shifts" that no reader would call changes. Each change point is judged here against the two
-segments around it, each fitted with its own straight line (ordinary least squares):
+segments around it (their nearest EVIDENCE_REACH readings), each fitted with its own straight
+line (ordinary least squares):
 
 * **level**: the two lines disagree at the change point, i.e. the series jumps;
 * **trend**: the lines meet but their slopes differ, i.e. the series turns (a kink), more
@@ -40,6 +41,11 @@ DEFAULT_SIGNIFICANCE = 0.001
 # Residuals that hold an unmodelled step look autocorrelated too; capping the lag-1 correlation
 # keeps one such step from hiding a jump next to it (inflation at most (1 + 0.7) / (1 - 0.7)).
 MAX_LAG1 = 0.7
+# Each change point is judged on at most this many readings either side, the nearest ones:
+# ample to tell a jump from a turn from noise, and the cost of judging every change point stays
+# linear in the series (a long segment would otherwise be refitted each time a change point
+# beside it goes).
+EVIDENCE_REACH = 1 << 13
 
 
 class ChangeKind(BaseModel):
@@ -225,6 +231,32 @@ def classify_change(
     return _decide(_evidence(values, begin, index, end, outliers), significance)
 
 
+def _outliers_near(x: np.ndarray, cuts: Sequence[int], window: int) -> np.ndarray:
+    """``window_outliers(x, window)`` on the readings within EVIDENCE_REACH of a change point,
+    the only ones any test here reads (False elsewhere).
+
+    Whether a reading is an outlier depends on the windows that hold it only, so each stretch
+    is computed with ``window - 1`` readings of context either side and matches the mask of the
+    whole series exactly; a long series with few change points is spared the rest.
+    """
+    mask = np.zeros(x.size, dtype=bool)
+    spans: list[list[int]] = []
+    for c in sorted(cuts):
+        lo, hi = max(c - EVIDENCE_REACH, 0), min(c + EVIDENCE_REACH, x.size)
+        if spans and lo <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], hi)
+        else:
+            spans.append([lo, hi])
+    if x.size < window:
+        return mask
+    for lo, hi in spans:
+        a, b = max(lo - (window - 1), 0), min(hi + window - 1, x.size)
+        if b - a < window:  # a stretch shorter than a window: the whole series decides
+            return window_outliers(x, window)
+        mask[lo:hi] = window_outliers(x[a:b], window)[lo - a : hi - a]
+    return mask
+
+
 def classify_changes(
     values: np.ndarray,
     changepoints: Sequence[int],
@@ -244,14 +276,17 @@ def classify_changes(
     """
     x = np.asarray(values, dtype=np.float64)
     cuts = sorted(int(c) for c in changepoints if 0 < c < x.size)
-    outliers = window_outliers(x, window=min(DEFAULT_WINDOW, max(x.size // 5, 2)))
+    outliers = _outliers_near(x, cuts, min(DEFAULT_WINDOW, max(x.size // 5, 2)))
     dropped: dict[int, ChangeKind] = {}
     known: dict[tuple[int, int, int], _Evidence] = {}
 
     def evidence(b: int, i: int, e: int) -> _Evidence:
-        if (b, i, e) not in known:
-            known[(b, i, e)] = _evidence(x, b, i, e, outliers)
-        return known[(b, i, e)]
+        # the nearest EVIDENCE_REACH readings either side: a segment further away no longer
+        # changes the evidence, so dropping a distant change point refits nothing here
+        key = (max(b, i - EVIDENCE_REACH), i, min(e, i + EVIDENCE_REACH))
+        if key not in known:
+            known[key] = _evidence(x, *key, outliers)
+        return known[key]
 
     while True:
         bounds = [0, *cuts, x.size]
