@@ -51,6 +51,7 @@ _COMMA_DECIMAL = re.compile(r"^[-+]?[0-9]+,[0-9]+$")
 _INTEGER = re.compile(r"^[-+]?[0-9]+$")
 _UNIT_SEPARATOR = "\x1f"  # ASCII US: a separator no number file holds
 _SNIFF_ROWS = 1000  # data rows read exactly before the fast reader starts (decimal-comma check)
+_EXACT_BYTES = 1 << 16  # inputs below this are read by the exact reader alone (no pandas import)
 _CHUNK_BYTES = 1 << 22  # bytes pandas reads at a time: a chunk it refuses is re-read exactly
 
 
@@ -782,7 +783,11 @@ def _whole(pd: Any, src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | 
 def _fast(src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | None:
     """The column read by pandas' C parser: in one call when the bytes allow, else chunk by
     chunk with the irregular lines read exactly; None when only the exact reader can split
-    the lines."""
+    the lines, or when the input is small enough that importing pandas would cost more than
+    the exact reader."""
+    size = len(src.data) if src.data is not None else src.path.stat().st_size if src.path else 0
+    if size < _EXACT_BYTES:
+        return None
     import pandas as pd
 
     return _whole(pd, src, lay) or _chunked(pd, src, lay)

@@ -106,7 +106,6 @@ def test_no_interval_is_said_not_printed(tmp_path: Path) -> None:
         ("1\n2\nnan\n", [], "bad.csv:3:1: 'nan' in column 0 is not a finite number"),
         ("1\ninf\n", [], "bad.csv:2:1: 'inf' in column 0 is not a finite number"),
         ("# nothing here\n\n", [], "bad.csv: no data"),
-        ("1\n2\n3\n", [], "bad.csv: 3 sample(s); at least 8 are needed"),
         ("a,b\n1,2\n", ["--column", "c"], "bad.csv: no column named 'c'"),
         ("1\n2\n", ["--confidence", "95"], "--confidence: 95 must be between 0 and 1"),
         ("1\n2\n", ["--ci-perc", "-1"], "--ci-perc: -1 must be > 0"),

@@ -58,8 +58,8 @@ def test_readable_output_lists_segments_and_stable_mark_from_stdin(series: np.nd
     text = "\n".join(f"{v:.6f}" for v in series) + "\n"
     proc = run_cli("changepoints", "-", input=text)
     assert proc.returncode == 0, proc.stderr
-    assert "<- stable" in proc.stdout
-    assert "stable: segment [" in proc.stdout
+    assert "<- steady" in proc.stdout
+    assert "steady part: readings [" in proc.stdout
     assert proc.stdout.startswith("<stdin>: 3600 readings")
 
 
@@ -70,7 +70,7 @@ def test_the_evidence_shown_is_that_of_the_kind(series: np.ndarray) -> None:
         proc = run_cli("changepoints", "-", *args, input=text)
         assert proc.returncode == 0, proc.stderr
         rows = [line.split() for line in proc.stdout.splitlines() if line.startswith("  ")][1:]
-        shown = {int(r[1]): " ".join(r[6:]).replace("<- stable", "").strip() for r in rows}
+        shown = {int(r[1]): " ".join(r[6:]).replace("<- steady", "").strip() for r in rows}
         for k in kinds:  # the level test's own p-value, not EDM's
             assert shown[k.index] == f"{k.kind}, p={k.p_value:.2g}"
         if args:  # the cuts a line explains, shown without a p-value

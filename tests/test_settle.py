@@ -180,7 +180,7 @@ def test_the_end_still_moving_is_no_steady_state() -> None:
 def test_issue_15_two_levels_is_not_steady_from_iteration_0() -> None:
     rng = np.random.default_rng(10)
     x = np.concatenate([rng.normal(5, 0.5, 15_000), rng.normal(8, 0.5, 5_000)])
-    result = detect_steady_state(x)
+    result = detect_steady_state(x, method="segments")
     assert result.steady_state_start is not None and abs(result.steady_state_start - 15_000) <= 5
     assert result.steady is not None and result.steady.median == pytest.approx(8.0, abs=0.05)
 
@@ -190,7 +190,7 @@ def test_issue_15_half_a_million_warm_up_in_ten_million() -> None:
     rng = np.random.default_rng(11)
     x = np.concatenate([rng.normal(5, 0.5, 500_000), rng.normal(3, 0.5, 9_500_000)])
     t0 = time.perf_counter()
-    result = detect_steady_state(x)
+    result = detect_steady_state(x, method="segments")
     seconds = time.perf_counter() - t0
     assert result.steady_state_start is not None and abs(result.steady_state_start - 500_000) <= 50
     assert seconds < 20.0  # about 1.5 s on an idle core; generous for a loaded CI machine
@@ -219,5 +219,5 @@ def test_real_jmh_forks_get_the_studys_labels(name: str, fork: int) -> None:
     assert data is not None
     x = np.load(data / "series.npz")[name][fork]
     label = json.loads((data / "labels.json").read_text())[name]["steady_state_starts"][fork]
-    start = detect_steady_state(x).steady_state_start
+    start = detect_steady_state(x, method="segments").steady_state_start
     assert (-1 if start is None else max(start - 1, 0)) == label

@@ -165,11 +165,12 @@ def test_analyze_warmup_steady_says_why_it_kept_every_sample() -> None:
     part, warnings = find_stable_part(np.linspace(2.0, 1.0, 3000) * noise, "steady")
     assert not part.found and (part.begin, part.end) == (0, 3000)
     assert warnings[0].startswith(
-        "warm-up removal (steady): no steady state: the level still moves"
+        "warm-up removal (steady): no steady part: readings [0, 3000) (100.0% of the series) "
+        "follow a trend"
     )
     part, warnings = find_stable_part(np.ones(12), "steady")
     assert not part.found
     assert warnings == [
-        "warm-up removal (steady): too short to show a steady state: 12 readings, at least 20 "
-        "needed; all samples are used"
+        "warm-up removal (steady): too short to show a change: 12 readings, two segments of 10 "
+        "needed; no reading is called warm-up; all samples are used"
     ]

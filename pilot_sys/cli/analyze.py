@@ -42,45 +42,33 @@ class StablePart(BaseModel):
     end: int  # exclusive
     removed: list[tuple[int, int]]  # removed index ranges, [begin, end)
     found: bool  # False: the method found no stable part and all samples are used
+    # the changes of the steady state after its end, in words (never averaged into the mean)
+    later_changes: list[str] = []
 
 
-def find_stable_part(values: np.ndarray, method: WarmupMethod) -> tuple[StablePart, list[str]]:
-    """The stable part of ``values``: by EDM as a session round gets it (the dominant run of its
-    segments, ``session.statsapi.stable_segment``), or the steady state of ``steady``."""
+def find_stable_part(
+    values: np.ndarray, method: WarmupMethod, unit: str | None = None
+) -> tuple[StablePart, list[str]]:
+    """The steady part of ``values`` in the one model of a series
+    (``pilot_sys.stats.series_model``), which ``steady``, ``changepoints`` and a session round
+    report too; ``edm`` and ``steady`` name the same model (both kept for old command lines)."""
     n = int(values.size)
     if method == "none":
         return StablePart(method=method, begin=0, end=n, removed=[], found=True), []
-    try:
-        if method == "edm":
-            # the rule a session applies to each round: analyze and run remove the same readings
-            from pilot_sys.session.statsapi import stable_segment
+    from pilot_sys.stats.series_model import describe_change, series_model
 
-            begin, end, cuts, found = stable_segment(values)
-            why = (
-                f"EDM's {len(cuts)} change point(s) leave no stable run holding more than half "
-                "of the samples"
-            )
-        else:
-            from pilot_sys.stats.steady import detect_steady_state
-
-            steady = detect_steady_state(values)
-            start = steady.steady_state_start
-            begin, end = (int(start), n) if start is not None else (0, n)
-            found = start is not None
-            why = steady.reason
-    except InsufficientData as exc:
-        found, begin, end, why = (
-            False,
-            0,
-            n,
-            f"{method} cannot run on these samples ({exc.problem})",
-        )
-    if not found:
+    model = series_model(values)
+    if model.steady is None:
         return StablePart(method=method, begin=0, end=n, removed=[], found=False), [
-            f"warm-up removal ({method}): {why}; all samples are used"
+            f"warm-up removal ({method}): {model.reason}; all samples are used"
         ]
+    begin, end = model.steady
+    later = [describe_change(model, k, unit) for k in model.later_changes]
     removed = [r for r in [(0, begin), (end, n)] if r[1] > r[0]]
-    return StablePart(method=method, begin=begin, end=end, removed=removed, found=True), []
+    part = StablePart(
+        method=method, begin=begin, end=end, removed=removed, found=True, later_changes=later
+    )
+    return part, []
 
 
 class AnalyzeOutput(Summary):
@@ -132,6 +120,8 @@ def _render(out: AnalyzeOutput, stable: Summary, raw: Summary) -> None:
         console.print(
             f"          samples {sp.begin}..{sp.end - 1} ({sp.method}; removed {removed})"
         )
+        for change in sp.later_changes:
+            console.print(f"          the steady state changed: {escape(change)}")
         line("raw", raw)
     else:
         line("all", stable)
@@ -245,8 +235,8 @@ Exit status: 0 on success, 2 on bad input (one line naming the file:line:column)
     type=click.Choice(["edm", "steady", "none"]),
     default="edm",
     show_default=True,
-    help="Warm-up/cool-down removal: EDM dominant segment, steady state (as `pilot-sys "
-    "steady`), or none.",
+    help="Warm-up/cool-down removal: the steady part of the series (edm and steady are the "
+    "same model that `pilot-sys steady` and `changepoints` report), or none.",
 )
 @decimal_option
 @click.option("--json", "as_json", is_flag=True, help="Print one machine-readable JSON object.")
@@ -297,8 +287,9 @@ def analyze(
         )
 
     from pilot_sys.dataio import read_table_column
-    from pilot_sys.stats.ci import CITarget, summarize
+    from pilot_sys.stats.ci import CITarget, summarize, too_few_for_interval
     from pilot_sys.stats.pi import PIType
+    from pilot_sys.stats.subsession import MIN_SUBSESSIONS
 
     col = read_table_column(source, column, decimal=decimal)
     values = col.values
@@ -307,6 +298,8 @@ def analyze(
 
     def run(samples: np.ndarray) -> Summary:
         try:
+            if samples.size < MIN_SUBSESSIONS:  # a mean without an interval, and why (exit 0)
+                return too_few_for_interval(samples, kind, confidence, target, MIN_SUBSESSIONS)
             return summarize(
                 samples,
                 pi_type=kind,
@@ -322,7 +315,7 @@ def analyze(
             raise type(exc)(where, exc.problem) from None
 
     raw = run(values)
-    part, warnings = find_stable_part(values, warmup)
+    part, warnings = find_stable_part(values, warmup, col.unit)
     stable = raw
     if part.removed:
         try:

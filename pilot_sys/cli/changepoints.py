@@ -6,6 +6,7 @@ Argument parsing and presentation only; the method is ``pilot_sys.stats.changepo
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # numpy, scipy and matplotlib load only when the command runs
 
     from pilot_sys.stats.change_kind import ChangeKind
     from pilot_sys.stats.changepoint import ChangePoints
+    from pilot_sys.stats.series_model import SeriesModel
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -104,42 +106,47 @@ def plot_changepoints(
     save_figure(fig, path)
 
 
-def _warmup_removal(values: np.ndarray) -> tuple[int, int, bool]:
-    """What `run` (each round) and `analyze --warmup edm` keep of these readings: the dominant
-    run of EDM's segments at the default settings, without the trend merge shown above."""
-    from pilot_sys.session.statsapi import stable_segment
+def _model_lines(model: SeriesModel, unit: str | None) -> list[str]:
+    """The one model of the series in this command's words: warm-up, steady part, changes."""
+    from pilot_sys.stats.series_model import describe_change
 
-    begin, end, _, found = stable_segment(values)
-    return begin, end, found
-
-
-def _warmup_text(kept: tuple[int, int, bool], n: int) -> str:
-    begin, end, found = kept
-    if not found:
-        return (
-            "warm-up removal as `run` and `analyze` apply it: no stable run holds more than "
-            "half of the readings, every reading is kept"
-        )
-    share = 100.0 * (end - begin) / n
-    return (
-        f"warm-up removal as `run` and `analyze` apply it: readings [{begin}, {end}) kept "
-        f"({share:.1f}%)"
+    if model.steady is None:
+        return [f"{model.reason}; no reading is called warm-up"]
+    begin, end = model.steady
+    lines = [
+        f"warm-up: readings [0, {begin})" if begin else "warm-up: none",
+        f"steady part: {model.reason}",
+    ]
+    lines += [
+        f"the steady state changed: {describe_change(model, k, unit)}" for k in model.later_changes
+    ]
+    lines.append(
+        f"`analyze`, `steady` and a session round keep readings [{begin}, {end}) "
+        "(all three report this model)"
     )
+    return lines
 
 
-def _as_json(
-    result: ChangePoints, source: str, kinds: list[ChangeKind], kept: tuple[int, int, bool]
-) -> str:
+def _as_json(result: ChangePoints, source: str, model: SeriesModel) -> str:
+    steady = list(model.steady) if model.steady is not None else None
     body = {
         "source": source,
         "n": result.n,
         "changepoints": result.changepoints,
-        "kinds": [k.model_dump() for k in kinds],
-        "stable_segment": list(result.stable_segment)
-        if result.stable_segment is not None
-        else None,
-        "stable_reason": result.stable_reason,
-        "warmup_removal": {"begin": kept[0], "end": kept[1], "found": kept[2]},
+        "kinds": [k.model_dump() for k in model.kinds],
+        "stable_segment": steady,
+        "stable_reason": model.reason,
+        "warmup_removal": {
+            "begin": model.steady[0] if model.steady else 0,
+            "end": model.steady[1] if model.steady else result.n,
+            "found": model.steady is not None,
+        },
+        "model": {
+            "warmup": list(model.warmup) if model.warmup else None,
+            "steady": steady,
+            "later_changes": [k.model_dump() for k in model.later_changes],
+            "reason": model.reason,
+        },
         "segments": [
             {"begin": s.begin, "end": s.end, "n": s.size, "median": s.median}
             for s in result.segments
@@ -150,16 +157,21 @@ def _as_json(
         "penalty": result.penalty,
         "statistic": result.statistic,
     }
-    return json.dumps(body, indent=2)
+    return json.dumps(_finite_or_null(body), indent=2, allow_nan=False)
 
 
-def _as_text(
-    result: ChangePoints,
-    source: str,
-    unit: str | None,
-    kinds: list[ChangeKind],
-    kept: tuple[int, int, bool],
-) -> str:
+def _finite_or_null(value: object) -> object:
+    """JSON has no Infinity: a ratio over a noiseless segment (spread_ratio) is null instead."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_or_null(v) for v in value]
+    return value
+
+
+def _as_text(result: ChangePoints, source: str, unit: str | None, model: SeriesModel) -> str:
     suffix = f" {unit}" if unit else ""
     lines = [
         f"{source}: {result.n} readings, {len(result.changepoints)} change point(s) "
@@ -169,17 +181,18 @@ def _as_text(
         f"  {'segment':>8}  {'begin':>9}  {'end':>9}  {'n':>9}  {'share':>6}  "
         f"{'median':>12}  change",
     ]
-    kind_at = {k.index: k for k in kinds}
-    stable = result.stable_segment
+    kind_at = {k.index: k for k in model.kinds}
+    steady = model.steady
     for i, seg in enumerate(result.segments):
-        mark = "  <- stable" if stable is not None and (seg.begin, seg.end) == tuple(stable) else ""
+        inside = steady is not None and steady[0] <= seg.begin and seg.end <= steady[1]
+        mark = "  <- steady" if inside else ""
         change = _change_text(kind_at.get(seg.begin))
         lines.append(
             f"  {i:>8}  {seg.begin:>9}  {seg.end:>9}  {seg.size:>9}  "
             f"{100.0 * seg.size / result.n:>5.1f}%  "
             f"{seg.median:>12.6g}{suffix}  {change}{mark}"
         )
-    lines += ["", f"stable: {result.stable_reason}", _warmup_text(kept, result.n)]
+    lines += ["", *_model_lines(model, unit)]
     return "\n".join(lines)
 
 
@@ -276,25 +289,23 @@ def changepoints(
         raise BadInput("--significance", f"{significance} must be between 0 and 1, e.g. 0.01")
     plot_path = check_plot_path(plot)
     values, name, unit, label = load_series(source, column, decimal)
-    from pilot_sys.stats.changepoint import default_min_size, detect
+    from pilot_sys.stats.changepoint import default_min_size
+    from pilot_sys.stats.series_model import series_model
 
     size = default_min_size(values.size) if min_size is None else min_size
     if values.size < 2 * size:
         click.echo(_too_short(values.size, size, name, as_json))
         return
-    from pilot_sys.stats.change_kind import classify_changes, explain_changes
-
-    result = detect(values, min_size=size, significance=significance, statistic=statistic)  # type: ignore[arg-type]
-    if trend:
-        result, kinds = explain_changes(values, result)
-    else:
-        kinds = classify_changes(values, result.changepoints, drop=False)
-    kept = _warmup_removal(values)
-    click.echo(
-        _as_json(result, name, kinds, kept)
-        if as_json
-        else _as_text(result, name, unit, kinds, kept)
+    model = series_model(
+        values,
+        min_size=size,
+        significance=significance,
+        statistic=statistic,  # type: ignore[arg-type]
+        trend=trend,
     )
+    assert model.detection is not None  # not too short
+    result = model.detection
+    click.echo(_as_json(result, name, model) if as_json else _as_text(result, name, unit, model))
     if plot_path is not None:
         plot_changepoints(values, result, plot_path, name, label)
         if not as_json:

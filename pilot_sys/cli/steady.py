@@ -6,6 +6,7 @@ Argument parsing and presentation only; the method is ``pilot_sys.stats.steady``
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,43 +27,83 @@ UNIT_SECONDS: dict[str, float] = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6,
 
 def _unit_scale(
     unit_option: str | None, header_unit: str | None, label: str
-) -> tuple[str, float, bool]:
-    """(unit, seconds per unit, assumed?) from --unit, else the header ("latency (ms)" or
-    "latency_ms"), else seconds (assumed, and said so)."""
+) -> tuple[str | None, float | None]:
+    """(unit, seconds per unit) from --unit, else the header ("latency (ms)" or "latency_ms");
+    (None, None) when neither says: the unit is unknown, and no seconds are invented."""
     if unit_option is not None:
-        return unit_option, UNIT_SECONDS[unit_option], False
+        return unit_option, UNIT_SECONDS[unit_option]
     if header_unit is not None and header_unit.strip() in UNIT_SECONDS:
         unit = header_unit.strip()
-        return unit, UNIT_SECONDS[unit], False
+        return unit, UNIT_SECONDS[unit]
     suffix = label.rsplit("_", 1)[-1] if "_" in label else ""
     if suffix in UNIT_SECONDS:
-        return suffix, UNIT_SECONDS[suffix], False
-    return "s", 1.0, True
+        return suffix, UNIT_SECONDS[suffix]
+    return None, None
 
 
-def _as_json(result: SteadyState, source: str, unit: str, unit_assumed: bool) -> str:
+def _finite_body(body: dict[str, object], source: str) -> None:
+    """Refuse a result that has no finite value to print (JSON has no Infinity)."""
+
+    def walk(v: object) -> bool:
+        if isinstance(v, float):
+            return math.isfinite(v)
+        if isinstance(v, dict):
+            return all(walk(x) for x in v.values())
+        if isinstance(v, list | tuple):
+            return all(walk(x) for x in v)
+        return True
+
+    if not walk(body):
+        raise BadInput(
+            source,
+            "the readings are so large that their sums exceed the largest floating-point "
+            "number (about 1.8e308); give them in a larger unit",
+        )
+
+
+def _as_json(result: SteadyState, source: str, unit: str | None) -> str:
     body = result.model_dump(mode="json")
-    body = {"source": source, "unit": unit, "unit_assumed": unit_assumed, **body}
-    return json.dumps(body, indent=2)
+    body = {"source": source, "unit": unit, **body}
+    return json.dumps(body, indent=2, allow_nan=False)
 
 
-def _fmt(value: float, unit: str) -> str:
-    return f"{value:.6g} {unit}"
+def _fmt(value: float, unit: str | None) -> str:
+    return f"{value:.6g} {unit}" if unit else f"{value:.6g}"
 
 
 def _method_line(result: SteadyState) -> str:
     if result.method == "dual-gate":
         return f"dual gate, windows of {result.window} x {result.history}"
     cuts = len(result.changepoints or [])
+    if result.method == "model":
+        return f"{cuts + 1} segment(s) (the model `analyze` and `changepoints` report)"
     tolerance = 100 * (result.tolerance or 0.0)
     return f"{cuts + 1} segment(s), levels within {tolerance:g}% count as equal"
 
 
-def _as_text(result: SteadyState, source: str, unit: str, unit_assumed: bool) -> str:
-    assumed = " (assumed; set --unit)" if unit_assumed else ""
+def _time_to_steady(result: SteadyState, unit: str | None) -> str:
+    """Iterations, and the time they took in the unit it is known in (never an invented one)."""
+    iterations = f"{result.warmup_iterations} iterations"
+    if result.time_to_steady_state is not None:
+        return f"{iterations}, {result.time_to_steady_state:.6g} s"
+    # no timestamps and no unit: the sum of the warm-up latencies in the data's own unit
+    return (
+        f"{iterations}, their latencies sum to {_fmt(result.cold_start_cost, unit)} "
+        "(unit unknown: set --unit for seconds)"
+    )
+
+
+def _excess(value: float, unit: str | None) -> str:
+    if value < 0:
+        return f"{_fmt(-value, unit)} less than at the steady median"
+    return f"{_fmt(value, unit)} more than at the steady median"
+
+
+def _as_text(result: SteadyState, source: str, unit: str | None) -> str:
     if result.too_short:
         return f"{source}: {result.reason}"
-    lines = [f"{source}: {result.n} latencies, unit {unit}{assumed}, {_method_line(result)}"]
+    shown = unit if unit else "unknown (set --unit)"
+    lines = [f"{source}: {result.n} latencies, unit {shown}, {_method_line(result)}"]
     if result.steady_state_start is None or result.steady is None:
         lines += [
             f"steady state     : {result.reason}",
@@ -73,13 +114,16 @@ def _as_text(result: SteadyState, source: str, unit: str, unit_assumed: bool) ->
         ]
         return "\n".join(lines)
     s = result.steady
-    tts = result.time_to_steady_state
+    end = result.steady_state_end if result.steady_state_end is not None else result.n
+    until = f" to {end - 1}" if end < result.n else ""
     lines += [
-        f"steady state     : from iteration {result.steady_state_start} ({result.reason})",
-        f"time to steady   : {result.warmup_iterations} iterations, "
-        f"{tts if tts is not None else 0.0:.6g} s",
+        f"steady state     : from iteration {result.steady_state_start}{until} ({result.reason})",
+        f"time to steady   : {_time_to_steady(result, unit)}",
         f"cold-start cost  : {_fmt(result.cold_start_cost, unit)} spent before steady state, "
-        f"{_fmt(result.cold_start_excess or 0.0, unit)} more than at steady speed",
+        f"{_excess(result.cold_start_excess or 0.0, unit)}",
+    ]
+    lines += [f"steady changed   : {c}" for c in result.later_changes]
+    lines += [
         "",
         f"  {'':<13}{'n':>10}  {'median':>12}  {'p99':>12}  {'p99.9':>12}  "
         f"{'max':>12}  {'mean':>12}",
@@ -92,7 +136,9 @@ def _as_text(result: SteadyState, source: str, unit: str, unit_assumed: bool) ->
     return "\n".join(lines)
 
 
-def plot_steady(values: np.ndarray, result: SteadyState, path: Path, title: str, unit: str) -> None:
+def plot_steady(
+    values: np.ndarray, result: SteadyState, path: Path, title: str, unit: str | None
+) -> None:
     """Latency per iteration (log scale) with the warm-up shaded and the steady percentiles
     drawn."""
     import matplotlib
@@ -114,6 +160,7 @@ def plot_steady(values: np.ndarray, result: SteadyState, path: Path, title: str,
     )
     if result.steady_state_start is not None and result.steady is not None:
         start = result.steady_state_start
+        stop = result.steady_state_end or values.size
         ax.axvspan(
             0, start, color="tab:red", alpha=0.12, lw=0, label=f"warm-up ({start} iterations)"
         )
@@ -124,7 +171,7 @@ def plot_steady(values: np.ndarray, result: SteadyState, path: Path, title: str,
             ax.hlines(
                 value,
                 start,
-                values.size,
+                stop,
                 colors="tab:green",
                 linestyles=style,
                 lw=1.4,
@@ -134,7 +181,7 @@ def plot_steady(values: np.ndarray, result: SteadyState, path: Path, title: str,
         ax.set_yscale("log")
     ax.set_xlim(0, max(values.size - 1, 1))
     ax.set_xlabel("iteration")
-    ax.set_ylabel(f"latency [{unit}]")
+    ax.set_ylabel(f"latency [{unit}]" if unit else "latency")
     ax.set_title(f"{title}: {result.reason}", fontsize=8, wrap=True)
     ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
@@ -161,10 +208,11 @@ short to show one), 2 on bad input.""",
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.option(
     "--method",
-    type=click.Choice(["segments", "dual-gate"]),
-    default="segments",
+    type=click.Choice(["model", "segments", "dual-gate"]),
+    default="model",
     show_default=True,
-    help="segments: where the level settles (PELT, Kalibera walk-back); "
+    help="model: the steady part that `analyze` and `changepoints` report too; "
+    "segments: where the level settles at the end (PELT, Kalibera walk-back, Traini et al.); "
     "dual-gate: windowed median and p99.9.",
 )
 @click.option(
@@ -183,7 +231,8 @@ short to show one), 2 on bad input.""",
     "--unit",
     type=click.Choice(sorted(UNIT_SECONDS)),
     help="Unit of the latencies "
-    "(default: from the header, e.g. 'latency (ms)' or 'latency_ms', else seconds).",
+    "(default: from the header, e.g. 'latency (ms)' or 'latency_ms', else unknown: "
+    "times are then given in iterations and the data's own numbers, never in seconds).",
 )
 @click.option(
     "--timestamps",
@@ -236,7 +285,7 @@ def steady(
                 f"{name} --timestamps {timestamps}",
                 "timestamps go backwards; give start times in seconds",
             )
-    unit_name, seconds_per_unit, assumed = _unit_scale(unit, header_unit, label)
+    unit_name, seconds_per_unit = _unit_scale(unit, header_unit, label)
     from pilot_sys.stats.steady import detect_steady_state
 
     try:
@@ -251,11 +300,8 @@ def steady(
         )
     except InsufficientData as exc:
         raise InsufficientData(name, exc.problem) from None
-    click.echo(
-        _as_json(result, name, unit_name, assumed)
-        if as_json
-        else _as_text(result, name, unit_name, assumed)
-    )
+    _finite_body(result.model_dump(mode="python"), name)
+    click.echo(_as_json(result, name, unit_name) if as_json else _as_text(result, name, unit_name))
     if plot_path is not None:
         plot_steady(values, result, plot_path, name, unit_name)
         if not as_json:

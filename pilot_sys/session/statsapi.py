@@ -46,23 +46,22 @@ def preload() -> None:
     import pilot_sys.stats.changepoint  # noqa: F401
     import pilot_sys.stats.ci  # noqa: F401
     import pilot_sys.stats.rounds  # noqa: F401
+    import pilot_sys.stats.series_model  # noqa: F401
     import pilot_sys.stats.settle  # noqa: F401
     import pilot_sys.stats.wps  # noqa: F401
 
 
 def stable_segment(values: np.ndarray) -> tuple[int, int, list[int], bool]:
-    """One round's unit readings: (begin, end) of its stable part, EDM's change points, and
-    whether a stable part holding more than half of the round exists; without one the round is
-    kept whole.
+    """One round's unit readings: (begin, end) of its stable part, the change points between its
+    segments, and whether a stable part holding more than half of the round exists; without one
+    the round is kept whole.
 
-    The stable part is ``pilot_sys.stats.settle.dominant_run`` over EDM's segments: the longest
-    segment grown over its neighbours that match it in level and spread. A short
-    warm-up or cool-down at either end of the round is found by EDM's edge intervals
-    (``pilot_sys.stats.changepoint.edge_intervals``). Non-finite readings are left out of the
-    analysis, and every index returned is a position in ``values`` as given, which is what the
-    caller slices."""
-    from pilot_sys.stats.changepoint import detect
-    from pilot_sys.stats.settle import dominant_run
+    The stable part is the steady part of ``pilot_sys.stats.series_model`` (the one model that
+    ``analyze``, ``steady`` and ``changepoints`` report): EDM's segments without the change points
+    a trend explains, and the longest of them grown over the neighbours that match it in level
+    and spread. Non-finite readings are left out of the analysis, and every index returned is a
+    position in ``values`` as given, which is what the caller slices."""
+    from pilot_sys.stats.series_model import series_model
 
     n = int(values.size)
     finite = np.isfinite(values)
@@ -70,14 +69,11 @@ def stable_segment(values: np.ndarray) -> tuple[int, int, list[int], bool]:
     if positions.size == 0:
         return 0, n, [], False
     kept = values[finite] if positions.size < n else values
-    cps = detect(kept).changepoints
-    changepoints = [int(positions[c]) for c in cps]
-    # tolerance 0: a neighbour joins only with no sign of another mean at all; the 5 % that
-    # decides a warm-up in ``steady`` would keep the end of a ramp, a bias the session's CI does
-    # not allow for (benchmarks/results/steady_real.md)
-    begin, end = dominant_run(kept, cps, tolerance=0.0)
-    if 2 * (end - begin) <= kept.size:
+    model = series_model(kept)
+    changepoints = [int(positions[c]) for c in model.changepoints]
+    if model.steady is None:
         return 0, n, changepoints, False
+    begin, end = model.steady
     return int(positions[begin]), int(positions[end - 1]) + 1, changepoints, True
 
 

@@ -3,7 +3,8 @@
 Change-point detectors that compare medians (EDM) see a smooth trend as a staircase: every
 stretch of a ramp has a different median, so a growing series is cut into dozens of "level
 shifts" that no reader would call changes. Each change point is judged here against the two
-segments around it, each fitted with its own straight line (ordinary least squares):
+segments around it (their nearest EVIDENCE_REACH readings), each fitted with its own straight
+line (ordinary least squares):
 
 * **level**: the two lines disagree at the change point, i.e. the series jumps;
 * **trend**: the lines meet but their slopes differ, i.e. the series turns (a kink), more
@@ -30,7 +31,7 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from scipy import stats
+from scipy.special import fdtr, fdtrc  # the F distribution's cdf and sf (scipy.stats.f's own)
 
 from pilot_sys.stats.changepoint import ChangePoints, Segment
 from pilot_sys.stats.outliers import DEFAULT_WINDOW, window_outliers
@@ -40,6 +41,11 @@ DEFAULT_SIGNIFICANCE = 0.001
 # Residuals that hold an unmodelled step look autocorrelated too; capping the lag-1 correlation
 # keeps one such step from hiding a jump next to it (inflation at most (1 + 0.7) / (1 - 0.7)).
 MAX_LAG1 = 0.7
+# Each change point is judged on at most this many readings either side, the nearest ones:
+# ample to tell a jump from a turn from noise, and the cost of judging every change point stays
+# linear in the series (a long segment would otherwise be refitted each time a change point
+# beside it goes).
+EVIDENCE_REACH = 1 << 13
 
 
 class ChangeKind(BaseModel):
@@ -57,11 +63,32 @@ class ChangeKind(BaseModel):
 
 
 def _line(y: np.ndarray, x: np.ndarray) -> tuple[float, float, np.ndarray]:
-    """Intercept, slope and residuals of y on x (a constant when there is one point)."""
+    """Intercept, slope and residuals of y on x (a constant when there is one point).
+
+    Least squares in closed form about the means (what ``np.polyfit(x, y, 1)`` computes through
+    an SVD, at a fraction of its cost on long segments)."""
     if y.size < 2:
         return float(y.mean()), 0.0, y - y.mean()
-    slope, intercept = np.polyfit(x, y, 1)
-    return float(intercept), float(slope), y - (intercept + slope * x)
+    x_mean, y_mean = float(x.mean()), float(y.mean())
+    dx = x - x_mean
+    sxx = float(dx @ dx)
+    slope = float(dx @ (y - y_mean)) / sxx if sxx > 0.0 else 0.0
+    intercept = y_mean - slope * x_mean
+    return intercept, slope, y - (intercept + slope * x)
+
+
+def _fit(columns: list[np.ndarray], y: np.ndarray) -> np.ndarray:
+    """Residuals of the least-squares fit of y on ``columns`` (a few, each scaled to [-1, 1]).
+
+    The normal equations of a handful of scaled columns are well conditioned and cost one pass
+    over the data, where an SVD of the design matrix costs several."""
+    design = np.column_stack(columns)
+    gram = design.T @ design
+    try:
+        coef = np.linalg.solve(gram, design.T @ y)
+    except np.linalg.LinAlgError:  # collinear columns (a side of one reading): the SVD decides
+        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    return y - design @ coef
 
 
 def _lag1_inflation(residuals: Sequence[np.ndarray]) -> float:
@@ -75,12 +102,23 @@ def _lag1_inflation(residuals: Sequence[np.ndarray]) -> float:
 
 
 def _f_test(
-    rss_restricted: float, rss_full: float, extra: int, dof: int, inflation: float
+    rss_restricted: float,
+    rss_full: float,
+    extra: int,
+    dof: int,
+    inflation: float,
+    rounding: float = 0.0,
 ) -> float:
+    """p-value of the F test; a residual sum within ``rounding`` (floating-point noise of a
+    series the model fits exactly, e.g. a noiseless ramp) counts as zero."""
+    if rss_full <= rounding:
+        rss_full = 0.0
+        if rss_restricted <= rounding:
+            return 1.0
     if dof <= 0 or rss_full <= 0.0:
         return 0.0 if rss_restricted > rss_full else 1.0
     f = max(rss_restricted - rss_full, 0.0) / extra / (inflation * rss_full / dof)
-    return float(stats.f.sf(f, extra, dof))
+    return float(fdtrc(extra, dof, f))
 
 
 def _turn_beats_bend(y: np.ndarray, t: np.ndarray, rss_kink: float) -> bool:
@@ -89,9 +127,8 @@ def _turn_beats_bend(y: np.ndarray, t: np.ndarray, rss_kink: float) -> bool:
     A slowly curving series (growth that slows down) differs from one straight line at every
     split; only a turn sharper than the curve is a change of trend.
     """
-    design = np.column_stack([np.ones(t.size), t, t * t])
-    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-    res = y - design @ coef
+    u = t / max(float(np.max(np.abs(t))), 1.0)
+    res = _fit([np.ones(t.size), u, u * u], y)
     return rss_kink < float(res @ res)
 
 
@@ -130,25 +167,28 @@ def _evidence(
     rss_two = float(res_a @ res_a + res_b @ res_b)
     n = y.size
     dof = n - 4
+    # squared residuals below this are rounding error, not noise
+    rounding = n * (64 * np.finfo(np.float64).eps * float(np.max(np.abs(y), initial=0.0))) ** 2
     inflation = _lag1_inflation((res_a, res_b))
+    tiny = (rounding / max(n, 1)) ** 0.5  # a residual spread below this is rounding error
     spread_a = float(np.std(res_a)) if res_a.size > 2 else float("nan")
     spread_b = float(np.std(res_b)) if res_b.size > 2 else float("nan")
+    spread_a, spread_b = (0.0 if s <= tiny else s for s in (spread_a, spread_b))
     ratio = spread_b / spread_a if spread_a > 0 else float("inf")
     # one line through both segments (no change at all)
     _, _, res_one = _line(y, t)
-    p_any = _f_test(float(res_one @ res_one), rss_two, 2, dof, inflation)
+    p_any = _f_test(float(res_one @ res_one), rss_two, 2, dof, inflation, rounding)
     # a kinked line (slopes differ, no jump): t+ = max(t, 0) carries the slope change
-    design = np.column_stack([np.ones(n), t, np.maximum(t, 0.0)])
-    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-    res_kink = y - design @ coef
+    u = t / max(float(np.max(np.abs(t))), 1.0)
+    res_kink = _fit([np.ones(n), u, np.maximum(u, 0.0)], y)
     rss_kink = float(res_kink @ res_kink)
-    p_jump = _f_test(rss_kink, rss_two, 1, dof, inflation)
+    p_jump = _f_test(rss_kink, rss_two, 1, dof, inflation, rounding)
     p_spread = None
     if res_a.size > 2 and res_b.size > 2 and spread_a > 0 and spread_b > 0:
         # autocorrelated residuals carry fewer independent readings: shrink both dofs alike
         f = (spread_b / spread_a) ** 2
         dof_b, dof_a = (res_b.size - 2) / inflation, (res_a.size - 2) / inflation
-        p_spread = float(2.0 * min(stats.f.sf(f, dof_b, dof_a), stats.f.cdf(f, dof_b, dof_a)))
+        p_spread = float(2.0 * min(fdtrc(dof_b, dof_a, f), fdtr(dof_b, dof_a, f)))
     return _Evidence(
         common={
             "index": index,
@@ -159,7 +199,7 @@ def _evidence(
         },
         p_jump=p_jump,
         p_any=p_any,
-        turn=_turn_beats_bend(y, t, rss_kink),
+        turn=_turn_beats_bend(y, t, rss_kink + rounding),
         p_spread=p_spread,
         ratio=ratio,
     )
@@ -191,6 +231,32 @@ def classify_change(
     return _decide(_evidence(values, begin, index, end, outliers), significance)
 
 
+def _outliers_near(x: np.ndarray, cuts: Sequence[int], window: int) -> np.ndarray:
+    """``window_outliers(x, window)`` on the readings within EVIDENCE_REACH of a change point,
+    the only ones any test here reads (False elsewhere).
+
+    Whether a reading is an outlier depends on the windows that hold it only, so each stretch
+    is computed with ``window - 1`` readings of context either side and matches the mask of the
+    whole series exactly; a long series with few change points is spared the rest.
+    """
+    mask = np.zeros(x.size, dtype=bool)
+    spans: list[list[int]] = []
+    for c in sorted(cuts):
+        lo, hi = max(c - EVIDENCE_REACH, 0), min(c + EVIDENCE_REACH, x.size)
+        if spans and lo <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], hi)
+        else:
+            spans.append([lo, hi])
+    if x.size < window:
+        return mask
+    for lo, hi in spans:
+        a, b = max(lo - (window - 1), 0), min(hi + window - 1, x.size)
+        if b - a < window:  # a stretch shorter than a window: the whole series decides
+            return window_outliers(x, window)
+        mask[lo:hi] = window_outliers(x[a:b], window)[lo - a : hi - a]
+    return mask
+
+
 def classify_changes(
     values: np.ndarray,
     changepoints: Sequence[int],
@@ -210,14 +276,17 @@ def classify_changes(
     """
     x = np.asarray(values, dtype=np.float64)
     cuts = sorted(int(c) for c in changepoints if 0 < c < x.size)
-    outliers = window_outliers(x, window=min(DEFAULT_WINDOW, max(x.size // 5, 2)))
+    outliers = _outliers_near(x, cuts, min(DEFAULT_WINDOW, max(x.size // 5, 2)))
     dropped: dict[int, ChangeKind] = {}
     known: dict[tuple[int, int, int], _Evidence] = {}
 
     def evidence(b: int, i: int, e: int) -> _Evidence:
-        if (b, i, e) not in known:
-            known[(b, i, e)] = _evidence(x, b, i, e, outliers)
-        return known[(b, i, e)]
+        # the nearest EVIDENCE_REACH readings either side: a segment further away no longer
+        # changes the evidence, so dropping a distant change point refits nothing here
+        key = (max(b, i - EVIDENCE_REACH), i, min(e, i + EVIDENCE_REACH))
+        if key not in known:
+            known[key] = _evidence(x, *key, outliers)
+        return known[key]
 
     while True:
         bounds = [0, *cuts, x.size]

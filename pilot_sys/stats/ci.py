@@ -162,8 +162,9 @@ class Summary(BaseModel):
     n_subsessions: int | None
     subsession_variance: float | None
     autocorrelation: float | None  # bias-corrected lag-1 of the subsession means
-    autocorrelation_time: float  # Geyer's integrated autocorrelation time of the samples
-    effective_sample_size: float
+    # Geyer's integrated autocorrelation time of the samples; None: too few samples to estimate
+    autocorrelation_time: float | None
+    effective_sample_size: float | None
     tail_dropped: int
     target_width: float
     target: str
@@ -237,6 +238,51 @@ def _no_interval(
         required_sample_size=required,
         ci_reached=False,
         warnings=warnings,
+    )
+
+
+def too_few_for_interval(
+    samples: np.ndarray,
+    pi_type: PIType = PIType.ARITHMETIC,
+    confidence: float = DEFAULT_CONFIDENCE,
+    target: CITarget | None = None,
+    min_subsessions: int = subsession.MIN_SUBSESSIONS,
+) -> Summary:
+    """The mean of fewer than ``min_subsessions`` samples, without an interval and with why.
+
+    The answer for a series too short for ``summarize``: what can be said (the mean, how many
+    samples an interval needs at the least) and nothing estimated from too few samples (their
+    autocorrelation is left unknown)."""
+    target = target or CITarget()
+    x = np.asarray(samples, dtype=np.float64).ravel()
+    if x.size == 0:
+        raise InsufficientData("samples", "no samples")
+    pi_types.validate(x, pi_type)
+    mean = pi_types.point_estimate(x, pi_type)
+    reason = (
+        f"{NO_INTERVAL}{x.size} sample(s); at least {min_subsessions} are needed for a "
+        "confidence interval"
+    )
+    return Summary(
+        pi_type=pi_type,
+        confidence=confidence,
+        sample_size=int(x.size),
+        mean=mean,
+        ci_low=None,
+        ci_high=None,
+        ci_width=None,
+        subsession_size=None,
+        n_subsessions=None,
+        subsession_variance=None,
+        autocorrelation=None,
+        autocorrelation_time=None,
+        effective_sample_size=None,
+        tail_dropped=0,
+        target_width=target.width(mean),
+        target=target.describe(),
+        required_sample_size=min_subsessions,
+        ci_reached=False,
+        warnings=[reason],
     )
 
 

@@ -25,15 +25,15 @@ DEFAULT_SPREAD = 3.0
 
 
 WINDOW_CELLS = 1 << 21  # readings copied per block of windows (16 MiB of float64)
+# Series at least this long take each window's median and quantiles from pandas' rolling
+# windows (a sorted skip list updated one reading at a time, O(n log window)) instead of
+# sorting every window (O(n window)); shorter ones do not pay for importing pandas. Both give
+# the same quantiles (linear interpolation between order statistics), to rounding.
+ROLLING_MIN = 1 << 15
 
 
-def window_outliers(
-    values: np.ndarray, window: int = DEFAULT_WINDOW, spread: float = DEFAULT_SPREAD
-) -> np.ndarray:
-    """Mask of the outliers of ``values`` (all False when the series is shorter than a window)."""
-    x = np.asarray(values, dtype=np.float64)
-    if x.size < window:
-        return np.zeros(x.size, dtype=bool)
+def _bounds_sorted(x: np.ndarray, window: int, spread: float) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper bound of every window, sorting each (numpy)."""
     windows = sliding_window_view(x, window)
     # numpy copies the windows it sorts: a block of them at a time keeps that copy to a few
     # MiB however long the series (all at once took window x 8 bytes per reading)
@@ -46,11 +46,52 @@ def window_outliers(
         p1, p99 = np.quantile(block, [0.01, 0.99], axis=1)
         lo[start : start + step] = med - spread * (p99 - p1)
         hi[start : start + step] = med + spread * (p99 - p1)
+    return lo, hi
+
+
+def _bounds_rolling(x: np.ndarray, window: int, spread: float) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper bound of every window from pandas' rolling median and quantiles."""
+    import pandas as pd
+
+    rolling = pd.Series(x, copy=False).rolling(window)
+    med = rolling.median().to_numpy()[window - 1 :]
+    p1 = rolling.quantile(0.01).to_numpy()[window - 1 :]
+    p99 = rolling.quantile(0.99).to_numpy()[window - 1 :]
+    return med - spread * (p99 - p1), med + spread * (p99 - p1)
+
+
+def _rolling_extreme(bounds: np.ndarray, window: int, highest: bool) -> np.ndarray:
+    """For each reading, the highest (or lowest) bound among the ``window`` windows holding it.
+
+    The sliding maximum of van Herk and Gil-Werman: running maxima forward and backward within
+    blocks of ``window``, two per output, O(n) however wide the window (exact: no arithmetic).
+    """
+    sign = 1.0 if highest else -1.0
+    values = sign * bounds
+    padded = np.concatenate((np.full(window - 1, -np.inf), values, np.full(window - 1, -np.inf)))
+    out_size = padded.size - window + 1
+    blocks = -(-padded.size // window)
+    full = np.concatenate((padded, np.full(blocks * window - padded.size, -np.inf)))
+    rows = full.reshape(blocks, window)
+    forward = np.maximum.accumulate(rows, axis=1).ravel()
+    backward = np.maximum.accumulate(rows[:, ::-1], axis=1)[:, ::-1].ravel()
+    start = np.arange(out_size)
+    return sign * np.maximum(backward[start], forward[start + window - 1])
+
+
+def window_outliers(
+    values: np.ndarray, window: int = DEFAULT_WINDOW, spread: float = DEFAULT_SPREAD
+) -> np.ndarray:
+    """Mask of the outliers of ``values`` (all False when the series is shorter than a window)."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.size < window:
+        return np.zeros(x.size, dtype=bool)
+    bounds = _bounds_rolling if x.size >= ROLLING_MIN else _bounds_sorted
+    lo, hi = bounds(x, window, spread)
     # outlier if any window holding it says so: compare with the highest lower bound and the
     # lowest upper bound among the windows that hold the reading
-    pad = np.full(window - 1, np.inf)
-    highest_lo = sliding_window_view(np.concatenate((-pad, lo, -pad)), window).max(axis=1)
-    lowest_hi = sliding_window_view(np.concatenate((pad, hi, pad)), window).min(axis=1)
+    highest_lo = _rolling_extreme(lo, window, highest=True)
+    lowest_hi = _rolling_extreme(hi, window, highest=False)
     return (x < highest_lo) | (x > lowest_hi)
 
 

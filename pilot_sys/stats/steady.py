@@ -44,8 +44,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pilot_sys.errors import InsufficientData
 from pilot_sys.stats.settle import DEFAULT_MIN_STEADY, DEFAULT_TOLERANCE, MIN_READINGS, settle
 
-Method = Literal["segments", "dual-gate"]
-DEFAULT_METHOD: Method = "segments"
+Method = Literal["model", "segments", "dual-gate"]
+DEFAULT_METHOD: Method = "model"
 DEFAULT_HISTORY = 5
 DEFAULT_MEDIAN_TOLERANCE = 0.02
 DEFAULT_TAIL_TOLERANCE = 0.10
@@ -77,9 +77,21 @@ class SteadyState(BaseModel):
     steady_state_start: int | None = Field(
         description="0-based index of the first steady iteration"
     )
+    steady_state_end: int | None = Field(
+        default=None,
+        description="0-based index after the last steady iteration (n unless the steady state "
+        "changed later)",
+    )
+    later_changes: list[str] = Field(
+        default_factory=list,
+        description="changes of the steady state after its end, in words (model method)",
+    )
     reason: str
     warmup_iterations: int | None
-    time_to_steady_state: float | None = Field(description="seconds until the steady state starts")
+    time_to_steady_state: float | None = Field(
+        description="seconds until the steady state starts; None when neither timestamps nor "
+        "the latencies' unit give seconds"
+    )
     cold_start_cost: float = Field(
         description="sum of latencies before the steady state (all, if never reached)"
     )
@@ -88,7 +100,7 @@ class SteadyState(BaseModel):
     )
     steady: SteadyDistribution | None
     raw: SteadyDistribution
-    method: Method = "segments"
+    method: Method = "model"
     too_short: bool = Field(
         default=False, description="too few readings for the method to show a steady state"
     )
@@ -121,9 +133,12 @@ def tail_quantile_for(window: int, tail_samples: int = DEFAULT_TAIL_SAMPLES) -> 
 
 def _distribution(values: np.ndarray) -> SteadyDistribution:
     p50, p99, p999 = np.percentile(values, [50.0, 99.0, 99.9])
+    # the mean in a scaled space: readings near the largest float would overflow their sum
+    exponent = int(np.frexp(np.max(np.abs(values)))[1]) if values.size else 0
+    mean = float(np.ldexp(np.ldexp(values, -exponent).mean(), exponent))
     return SteadyDistribution(
         n=int(values.size),
-        mean=float(values.mean()),
+        mean=mean,
         median=float(p50),
         p99=float(p99),
         p999=float(p999),
@@ -165,7 +180,7 @@ def detect_steady_state(
     *,
     method: Method = DEFAULT_METHOD,
     timestamps: np.ndarray | None = None,
-    seconds_per_unit: float = 1.0,
+    seconds_per_unit: float | None = 1.0,
     tolerance: float = DEFAULT_TOLERANCE,
     penalty: float | None = None,
     min_steady: float = DEFAULT_MIN_STEADY,
@@ -199,6 +214,8 @@ def detect_steady_state(
             raise ValueError("timestamps must have one entry per latency")
     if n == 0:
         raise InsufficientData("latencies", "no readings")
+    if method == "model":
+        return _from_model(values, stamps, seconds_per_unit)
     if method == "segments":
         if n < MIN_READINGS:
             return _too_short(
@@ -209,7 +226,7 @@ def detect_steady_state(
             tolerance=tolerance,
             penalty=penalty,
             min_steady=min_steady,
-            seconds_per_unit=seconds_per_unit,
+            seconds_per_unit=1.0 if seconds_per_unit is None else seconds_per_unit,
         )
         extra = dict(method=method, changepoints=found.changepoints, tolerance=tolerance)
         return _report(values, found.start, found.reason, stamps, seconds_per_unit, extra)
@@ -251,6 +268,27 @@ def detect_steady_state(
     return _report(values, start, reason, stamps, seconds_per_unit, extra)
 
 
+def _from_model(
+    values: np.ndarray, stamps: np.ndarray | None, seconds_per_unit: float | None
+) -> SteadyState:
+    """The steady state of the one model of a series (``pilot_sys.stats.series_model``)."""
+    from pilot_sys.stats.series_model import describe_change, series_model
+
+    model = series_model(values)
+    extra: dict[str, object] = dict(method="model", changepoints=model.changepoints)
+    if model.too_short:
+        return _too_short(values, 2 * model.min_size, stamps, extra)
+    if model.steady is None:
+        return _report(values, None, model.reason, stamps, seconds_per_unit, extra)
+    begin, end = model.steady
+    later = [describe_change(model, k) for k in model.later_changes]
+    reason = model.reason
+    if begin:
+        reason = f"the warm-up ends at iteration {begin}: {reason}"
+    extra["later_changes"] = later
+    return _report(values, begin, reason, stamps, seconds_per_unit, extra, end=end)
+
+
 def _too_short(
     values: np.ndarray, needed: int, stamps: np.ndarray | None, extra: dict[str, object]
 ) -> SteadyState:
@@ -266,10 +304,26 @@ def _report(
     start: int | None,
     reason: str,
     stamps: np.ndarray | None,
-    seconds_per_unit: float,
+    seconds_per_unit: float | None,
     extra: dict[str, object],
+    end: int | None = None,
 ) -> SteadyState:
-    """The three-regime report for a steady state starting at ``start`` (None: never reached)."""
+    """The three-regime report for a steady state [start, end) (start None: never reached;
+    end None: to the end of the series). ``seconds_per_unit`` None: the unit is unknown, and
+    without timestamps no time in seconds is given."""
+    with np.errstate(over="ignore"):  # sums beyond the float range: the caller refuses them
+        return _report_in_range(values, start, reason, stamps, seconds_per_unit, extra, end)
+
+
+def _report_in_range(
+    values: np.ndarray,
+    start: int | None,
+    reason: str,
+    stamps: np.ndarray | None,
+    seconds_per_unit: float | None,
+    extra: dict[str, object],
+    end: int | None,
+) -> SteadyState:
     raw = _distribution(values)
     if start is None:
         return SteadyState(
@@ -284,15 +338,20 @@ def _report(
             raw=raw,
             **extra,  # type: ignore[arg-type]
         )
-    steady = _distribution(values[start:])
+    stop = values.size if end is None else end
+    steady = _distribution(values[start:stop])
     warm = values[:start]
+    seconds: float | None
     if stamps is not None:
         seconds = float(stamps[start] - stamps[0])
-    else:
+    elif seconds_per_unit is not None:
         seconds = float(warm.sum()) * seconds_per_unit
+    else:
+        seconds = None
     return SteadyState(
         n=values.size,
         steady_state_start=start,
+        steady_state_end=stop,
         reason=reason,
         warmup_iterations=start,
         time_to_steady_state=seconds,

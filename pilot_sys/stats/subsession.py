@@ -233,11 +233,19 @@ def _centred_autocorrelation_time(d: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return tau.reshape(d.shape[:-1]), gamma0.reshape(d.shape[:-1])
 
 
+DIRECT_AUTOCOVARIANCE_MAX = 64  # readings up to which the O(n^2) sums beat an FFT's import
+
+
 def _fft_autocovariances(d: np.ndarray) -> np.ndarray:
-    """All autocovariances sum_t d_t d_{t+h} / n along the last axis, from one FFT per series."""
+    """All autocovariances sum_t d_t d_{t+h} / n along the last axis, from one FFT per series
+    (directly for a series of a few dozen readings, which is then spared importing scipy.fft)."""
+    n = d.shape[-1]
+    if n <= DIRECT_AUTOCOVARIANCE_MAX:
+        rows = d.reshape(-1, n)
+        out = np.stack([np.correlate(row, row, mode="full")[n - 1 :] for row in rows])
+        return out.reshape(d.shape) / n
     from scipy import fft
 
-    n = d.shape[-1]
     nfft = fft.next_fast_len(2 * n - 1, real=True)
     spectrum = fft.rfft(d, nfft, axis=-1)
     return fft.irfft(spectrum.real**2 + spectrum.imag**2, nfft, axis=-1)[..., :n] / n

@@ -1,0 +1,50 @@
+"""The two ways of computing window outliers (sorted windows, rolling windows) give one mask."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pilot_sys.stats import outliers
+
+
+@pytest.mark.parametrize(
+    "kind", ["lognormal", "quantised", "ramp_then_heavy_tails", "spikes", "constant"]
+)
+def test_rolling_windows_flag_what_sorted_windows_flag(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(3)
+    n = 40_000
+    x = {
+        "lognormal": rng.lognormal(0, 1, n),
+        "quantised": np.round(rng.normal(0, 1, n), 1),
+        "ramp_then_heavy_tails": np.concatenate(
+            [np.linspace(0, 100, n // 4), 100 + rng.standard_t(2, n - n // 4)]
+        ),
+        "spikes": np.where(rng.random(n) < 0.002, 50.0, 1.0) + rng.normal(0, 0.1, n),
+        "constant": np.ones(n),
+    }[kind]
+    monkeypatch.setattr(outliers, "ROLLING_MIN", 0)
+    rolling = outliers.window_outliers(x)
+    monkeypatch.setattr(outliers, "ROLLING_MIN", 10**9)
+    sorted_ = outliers.window_outliers(x)
+    assert np.array_equal(rolling, sorted_)
+    if kind == "spikes":
+        assert rolling.sum() >= 0.0015 * n  # the spikes are found, not just equal nothing
+
+
+def test_outliers_near_change_points_are_those_of_the_whole_series() -> None:
+    from pilot_sys.stats import change_kind
+
+    rng = np.random.default_rng(4)
+    reach = change_kind.EVIDENCE_REACH
+    for n, cuts in [(6 * reach, [5, 3 * reach, 6 * reach - 10]), (3 * reach, [reach // 2])]:
+        x = rng.standard_t(2, n)
+        near = change_kind._outliers_near(x, cuts, 200)
+        whole = outliers.window_outliers(x, 200)
+        needed = np.zeros(n, dtype=bool)
+        for c in cuts:
+            needed[max(c - reach, 0) : c + reach] = True
+        assert np.array_equal(near[needed], whole[needed]) and whole[needed].any()
+        assert not near[~needed].any()
