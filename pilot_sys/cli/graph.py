@@ -7,12 +7,12 @@ import os
 import sys
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 
 import click
 
 from pilot_sys.cli.common import OneLineErrors
 from pilot_sys.errors import BadInput
+from pilot_sys.safefile import replace_file
 
 PICTURE_SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -177,9 +177,7 @@ def graph(
         if graphml:
             _write("--graphml", graphml, lambda: graphio.write_graphml(shown, graphml))
         if dot:
-            _write(
-                "--dot", dot, lambda: Path(dot).write_text(graphio.to_dot(shown), encoding="utf-8")
-            )
+            _write("--dot", dot, lambda: replace_file(dot, graphio.to_dot(shown)))
         highlight = [data_path.cut] if data_path and data_path.cut else []
         for option, picture in (("--png", png), ("--svg", svg)):
             if picture:

@@ -14,7 +14,12 @@ import click
 import numpy as np
 from pydantic import BaseModel, Field
 
-from pilot_sys.cli.common import OneLineErrors, library_warnings_as_notes, save_figure
+from pilot_sys.cli.common import (
+    FiniteFloatRange,
+    OneLineErrors,
+    library_warnings_as_notes,
+    save_figure,
+)
 from pilot_sys.errors import BadInput
 from pilot_sys.monitor.phase_traces import WORKLOAD_SERIES
 from pilot_sys.monitor.trace_io import (
@@ -311,14 +316,14 @@ Exit status: 0 whatever the verdicts (they are in the output), 2 on bad input.
 )
 @click.option(
     "--threshold",
-    type=click.FloatRange(min=0.0),
+    type=FiniteFloatRange(min=0.0),
     default=DEFAULT_MATCH_THRESHOLD,
     show_default=True,
     help="Matching score at or above which a run matches.",
 )
 @click.option(
     "--transition-threshold",
-    type=click.FloatRange(min=0.0, max=1.0, min_open=True, max_open=True),
+    type=FiniteFloatRange(min=0.0, max=1.0, min_open=True, max_open=True),
     default=DEFAULT_TRANSITION_THRESHOLD,
     show_default=True,
     help="Composite similarity S above which successive samples are a transition.",
@@ -353,7 +358,7 @@ Exit status: 0 whatever the verdicts (they are in the output), 2 on bad input.
 @click.option(
     "--rate",
     "rate_hz",
-    type=click.FloatRange(min=0.0, min_open=True),
+    type=FiniteFloatRange(min=0.0, min_open=True),
     default=None,
     help="Resample every run to this rate in Hz (default: the baseline's).",
 )

@@ -414,7 +414,7 @@ class WorkloadProbe:
         before and torn down after the round, so only its sampling falls inside the round."""
         self._round += 1
         round_dir = self.workdir / f"round-{self._round:04d}"
-        round_dir.mkdir(parents=True, exist_ok=True)
+        round_dir.mkdir()  # new, never a folder or link already there (tune --keep is checked)
         sampler = self.sampler_factory(rate_hz) if rate_hz is not None else None
         if sampler is not None:
             sampler.start()

@@ -38,6 +38,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from pilot_sys import __version__
 from pilot_sys.errors import BadInput, ExitCode, PilotError
+from pilot_sys.safefile import create_exclusive, open_nofollow, replace_file
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.workload.base import PISpec
 
@@ -164,21 +165,10 @@ def _fsync_dir(path: Path) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write via a temporary file and rename, so a reader never sees half a file; on any
-    failure (a full disk, Ctrl-C) the temporary file is removed and ``path`` is untouched."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
-        raise
+    """Write via a new file beside ``path`` and a rename, so a reader never sees half a file
+    and a link planted at ``path`` is replaced, not written through; on any failure (a full
+    disk, Ctrl-C) the new file is removed and ``path`` is untouched."""
+    replace_file(path, text)
 
 
 def unwritable(root: Path, exc: OSError) -> PilotError:
@@ -299,7 +289,7 @@ class Journal:
         import fcntl
 
         try:
-            fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = open_nofollow(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT)
         except OSError as exc:
             raise unwritable(self.root, exc) from None
         try:
@@ -381,7 +371,7 @@ class Journal:
         j.lock()
         j.manifest = manifest
         j.save_manifest()
-        (root / JOURNAL).touch()
+        os.close(create_exclusive(root / JOURNAL))
         _fsync_dir(root)
         return j
 
@@ -541,9 +531,11 @@ class Journal:
             torn = data[good_end:]
             if repair and cut:
                 try:
-                    with open(path.with_name(JOURNAL + ".torn"), "ab") as fh:
+                    torn_path = path.with_name(JOURNAL + ".torn")
+                    fd = open_nofollow(torn_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+                    with os.fdopen(fd, "ab") as fh:
                         fh.write(torn + b"\n")
-                    with open(path, "r+b") as fh:
+                    with os.fdopen(open_nofollow(path, os.O_RDWR), "r+b") as fh:
                         fh.truncate(good_end)
                         os.fsync(fh.fileno())
                 except OSError as exc:
@@ -622,7 +614,8 @@ class Journal:
         path = round_dir / UNITS_FILE
         try:
             round_dir.mkdir(parents=True, exist_ok=True)
-            with open(path, "wb") as fh:
+            fd = open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            with os.fdopen(fd, "wb") as fh:
                 np.savez(fh, **arrays)
                 fh.flush()
                 if batch is None:
@@ -643,7 +636,10 @@ class Journal:
         round starts (the engine does so): nothing is acted on before it is durable."""
         path = self.root / JOURNAL
         line = (record.model_dump_json() + "\n").encode()
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:  # never through a link planted in place of the journal
+            fd = open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        except OSError as exc:
+            raise _write_error(path, exc, len(self.records)) from None
         handed_over = False
         try:
             size = os.fstat(fd).st_size
