@@ -214,8 +214,8 @@ class CommandWorkload:
             where = first.where if first.line is not None else captured.stdout_name
             raise MalformedOutput(
                 where,
-                "the workload printed values that are not finite "
-                "numbers: " + "; ".join(n.message() for n in out.non_finite),
+                "the workload printed values that are not measurements: "
+                + "; ".join(n.message() for n in out.non_finite),
             )
         if not out.readings:
             raise MalformedOutput(

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pilot_sys.stats.pi import PIType
+from pilot_sys.stats.pi import MEASURABLE_MAX, MEASURABLE_MIN, PIType
 from pilot_sys.workload.base import PISpec
 from pilot_sys.workload.parsers.result import (
     CapturedOutput,
@@ -73,7 +73,9 @@ class _Column:
             if self.first_text is None:
                 self.first_text = (line, column, cell)
             return
-        if not math.isfinite(value):
+        if not math.isfinite(value) or (
+            value != 0 and not MEASURABLE_MIN <= abs(value) <= MEASURABLE_MAX
+        ):
             self.non_finite += 1
             if self.first_non_finite is None:
                 self.first_non_finite = (line, column, cell.strip())
