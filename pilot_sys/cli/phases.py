@@ -26,6 +26,7 @@ from pilot_sys.monitor.trace_io import (
     MIN_SAMPLES,
     LoadedTrace,
     MetricMatrix,
+    grid_samples,
     load_traces,
     metric_matrix,
 )
@@ -109,19 +110,20 @@ def _signature_report(
     )
 
 
-def load_path(path: str) -> list[LoadedTrace]:
+def load_path(path: str, rate_hz: float | None = None) -> list[LoadedTrace]:
     """The traces one argument names: a trace file, a session's result directory (each round's
     ``rounds/NNNN/monitor.json``, in journal order), or a directory holding ``monitor.json``
     or ``monitor/*.json``."""
     root = Path(path)
     if root.is_dir() and (root / "session.json").is_file():
-        return _session_traces(root)
+        return _session_traces(root, rate_hz)
     return load_traces(path)
 
 
-def _session_traces(root: Path) -> list[LoadedTrace]:
-    """Every journaled round's monitor trace; rounds with too few samples for transitions are
-    left out, and said so on stderr."""
+def _session_traces(root: Path, rate_hz: float | None = None) -> list[LoadedTrace]:
+    """Every journaled round's monitor trace; rounds with too few samples for transitions (on
+    the analysis grid at ``rate_hz``, as the analysis counts them) are left out, and said so
+    on stderr."""
     from pilot_sys.session.journal import Journal
 
     journal = Journal.open(root, repair=False)
@@ -137,6 +139,9 @@ def _session_traces(root: Path) -> list[LoadedTrace]:
             short.append(rec.index)
             continue
         loaded = load_traces(str(path))[0]
+        if grid_samples(loaded.trace, rate_hz) < MIN_SAMPLES:
+            short.append(rec.index)
+            continue
         found.append(LoadedTrace(loaded.trace, loaded.path, f"{path} (round {rec.index})"))
     if short:
         listed = ", ".join(map(str, short[:8])) + (" ..." if len(short) > 8 else "")
@@ -153,8 +158,8 @@ def _session_traces(root: Path) -> list[LoadedTrace]:
     return found
 
 
-def _load_all(paths: tuple[str, ...]) -> list[LoadedTrace]:
-    return [lt for p in paths for lt in load_path(p)]
+def _load_all(paths: tuple[str, ...], rate_hz: float | None = None) -> list[LoadedTrace]:
+    return [lt for p in paths for lt in load_path(p, rate_hz)]
 
 
 def _times(seconds: list[float], limit: int = 12) -> str:
@@ -239,7 +244,7 @@ def build_report(
     threshold = params.match_threshold
     base_notes: list[str] = []
     if baseline_path is not None:
-        candidates = load_path(baseline_path)
+        candidates = load_path(baseline_path, rate_hz)
     else:
         candidates, run_traces = run_traces[:1], run_traces[1:]
         base_notes.append("no --baseline: the first run is the baseline")
@@ -427,7 +432,9 @@ def phases(
         if globs:
             raise BadInput("--workload", "choose either --workload or --metrics")
         globs = list(WORKLOAD_SERIES)
-    report, base, results = build_report(_load_all(runs), baseline_path, params, globs, rate_hz)
+    report, base, results = build_report(
+        _load_all(runs, rate_hz), baseline_path, params, globs, rate_hz
+    )
     if plot_path is not None:
         _plot(plot_path, base, results, params)
     if as_json:

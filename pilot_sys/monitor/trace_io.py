@@ -30,6 +30,17 @@ MIN_SAMPLES = 3
 MAX_GRID_SAMPLES = 10_000_000
 
 
+def grid_samples(trace: MonitorTrace, rate_hz: float | None = None) -> int:
+    """Samples the trace has once put on the analysis grid at ``rate_hz`` (its own rate by
+    default): what MIN_SAMPLES is checked against, so a caller leaving short traces out
+    judges them as the analysis will."""
+    if not trace.timestamps:
+        return 0
+    rate = float(rate_hz or trace.rate_hz)
+    span = float(trace.timestamps[-1]) - float(trace.timestamps[0])
+    return int(np.floor(span * rate + 1e-9)) + 1
+
+
 @dataclass(frozen=True)
 class LoadedTrace:
     trace: MonitorTrace
@@ -245,7 +256,7 @@ def metric_matrix(
     rate = float(rate_hz or trace.rate_hz)
     t = np.asarray(trace.timestamps, dtype=float)
     span = t[-1] - t[0]
-    count = int(np.floor(span * rate + 1e-9)) + 1
+    count = grid_samples(trace, rate)
     if count > MAX_GRID_SAMPLES:  # a mistyped --rate must not exhaust memory
         raise BadInput(
             "--rate",
