@@ -42,11 +42,13 @@ class Limit:
             raise BadInput(self.variable, f"{raw!r}: expected a positive count such as 4G")
         return int(digits) * scale
 
-    def refuse(self, where: str, seen: str) -> BadInput:
+    def refuse(self, where: str, seen: str | None = None) -> BadInput:
+        """The one line refusing an input over this limit (``seen``: its size when known)."""
+        over = f"{seen} is over" if seen else "goes on past"
         return BadInput(
             where,
-            f"{seen}, over the limit of {_human(self.value(), self.what)} for {self.doc}; "
-            f"set {self.variable} to read more",
+            f"{over} the limit of {_human(self.value(), self.what)} for {self.doc}; "
+            f"set {self.variable} to allow more",
         )
 
     @property
@@ -58,8 +60,8 @@ def _human(n: int, what: str) -> str:
     if what != "bytes":
         return f"{n:,} {what}"
     for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
-        if n >= size and n % size == 0:
-            return f"{n // size} {unit}"
+        if n >= size:
+            return f"{n / size:.4g} {unit}"
     return f"{n:,} bytes"
 
 
@@ -74,7 +76,7 @@ LIMIT_DOCS = {
     "output_bytes": "one stream of a workload's output kept in its round folder",
     "parsed_values": "the readings a parser takes from one round's output",
 }
-DATA_BYTES = Limit("data_bytes", 2 * GiB, "bytes")
+DATA_BYTES = Limit("data_bytes", 1 * GiB, "bytes")
 DATA_LINE = Limit("data_line", 1 * MiB, "bytes")
 JSON_BYTES = Limit("json_bytes", 256 * MiB, "bytes")
 TRACE_BYTES = Limit("trace_bytes", 1 * GiB, "bytes")
@@ -98,18 +100,27 @@ ALL = (
 CHUNK = 1 * MiB
 
 
-def read_bounded(path: str | Path, limit: Limit, *, name: str | None = None) -> bytes:
+def read_bounded(
+    path: str | Path,
+    limit: Limit,
+    *,
+    name: str | None = None,
+    text: bool = False,
+    max_line: Limit | None = None,
+) -> bytes:
     """The bytes of ``path``, refused (BadInput) as soon as more than ``limit`` arrive; a
-    regular file over the limit is refused from its size, before anything is read. Missing
-    files and OS errors are BadInput naming the file too."""
+    regular file over the limit is refused from its size, before anything is read. ``text``:
+    a NUL byte is refused where it arrives (``/dev/zero`` costs one block, not the limit);
+    ``max_line``: so is a line longer than that. Missing files and OS errors are BadInput
+    naming the file too."""
     where = name or str(path)
     cap = limit.value()
     try:
         with open(path, "rb") as handle:
             info = os.fstat(handle.fileno())
             if stat.S_ISREG(info.st_mode) and info.st_size > cap:
-                raise limit.refuse(where, f"{_human(info.st_size, 'bytes')}")
-            return read_stream_bounded(handle, limit, where)
+                raise limit.refuse(where, _human(info.st_size, "bytes"))
+            return read_stream_bounded(handle, limit, where, text=text, max_line=max_line)
     except FileNotFoundError:
         raise BadInput(where, "no such file") from None
     except IsADirectoryError:
@@ -120,20 +131,46 @@ def read_bounded(path: str | Path, limit: Limit, *, name: str | None = None) -> 
         raise BadInput(where, f"cannot read ({exc.strerror or exc})") from None
 
 
-def read_stream_bounded(handle: object, limit: Limit, where: str) -> bytes:
-    """Read a binary stream to its end, refusing it once it passes ``limit``."""
+def read_stream_bounded(
+    handle: object,
+    limit: Limit,
+    where: str,
+    *,
+    text: bool = False,
+    max_line: Limit | None = None,
+) -> bytes:
+    """Read a binary stream to its end, refusing it once it passes ``limit`` (and, as for
+    :func:`read_bounded`, at a NUL byte with ``text`` or a line over ``max_line``)."""
     cap = limit.value()
+    line_cap = max_line.value() if max_line is not None else None
+    chunk_size = min(CHUNK, line_cap) if line_cap else CHUNK
     parts: list[bytes] = []
     total = 0
+    since_newline = 0
     read = handle.read  # type: ignore[attr-defined]
     while True:
-        chunk = read(min(CHUNK, cap + 1 - total))
+        chunk = read(min(chunk_size, cap + 1 - total))
         if not chunk:
             return b"".join(parts)
+        if text:
+            nul = chunk.find(b"\x00")
+            if nul >= 0:
+                raise BadInput(
+                    where, f"binary data (a NUL byte at byte {total + nul}), expected text"
+                )
+        if line_cap is not None and max_line is not None:
+            first = chunk.find(b"\n")
+            if (first if first >= 0 else len(chunk)) + since_newline > line_cap:
+                line = sum(part.count(b"\n") for part in parts) + 1
+                raise max_line.refuse(f"{where}:{line}")
+            if first >= 0:
+                since_newline = len(chunk) - chunk.rfind(b"\n") - 1
+            else:
+                since_newline += len(chunk)
         parts.append(chunk)
         total += len(chunk)
         if total > cap:
-            raise limit.refuse(where, "more than that")
+            raise limit.refuse(where)
 
 
 def decode_utf8(data: bytes, where: str, expected: str) -> str:
@@ -148,4 +185,4 @@ def decode_utf8(data: bytes, where: str, expected: str) -> str:
 
 def read_text_bounded(path: str | Path, limit: Limit, expected: str) -> str:
     """:func:`read_bounded` then :func:`decode_utf8`."""
-    return decode_utf8(read_bounded(path, limit), str(path), expected)
+    return decode_utf8(read_bounded(path, limit, text=True), str(path), expected)

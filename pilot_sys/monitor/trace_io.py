@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from pydantic import ValidationError
 
 from pilot_sys.errors import BadInput, InsufficientData
+from pilot_sys.limits import TRACE_BYTES, decode_utf8, read_bounded
 from pilot_sys.monitor.trace import MonitorTrace
 
 #: Where a result directory keeps its monitor samples, in the order they are looked for.
@@ -49,20 +50,10 @@ class LoadedTrace:
 
 
 def _read_trace_file(path: Path) -> MonitorTrace:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(str(path), "no such file or directory") from None
-    except IsADirectoryError:
-        raise BadInput(str(path), "is a directory without monitor.json or monitor/*.json") from None
-    except PermissionError:
-        raise BadInput(str(path), "permission denied") from None
-    except UnicodeDecodeError as exc:
-        raise BadInput(
-            str(path), f"not UTF-8 text (byte {exc.start}); expected a monitor trace (JSON)"
-        ) from None
-    except OSError as exc:
-        raise BadInput(str(path), f"cannot read ({exc.strerror or exc})") from None
+    if path.is_dir():
+        raise BadInput(str(path), "is a directory without monitor.json or monitor/*.json")
+    data = read_bounded(path, TRACE_BYTES, text=True)  # bounded: /dev/zero is one line
+    text = decode_utf8(data, str(path), "a monitor trace (JSON)")
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:

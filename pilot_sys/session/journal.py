@@ -38,7 +38,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from pilot_sys import __version__
 from pilot_sys.errors import BadInput, ExitCode, PilotError
-from pilot_sys.limits import JOURNAL_BYTES, JSON_BYTES, read_bounded
+from pilot_sys.limits import JOURNAL_BYTES, JSON_BYTES, TRACE_BYTES, read_bounded
 from pilot_sys.safefile import create_exclusive, open_nofollow, replace_file
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal_integrity import (
@@ -809,8 +809,8 @@ class Journal:
         if not path.is_file():
             return None
         try:
-            return MonitorTrace.model_validate_json(path.read_bytes())
-        except (ValidationError, json.JSONDecodeError):
+            return MonitorTrace.model_validate_json(read_bounded(path, TRACE_BYTES))
+        except (ValidationError, json.JSONDecodeError, BadInput):
             return None
 
     def rounds_of(self, workload: str) -> list[RoundRecord]:
