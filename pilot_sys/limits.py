@@ -84,7 +84,7 @@ JOURNAL_BYTES = Limit("journal_bytes", 1 * GiB, "bytes")
 UNITS_BYTES = Limit("units_bytes", 1 * GiB, "bytes")
 GRAPH_NODES = Limit("graph_nodes", 1_000_000, "nodes")
 OUTPUT_BYTES = Limit("output_bytes", 256 * MiB, "bytes")
-PARSED_VALUES = Limit("parsed_values", 10_000_000, "values")
+PARSED_VALUES = Limit("parsed_values", 1_000_000, "values")
 ALL = (
     DATA_BYTES,
     DATA_LINE,
