@@ -7,7 +7,8 @@ Stop rules, checked before every round (the Pilot paper, §III-E, §III-F):
 - the session limit or ``max_rounds`` -> limit reached; the limit counts the session's time:
   this invocation's, plus that of earlier ones (``--resume``; ``elapsed_before``), never the
   idle gaps between them;
-- Ctrl-C or SIGTERM -> interrupted (the round in flight is set aside, all earlier ones kept);
+- Ctrl-C, SIGTERM or SIGHUP -> interrupted (the round in flight is set aside, all earlier
+  ones kept);
 - a round whose workload failed -> workload failure (the failed round is journaled too).
 
 Each round is written to the journal as soon as it ends; its fsyncs (journal line, unit
@@ -36,6 +37,7 @@ from pilot_sys.errors import PilotError, WorkloadFailed
 from pilot_sys.session import statsapi
 from pilot_sys.session.analysis import TrackAnalysis
 from pilot_sys.session.config import SessionConfig
+from pilot_sys.session.finishing import SIGNALS as STOP_SIGNALS
 from pilot_sys.session.journal import (
     Journal,
     JournalWriteFailed,
@@ -222,8 +224,7 @@ class Engine:
         # scipy.stats imports take seconds: pay them before round 1, not after it
         statsapi.preload()
         start = time.monotonic()
-        old_int = signal.signal(signal.SIGINT, self._on_signal)
-        old_term = signal.signal(signal.SIGTERM, self._on_signal)
+        saved = {sig: signal.signal(sig, self._on_signal) for sig in STOP_SIGNALS}
         pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="pilot-fsync")
         self._batch = SyncBatch(pool)
         self._workload_end: float | None = None  # perf_counter at the end of the last workload run
@@ -256,8 +257,8 @@ class Engine:
                     self.progress.emit(Note(str(exc), loud=True))
                     return outcome(StopReason.DISK_FULL, str(exc))
         finally:
-            signal.signal(signal.SIGINT, old_int)
-            signal.signal(signal.SIGTERM, old_term)
+            for sig, handler in saved.items():
+                signal.signal(sig, handler)
             pool.shutdown(wait=True)
 
     _last_failure: str | None = None

@@ -17,6 +17,7 @@ import psutil
 from pydantic import BaseModel
 
 from pilot_sys.errors import BadInput, WorkloadFailed
+from pilot_sys.workload.orphan_guard import Guard, end_escaped, new_mark
 
 GRACE_SECONDS = 3.0  # SIGTERM first, SIGKILL after this long
 
@@ -29,6 +30,7 @@ class ProcessResult(BaseModel):
     returncode: int
     duration: float  # wall seconds from start to exit
     leftovers_killed: int = 0  # processes the command left running in its group
+    escaped: list[str] = []  # "pid name" of descendants that left the group (setsid), ended
 
 
 def _is_gone(proc: psutil.Process) -> bool:
@@ -116,7 +118,11 @@ def run_process(
     cwd: Path,
     timeout: float | None,
 ) -> ProcessResult:
-    """Run ``argv`` to completion with its output in files; raise on timeout, kill on interrupt."""
+    """Run ``argv`` to completion with its output in files; raise on timeout, kill on interrupt.
+
+    The round is marked and guarded (orphan_guard): its group and every descendant are killed
+    even when pilot-sys is (kill -9), and descendants that left the group are ended after it."""
+    variable, mark = new_mark()
     with stdout.open("wb") as out, stderr.open("wb") as err:
         start = time.perf_counter()
         try:
@@ -125,7 +131,7 @@ def run_process(
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
-                env=env,
+                env={**env, variable: mark},
                 cwd=cwd,
                 start_new_session=True,
             )
@@ -133,18 +139,30 @@ def run_process(
             raise BadInput(argv[0], "command not found (check the spelling and PATH)") from None
         except PermissionError:
             raise BadInput(argv[0], "permission denied: not executable by this user") from None
+        guard: Guard | None = None
         try:
+            guard = Guard(proc.pid, mark)  # inside: a Ctrl-C while it starts still ends the round
             returncode = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             kill_tree(proc)
+            end_escaped(mark)
+            if guard is not None:
+                guard.release()
             raise WorkloadTimeout(
                 f"{os.path.basename(argv[0])}: round timed out after {timeout:g} s; "
                 "the command and its child processes were killed"
             ) from None
         except BaseException:  # Ctrl-C or the engine stopping: leave nothing running
             kill_tree(proc)
+            end_escaped(mark)
+            if guard is not None:
+                guard.release()
             raise
         duration = time.perf_counter() - start
     # Cheap probe first: killpg(pgid, 0) fails at once when the group is empty (the usual case).
     leftovers = end_leftovers(proc.pid) if _signal_group(proc.pid, 0) else 0
-    return ProcessResult(returncode=returncode, duration=duration, leftovers_killed=leftovers)
+    escaped = end_escaped(mark)
+    guard.release()
+    return ProcessResult(
+        returncode=returncode, duration=duration, leftovers_killed=leftovers, escaped=escaped
+    )

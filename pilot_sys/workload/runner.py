@@ -307,6 +307,11 @@ class CommandWorkload:
                 f"{name}: {size:,} bytes of output, over the {OUTPUT_BYTES.variable} limit: "
                 f"the first {OUTPUT_BYTES.value():,} are kept"
             )
+        if result.escaped:
+            warnings.append(
+                f"ended {len(result.escaped)} process(es) that left the round's process group "
+                f"(setsid or a double fork) and outlived it: {', '.join(result.escaped[:5])}"
+            )
         if result.leftovers_killed:
             warnings.append(f"ended {result.leftovers_killed} process(es) the command left running")
         return RoundOutput(
