@@ -13,7 +13,6 @@ import click
 import pytest
 
 from pilot_sys.cli import cli
-from pilot_sys.cli.common import FiniteFloat, FiniteFloatRange
 from tests.hostile import cli_in_process, one_line_refusal
 
 
@@ -34,6 +33,8 @@ def _float_options() -> list[tuple[str, str]]:
 
 
 def test_every_float_option_of_every_command_refuses_non_finite_numbers() -> None:
+    from pilot_sys.cli.common import FiniteFloat, FiniteFloatRange
+
     floats = [
         (name, param.opts[0], type(param.type).__name__)
         for name, command in _commands()

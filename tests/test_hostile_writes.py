@@ -18,7 +18,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pilot_sys.safefile import create_new, replace_file
 from pilot_sys.session.journal import JOURNAL, Journal
 from tests.hostile import cli_in_process
 from tests.session_dirs import make_session
@@ -36,6 +35,8 @@ def victim(tmp_path: Path) -> Path:
 def test_a_named_output_replaces_a_planted_link_not_its_target(
     tmp_path: Path, victim: Path
 ) -> None:
+    from pilot_sys.safefile import replace_file
+
     out = tmp_path / "out.json"
     out.symlink_to(victim)
     replace_file(out, "{}")
@@ -48,6 +49,8 @@ def test_a_new_file_is_never_one_planted_under_its_name(tmp_path: Path, victim: 
     planted = [tmp_path / f".pilot-sys-seqio-{os.getpid()}.{s}" for s in ("probe", "tmp")]
     for path in planted:
         path.symlink_to(victim)
+    from pilot_sys.safefile import create_new
+
     fd, made = create_new(tmp_path, f".pilot-sys-seqio-{os.getpid()}.", ".probe")
     os.write(fd, b"x" * 4096)
     os.close(fd)
