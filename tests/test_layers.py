@@ -2,8 +2,7 @@
 
 Layers, lowest first: base (errors, units, quantity, palette, dataio, limits, safefile,
 plugin_loader) < stats < topology = workload < monitor = plugins < session < report < cli. A
-module may import its own
-layer or any lower one. Every import counts, wherever it is written: at module level, inside a
+module may import its own layer or any lower one. Every import counts, wherever it is written: at module level, inside a
 function (a lazy import still ties the two modules together), or under ``if TYPE_CHECKING`` (a
 type is a dependency too). The repository's top-level ``plugins/`` folder is the package
 ``pilot_sys.plugins`` (pyproject's ``package-dir``).
