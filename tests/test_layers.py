@@ -2,10 +2,10 @@
 
 Layers, lowest first: base (errors, units, quantity, palette, dataio, limits, safefile,
 plugin_loader) < stats < topology = workload < monitor = plugins < session < report < cli. A
-module may import its own layer or any lower one. Every import counts, wherever it is written: at module level, inside a
-function (a lazy import still ties the two modules together), or under ``if TYPE_CHECKING`` (a
-type is a dependency too). The repository's top-level ``plugins/`` folder is the package
-``pilot_sys.plugins`` (pyproject's ``package-dir``).
+module may import its own layer or any lower one. Every import counts, wherever it is written:
+at module level, inside a function (a lazy import still ties the two modules together), or
+under ``if TYPE_CHECKING`` (a type is a dependency too). The repository's top-level
+``plugins/`` folder is the package ``pilot_sys.plugins`` (pyproject's ``package-dir``).
 
 The package root ``pilot_sys`` is outside the layers: it holds the version that results record
 and the lazily loaded public API (``pilot_sys.benchmark``), so it is read by every layer and
