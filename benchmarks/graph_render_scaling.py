@@ -7,7 +7,8 @@ the ratio of the per-component times (the largest length against the smallest) s
 step is linear (about 1) whatever the machine's load. Run with PYTHONPATH pointing at another
 checkout to time that one (small lengths only: the old drawing does not finish at 1e5).
 
-usage: python3 benchmarks/graph_render_scaling.py [--sizes 1000,10000,100000] [--repeat 3]
+usage: PYTHONPATH=. python3 benchmarks/graph_render_scaling.py [--sizes 1000,10000,100000]
+       [--repeat 3]
 """
 
 from __future__ import annotations
