@@ -38,6 +38,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from pilot_sys.errors import BadInput
+from pilot_sys.limits import DATA_BYTES, DATA_LINE, read_stream_bounded
 from pilot_sys.quantity import Quantity, conversion_factor, parse_unit
 
 STDIN = "-"
@@ -160,18 +161,27 @@ class _Source:
 
 def _open_source(source: str) -> _Source:
     """The source as bytes on demand, with every OS problem a BadInput naming it."""
+    # every source is bounded while it is read (pilot_sys.limits): its size, its lines' length
+    bounds: dict[str, Any] = {"text": True, "max_line": DATA_LINE}
     if source == STDIN:
         # bytes, not sys.stdin's text layer: its locale and error handler would let binary through
         stream = getattr(sys.stdin, "buffer", None)
         if stream is None:  # stdin replaced by a text-only object (tests, embedding)
-            return _Source(STDIN_NAME, data=sys.stdin.read().encode("utf-8"))
-        return _Source(STDIN_NAME, data=stream.read())
+            stream = io.BytesIO(sys.stdin.read().encode("utf-8"))
+        return _Source(
+            STDIN_NAME, data=read_stream_bounded(stream, DATA_BYTES, STDIN_NAME, **bounds)
+        )
     path = Path(source)
     try:
         with path.open("rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
                 # a pipe such as bash's <(command) can be read only once: hold it like stdin
-                return _Source(source, data=handle.read())
+                return _Source(
+                    source, data=read_stream_bounded(handle, DATA_BYTES, source, **bounds)
+                )
+            if info.st_size > DATA_BYTES.value():
+                raise DATA_BYTES.refuse(source, f"{info.st_size / 2**30:.3g} GiB")
     except FileNotFoundError:
         raise BadInput(source, "no such file") from None
     except IsADirectoryError:
@@ -204,8 +214,13 @@ def _lines(src: _Source, start: int = 1, stop: int | None = None) -> Iterator[tu
     Lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (old Mac files), as for ``str.splitlines``.
     """
     number, offset = 0, 0
+    longest = DATA_LINE.value()
     with src.open() as handle:
-        for raw in handle:
+        while raw := handle.readline(longest + 1):
+            if len(raw) > longest and not raw.endswith(b"\n"):
+                if b"\r" not in raw:  # lone CRs end lines too (old Mac files): read those whole
+                    raise DATA_LINE.refuse(f"{src.name}:{number + 1}")
+                raw += handle.readline()
             text = _decode(src.name, raw, offset)
             if offset == 0:
                 text = text.removeprefix(_BOM)
@@ -498,6 +513,8 @@ def _chunks(src: _Source, lay: _Layout) -> Iterator[tuple[int, int, bytes]]:
                 return
             cut = data.rfind(b"\n") + 1 if block else len(data)
             if cut == 0:  # no newline yet in a very long line: read on
+                if len(data) > DATA_LINE.value():
+                    raise DATA_LINE.refuse(f"{src.name}:{line}")
                 carry = data
                 continue
             chunk, carry = data[:cut], data[cut:]

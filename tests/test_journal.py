@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pilot_sys.errors import BadInput
+from pilot_sys.session import journal as journal_module
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import (
     JOURNAL,
@@ -112,7 +113,7 @@ def test_a_damaged_line_in_the_middle_names_file_and_line(tmp_path: Path) -> Non
     assert err.value.where == f"{j.root / JOURNAL}:2"
 
 
-def test_disk_full_keeps_the_journal_whole(tmp_path: Path) -> None:
+def test_disk_full_keeps_the_journal_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A real ENOSPC from the kernel: /dev/full refuses every write."""
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full")
@@ -120,7 +121,12 @@ def test_disk_full_keeps_the_journal_whole(tmp_path: Path) -> None:
     j.append(_record(1))
     kept = (j.root / JOURNAL).read_bytes()
     (j.root / JOURNAL).rename(j.root / "kept.jsonl")
-    (j.root / JOURNAL).symlink_to("/dev/full")
+    real_open = journal_module.open_nofollow  # the journal refuses links: point the open there
+    monkeypatch.setattr(
+        journal_module,
+        "open_nofollow",
+        lambda path, flags, mode=0o644: real_open(Path("/dev/full"), flags & ~os.O_CREAT, mode),
+    )
     with pytest.raises(JournalWriteFailed) as err:
         j.append(_record(2))
     message = str(err.value)

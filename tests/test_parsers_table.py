@@ -88,7 +88,10 @@ def test_non_finite_values_are_reported_with_their_place_not_averaged() -> None:
     assert (lat.pi, lat.count, lat.total, lat.first, lat.line) == ("lat", 2, 4, "nan", 3)
     assert lat.where == "r1/stdout.txt:3:1"
     assert (ops.pi, ops.count, ops.first, ops.where) == ("ops", 1, "inf", "r1/stdout.txt:4:5")
-    assert lat.message() == "2 non-finite value(s) ('nan') of 4 in column 'lat', first at line 3"
+    assert lat.message() == (
+        "2 value(s) no statistics can use (NaN, infinite, or beyond 1e±140) ('nan') of 4 in "
+        "column 'lat', first at line 3"
+    )
     one = parse(CapturedOutput(stdout="3\nNaN\n"), one_column=True)
     assert [(n.pi, n.count, n.line) for n in one.non_finite] == [("value", 1, 2)]
     fine = parse(CapturedOutput(stdout="t,v\n0.1,nan\n0.2,3\n"))

@@ -358,7 +358,10 @@ def test_a_workload_printing_nan_fails_its_round_naming_the_line(tmp_path: Path)
     with pytest.raises(MalformedOutput) as err:
         workload.run_round(1, tmp_path / "r")
     assert err.value.where == f"{tmp_path / 'r' / 'stdout.txt'}:2:1"
-    problem = "1 non-finite value(s) ('nan') of 3 in column 'value', first at line 2"
+    problem = (
+        "1 value(s) no statistics can use (NaN, infinite, or beyond 1e±140) ('nan') of 3 in "
+        "column 'value', first at line 2"
+    )
     assert problem in err.value.problem
     with pytest.raises(MalformedOutput, match="'inf'.* in column 'rate'"):
         CommandWorkload(["printf", "rate\\ninf\\n"], parser="csv").run_round(1, tmp_path / "s")

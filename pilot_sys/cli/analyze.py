@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pilot_sys.cli.common import (
     CI_PERC_HELP,
+    FINITE_FLOAT,
     OneLineErrors,
     decimal_option,
     library_warnings_as_notes,
@@ -210,7 +211,7 @@ Exit status: 0 on success, 2 on bad input (one line naming the file:line:column)
 )
 @click.option(
     "--confidence",
-    type=float,
+    type=FINITE_FLOAT,
     default=0.95,
     show_default=True,
     help="Confidence level of the interval.",
@@ -218,14 +219,14 @@ Exit status: 0 on success, 2 on bad input (one line naming the file:line:column)
 @click.option("--ci-perc", default=None, metavar="PCT", help=f"{CI_PERC_HELP}  [default: 10]")
 @click.option(
     "--ci-abs",
-    type=float,
+    type=FINITE_FLOAT,
     default=None,
     metavar="X",
     help="Target CI width as an absolute value (overrides --ci-perc).",
 )
 @click.option(
     "--autocorr-limit",
-    type=float,
+    type=FINITE_FLOAT,
     default=0.1,
     show_default=True,
     help="Largest |lag-1 autocorrelation| of subsession means.",

@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pilot_sys.cli.common import decimal_option, library_warnings_as_notes, save_figure
+from pilot_sys.cli.common import (
+    FINITE_FLOAT,
+    decimal_option,
+    library_warnings_as_notes,
+    save_figure,
+)
 from pilot_sys.errors import BadInput
 
 if TYPE_CHECKING:  # numpy, scipy and matplotlib load only when the command runs
@@ -243,7 +248,7 @@ Exit status: 0 on success (also for a series too short to show a change),
 )
 @click.option(
     "--significance",
-    type=float,
+    type=FINITE_FLOAT,
     default=0.01,
     show_default=True,
     help="False-alarm rate of each split test on data without a change.",

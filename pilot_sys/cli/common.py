@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from pilot_sys.errors import BadInput
+from pilot_sys.safefile import save_figure_safely
 
 # --ci-perc: one meaning for every command (run, analyze, compare --run)
 CI_PERC_HELP = (
@@ -129,8 +130,37 @@ def save_figure(fig: Any, path: str | Path, *, option: str = "--plot", dpi: int 
     import matplotlib.pyplot as plt
 
     try:
-        fig.savefig(path, dpi=dpi)
+        save_figure_safely(fig, path, dpi=dpi)
     except OSError as exc:
         raise BadInput(option, f"{path}: cannot write ({exc.strerror or exc})") from None
     finally:
         plt.close(fig)
+
+
+class FiniteFloat(click.types.FloatParamType):
+    """A float option that refuses ``nan`` and ``inf``: click's ``float`` accepts both, and a
+    non-finite bound or timeout silently means "none" (every comparison with nan is False).
+    Every float option of every command uses this type (tests/test_hostile_options.py checks)."""
+
+    name = "finite float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click's ``FloatRange`` without nan and inf (which its comparisons let through)."""
+
+    name = "finite float range"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = click.types.FloatParamType.convert(self, value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+FINITE_FLOAT = FiniteFloat()

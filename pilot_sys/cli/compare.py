@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from pilot_sys import units
+from pilot_sys.cli.common import FINITE_FLOAT
 from pilot_sys.errors import BadInput
 from pilot_sys.redaction import redact_all
 from pilot_sys.stats.ci import Summary
@@ -86,18 +87,22 @@ input; with --run the exit codes of `pilot-sys run` (0 all separated, 4 limit re
     help="arithmetic: times and sizes; harmonic: rates (throughput); proportion: 0/1 outcomes.",
 )
 @click.option(
-    "--confidence", type=float, default=0.95, show_default=True, help="Confidence level of the CIs."
+    "--confidence",
+    type=FINITE_FLOAT,
+    default=0.95,
+    show_default=True,
+    help="Confidence level of the CIs.",
 )
 @click.option(
     "--threshold",
-    type=float,
+    type=FINITE_FLOAT,
     default=0.01,
     show_default=True,
     help="p-value below which the difference is significant.",
 )
 @click.option(
     "--autocorr-limit",
-    type=float,
+    type=FINITE_FLOAT,
     default=0.1,
     show_default=True,
     help="Largest |lag-1 autocorrelation| of subsession means.",
@@ -123,7 +128,7 @@ input; with --run the exit codes of `pilot-sys run` (0 all separated, 4 limit re
 @click.option(
     "-s",
     "--session-limit",
-    type=float,
+    type=FINITE_FLOAT,
     metavar="SECONDS",
     help="--run: stop after this long (0: no limit).",
 )
@@ -149,7 +154,7 @@ input; with --run the exit codes of `pilot-sys run` (0 all separated, 4 limit re
     help="--run: name of the work amount's unit, for reports (e.g. MiB, requests).",
 )
 @click.option(
-    "--timeout", type=float, metavar="SECONDS", help="--run: kill a round that runs longer."
+    "--timeout", type=FINITE_FLOAT, metavar="SECONDS", help="--run: kill a round that runs longer."
 )
 @click.option(
     "--cut",

@@ -7,14 +7,16 @@ import os
 import sys
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 
 import click
 
 from pilot_sys.cli.common import OneLineErrors
 from pilot_sys.errors import BadInput
+from pilot_sys.safefile import replace_file
 
 PICTURE_SUFFIXES = (".png", ".svg", ".pdf")
+
+PRETTY_JSON_NODES = 2000  # --json is indented up to this many components
 
 
 def _writable(option: str, path: str | None) -> None:
@@ -178,9 +180,7 @@ def graph(
         if graphml:
             _write("--graphml", graphml, lambda: graphio.write_graphml(shown, graphml))
         if dot:
-            _write(
-                "--dot", dot, lambda: Path(dot).write_text(graphio.to_dot(shown), encoding="utf-8")
-            )
+            _write("--dot", dot, lambda: replace_file(dot, graphio.to_dot(shown)))
         highlight = [data_path.cut] if data_path and data_path.cut else []
         for option, picture in (("--png", png), ("--svg", svg)):
             if picture:
@@ -196,7 +196,10 @@ def graph(
 
             payload["devices"] = nx.node_link_data(device_graph(shown), edges="links")
         payload["notes"] = notes
-        click.echo(json.dumps(payload, indent=2))
+        # indented for a host's graph; one line (the C encoder, several times faster) for a
+        # loaded graph of thousands of components, which no one reads by eye
+        big = len(payload.get("nodes", [])) > PRETTY_JSON_NODES
+        click.echo(json.dumps(payload, indent=None if big else 2))
         return
 
     from rich.console import Console

@@ -12,8 +12,9 @@ from typing import Any
 import click
 
 from pilot_sys import units
-from pilot_sys.cli.common import OneLineErrors
+from pilot_sys.cli.common import FINITE_FLOAT, OneLineErrors
 from pilot_sys.errors import BadInput, ExitCode
+from pilot_sys.safefile import replace_file
 
 PICTURE_SUFFIXES = (".png", ".svg", ".pdf")
 PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
@@ -34,14 +35,12 @@ def _writable(option: str, path: str | None) -> None:
         raise BadInput(
             option, f"{path}: the picture format comes from the suffix; use .png, .svg or .pdf"
         )
-    existed = os.path.exists(path)
-    try:
-        with open(path, "a", encoding="utf-8"):
-            pass
-    except OSError as exc:
-        raise BadInput(option, f"{path}: cannot write ({exc.strerror or exc})") from None
-    if not existed:
-        os.unlink(path)
+    # the file is written beside and renamed over the name (pilot_sys.safefile): the directory
+    # must take a new file; nothing is created here, so a planted link is never followed
+    if os.path.isdir(path):
+        raise BadInput(option, f"{path}: is a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise BadInput(option, f"{path}: cannot write (directory {parent} is not writable)")
 
 
 def _save_elsewhere(result: Any) -> str | None:
@@ -62,7 +61,7 @@ def _write_outputs(result: Any, json_path: str | None, plot_path: str | None, er
     be drawn does not cost the JSON."""
     if json_path:
         try:
-            Path(json_path).write_text(result.trace.model_dump_json(indent=1), encoding="utf-8")
+            replace_file(json_path, result.trace.model_dump_json(indent=1))
         except OSError as exc:
             rescue = _save_elsewhere(result)
             kept = f"; the trace was saved to {rescue} instead" if rescue else ""
@@ -212,7 +211,7 @@ Ctrl-C (what was measured is still written).
 @click.argument("cmd", nargs=-1, required=False, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 @click.option(
     "--rate",
-    type=float,
+    type=FINITE_FLOAT,
     default=10.0,
     show_default=True,
     metavar="HZ",
@@ -227,14 +226,14 @@ Ctrl-C (what was measured is still written).
 )
 @click.option(
     "--threshold",
-    type=float,
+    type=FINITE_FLOAT,
     default=0.8,
     show_default=True,
     help="Utilization above which a component counts as saturated.",
 )
 @click.option(
     "--max-hot-fraction",
-    type=float,
+    type=FINITE_FLOAT,
     default=0.10,
     show_default=True,
     help="A component other than the CUT may be above the threshold for at most this "

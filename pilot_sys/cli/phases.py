@@ -14,13 +14,19 @@ import click
 import numpy as np
 from pydantic import BaseModel, Field
 
-from pilot_sys.cli.common import OneLineErrors, library_warnings_as_notes, save_figure
+from pilot_sys.cli.common import (
+    FiniteFloatRange,
+    OneLineErrors,
+    library_warnings_as_notes,
+    save_figure,
+)
 from pilot_sys.errors import BadInput
 from pilot_sys.monitor.phase_traces import WORKLOAD_SERIES
 from pilot_sys.monitor.trace_io import (
     MIN_SAMPLES,
     LoadedTrace,
     MetricMatrix,
+    grid_samples,
     load_traces,
     metric_matrix,
 )
@@ -104,19 +110,20 @@ def _signature_report(
     )
 
 
-def load_path(path: str) -> list[LoadedTrace]:
+def load_path(path: str, rate_hz: float | None = None) -> list[LoadedTrace]:
     """The traces one argument names: a trace file, a session's result directory (each round's
     ``rounds/NNNN/monitor.json``, in journal order), or a directory holding ``monitor.json``
     or ``monitor/*.json``."""
     root = Path(path)
     if root.is_dir() and (root / "session.json").is_file():
-        return _session_traces(root)
+        return _session_traces(root, rate_hz)
     return load_traces(path)
 
 
-def _session_traces(root: Path) -> list[LoadedTrace]:
-    """Every journaled round's monitor trace; rounds with too few samples for transitions are
-    left out, and said so on stderr."""
+def _session_traces(root: Path, rate_hz: float | None = None) -> list[LoadedTrace]:
+    """Every journaled round's monitor trace; rounds with too few samples for transitions (on
+    the analysis grid at ``rate_hz``, as the analysis counts them) are left out, and said so
+    on stderr."""
     from pilot_sys.session.journal import Journal
 
     journal = Journal.open(root, repair=False)
@@ -132,6 +139,9 @@ def _session_traces(root: Path) -> list[LoadedTrace]:
             short.append(rec.index)
             continue
         loaded = load_traces(str(path))[0]
+        if grid_samples(loaded.trace, rate_hz) < MIN_SAMPLES:
+            short.append(rec.index)
+            continue
         found.append(LoadedTrace(loaded.trace, loaded.path, f"{path} (round {rec.index})"))
     if short:
         listed = ", ".join(map(str, short[:8])) + (" ..." if len(short) > 8 else "")
@@ -148,8 +158,8 @@ def _session_traces(root: Path) -> list[LoadedTrace]:
     return found
 
 
-def _load_all(paths: tuple[str, ...]) -> list[LoadedTrace]:
-    return [lt for p in paths for lt in load_path(p)]
+def _load_all(paths: tuple[str, ...], rate_hz: float | None = None) -> list[LoadedTrace]:
+    return [lt for p in paths for lt in load_path(p, rate_hz)]
 
 
 def _times(seconds: list[float], limit: int = 12) -> str:
@@ -234,7 +244,7 @@ def build_report(
     threshold = params.match_threshold
     base_notes: list[str] = []
     if baseline_path is not None:
-        candidates = load_path(baseline_path)
+        candidates = load_path(baseline_path, rate_hz)
     else:
         candidates, run_traces = run_traces[:1], run_traces[1:]
         base_notes.append("no --baseline: the first run is the baseline")
@@ -311,14 +321,14 @@ Exit status: 0 whatever the verdicts (they are in the output), 2 on bad input.
 )
 @click.option(
     "--threshold",
-    type=click.FloatRange(min=0.0),
+    type=FiniteFloatRange(min=0.0),
     default=DEFAULT_MATCH_THRESHOLD,
     show_default=True,
     help="Matching score at or above which a run matches.",
 )
 @click.option(
     "--transition-threshold",
-    type=click.FloatRange(min=0.0, max=1.0, min_open=True, max_open=True),
+    type=FiniteFloatRange(min=0.0, max=1.0, min_open=True, max_open=True),
     default=DEFAULT_TRANSITION_THRESHOLD,
     show_default=True,
     help="Composite similarity S above which successive samples are a transition.",
@@ -353,7 +363,7 @@ Exit status: 0 whatever the verdicts (they are in the output), 2 on bad input.
 @click.option(
     "--rate",
     "rate_hz",
-    type=click.FloatRange(min=0.0, min_open=True),
+    type=FiniteFloatRange(min=0.0, min_open=True),
     default=None,
     help="Resample every run to this rate in Hz (default: the baseline's).",
 )
@@ -422,7 +432,9 @@ def phases(
         if globs:
             raise BadInput("--workload", "choose either --workload or --metrics")
         globs = list(WORKLOAD_SERIES)
-    report, base, results = build_report(_load_all(runs), baseline_path, params, globs, rate_hz)
+    report, base, results = build_report(
+        _load_all(runs, rate_hz), baseline_path, params, globs, rate_hz
+    )
     if plot_path is not None:
         _plot(plot_path, base, results, params)
     if as_json:

@@ -8,7 +8,12 @@ from pathlib import Path
 
 import click
 
-from pilot_sys.cli.common import CI_PERC_HELP, library_warnings_as_notes, parse_percent
+from pilot_sys.cli.common import (
+    CI_PERC_HELP,
+    FINITE_FLOAT,
+    library_warnings_as_notes,
+    parse_percent,
+)
 from pilot_sys.errors import BadInput
 from pilot_sys.redaction import redact_all
 
@@ -166,14 +171,14 @@ class RunCommand(click.Command):
 @click.option(
     "-s",
     "--session-limit",
-    type=float,
+    type=FINITE_FLOAT,
     metavar="SECONDS",
     help="Stop after this much session time (0: no limit): every invocation's, --resume "
     "included, not the gaps between them. Default: the preset's (table below).",
 )
 @click.option("--ci-perc", metavar="PCT", help=f"{CI_PERC_HELP} Default: the preset's.")
 @click.option(
-    "--confidence", type=float, help="Confidence level of the CIs. Default: the preset's."
+    "--confidence", type=FINITE_FLOAT, help="Confidence level of the CIs. Default: the preset's."
 )
 @click.option(
     "--preset",
@@ -188,17 +193,17 @@ class RunCommand(click.Command):
 @click.option("--max-rounds", type=int, help="Stop after this many rounds.")
 @click.option(
     "--first-result",
-    type=float,
+    type=FINITE_FLOAT,
     metavar="SECONDS",
     help="t of the k heuristic: a first rough result within t seconds.",
 )
 @click.option(
     "--min-round-seconds",
-    type=float,
+    type=FINITE_FLOAT,
     help="Shorter rounds are stored but not analysed. Default: the preset's.",
 )
 @click.option(
-    "--max-round-seconds", type=float, help="Longest planned round. Default: the preset's."
+    "--max-round-seconds", type=FINITE_FLOAT, help="Longest planned round. Default: the preset's."
 )
 @click.option(
     "--parser",
@@ -215,7 +220,7 @@ class RunCommand(click.Command):
 )
 @click.option(
     "--timeout",
-    type=float,
+    type=FINITE_FLOAT,
     metavar="SECONDS",
     help="Kill a round that runs longer (a workload failure).",
 )
@@ -267,7 +272,7 @@ class RunCommand(click.Command):
 )
 @click.option(
     "--sample-rate",
-    type=float,
+    type=FINITE_FLOAT,
     metavar="HZ",
     help="Monitor sampling rate, above 0 and at most USER_HZ (100 Hz on Linux: the "
     "CPU counters' tick; faster reads the same counts). Default 10 Hz.",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pilot_sys.cli.changepoints import check_plot_path, load_series, save_figure
-from pilot_sys.cli.common import decimal_option, library_warnings_as_notes
+from pilot_sys.cli.common import FINITE_FLOAT, decimal_option, library_warnings_as_notes
 from pilot_sys.errors import BadInput, InsufficientData
 
 if TYPE_CHECKING:
@@ -216,7 +216,11 @@ short to show one), 2 on bad input.""",
     "dual-gate: windowed median and p99.9.",
 )
 @click.option(
-    "--tolerance", type=float, default=0.05, show_default=True, help="Level difference that counts."
+    "--tolerance",
+    type=FINITE_FLOAT,
+    default=0.05,
+    show_default=True,
+    help="Level difference that counts.",
 )
 @click.option("--window", type=int, metavar="N", help="Iterations per window (dual-gate).")
 @click.option(

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from pilot_sys import units
-from pilot_sys.cli.common import save_figure
+from pilot_sys.cli.common import FINITE_FLOAT, save_figure
 from pilot_sys.errors import BadInput, ExitCode
 
 if TYPE_CHECKING:  # the method's modules load numpy and scipy: only when the command runs
@@ -224,7 +226,7 @@ Exit codes (a script can act on each):
 )
 @click.option(
     "--max-rate",
-    type=float,
+    type=FINITE_FLOAT,
     default=None,
     help="Fastest rate to consider, Hz [default: USER_HZ, the per-CPU counters' tick].",
 )
@@ -244,7 +246,7 @@ Exit codes (a script can act on each):
 )
 @click.option(
     "--trim",
-    type=float,
+    type=FINITE_FLOAT,
     default=0.0,
     show_default=True,
     help="Fraction trimmed from each end of each arm (Yuen's test) so that rounds hit by other "
@@ -252,14 +254,14 @@ Exit codes (a script can act on each):
 )
 @click.option(
     "--confidence",
-    type=float,
+    type=FINITE_FLOAT,
     default=0.95,
     show_default=True,
     help="Confidence level of the overhead's interval, which must lie within the budget.",
 )
 @click.option(
     "--work-amount",
-    type=float,
+    type=FINITE_FLOAT,
     default=1.0,
     show_default=True,
     help="Value of %WORK_AMOUNT% in the command.",
@@ -270,7 +272,9 @@ Exit codes (a script can act on each):
     show_default=True,
     help="Performance index to compare: 'duration' or a reading the workload reports.",
 )
-@click.option("--timeout", type=float, default=None, help="Seconds before a round is killed.")
+@click.option(
+    "--timeout", type=FINITE_FLOAT, default=None, help="Seconds before a round is killed."
+)
 @click.option("--seed", type=int, default=None, help="Seed of the randomised round order.")
 @click.option(
     "--keep",
@@ -324,6 +328,8 @@ def tune(
     from pilot_sys.topology.remote_hosts import parse_host_specs
 
     hosts = parse_host_specs(host_specs)
+    if keep is not None:
+        _check_keep(keep)
     budget_value = parse_budget(budget)
     spike_s = parse_duration(min_spike, "--min-spike")
     if max_measurements < 1:
@@ -427,3 +433,18 @@ def _higher_is_better(workload: Workload, pi: str) -> bool | None:
         if spec.name == pi:
             return bool(spec.higher_is_better)
     return None
+
+
+def _check_keep(keep: Path) -> None:
+    """--keep names a new or empty directory this user can write: the rounds' folders are made
+    in it (never into folders or links already there), and a path that cannot take them is bad
+    input before anything is measured."""
+    try:
+        keep.mkdir(parents=True, exist_ok=True)
+        if any(keep.iterdir()):
+            raise BadInput("--keep", f"{keep}: not empty; choose a new or empty directory")
+        os.rmdir(tempfile.mkdtemp(prefix=".pilot-sys-keep-", dir=keep))
+    except OSError as exc:
+        raise BadInput(
+            "--keep", f"{keep}: cannot keep rounds there ({exc.strerror or exc})"
+        ) from None

@@ -415,6 +415,8 @@ class WorkloadProbe:
         before and torn down after the round, so only its sampling falls inside the round."""
         self._round += 1
         round_dir = self.workdir / f"round-{self._round:04d}"
+        if round_dir.is_symlink():  # never write a round's output through a planted link
+            raise BadInput(str(round_dir), "is a symbolic link; rounds are kept in real folders")
         round_dir.mkdir(parents=True, exist_ok=True)
         sampler = self.sampler_factory(rate_hz) if rate_hz is not None else None
         if sampler is not None:

@@ -22,6 +22,7 @@ import numpy as np
 from pilot_sys import palette, units
 from pilot_sys.monitor.bottleneck import ALWAYS_ON_PATH, BUSIEST_CORE, ComponentStats, Verdict
 from pilot_sys.monitor.trace import MonitorTrace
+from pilot_sys.safefile import save_figure_safely
 
 MAX_LINES = 12  # more lines than this on one axis stop being readable
 OTHERS = "others (max)"
@@ -462,7 +463,7 @@ def draw(
     ax.set_ylim(0, layout.height)
     ax.set_axis_off()
     render_layout(ax, layout)
-    fig.savefig(path, dpi=110)
+    save_figure_safely(fig, path, dpi=110)
     plt.close(fig)
 
 

@@ -71,6 +71,7 @@ from pilot_sys.monitor.source_runner import (
 )
 from pilot_sys.monitor.trace import MonitorTrace, SourceTrace
 from pilot_sys.plugin_loader import load_plugins
+from pilot_sys.safefile import replace_file, replace_file_with
 
 MIN_CHUNK_ROWS = 64
 MAX_CHUNK_ROWS = 1 << 16
@@ -337,7 +338,7 @@ class Sampler:
             raise RuntimeError("a Sampler is started once; make a new one for another recording")
         if self.spill_dir is not None:  # the spilled chunks are readable on their own
             self.spill_dir.mkdir(parents=True, exist_ok=True)
-            (self.spill_dir / "columns.json").write_text(json.dumps(self._describe(), indent=1))
+            replace_file(self.spill_dir / "columns.json", json.dumps(self._describe(), indent=1))
         self._thread = threading.Thread(target=self._run, name="pilot-sys-sampler", daemon=True)
         self._thread.start()
         self._ready.wait(5.0)
@@ -626,8 +627,9 @@ class Sampler:
             seq = len(self._spilled)
             raw_path = self.spill_dir / f"samples-{seq:05d}.npy"
             t_path = self.spill_dir / f"times-{seq:05d}.npy"
-            np.save(raw_path, self._buf)
-            np.save(t_path, self._times)
+            # the spill directory may be the user's: never write through a planted link
+            replace_file_with(raw_path, lambda fh: np.save(fh, self._buf), sync=False)
+            replace_file_with(t_path, lambda fh: np.save(fh, self._times), sync=False)
             self._spilled.append((raw_path, t_path))
         else:
             self._chunks.append((self._buf, self._times))

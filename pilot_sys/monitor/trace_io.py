@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from pydantic import ValidationError
 
 from pilot_sys.errors import BadInput, InsufficientData
+from pilot_sys.limits import TRACE_BYTES, decode_utf8, read_bounded
 from pilot_sys.monitor.trace import MonitorTrace
 
 #: Where a result directory keeps its monitor samples, in the order they are looked for.
@@ -30,6 +31,17 @@ MIN_SAMPLES = 3
 MAX_GRID_SAMPLES = 10_000_000
 
 
+def grid_samples(trace: MonitorTrace, rate_hz: float | None = None) -> int:
+    """Samples the trace has once put on the analysis grid at ``rate_hz`` (its own rate by
+    default): what MIN_SAMPLES is checked against, so a caller leaving short traces out
+    judges them as the analysis will."""
+    if not trace.timestamps:
+        return 0
+    rate = float(rate_hz or trace.rate_hz)
+    span = float(trace.timestamps[-1]) - float(trace.timestamps[0])
+    return int(np.floor(span * rate + 1e-9)) + 1
+
+
 @dataclass(frozen=True)
 class LoadedTrace:
     trace: MonitorTrace
@@ -38,20 +50,10 @@ class LoadedTrace:
 
 
 def _read_trace_file(path: Path) -> MonitorTrace:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(str(path), "no such file or directory") from None
-    except IsADirectoryError:
-        raise BadInput(str(path), "is a directory without monitor.json or monitor/*.json") from None
-    except PermissionError:
-        raise BadInput(str(path), "permission denied") from None
-    except UnicodeDecodeError as exc:
-        raise BadInput(
-            str(path), f"not UTF-8 text (byte {exc.start}); expected a monitor trace (JSON)"
-        ) from None
-    except OSError as exc:
-        raise BadInput(str(path), f"cannot read ({exc.strerror or exc})") from None
+    if path.is_dir():
+        raise BadInput(str(path), "is a directory without monitor.json or monitor/*.json")
+    data = read_bounded(path, TRACE_BYTES, text=True)  # bounded: /dev/zero is one line
+    text = decode_utf8(data, str(path), "a monitor trace (JSON)")
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -245,7 +247,7 @@ def metric_matrix(
     rate = float(rate_hz or trace.rate_hz)
     t = np.asarray(trace.timestamps, dtype=float)
     span = t[-1] - t[0]
-    count = int(np.floor(span * rate + 1e-9)) + 1
+    count = grid_samples(trace, rate)
     if count > MAX_GRID_SAMPLES:  # a mistyped --rate must not exhaust memory
         raise BadInput(
             "--rate",

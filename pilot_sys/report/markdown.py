@@ -15,6 +15,7 @@ from pathlib import Path
 from pilot_sys import units
 from pilot_sys.monitor.bottleneck_culprits import culprit_words
 from pilot_sys.report.gpu_section import gpu_lines
+from pilot_sys.report.md_escape import escape_html, escape_text, neutral_model
 from pilot_sys.session.glossary import glossary_lines
 from pilot_sys.session.result import SessionResult, Status, WorkloadResult
 from pilot_sys.session.verdict import alpha_text, judged_over_text, ranges, verdict_of
@@ -28,6 +29,8 @@ EXIT_MEANING = {
     130: "interrupted",
 }
 UNKNOWN = "unknown"
+
+INVALID_BANNER = '<p style="color:red"><b>&#9940; '  # the one HTML line report.md holds
 
 
 @dataclass(frozen=True)
@@ -62,8 +65,9 @@ def header(doc: ReportInput) -> list[str]:
     lines: list[str] = ["# pilot-sys session report", ""]
     if result.status is Status.INVALID:
         lines += [
-            '<p style="color:red"><b>&#9940; '
-            f"{verdict.headline.replace('INVALID', 'INVALID RESULT', 1)}. "
+            INVALID_BANNER
+            + escape_text(verdict.headline.replace("INVALID", "INVALID RESULT", 1))
+            + ". "
             "The numbers below do not describe the component under test.</b></p>",
             "",
         ]
@@ -606,5 +610,7 @@ def render(
     result: SessionResult, plots: dict[str, Path], rounds_table: list[list[str]] | None = None
 ) -> str:
     """report.md: the sections of ``SECTIONS`` in order."""
-    doc = ReportInput(result, plots, rounds_table or [])
-    return "\n".join(line for section in SECTIONS for line in section(doc))
+    # untrusted text (names, commands, output, hosts) is shown, never rendered: see md_escape
+    doc = ReportInput(neutral_model(result), plots, neutral_model(rounds_table or []))
+    text = "\n".join(line for section in SECTIONS for line in section(doc))
+    return escape_html(text, trusted=INVALID_BANNER)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from pilot_sys import palette, units
+from pilot_sys.safefile import save_figure_safely
 from pilot_sys.session.result import PIResult, WPSResult
 from pilot_sys.session.verdict import NO_ESTIMATE, alpha_text, estimate_text
 from pilot_sys.stats.pi import PIType, point_estimate
@@ -85,7 +86,7 @@ def _axis_label(pi: str, label: str) -> str:
 
 
 def _save(fig: Any, path: Path) -> Path:
-    fig.savefig(path, dpi=DPI)
+    save_figure_safely(fig, path, dpi=DPI)
     _pyplot().close(fig)
     return path
 

@@ -30,12 +30,13 @@ def _derive(directory: Path) -> tuple[Journal, SessionResult, dict[str, TrackAna
     assert journal.manifest is not None
     if journal.damage:
         damage = "; ".join(journal.damage)
-        raise BadInput(
-            str(directory),
-            f"damaged: {damage}; nothing was rewritten (`pilot-sys run "
-            f"--resume {directory} --repair` sets those folders aside "
-            "and continues the session)",
+        how = (
+            f"`pilot-sys run --resume {directory} --repair` sets those folders aside, drops "
+            "repeated journal lines and restores their order, and continues the session"
+            if journal.repairable
+            else "--repair cannot mend this: restore the files named from a copy"
         )
+        raise BadInput(str(directory), f"damaged: {damage}; nothing was rewritten ({how})")
     analyses = analyse_journal(journal)
     stop_reason, elapsed = offline_stop_reason(journal)
     notes: list[str] = []

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pilot_sys import palette, units
+from pilot_sys.limits import JSON_BYTES, read_bounded
 from pilot_sys.monitor.plot import Usage
 from pilot_sys.report.headline import VerdictView, verdict_view
 from pilot_sys.report.html import DATA_PATH_PICTURE
@@ -171,7 +172,7 @@ def _load_graph(journal: Journal, result: SessionResult) -> ComponentGraph | Non
     gpath = journal.root / (result.graph_file or "")
     if not result.graph_file or not gpath.is_file():
         return None
-    return ComponentGraph.from_node_link(json.loads(gpath.read_text()))
+    return ComponentGraph.from_node_link(json.loads(read_bounded(gpath, JSON_BYTES)))
 
 
 def _pi_plots(

@@ -7,7 +7,8 @@ Stop rules, checked before every round (the Pilot paper, §III-E, §III-F):
 - the session limit or ``max_rounds`` -> limit reached; the limit counts the session's time:
   this invocation's, plus that of earlier ones (``--resume``; ``elapsed_before``), never the
   idle gaps between them;
-- Ctrl-C or SIGTERM -> interrupted (the round in flight is set aside, all earlier ones kept);
+- Ctrl-C, SIGTERM or SIGHUP -> interrupted (the round in flight is set aside, all earlier
+  ones kept);
 - a round whose workload failed -> workload failure (the failed round is journaled too);
 - more rounds cannot change the answer (``early_stop``): every judged round so far, enough of
   them to be sure, excluded for the same hidden bottleneck -> all excluded; the samples needed
@@ -49,6 +50,7 @@ from pilot_sys.session.early_stop import (
     NeedTrend,
     excluded_rounds_to_be_sure,
 )
+from pilot_sys.session.finishing import SIGNALS as STOP_SIGNALS
 from pilot_sys.session.journal import (
     Journal,
     JournalWriteFailed,
@@ -249,8 +251,7 @@ class Engine:
         # scipy.stats imports take seconds: pay them before round 1, not after it
         statsapi.preload()
         start = time.monotonic()
-        old_int = signal.signal(signal.SIGINT, self._on_signal)
-        old_term = signal.signal(signal.SIGTERM, self._on_signal)
+        saved = {sig: signal.signal(sig, self._on_signal) for sig in STOP_SIGNALS}
         pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="pilot-fsync")
         self._batch = SyncBatch(pool, defer=True)
         self._durable = len(self.journal.records)  # records known to be on disk
@@ -289,8 +290,8 @@ class Engine:
                     self.progress.emit(Note(str(exc), loud=True))
                     return outcome(StopReason.DISK_FULL, str(exc))
         finally:
-            signal.signal(signal.SIGINT, old_int)
-            signal.signal(signal.SIGTERM, old_term)
+            for sig, handler in saved.items():
+                signal.signal(sig, handler)
             try:  # an exception on its way out: the queued fsyncs still run, their fds close
                 self._batch.wait()
             except JournalWriteFailed:

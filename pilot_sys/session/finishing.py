@@ -16,7 +16,9 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: The signals that stop a session and still save everything: Ctrl-C, ``kill``, and a closed
+#: terminal or ssh connection (SIGHUP), which would otherwise end it with no result.json.
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class Finishing:

@@ -39,7 +39,15 @@ from pydantic import BaseModel, Field, ValidationError
 
 from pilot_sys import __version__
 from pilot_sys.errors import BadInput, ExitCode, PilotError
+from pilot_sys.limits import JOURNAL_BYTES, JSON_BYTES, TRACE_BYTES, read_bounded
+from pilot_sys.safefile import create_exclusive, open_nofollow, replace_file
 from pilot_sys.session.config import SessionConfig
+from pilot_sys.session.journal_integrity import (
+    SequenceCheck,
+    bad_round_dirs,
+    check_sequence,
+    links,
+)
 from pilot_sys.workload.base import PISpec, ProcessUsage
 
 MANIFEST = "session.json"
@@ -58,6 +66,10 @@ class JournalWriteFailed(PilotError):
     a session that saved its result.json exits with the code written there."""
 
     exit_code: int = ExitCode.LIMIT_REACHED
+
+
+class _UnusableUnits(Exception):
+    """Why a round's units.npz is not used (turned into a note by Journal.load_units)."""
 
 
 class WorkloadSpec(BaseModel):
@@ -169,21 +181,10 @@ def _fsync_dir(path: Path) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write via a temporary file and rename, so a reader never sees half a file; on any
-    failure (a full disk, Ctrl-C) the temporary file is removed and ``path`` is untouched."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
-        raise
+    """Write via a new file beside ``path`` and a rename, so a reader never sees half a file
+    and a link planted at ``path`` is replaced, not written through; on any failure (a full
+    disk, Ctrl-C) the new file is removed and ``path`` is untouched."""
+    replace_file(path, text)
 
 
 def unwritable(root: Path, exc: OSError) -> PilotError:
@@ -314,6 +315,10 @@ class Journal:
         self.damage: list[str] = []  # gaps that make the directory unsafe to continue (check())
         self.orphans: list[Path] = []  # round folders without a journal line (check())
         self._lock_fd: int | None = None
+        self._line_numbers: list[int] = []  # journal line of each record
+        self._line_bytes: list[bytes] = []
+        self._fixable = True  # every damage found is one --repair can mend
+        self._sequence = SequenceCheck()
 
     def lock(self) -> None:
         """One writer per directory: a second `pilot-sys run` (or a --resume while the first is
@@ -322,7 +327,7 @@ class Journal:
         import fcntl
 
         try:
-            fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = open_nofollow(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT)
         except OSError as exc:
             raise unwritable(self.root, exc) from None
         try:
@@ -404,7 +409,7 @@ class Journal:
         j.lock()
         j.manifest = manifest
         j.save_manifest()
-        (root / JOURNAL).touch()
+        os.close(create_exclusive(root / JOURNAL))
         _fsync_dir(root)
         return j
 
@@ -428,7 +433,7 @@ class Journal:
             j.lock()
         try:
             try:
-                j.manifest = SessionManifest.model_validate_json(mpath.read_bytes())
+                j.manifest = SessionManifest.model_validate_json(read_bounded(mpath, JSON_BYTES))
             except ValidationError as exc:
                 err = exc.errors()[0]
                 loc = ".".join(str(p) for p in err["loc"])
@@ -438,21 +443,38 @@ class Journal:
             if repair:
                 if j.damage and not set_aside:
                     damage = "; ".join(j.damage)
+                    how = (
+                        f"`pilot-sys run --resume {root} --repair` sets those folders "
+                        "aside (kept as *.incomplete), drops repeated journal lines and "
+                        "restores their order, and continues"
+                        if j._fixable
+                        else "--repair cannot mend this: restore the files named from a copy"
+                    )
+                    raise BadInput(str(root), f"damaged: {damage}; nothing was changed. {how}")
+                if j.damage and not j._fixable:
                     raise BadInput(
                         str(root),
-                        f"damaged: {damage}; nothing was changed. `pilot-sys "
-                        f"run --resume {root} --repair` sets those folders "
-                        "aside (kept as *.incomplete) and continues",
+                        f"damaged beyond what --repair mends: {'; '.join(j.damage)}; nothing "
+                        "was changed: restore the files named from a copy",
                     )
                 j.repairs = []
                 j.records = []
+                j._line_numbers, j._line_bytes = [], []
                 j._read_journal(repair=True)
                 j.check()
+                if j._sequence.order is not None:
+                    j._rewrite_in_order(j._sequence)
+                    j.check()
                 j._set_aside_incomplete(j.orphans)
         except BaseException:
             j.unlock()
             raise
         return j
+
+    @property
+    def repairable(self) -> bool:
+        """Whether ``run --resume --repair`` mends every damage :meth:`check` found."""
+        return self._fixable
 
     def check(self) -> None:
         """Compare the journal with the round folders (no change to either).
@@ -466,13 +488,23 @@ class Journal:
         self.damage = []
         notes: list[str] = []
         journal_exists = (self.root / JOURNAL).is_file()
-        indices = [r.index for r in self.records]
-        if indices != list(range(1, len(indices) + 1)):
-            missing = sorted(set(range(1, max(indices, default=0) + 1)) - set(indices))
-            self.damage.append(
-                f"{JOURNAL} is out of sequence (round(s) {_ranges(missing) or '?'} "
-                "missing or repeated)"
-            )
+        self._fixable = True
+        found_links = links(self.root, (JOURNAL, MANIFEST, LOCK_FILE, "plots"), ROUNDS_DIR)
+        if found_links:  # never followed: a repair would act outside the session
+            self._fixable = False
+            self.damage.append("; ".join(found_links))
+        outside = bad_round_dirs(self.records, self._line_numbers)
+        if outside:
+            self._fixable = False
+            self.damage.append(f"{JOURNAL} " + "; ".join(outside[:3]))
+        sequence = check_sequence(self.records, self._line_numbers, self._line_bytes)
+        if sequence.problems:
+            self._fixable = self._fixable and sequence.repairable
+            self.damage.append(f"{JOURNAL} is out of sequence: " + "; ".join(sequence.problems[:4]))
+        self._sequence = sequence
+        if found_links or outside:
+            self.orphans = []
+            return
         no_units: dict[str, list[int]] = {}
         no_monitor: list[int] = []
         for rec in self.records:
@@ -538,7 +570,7 @@ class Journal:
         """Read the journal; with ``repair`` a torn or garbled last line is left out (and, with
         ``cut``, cut off the file, its bytes kept in ``rounds.jsonl.torn``)."""
         path = self.root / JOURNAL
-        data = path.read_bytes() if path.exists() else b""
+        data = read_bounded(path, JOURNAL_BYTES) if path.exists() else b""
         good_end = 0
         pos = 0
         lineno = 0
@@ -551,6 +583,8 @@ class Journal:
             if line.strip():
                 try:
                     self.records.append(RoundRecord.model_validate_json(line))
+                    self._line_numbers.append(lineno)
+                    self._line_bytes.append(line)
                 except ValidationError as exc:
                     if data.find(b"\n", nl + 1) >= 0 or not repair:
                         err = exc.errors()[0]
@@ -564,9 +598,11 @@ class Journal:
             torn = data[good_end:]
             if repair and cut:
                 try:
-                    with open(path.with_name(JOURNAL + ".torn"), "ab") as fh:
+                    torn_path = path.with_name(JOURNAL + ".torn")
+                    fd = open_nofollow(torn_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+                    with os.fdopen(fd, "ab") as fh:
                         fh.write(torn + b"\n")
-                    with open(path, "r+b") as fh:
+                    with os.fdopen(open_nofollow(path, os.O_RDWR), "r+b") as fh:
                         fh.truncate(good_end)
                         os.fsync(fh.fileno())
                 except OSError as exc:
@@ -579,6 +615,26 @@ class Journal:
                     f"a torn last journal line ({len(torn)} bytes) is left out "
                     "(the round it began never finished)"
                 )
+
+    def _rewrite_in_order(self, sequence: SequenceCheck) -> None:
+        """--repair of a journal with exact repeats or lines out of order: the lines kept, in
+        round order, replace it (atomically); the journal as it was stays beside it."""
+        assert sequence.order is not None
+        path = self.root / JOURNAL
+        kept = b"".join(self._line_bytes[p] + b"\n" for p in sequence.order)
+        before = path.with_name(f"{JOURNAL}.before-repair-{int(time.time())}")
+        try:
+            os.link(path, before)  # the old file itself, kept under a new name
+            replace_file(path, kept)
+        except OSError as exc:
+            raise unwritable(self.root, exc) from None
+        self.records = [self.records[p] for p in sequence.order]
+        self._line_numbers = list(range(1, len(self.records) + 1))
+        self._line_bytes = [self._line_bytes[p] for p in sequence.order]
+        self.repairs.append(
+            f"{JOURNAL} repaired ({'; '.join(sequence.problems)}): {len(self.records)} line(s) "
+            f"kept in round order, the journal as it was kept as {before.name}"
+        )
 
     def _set_aside_incomplete(self, folders: list[Path]) -> None:
         """Rename round folders without a journal line to ``*.incomplete`` (kept, not
@@ -645,7 +701,8 @@ class Journal:
         path = round_dir / UNITS_FILE
         try:
             round_dir.mkdir(parents=True, exist_ok=True)
-            with open(path, "wb") as fh:
+            fd = open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            with os.fdopen(fd, "wb") as fh:
                 np.savez(fh, **arrays)
                 fh.flush()
                 if batch is None:
@@ -666,7 +723,10 @@ class Journal:
         round starts (the engine does so): nothing is acted on before it is durable."""
         path = self.root / JOURNAL
         line = (record.model_dump_json() + "\n").encode()
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:  # never through a link planted in place of the journal
+            fd = open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        except OSError as exc:
+            raise _write_error(path, exc, len(self.records)) from None
         handed_over = False
         try:
             size = os.fstat(fd).st_size
@@ -694,31 +754,72 @@ class Journal:
     def load_units(
         self, record: RoundRecord
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """Unit readings (and their times) of a journaled round; empty if it had none."""
+        """Unit readings (and their times) of a journaled round; empty if it had none.
+
+        A ``units.npz`` that cannot be used (torn by a power loss, over its size limit, not an
+        archive, a reading that is not a finite number, a non-positive rate averaged
+        harmonically) costs that round its unit readings, with a note naming the file: the
+        rest of the session is analysed as before."""
         path = self.root / record.dir / UNITS_FILE
         if not path.is_file():
             return {}, {}
-        values: dict[str, np.ndarray] = {}
-        times: dict[str, np.ndarray] = {}
         try:
-            with np.load(path) as z:
-                for key in z.files:
-                    if key.endswith(".t"):
-                        times[key[:-2]] = z[key]
-                    else:
-                        values[key] = z[key]
-        except (
-            OSError,
-            ValueError,
-            EOFError,
-        ) as exc:  # torn by a power loss: the round keeps its readings
+            values, times = self._read_units(path, record)
+        except _UnusableUnits as exc:
             note = (
-                f"{record.dir}/{UNITS_FILE} unreadable ({exc}); "
-                "that round's unit readings are not used"
+                f"{record.dir}/{UNITS_FILE} {exc}; round {record.index}'s unit readings "
+                "are not used"
             )
             if note not in self.repairs:
                 self.repairs.append(note)
             return {}, {}
+        return values, times
+
+    def _read_units(
+        self, path: Path, record: RoundRecord
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        import zipfile
+
+        from pilot_sys.limits import UNITS_BYTES
+        from pilot_sys.stats.pi import unmeasurable
+
+        try:
+            if path.stat().st_size > UNITS_BYTES.value():
+                raise _UnusableUnits(
+                    f"is over the {UNITS_BYTES.variable} limit ({UNITS_BYTES.value()} bytes)"
+                )
+            with np.load(path, allow_pickle=False) as z:
+                arrays = {key: z[key] for key in z.files}
+        except _UnusableUnits:
+            raise
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+            raise _UnusableUnits(f"unreadable ({type(exc).__name__}: {exc})") from None
+        harmonic = {
+            pi.name
+            for w in (self.manifest.workloads if self.manifest else [])
+            if w.name == record.workload
+            for pi in w.pis
+            if pi.pi_type == "harmonic"
+        }
+        values: dict[str, np.ndarray] = {}
+        times: dict[str, np.ndarray] = {}
+        for key, array in arrays.items():
+            name = key[:-2] if key.endswith(".t") else key
+            if array.ndim != 1 or array.dtype.kind not in "fiu":
+                raise _UnusableUnits(f"holds {key!r} as {array.dtype} {array.shape}, not numbers")
+            array = array.astype(np.float64, copy=False)
+            bad = ~np.isfinite(array) if key.endswith(".t") else unmeasurable(array)
+            if not key.endswith(".t") and name in harmonic:
+                bad |= array <= 0
+            if np.any(bad):
+                at = int(np.argmax(bad))
+                raise _UnusableUnits(f"holds {array[at]:g} as reading {at + 1} of {key!r}")
+            (times if key.endswith(".t") else values)[name] = array
+        for name, stamps in times.items():
+            if name in values and stamps.size != values[name].size:
+                raise _UnusableUnits(
+                    f"holds {values[name].size} readings of {name!r} but {stamps.size} times"
+                )
         return values, times
 
     def load_monitor(self, record: RoundRecord) -> Any | None:
@@ -731,8 +832,8 @@ class Journal:
         if not path.is_file():
             return None
         try:
-            return MonitorTrace.model_validate_json(path.read_bytes())
-        except (ValidationError, json.JSONDecodeError):
+            return MonitorTrace.model_validate_json(read_bounded(path, TRACE_BYTES))
+        except (ValidationError, json.JSONDecodeError, BadInput):
             return None
 
     def rounds_of(self, workload: str) -> list[RoundRecord]:

@@ -52,6 +52,7 @@ from pilot_sys.monitor.culprits import HostProcesses, HostProcessesPlugin
 from pilot_sys.monitor.overhead import MonitorCost, SamplerFactory
 from pilot_sys.monitor.probe import ProbeContext
 from pilot_sys.monitor.processes import ProcessProbe, read_pids
+from pilot_sys.safefile import replace_file
 from pilot_sys.session.journal import MONITOR_FILE, MonitorSummary, SyncBatch, atomic_write_text
 from pilot_sys.topology.remote_hosts import RemoteHost
 
@@ -218,7 +219,7 @@ class RoundMonitoring:
         try:
             path = round_dir / MONITOR_FILE
             round_dir.mkdir(parents=True, exist_ok=True)
-            path.write_text(trace.model_dump_json(), encoding="utf-8")
+            replace_file(path, trace.model_dump_json(), sync=False)
             if batch is not None:
                 batch.add_path(path)
         except OSError as exc:

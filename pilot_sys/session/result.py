@@ -56,6 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pilot_sys import __version__
 from pilot_sys.errors import BadInput, ExitCode
+from pilot_sys.limits import JSON_BYTES, read_text_bounded
 from pilot_sys.session.pi_table import PITable
 
 RESULT_SCHEMA_VERSION = 1
@@ -440,7 +441,7 @@ def load_result(path: Path) -> SessionResult:
         path = path / RESULT_FILE
     if not path.is_file():
         raise BadInput(str(path), "no such result file (run `pilot-sys report DIR` to rebuild it)")
-    raw = path.read_text(encoding="utf-8")
+    raw = read_text_bounded(path, JSON_BYTES, "a pilot-sys result.json")
     try:
         return SessionResult.model_validate_json(raw)
     except ValidationError as exc:

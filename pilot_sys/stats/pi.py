@@ -71,6 +71,22 @@ def _check_magnitude(samples: np.ndarray, pi_type: PIType, where: str) -> None:
             )
 
 
+#: Magnitudes a measured value may have: any number of them, their squares and reciprocals
+#: stay within double precision (the checks above then never refuse a session's data).
+MEASURABLE_MAX = 1e140
+MEASURABLE_MIN = 1e-140
+
+
+def unmeasurable(values: np.ndarray) -> np.ndarray:
+    """Mask of the values no statistics here can use: NaN, infinities, and magnitudes beyond
+    ``MEASURABLE_MAX`` or (non-zero) below ``MEASURABLE_MIN``. A workload's reading outside is
+    a failed measurement, found when its round is parsed rather than when the session's
+    statistics would refuse every round."""
+    magnitude = np.abs(np.asarray(values, dtype=np.float64))
+    with np.errstate(invalid="ignore"):
+        return ~(magnitude <= MEASURABLE_MAX) | ((magnitude > 0) & (magnitude < MEASURABLE_MIN))
+
+
 def to_analysis_scale(samples: np.ndarray, pi_type: PIType) -> np.ndarray:
     """The values whose arithmetic mean is analysed: reciprocals for harmonic, else the samples."""
     return 1.0 / samples if pi_type is PIType.HARMONIC else samples

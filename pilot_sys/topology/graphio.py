@@ -15,6 +15,7 @@ from typing import Any
 import networkx as nx
 
 from pilot_sys import palette, units
+from pilot_sys.safefile import replace_file_with, save_figure_safely
 from pilot_sys.topology.components import ComponentKind
 from pilot_sys.topology.graph import OUTWARD, ROOT_ID, ComponentGraph
 from pilot_sys.topology.humanize import network_link, short_limit
@@ -73,7 +74,7 @@ def flat_graph(graph: ComponentGraph) -> nx.DiGraph:
 
 
 def write_graphml(graph: ComponentGraph, path: str | Path) -> None:
-    nx.write_graphml(flat_graph(graph), str(path))
+    replace_file_with(path, lambda fh: nx.write_graphml(flat_graph(graph), fh))
 
 
 def _dot_quote(text: str) -> str:
@@ -485,7 +486,7 @@ def draw_picture(layout: PictureLayout, path: str | Path, dpi: int = 130) -> Non
     ax.set_axis_off()
     render_layout(ax, layout)
     try:
-        fig.savefig(str(path), dpi=dpi)
+        save_figure_safely(fig, path, dpi=dpi)
     finally:
         plt.close(fig)
 

@@ -3,6 +3,8 @@ limits and where they came from, and its warnings."""
 
 from __future__ import annotations
 
+from collections import deque
+
 import networkx as nx
 from rich.text import Text
 from rich.tree import Tree
@@ -108,9 +110,49 @@ def _label(graph: ComponentGraph, node: str, cut: str | None) -> Text:
     return text
 
 
+#: Deepest indentation drawn: a deeper component is listed flat under the last level drawn,
+#: with its depth and parent, so a long chain costs its length in lines, not its square.
+MAX_DEPTH = 16
+#: Most components one tree draws; the rest are counted in a last line (``--json`` lists all).
+MAX_DRAWN = 2_000
+
+
+class _Drawing:
+    """Adds components to a tree, at most ``MAX_DEPTH`` deep and ``MAX_DRAWN`` in all."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.left_out = 0
+
+    def add(self, container: Tree, depth: int, parent: str, label: Text) -> Tree | None:
+        """Add ``label`` at ``depth`` under ``container`` (the tree of ``parent``, or for a
+        component below ``MAX_DEPTH`` the flat list it joins); the Tree its children go into,
+        or None once the drawing is full."""
+        if self.count >= MAX_DRAWN:
+            self.left_out += 1
+            return None
+        self.count += 1
+        if depth > MAX_DEPTH:
+            marker = Text(f"↳ depth {depth}, under {parent}: ", style="dim")
+            container.add(Text.assemble(marker, label))
+            return container
+        return container.add(label)
+
+    def finish(self, top: Tree) -> None:
+        if self.left_out:
+            top.add(
+                Text(
+                    f"… and {self.left_out} more component(s), not drawn (at most {MAX_DRAWN}: "
+                    "--json lists every one)",
+                    style="bold yellow",
+                )
+            )
+
+
 def path_tree(graph: ComponentGraph, data: DataPath) -> Tree:
     """One branch per argument; the argument's paths merged into a tree from the CPU outward."""
     top = Tree(Text("data paths", style="bold"))
+    drawing = _Drawing()
     for argument in data.arguments:
         branch = top.add(
             Text.assemble(
@@ -119,21 +161,26 @@ def path_tree(graph: ComponentGraph, data: DataPath) -> Tree:
                 ("  CUT " + (argument.cut or "none"), "red"),
             )
         )
-        drawn: dict[str, Tree] = {}
+        drawn: dict[str, tuple[Tree, int]] = {}
         edges: set[tuple[str, str]] = set()
         for path in argument.paths:  # paths share prefixes and rejoin (bond slaves, md members)
-            parent, previous = branch, ""
+            parent, previous, depth = branch, "", 2
             for node in path:
                 if node in drawn:
                     if previous and (previous, node) not in edges:
                         parent.add(Text(f"{node} (joins the path drawn above)", style="dim"))
                         edges.add((previous, node))
                         break
-                    parent, previous = drawn[node], node
+                    (parent, depth), previous = drawn[node], node
+                    depth += 1
                     continue
-                drawn[node] = parent.add(_label(graph, node, argument.cut))
+                added = drawing.add(parent, depth, previous, _label(graph, node, argument.cut))
+                if added is None:
+                    break
+                drawn[node] = (added, depth)
                 edges.add((previous, node))
-                parent, previous = drawn[node], node
+                parent, previous, depth = added, node, depth + 1
+    drawing.finish(top)
     return top
 
 
@@ -145,28 +192,32 @@ def host_tree(graph: ComponentGraph) -> Tree:
         graph.g, filter_edge=lambda a, b: graph.link(a, b).direction in (*OUTWARD, "contains")
     )
     drawn: set[str] = set()
+    drawing = _Drawing()
 
-    def grow(root: str, top: Tree) -> None:
+    def grow(root: str, top: Tree | None) -> None:
         drawn.add(root)
-        queue = [(root, top)]
+        queue: deque[tuple[str, Tree, int]] = deque([(root, top, 2)] if top is not None else [])
         while queue:
-            node, branch = queue.pop(0)
+            node, branch, depth = queue.popleft()
             for child in sorted(view.successors(node)):
                 if child in drawn:
                     branch.add(Text(f"{child} (drawn under another parent)", style="dim"))
                     continue
                 drawn.add(child)
-                queue.append((child, branch.add(_label(graph, child, None))))
+                added = drawing.add(branch, depth, node, _label(graph, child, None))
+                if added is not None:
+                    queue.append((child, added, depth + 1))
 
     top = Tree(Text("component graph", style="bold"), hide_root=True)
     roots = [ROOT_ID] if ROOT_ID in graph else []
     roots += sorted(n for n in graph.g.nodes if n != ROOT_ID and view.in_degree(n) == 0)
     for root in roots:
         if root not in drawn:
-            grow(root, top.add(_label(graph, root, None)))
+            grow(root, drawing.add(top, 1, "", _label(graph, root, None)))
     for node in sorted(graph.g.nodes):  # cycles with no root
         if node not in drawn:
-            grow(node, top.add(_label(graph, node, None)))
+            grow(node, drawing.add(top, 1, "", _label(graph, node, None)))
+    drawing.finish(top)
     return top
 
 
@@ -182,6 +233,7 @@ def device_tree(graph: ComponentGraph) -> Tree:
     )
     top = Tree(Text("devices", style="bold"), hide_root=True)
     drawn: set[str] = set()
+    drawing = _Drawing()
 
     def label(device: str) -> Text:
         members = [m for m in devices.nodes[device]["members"] if m != device]
@@ -196,13 +248,17 @@ def device_tree(graph: ComponentGraph) -> Tree:
         if root in drawn:
             continue
         drawn.add(root)
-        queue = [(root, top.add(label(root)))]
+        first = drawing.add(top, 1, "", label(root))
+        queue: deque[tuple[str, Tree, int]] = deque([(root, first, 2)] if first else [])
         while queue:
-            node, branch = queue.pop(0)
+            node, branch, depth = queue.popleft()
             for child in sorted(outward.successors(node)):
                 if child in drawn:
                     branch.add(Text(f"{child} (drawn under another parent)", style="dim"))
                     continue
                 drawn.add(child)
-                queue.append((child, branch.add(label(child))))
+                added = drawing.add(branch, depth, node, label(child))
+                if added is not None:
+                    queue.append((child, added, depth + 1))
+    drawing.finish(top)
     return top

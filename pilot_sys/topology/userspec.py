@@ -24,6 +24,7 @@ from xml.etree.ElementTree import ParseError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pilot_sys.errors import BadInput
+from pilot_sys.limits import GRAPH_NODES, JSON_BYTES, read_text_bounded
 from pilot_sys.topology.components import Component, ComponentKind, Limit, LimitSource, Link
 from pilot_sys.topology.effective import LIMITS
 from pilot_sys.topology.graph import INWARD, OUTWARD, ComponentGraph, reverse_direction
@@ -126,6 +127,8 @@ def parse_user_graph(data: Any, where: str) -> ComponentGraph:
         or not isinstance(data.get("links", data.get("edges", [])), list)
     ):
         raise BadInput(where, 'expected an object with lists "nodes" and "links"')
+    if len(data.get("nodes", [])) > GRAPH_NODES.value():
+        raise GRAPH_NODES.refuse(where, f"{len(data['nodes']):,} nodes")
     graph = ComponentGraph()
     seen: set[str] = set()
     for index, raw in enumerate(data.get("nodes", []), start=1):
@@ -206,11 +209,11 @@ def parse_user_graph(data: Any, where: str) -> ComponentGraph:
     return graph
 
 
-def _graphml_data(path: Path) -> dict[str, Any]:
+def _graphml_data(path: Path, text: str) -> dict[str, Any]:
     import networkx as nx
 
     try:
-        g = nx.read_graphml(path)
+        g = nx.parse_graphml(text)  # the text read within its bound, not the file again
     except ParseError as exc:
         line, column = exc.position
         raise BadInput(
@@ -235,16 +238,9 @@ def _graphml_data(path: Path) -> dict[str, Any]:
 def load_user_graph(path: str | Path) -> ComponentGraph:
     """Read and validate a user-designated graph file (``.graphml``/``.xml`` or JSON)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(str(path), "no such file") from None
-    except OSError as exc:
-        raise BadInput(str(path), f"cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise BadInput(str(path), "not UTF-8 text") from None
+    text = read_text_bounded(path, JSON_BYTES, "a graph (JSON node-link or GraphML)")
     if path.suffix.lower() in (".graphml", ".xml") or text.lstrip().startswith("<"):
-        data = _graphml_data(path)
+        data = _graphml_data(path, text)
     else:
         try:
             data = json.loads(text)

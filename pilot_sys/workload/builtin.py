@@ -23,6 +23,7 @@ import numpy as np
 import psutil
 
 from pilot_sys.errors import BadInput, WorkloadFailed
+from pilot_sys.safefile import create_new
 from pilot_sys.stats.pi import PIType
 from pilot_sys.topology.mountinfo import MEMORY_FS, mount_for, parse_mountinfo, visible_mounts
 from pilot_sys.workload.base import PISpec, RoundOutput
@@ -50,11 +51,13 @@ def file_system_of(path: Path) -> tuple[str, str]:
 def supports_direct_io(directory: Path) -> bool:
     """Whether an aligned O_DIRECT write works in ``directory`` (tmpfs before Linux 6.6,
     FUSE... do not)."""
-    probe = directory / f"{FILE_PREFIX}{os.getpid()}.probe"
     buffer = mmap.mmap(-1, ALIGNMENT)
-    try:
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o600)
+    try:  # a new file under a random name: never one planted there, never through a link
+        fd, probe = create_new(
+            directory, f"{FILE_PREFIX}{os.getpid()}.", ".probe", flags=os.O_DIRECT
+        )
     except OSError as exc:
+        buffer.close()
         if exc.errno == errno.EINVAL:
             return False
         raise
@@ -238,8 +241,7 @@ class SequentialIOWorkload:
     ) -> tuple[int, int]:
         """Write the file, recording each block's end time; returns (start, end incl. final
         fsync) in ns."""
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | (os.O_DIRECT if self.direct else 0)
-        fd = os.open(path, flags, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | (os.O_DIRECT if self.direct else 0))
         try:
             start = time.perf_counter_ns()
             for i in range(blocks):
@@ -261,7 +263,7 @@ class SequentialIOWorkload:
     def _read(
         self, path: Path, blocks: int, buffer: mmap.mmap, ends: np.ndarray
     ) -> tuple[int, int]:
-        fd = os.open(path, os.O_RDONLY | (os.O_DIRECT if self.direct else 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | (os.O_DIRECT if self.direct else 0))
         try:
             if not self.direct:
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
@@ -284,7 +286,15 @@ class SequentialIOWorkload:
         blocks = self._blocks(work_amount)
         nbytes = blocks * self.block_size
         self._check_space(nbytes)
-        path = self.directory / f"{FILE_PREFIX}{os.getpid()}.tmp"
+        # created here, exclusively and under a random name (pilot_sys.safefile), then reopened
+        # by _write through this very name: nobody else can have put a link there
+        try:
+            fd, path = create_new(self.directory, f"{FILE_PREFIX}{os.getpid()}.", ".tmp")
+        except OSError as exc:
+            raise WorkloadFailed(
+                f"{self.directory}: cannot create a file ({exc.strerror})"
+            ) from None
+        os.close(fd)
         buffer = mmap.mmap(-1, self.block_size)  # anonymous mmap: page-aligned, as O_DIRECT needs
         buffer[:] = os.urandom(self.block_size)  # incompressible
         write_ends = np.zeros(blocks, dtype=np.int64)

@@ -31,6 +31,7 @@ from pydantic import BaseModel
 
 from pilot_sys.errors import BadInput, WorkloadFailed
 from pilot_sys.workload.base import ProcessUsage
+from pilot_sys.workload.orphan_guard import Guard, end_escaped, new_mark, running_pids
 
 GRACE_SECONDS = 3.0  # SIGTERM first, SIGKILL after this long
 
@@ -44,6 +45,7 @@ class ProcessResult(BaseModel):
     duration: float  # wall seconds from just before the spawn to the exit
     leftovers_killed: int = 0  # processes the command left running in its group
     usage: ProcessUsage | None = None
+    escaped: list[str] = []  # "pid name" of descendants that left the group (setsid), ended
 
 
 class ExitWait:
@@ -183,7 +185,15 @@ def run_process(
     cwd: Path,
     timeout: float | None,
 ) -> ProcessResult:
-    """Run ``argv`` to completion with its output in files; raise on timeout, kill on interrupt."""
+    """Run ``argv`` to completion with its output in files; raise on timeout, kill on interrupt.
+
+    The round is marked and guarded (orphan_guard): its group and every descendant are killed
+    even when pilot-sys is (kill -9), and descendants that left the group are ended after it."""
+    variable, mark = new_mark()
+    # the guard's start and the list of processes already running are made before the clock
+    # starts: neither is part of the round's time
+    guard = Guard(mark)
+    before = running_pids()
     with stdout.open("wb") as out, stderr.open("wb") as err:
         start = time.perf_counter()
         try:
@@ -192,24 +202,34 @@ def run_process(
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
-                env=env,
+                env={**env, variable: mark},
                 cwd=cwd,
                 process_group=0,
             )
         except FileNotFoundError:
+            guard.release()
             raise BadInput(argv[0], "command not found (check the spelling and PATH)") from None
         except PermissionError:
+            guard.release()
             raise BadInput(argv[0], "permission denied: not executable by this user") from None
+        except BaseException:
+            guard.release()
+            raise
+        guard.watch(proc.pid)
         waiter = ExitWait(proc)
         try:
             exited = waiter.wait(timeout)
         except BaseException:  # Ctrl-C or the engine stopping: leave nothing running
             waiter.close()
             kill_tree(proc)
+            end_escaped(mark, before)
+            guard.release()
             raise
         waiter.close()
         if not exited:
             kill_tree(proc)
+            end_escaped(mark, before)
+            guard.release()
             raise WorkloadTimeout(
                 f"{os.path.basename(argv[0])}: round timed out after {timeout:g} s; "
                 "the command and its child processes were killed"
@@ -219,8 +239,14 @@ def run_process(
         returncode = proc.returncode
     # Cheap probe first: killpg(pgid, 0) fails at once when the group is empty (the usual case).
     leftovers = end_leftovers(proc.pid) if _signal_group(proc.pid, 0) else 0
+    escaped = end_escaped(mark, before)
+    guard.release()
     return ProcessResult(
-        returncode=returncode, duration=duration, leftovers_killed=leftovers, usage=waiter.usage
+        returncode=returncode,
+        duration=duration,
+        leftovers_killed=leftovers,
+        usage=waiter.usage,
+        escaped=escaped,
     )
 
 

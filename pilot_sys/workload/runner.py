@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pilot_sys.errors import BadInput, WorkloadFailed
+from pilot_sys.limits import OUTPUT_BYTES
 from pilot_sys.stats.pi import PIType
 from pilot_sys.workload import macros, tool_options
 from pilot_sys.workload.base import PISpec, RoundOutput
@@ -46,6 +47,20 @@ REPRESENTATIVE_WORK_AMOUNT = 1.0  # what data_path_args() substitutes: paths rar
 # a round still running at the session limit is cut once it overruns the limit by this share of
 # it: a round the planner sized to fit, a little slower than predicted, is still kept whole
 LIMIT_GRACE = 0.05
+
+
+def trim_output(path: Path) -> int | None:
+    """Cut a round's output file to the stored-output limit; its size before, when cut. The
+    disk holds it whole while the round runs: the workload writes to the file itself, so that
+    writing costs it no pipe and no copy."""
+    try:
+        size = path.stat().st_size
+        if size <= OUTPUT_BYTES.value():
+            return None
+        os.truncate(path, OUTPUT_BYTES.value())
+    except OSError:
+        return None
+    return size
 
 
 def detect_parser(argv: list[str]) -> str:
@@ -218,8 +233,8 @@ class CommandWorkload:
             where = first.where if first.line is not None else captured.stdout_name
             raise MalformedOutput(
                 where,
-                "the workload printed values that are not finite "
-                "numbers: " + "; ".join(n.message() for n in out.non_finite),
+                "the workload printed values that are not measurements: "
+                + "; ".join(n.message() for n in out.non_finite),
             )
         if not out.readings:
             raise MalformedOutput(
@@ -278,6 +293,17 @@ class CommandWorkload:
                 f"{round_dir}]"
             )
             raise RoundCutByLimit(self.cut_by_limit) from None
+        trimmed = {
+            name: size
+            for name in ("stdout.txt", "stderr.txt")
+            if (size := trim_output(round_dir / name)) is not None
+        }
+        if "stdout.txt" in trimmed and self.parser != "none":  # a cut table would mislead
+            raise MalformedOutput(
+                str(round_dir / "stdout.txt"),
+                OUTPUT_BYTES.refuse("", f"{trimmed['stdout.txt']:,} bytes").problem
+                + " (the first part is kept)",
+            )
         captured = self._captured(argv, round_dir, log_dir)
         if result.returncode not in self.accepted_returncodes:
             raise self._failure(result.returncode, captured)
@@ -288,6 +314,16 @@ class CommandWorkload:
             warnings.append(
                 "the command has no %WORK_AMOUNT%: every round does the same work, "
                 "the work amount is nominal"
+            )
+        for name, size in trimmed.items():
+            warnings.append(
+                f"{name}: {size:,} bytes of output, over the {OUTPUT_BYTES.variable} limit: "
+                f"the first {OUTPUT_BYTES.value():,} are kept"
+            )
+        if result.escaped:
+            warnings.append(
+                f"ended {len(result.escaped)} process(es) that left the round's process group "
+                f"(setsid or a double fork) and outlived it: {', '.join(result.escaped[:5])}"
             )
         if result.leftovers_killed:
             warnings.append(f"ended {result.leftovers_killed} process(es) the command left running")

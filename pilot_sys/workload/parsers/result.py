@@ -6,7 +6,6 @@ the runner captures, a parser reads, and either can be tested alone against real
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
@@ -15,6 +14,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from pilot_sys.errors import WorkloadFailed
+from pilot_sys.stats.pi import MEASURABLE_MAX, unmeasurable
 from pilot_sys.workload.base import PISpec
 
 Stream = Literal["stdout", "stderr"]
@@ -102,6 +102,9 @@ class CapturedOutput(BaseModel):
         return lines[-1][:limit] if lines else ""
 
 
+MEASURABLE_MAX_EXP = np.log10(MEASURABLE_MAX)
+
+
 class NonFinite(BaseModel):
     """Readings of one PI that were NaN or infinite: counted and located, never averaged.
 
@@ -119,7 +122,8 @@ class NonFinite(BaseModel):
     def message(self) -> str:
         at = f"first at line {self.line}" if self.line is not None else f"first in {self.where}"
         return (
-            f"{self.count} non-finite value(s) ({self.first!r}) of {self.total} in column "
+            f"{self.count} value(s) no statistics can use (NaN, infinite, or beyond "
+            f"1e±{MEASURABLE_MAX_EXP:g}) ({self.first!r}) of {self.total} in column "
             f"{self.pi!r}, {at}"
         )
 
@@ -147,7 +151,7 @@ class ParsedOutput(BaseModel):
         non-finite value is recorded in ``non_finite`` instead, with ``where`` it came from."""
         if spec.name not in self.readings and all(s.name != spec.name for s in self.specs):
             self.specs.append(spec)
-        if not math.isfinite(value):
+        if unmeasurable(np.array([value]))[0]:
             self.non_finite.append(
                 NonFinite(
                     pi=spec.name,
@@ -169,7 +173,7 @@ class ParsedOutput(BaseModel):
         if values.size == 0:
             return
         values = np.asarray(values, dtype=float)
-        bad = ~np.isfinite(values)
+        bad = unmeasurable(values)
         if bad.any():
             first = int(np.argmax(bad))
             self.non_finite.append(

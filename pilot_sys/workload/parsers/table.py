@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pilot_sys.stats.pi import PIType
+from pilot_sys.limits import PARSED_VALUES
+from pilot_sys.stats.pi import MEASURABLE_MAX, MEASURABLE_MIN, PIType
 from pilot_sys.workload.base import PISpec
 from pilot_sys.workload.parsers.result import (
     CapturedOutput,
@@ -73,7 +74,9 @@ class _Column:
             if self.first_text is None:
                 self.first_text = (line, column, cell)
             return
-        if not math.isfinite(value):
+        if not math.isfinite(value) or (
+            value != 0 and not MEASURABLE_MIN <= abs(value) <= MEASURABLE_MAX
+        ):
             self.non_finite += 1
             if self.first_non_finite is None:
                 self.first_non_finite = (line, column, cell.strip())
@@ -92,6 +95,7 @@ def parse(
     columns: list[_Column] | None = None
     header_line = 0
     rows = 0
+    most = PARSED_VALUES.value()  # checked as the lines arrive: parsing is bounded too
     for number, line in enumerate(captured.lines("stdout"), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -121,6 +125,8 @@ def parse(
             column.add(cell, number, position)
             position += len(cell) + 1
         rows += 1
+        if rows * len(columns) > most:
+            raise MalformedOutput(f"{where}:{number}", PARSED_VALUES.refuse("", None).problem)
     if columns is None:
         raise MalformedOutput(
             where, "the workload printed no values (expected CSV or one number per line)"
