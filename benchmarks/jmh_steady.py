@@ -262,6 +262,9 @@ FAMILIES: dict[str, Family] = {
             "pilot_sys/stats/pelt.py",
             "pilot_sys/stats/settle.py",
             "pilot_sys/stats/outliers.py",
+            "pilot_sys/stats/series_model.py",
+            "pilot_sys/stats/change_kind.py",
+            "pilot_sys/stats/changepoint.py",
         ),
     ),
     "dual-gate": Family(

@@ -137,3 +137,21 @@ def test_a_ramp_is_one_warm_up_even_when_edm_cuts_it_into_a_staircase() -> None:
     model = series_model(x)
     assert model.steady is not None and model.steady[1] == x.size
     assert abs(model.steady[0] - 20_000) <= 400
+
+
+def test_no_run_holding_half_falls_back_to_where_the_level_settles() -> None:
+    """A level that wanders among several values (no run of equal segments holds more than
+    half), then settles for its last 500 readings: the steady part is where the level settles
+    for good, the study's procedure (``settle``), and it runs to the end."""
+    from pilot_sys.stats.series_model import series_model
+    from pilot_sys.stats.settle import settle
+
+    rng = np.random.default_rng(1)
+    parts = [np.linspace(300.0, 120.0, 150)]
+    parts += [level + rng.normal(0.0, 1.0, 150) for level in (100, 110, 100, 115, 105, 110)]
+    parts.append(100.0 + rng.normal(0.0, 1.0, 500))
+    y = np.concatenate(parts)
+    model = series_model(y)
+    assert settle(y).start == 1050
+    assert model.steady == (1050, y.size)
+    assert "settles for good" in model.reason and "32.3%" in model.reason

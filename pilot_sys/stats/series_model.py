@@ -46,7 +46,8 @@ from pilot_sys.stats.changepoint import (
     default_min_size,
     detect,
 )
-from pilot_sys.stats.settle import dominant_run
+from pilot_sys.stats.settle import MIN_READINGS as SETTLE_MIN_READINGS
+from pilot_sys.stats.settle import dominant_run, settle
 
 STEADY_SHARE = 0.5  # the steady part holds more than this share of the readings
 # A run whose fitted line moves by more than this many residual standard deviations from its
@@ -227,11 +228,7 @@ def series_model(
         inside = f", {joined + 1} segments of equal mean and spread" if joined else ""
         reason = f"readings [{begin}, {end}) hold {100 * share:.1f}% of the series{inside}"
     else:
-        steady = None
-        reason = (
-            f"no steady part: the longest run of equal segments, [{begin}, {end}), holds "
-            f"{100 * share:.1f}% of the series (more than {100 * STEADY_SHARE:g}% needed)"
-        )
+        steady, reason = _settled_tail(y, begin, end, share)
     detection = found.model_copy(
         update={
             "segments": segments,
@@ -249,6 +246,26 @@ def series_model(
         reason=reason,
         detection=detection,
     )
+
+
+def _settled_tail(
+    y: np.ndarray, begin: int, end: int, share: float
+) -> tuple[tuple[int, int] | None, str]:
+    """No run of equal segments holds more than half (a long noisy or multimodal series cut
+    into many pieces): where the level settles for good, by the procedure that labels steady
+    states in Traini et al. 2022 (``settle``), is the steady part, running to the end."""
+    longest = (
+        f"the longest run of equal segments, [{begin}, {end}), holds {100 * share:.1f}% of the "
+        f"series (more than {100 * STEADY_SHARE:g}% needed)"
+    )
+    if y.size >= SETTLE_MIN_READINGS:
+        found = settle(y)
+        if found.start is not None:
+            return (found.start, int(y.size)), (
+                f"readings [{found.start}, {y.size}): where the level settles for good "
+                f"(segments walked back from the end); {longest}"
+            )
+    return None, f"no steady part: {longest}"
 
 
 def describe_change(model: SeriesModel, kind: ChangeKind, unit: str | None = None) -> str:
