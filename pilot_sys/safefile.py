@@ -12,6 +12,7 @@ opened with ``O_NOFOLLOW``.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import secrets
@@ -34,6 +35,20 @@ def create_new(
         except FileExistsError:
             continue
     raise FileExistsError(f"{directory}: no free name for {prefix}*{suffix}")
+
+
+def probe_directory(directory: str | Path) -> str | None:
+    """Why a new file cannot be made in ``directory`` (None when it can), found by making one:
+    a directory under /proc passes every access check and still refuses new files. The probe
+    is a new, randomly named file (never a planted link), removed at once."""
+    try:
+        fd, path = create_new(Path(directory), ".pilot-sys-probe-")
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    return None
 
 
 def create_exclusive(path: Path, *, flags: int = os.O_WRONLY, mode: int = 0o644) -> int:

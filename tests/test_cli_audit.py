@@ -50,7 +50,7 @@ def test_bom_at_the_start_of_a_csv_is_not_part_of_the_first_name(tmp_path: Path)
 def test_binary_stdin_is_named_not_read_as_garbage() -> None:
     # before: the text layer decoded NULs and bad bytes, and the error quoted surrogate garbage
     assert one_error(run_cli("analyze", "-", input="\x00\x01garbage\n")) == (
-        "<stdin>: binary data (a NUL byte at byte 0), expected text with numbers"
+        "<stdin>: binary data (a NUL byte at byte 0), expected text"
     )
 
 
@@ -129,10 +129,13 @@ def test_negative_rate_names_its_line(tmp_path: Path) -> None:
             ["--ci-perc", "nan"],
             "--ci-perc: nan must be > 0 and finite, e.g. 10 for 10% of the mean",
         ),
-        (["--ci-abs", "inf"], "--ci-abs: inf must be > 0 and finite, in the unit of the data"),
+        (
+            ["--ci-abs", "inf"],
+            "--ci-abs: 'inf' is not a finite number (see pilot-sys analyze --help)",
+        ),
         (
             ["--confidence", "abc"],
-            "--confidence: 'abc' is not a valid float (see pilot-sys analyze --help)",
+            "--confidence: 'abc' is not a valid finite float (see pilot-sys analyze --help)",
         ),
         (["--bogus"], "--bogus: No such option '--bogus' (see pilot-sys analyze --help)"),
     ],
@@ -313,7 +316,7 @@ def test_monitor_names_the_signal_that_killed_cmd() -> None:
     [
         (
             ["--threshold", "nan"],
-            "--threshold: nan is not a finite number (see pilot-sys phases --help)",
+            "--threshold: 'nan' is not a finite number (see pilot-sys phases --help)",
         ),
         (
             ["--plot", "x.txt"],
@@ -338,7 +341,7 @@ def test_phases_binary_file_and_missing_argument(tmp_path: Path) -> None:
     path.write_bytes(b"\x00\xff\xfe garbage")
     assert (
         one_error(run_cli("phases", str(path)))
-        == f"{path}: not UTF-8 text (byte 1); expected a monitor trace (JSON)"
+        == f"{path}: binary data (a NUL byte at byte 0), expected text"
     )
     assert one_error(run_cli("phases")) == (
         "DIR_OR_TRACE...: Missing argument 'DIR_OR_TRACE...' (see pilot-sys phases --help)"

@@ -12,7 +12,7 @@ import click
 
 from pilot_sys.cli.common import OneLineErrors
 from pilot_sys.errors import BadInput
-from pilot_sys.safefile import replace_file
+from pilot_sys.safefile import probe_directory, replace_file
 
 PICTURE_SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -26,8 +26,9 @@ def _writable(option: str, path: str | None) -> None:
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise BadInput(option, f"{path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise BadInput(option, f"{path}: directory {parent} is not writable")
+    why = probe_directory(parent)
+    if why is not None:
+        raise BadInput(option, f"{path}: cannot write ({why})")
     if option in ("--png", "--svg") and not path.lower().endswith(PICTURE_SUFFIXES):
         raise BadInput(
             option, f"{path}: the picture format comes from the suffix; use .png, .svg or .pdf"

@@ -14,7 +14,7 @@ import click
 from pilot_sys import units
 from pilot_sys.cli.common import FINITE_FLOAT, OneLineErrors
 from pilot_sys.errors import BadInput, ExitCode
-from pilot_sys.safefile import replace_file
+from pilot_sys.safefile import probe_directory, replace_file
 
 PICTURE_SUFFIXES = (".png", ".svg", ".pdf")
 PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
@@ -39,8 +39,9 @@ def _writable(option: str, path: str | None) -> None:
     # must take a new file; nothing is created here, so a planted link is never followed
     if os.path.isdir(path):
         raise BadInput(option, f"{path}: is a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise BadInput(option, f"{path}: cannot write (directory {parent} is not writable)")
+    why = probe_directory(parent)
+    if why is not None:
+        raise BadInput(option, f"{path}: cannot write ({why})")
 
 
 def _save_elsewhere(result: Any) -> str | None:
