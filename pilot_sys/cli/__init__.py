@@ -118,10 +118,11 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("pilot-sys: interrupted", err=True)
         sys.exit(int(ExitCode.INTERRUPTED))
     except click.UsageError as exc:
-        # One line, like every other bad input; commands with OneLineErrors name the option too.
-        ctx = exc.ctx
-        hint = f" (see {ctx.command_path} --help)" if ctx is not None else " (see pilot-sys --help)"
-        fail(f"{exc.format_message().rstrip('.')}{hint}", ExitCode.BAD_INPUT)
+        # One line naming the option, like every other bad input (the same words as the
+        # commands that turn their own parse errors into BadInput)
+        from pilot_sys.cli.common import usage_error
+
+        fail(str(usage_error(exc, exc.ctx)), ExitCode.BAD_INPUT)
     except click.ClickException as exc:
         fail(exc.format_message(), exc.exit_code)
     except MeasuredOutcome as exc:  # a measured answer, not an error: no "error:" before it

@@ -104,21 +104,24 @@ class OneLineErrors(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as exc:
-            param = getattr(exc, "param", None)
-            if isinstance(param, click.Argument):
-                where = param.human_readable_name  # its metavar, e.g. DIR_OR_TRACE...
-            else:
-                where = getattr(exc, "option_name", None) or (
-                    param.opts[0]
-                    if param is not None and getattr(param, "opts", None)
-                    else ctx.command_path
-                )
-            message = exc.format_message()
-            if message.startswith("Invalid value for"):
-                message = message.split(": ", 1)[-1]
-            raise BadInput(
-                where, f"{message.rstrip('.')} (see {ctx.command_path} --help)"
-            ) from None
+            raise usage_error(exc, ctx) from None
+
+
+def usage_error(exc: click.UsageError, ctx: click.Context | None) -> BadInput:
+    """A click usage error as one ``BadInput`` line naming the option or argument, so every
+    command words a bad value the same way (``--rate: 'nan' is not a finite number``)."""
+    param = getattr(exc, "param", None)
+    command = ctx.command_path if ctx is not None else "pilot-sys"
+    if isinstance(param, click.Argument):
+        where = param.human_readable_name  # its metavar, e.g. DIR_OR_TRACE...
+    else:
+        where = getattr(exc, "option_name", None) or (
+            param.opts[0] if param is not None and getattr(param, "opts", None) else ""
+        )
+    message = exc.format_message()
+    if message.startswith("Invalid value for"):
+        message = message.split(": ", 1)[-1]
+    return BadInput(where, f"{message.rstrip('.')} (see {command} --help)")
 
 
 def save_figure(fig: Any, path: str | Path, *, option: str = "--plot", dpi: int = 110) -> None:
