@@ -156,7 +156,9 @@ def test_one_writer_per_directory(tmp_path: Path) -> None:
 
 
 @pytest.mark.live
-def test_a_session_stops_cleanly_when_the_disk_fills(tmp_path: Path) -> None:
+def test_a_session_stops_cleanly_when_the_disk_fills(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The journal starts refusing writes (ENOSPC) in the middle of a session."""
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full")
@@ -176,7 +178,14 @@ def test_a_session_stops_cleanly_when_the_disk_fills(tmp_path: Path) -> None:
             self.calls += 1
             if self.calls == 3:  # from round 3 on, every write to the journal fails
                 (root / JOURNAL).rename(root / "kept.jsonl")
-                (root / JOURNAL).symlink_to("/dev/full")
+                real_open = journal_module.open_nofollow  # the journal refuses links
+                monkeypatch.setattr(
+                    journal_module,
+                    "open_nofollow",
+                    lambda path, flags, mode=0o644: real_open(
+                        Path("/dev/full"), flags & ~os.O_CREAT, mode
+                    ),
+                )
             return RoundOutput(
                 work_amount=1.0, duration=0.01, readings={"x": 1.0 + 0.01 * self.calls}
             )

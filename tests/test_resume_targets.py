@@ -58,23 +58,36 @@ def _rounds(out: Path) -> int:
 def test_a_stricter_target_on_resume_runs_rounds_until_it_is_met(session: Path) -> None:
     out = session
     before = _rounds(out)
+    # a target stricter than what the first invocation reached (its rounds alone cannot meet
+    # it), rounded to a value the option takes as written
+    first = json.loads((out / "result.json").read_text())["workloads"][0]["pis"]["value"]
+    reached = (first["ci_high"] - first["ci_low"]) / first["mean"]
+    strict = round(reached / 2, 5)
     r = run_cli(
-        "run", "--resume", str(out), "--ci-perc", "0.3%", "-s", "120", "--no-plots", "--json"
+        "run",
+        "--resume",
+        str(out),
+        "--ci-perc",
+        f"{100 * strict:g}%",
+        "-s",
+        "120",
+        "--no-plots",
+        "--json",
     )
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     pi = result["workloads"][0]["pis"]["value"]
-    assert result["config"]["ci_perc"] == pytest.approx(0.003)
-    assert pi["target"] == pytest.approx(0.003) and pi["ci_reached"]
-    assert (pi["ci_high"] - pi["ci_low"]) / pi["mean"] <= 0.003
+    assert result["config"]["ci_perc"] == pytest.approx(strict)
+    assert pi["target"] == pytest.approx(strict) and pi["ci_reached"]
+    assert (pi["ci_high"] - pi["ci_low"]) / pi["mean"] <= strict
     assert _rounds(out) > before  # new rounds ran: the old 10 % target did not end it
     manifest = json.loads((out / "session.json").read_text())
     last = manifest["invocations"][-1]
     assert last["first_round"] == before + 1
-    assert last["config_changes"]["ci_perc"] == [pytest.approx(0.2), pytest.approx(0.003)]
+    assert last["config_changes"]["ci_perc"] == [pytest.approx(0.2), pytest.approx(strict)]
     assert last["config_changes"]["session_limit"][1] == 120
-    assert manifest["config"]["ci_perc"] == pytest.approx(0.003)
-    assert "resumed with new targets and limits: ci_perc 0.2 -> 0.003" in r.stderr
+    assert manifest["config"]["ci_perc"] == pytest.approx(strict)
+    assert f"resumed with new targets and limits: ci_perc 0.2 -> {strict:g}" in r.stderr
 
 
 def test_a_preset_on_resume_sets_its_targets(session: Path) -> None:

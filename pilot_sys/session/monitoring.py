@@ -55,6 +55,7 @@ from pilot_sys.monitor.processes import ProcessProbe, read_pids
 from pilot_sys.safefile import replace_file
 from pilot_sys.session.journal import MONITOR_FILE, MonitorSummary, SyncBatch, atomic_write_text
 from pilot_sys.topology.remote_hosts import RemoteHost
+from pilot_sys.workload.orphan_guard import GUARD_PIDS
 
 if TYPE_CHECKING:  # the sampler loads every plug-in: imported when a round starts
     from pilot_sys.monitor.sampler import Sampler
@@ -418,9 +419,12 @@ class RoundProcessesProbe(ProcessProbe):
         return row
 
     def _roots(self) -> list[tuple[int, int | None]]:
-        """The round's children, each checked on opening to be this process's child."""
+        """The round's children, each checked on opening to be this process's child; the
+        round's guard (``orphan_guard``) is pilot-sys's, not the workload's."""
         me = os.getpid()
-        return [(p, me) for p in read_pids(self._fd) if p not in self._before]
+        return [
+            (p, me) for p in read_pids(self._fd) if p not in self._before and p not in GUARD_PIDS
+        ]
 
     def close(self) -> None:
         super().close()

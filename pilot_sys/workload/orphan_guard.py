@@ -45,6 +45,11 @@ done
 """
 
 
+#: pids of the guards now running: children of the round's thread that are not the workload's
+#: (the round's process probe leaves them out)
+GUARD_PIDS: set[int] = set()
+
+
 def new_mark() -> tuple[str, str]:
     """(variable, value) to put in one round's environment."""
     return MARK, secrets.token_hex(8)
@@ -67,6 +72,8 @@ class Guard:
             )
         except OSError:  # no sh: the round still runs, only unguarded against kill -9
             self.proc = None
+        if self.proc is not None:
+            GUARD_PIDS.add(self.proc.pid)
 
     def watch(self, pgid: int) -> None:
         """The round's process group, which the guard kills if pilot-sys dies."""
@@ -96,6 +103,7 @@ class Guard:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        GUARD_PIDS.discard(self.proc.pid)
         self.proc = None
 
 
