@@ -109,7 +109,8 @@ def test_a_fio_client_round_gets_its_servers_windows(tmp_path: Path) -> None:
         stderr=subprocess.DEVNULL,
     )
     job = tmp_path / "job.fio"
-    job.write_text(f"[w]\nrw=write\nbs=1M\nsize=256M\ndirect=1\nfilename={tmp_path / 'F'}\n")
+    # 1 GiB: a round long enough for several of the servers' 10 ms windows on a fast disk
+    job.write_text(f"[w]\nrw=write\nbs=1M\nsize=1024M\ndirect=1\nfilename={tmp_path / 'F'}\n")
     try:
         deadline = time.monotonic() + 5
         while not listening(port) and time.monotonic() < deadline:
@@ -117,7 +118,7 @@ def test_a_fio_client_round_gets_its_servers_windows(tmp_path: Path) -> None:
         workload = CommandWorkload(
             [fio, f"--client=ip:127.0.0.1,{port}", "job.fio"], cwd=tmp_path, timeout=60
         )
-        out = workload.run_round(256, tmp_path / "r1")
+        out = workload.run_round(1024, tmp_path / "r1")
     finally:
         server.kill()
         server.wait()
