@@ -369,6 +369,8 @@ class Engine:
             self.progress.emit(Note(self.early_stop, loud=True))
             return StopReason.ALL_EXCLUDED
         for track in self.tracks:
+            if track.rounds < self.cfg.min_rounds:  # the user's floor: never stop below it
+                continue
             runaway = track.need_trend.runaway()
             if runaway is None:
                 continue

@@ -294,13 +294,14 @@ class SequentialIOWorkload:
             raise WorkloadFailed(
                 f"{self.directory}: cannot create a file ({exc.strerror})"
             ) from None
-        os.close(fd)
-        buffer = mmap.mmap(-1, self.block_size)  # anonymous mmap: page-aligned, as O_DIRECT needs
-        buffer[:] = os.urandom(self.block_size)  # incompressible
-        write_ends = np.zeros(blocks, dtype=np.int64)
-        read_ends = np.zeros(blocks, dtype=np.int64)
-        round_start = time.perf_counter_ns()
-        try:
+        buffer: mmap.mmap | None = None
+        try:  # from its creation on, the file is removed whatever happens (Ctrl-C included)
+            os.close(fd)
+            buffer = mmap.mmap(-1, self.block_size)  # anonymous: page-aligned, as O_DIRECT needs
+            buffer[:] = os.urandom(self.block_size)  # incompressible
+            write_ends = np.zeros(blocks, dtype=np.int64)
+            read_ends = np.zeros(blocks, dtype=np.int64)
+            round_start = time.perf_counter_ns()
             w_start, w_end = self._write(path, blocks, buffer, write_ends)
             if self.read_back:
                 r_start, r_end = self._read(path, blocks, buffer, read_ends)
@@ -315,7 +316,8 @@ class SequentialIOWorkload:
             raise WorkloadFailed(f"{path}: {exc.strerror}") from None
         finally:
             path.unlink(missing_ok=True)
-            buffer.close()
+            if buffer is not None:
+                buffer.close()
         readings = {"write_bw": nbytes / ((w_end - w_start) / 1e9)}
         rates, stamps = unit_rates(write_ends, w_start, self.block_size, self.group)
         units = {"write_bw": rates}
