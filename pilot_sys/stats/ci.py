@@ -218,26 +218,8 @@ def _no_interval(
             f"about {required} samples are needed for one "
             f"(an AR(1)-based estimate, lag-1 {phi:.2f})"
         )
-    return Summary(
-        pi_type=pi_type,
-        confidence=confidence,
-        sample_size=n,
-        mean=mean,
-        ci_low=None,
-        ci_high=None,
-        ci_width=None,
-        subsession_size=None,
-        n_subsessions=None,
-        subsession_variance=None,
-        autocorrelation=None,
-        autocorrelation_time=float(tau),
-        effective_sample_size=n / float(tau),
-        tail_dropped=0,
-        target_width=target.width(mean),
-        target=target.describe(),
-        required_sample_size=required,
-        ci_reached=False,
-        warnings=warnings,
+    return _without_interval(
+        pi_type, confidence, n, mean, target, required, warnings, autocorrelation_time=float(tau)
     )
 
 
@@ -263,10 +245,26 @@ def too_few_for_interval(
         f"{NO_INTERVAL}{x.size} sample(s); at least {min_subsessions} are needed for a "
         "confidence interval"
     )
+    return _without_interval(
+        pi_type, confidence, int(x.size), mean, target, min_subsessions, [reason]
+    )
+
+
+def _without_interval(
+    pi_type: PIType,
+    confidence: float,
+    n: int,
+    mean: float,
+    target: CITarget,
+    required: int | None,
+    warnings: list[str],
+    autocorrelation_time: float | None = None,
+) -> Summary:
+    """A summary that gives the mean and why there is no interval (nothing else estimated)."""
     return Summary(
         pi_type=pi_type,
         confidence=confidence,
-        sample_size=int(x.size),
+        sample_size=n,
         mean=mean,
         ci_low=None,
         ci_high=None,
@@ -275,14 +273,16 @@ def too_few_for_interval(
         n_subsessions=None,
         subsession_variance=None,
         autocorrelation=None,
-        autocorrelation_time=None,
-        effective_sample_size=None,
+        autocorrelation_time=autocorrelation_time,
+        effective_sample_size=(
+            n / autocorrelation_time if autocorrelation_time is not None else None
+        ),
         tail_dropped=0,
         target_width=target.width(mean),
         target=target.describe(),
-        required_sample_size=min_subsessions,
+        required_sample_size=required,
         ci_reached=False,
-        warnings=[reason],
+        warnings=warnings,
     )
 
 
