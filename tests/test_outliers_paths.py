@@ -48,3 +48,34 @@ def test_outliers_near_change_points_are_those_of_the_whole_series() -> None:
             needed[max(c - reach, 0) : c + reach] = True
         assert np.array_equal(near[needed], whole[needed]) and whole[needed].any()
         assert not near[~needed].any()
+
+
+@pytest.mark.parametrize("window", [200, 57, 10])
+def test_running_order_statistics_are_pandas_rolling_quantiles_bit_for_bit(window: int) -> None:
+    """The long-series path (scipy's rank filter) against pandas' rolling median and quantiles,
+    the path it replaced: the same floats, so a reading at a bound is judged as before."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(8)
+    for x in (rng.normal(5.0, 1e3, 30_000), np.round(rng.normal(0, 1, 30_000), 2)):
+        rolling = pd.Series(x).rolling(window)
+        spread = outliers.DEFAULT_SPREAD
+        med = rolling.median().to_numpy()[window - 1 :]
+        p1 = rolling.quantile(0.01).to_numpy()[window - 1 :]
+        p99 = rolling.quantile(0.99).to_numpy()[window - 1 :]
+        lo, hi = outliers._bounds_rolling(x, window, spread)
+        assert np.array_equal(lo, med - spread * (p99 - p1))
+        assert np.array_equal(hi, med + spread * (p99 - p1))
+
+
+@pytest.mark.parametrize("window", [200, 57, 10, 2])
+def test_running_extremes_of_scipy_are_those_of_the_block_maxima(window: int) -> None:
+    """The long-series path's highest lower bound and lowest upper bound over the windows that
+    hold each reading, against the van Herk/Gil-Werman blocks of the short-series path."""
+    rng = np.random.default_rng(window)
+    bounds = np.round(rng.normal(size=5000), 1)  # ties too
+    for highest in (True, False):
+        want = outliers._rolling_extreme(bounds, window, highest)
+        got = outliers._running_extreme(bounds, window, highest)
+        assert np.array_equal(got, want)
+    naive = [bounds[max(j - window + 1, 0) : j + 1].max() for j in range(bounds.size + window - 1)]
+    assert np.array_equal(outliers._running_extreme(bounds, window, True), naive)

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from scipy.special import fdtr, fdtrc  # the F distribution's cdf and sf (scipy.stats.f's own)
 
 from pilot_sys.stats.changepoint import ChangePoints, Segment
+from pilot_sys.stats.kind_moments import Fits, moment_fits
 from pilot_sys.stats.outliers import DEFAULT_WINDOW, window_outliers
 
 Kind = Literal["level", "trend", "spread", "none"]
@@ -91,10 +92,10 @@ def _fit(columns: list[np.ndarray], y: np.ndarray) -> np.ndarray:
     return y - design @ coef
 
 
-def _lag1_inflation(residuals: Sequence[np.ndarray]) -> float:
+def _lag1_inflation(fits: Fits) -> float:
     """Long-run variance factor (1 + r) / (1 - r) of the pooled lag-1 correlation r, in [1, 5.7]."""
-    num = sum(float(np.dot(r[1:], r[:-1])) for r in residuals if r.size > 2)
-    den = sum(float(np.dot(r, r)) for r in residuals if r.size > 2)
+    num = sum(lag for lag, size in zip(fits.lag1, fits.sizes, strict=True) if size > 2)
+    den = sum(rss for rss, size in zip(fits.rss, fits.sizes, strict=True) if size > 2)
     if den <= 0.0:
         return 1.0
     rho = min(max(num / den, 0.0), MAX_LAG1)
@@ -119,17 +120,6 @@ def _f_test(
         return 0.0 if rss_restricted > rss_full else 1.0
     f = max(rss_restricted - rss_full, 0.0) / extra / (inflation * rss_full / dof)
     return float(fdtrc(extra, dof, f))
-
-
-def _turn_beats_bend(y: np.ndarray, t: np.ndarray, rss_kink: float) -> bool:
-    """True when a kink at the change point fits better than a smooth parabola through it all.
-
-    A slowly curving series (growth that slows down) differs from one straight line at every
-    split; only a turn sharper than the curve is a change of trend.
-    """
-    u = t / max(float(np.max(np.abs(t))), 1.0)
-    res = _fit([np.ones(t.size), u, u * u], y)
-    return rss_kink < float(res @ res)
 
 
 def _around(
@@ -158,36 +148,52 @@ class _Evidence(BaseModel):
     ratio: float
 
 
+def _direct_fits(y: np.ndarray, t: np.ndarray, k: int) -> Fits:
+    """The fits from the residual vectors themselves: exact where the moments are not."""
+    a0, a1, res_a = _line(y[:k], t[:k])
+    b0, b1, res_b = _line(y[k:], t[k:])
+    u = t / max(float(np.max(np.abs(t))), 1.0)
+    _, _, res_one = _line(y, t)
+    res_kink = _fit([np.ones(y.size), u, np.maximum(u, 0.0)], y)
+    res_bend = _fit([np.ones(t.size), u, u * u], y)
+    return Fits(
+        left=(a0, a1),
+        right=(b0, b1),
+        sizes=(res_a.size, res_b.size),
+        rss=(float(res_a @ res_a), float(res_b @ res_b)),
+        spreads=tuple(float(np.std(r)) if r.size > 2 else float("nan") for r in (res_a, res_b)),
+        lag1=tuple(float(np.dot(r[1:], r[:-1])) for r in (res_a, res_b)),
+        rss_one=float(res_one @ res_one),
+        rss_kink=float(res_kink @ res_kink),
+        rss_bend=float(res_bend @ res_bend),
+    )
+
+
 def _evidence(
     values: np.ndarray, begin: int, index: int, end: int, outliers: np.ndarray | None
 ) -> _Evidence:
     y, t, k = _around(values, begin, index, end, outliers)
-    a0, a1, res_a = _line(y[:k], t[:k])
-    b0, b1, res_b = _line(y[k:], t[k:])
-    rss_two = float(res_a @ res_a + res_b @ res_b)
     n = y.size
-    dof = n - 4
     # squared residuals below this are rounding error, not noise
     rounding = n * (64 * np.finfo(np.float64).eps * float(np.max(np.abs(y), initial=0.0))) ** 2
-    inflation = _lag1_inflation((res_a, res_b))
+    fits = moment_fits(y, t, k, rounding) or _direct_fits(y, t, k)
+    (a0, a1), (b0, b1) = fits.left, fits.right
+    size_a, size_b = fits.sizes
+    rss_two = fits.rss[0] + fits.rss[1]
+    dof = n - 4
+    inflation = _lag1_inflation(fits)
     tiny = (rounding / max(n, 1)) ** 0.5  # a residual spread below this is rounding error
-    spread_a = float(np.std(res_a)) if res_a.size > 2 else float("nan")
-    spread_b = float(np.std(res_b)) if res_b.size > 2 else float("nan")
-    spread_a, spread_b = (0.0 if s <= tiny else s for s in (spread_a, spread_b))
+    spread_a, spread_b = (0.0 if s <= tiny else s for s in fits.spreads)
     ratio = spread_b / spread_a if spread_a > 0 else float("inf")
     # one line through both segments (no change at all)
-    _, _, res_one = _line(y, t)
-    p_any = _f_test(float(res_one @ res_one), rss_two, 2, dof, inflation, rounding)
+    p_any = _f_test(fits.rss_one, rss_two, 2, dof, inflation, rounding)
     # a kinked line (slopes differ, no jump): t+ = max(t, 0) carries the slope change
-    u = t / max(float(np.max(np.abs(t))), 1.0)
-    res_kink = _fit([np.ones(n), u, np.maximum(u, 0.0)], y)
-    rss_kink = float(res_kink @ res_kink)
-    p_jump = _f_test(rss_kink, rss_two, 1, dof, inflation, rounding)
+    p_jump = _f_test(fits.rss_kink, rss_two, 1, dof, inflation, rounding)
     p_spread = None
-    if res_a.size > 2 and res_b.size > 2 and spread_a > 0 and spread_b > 0:
+    if size_a > 2 and size_b > 2 and spread_a > 0 and spread_b > 0:
         # autocorrelated residuals carry fewer independent readings: shrink both dofs alike
         f = (spread_b / spread_a) ** 2
-        dof_b, dof_a = (res_b.size - 2) / inflation, (res_a.size - 2) / inflation
+        dof_b, dof_a = (size_b - 2) / inflation, (size_a - 2) / inflation
         p_spread = float(2.0 * min(fdtrc(dof_b, dof_a, f), fdtr(dof_b, dof_a, f)))
     return _Evidence(
         common={
@@ -199,20 +205,30 @@ def _evidence(
         },
         p_jump=p_jump,
         p_any=p_any,
-        turn=_turn_beats_bend(y, t, rss_kink + rounding),
+        # a kink fits better than a smooth parabola through it all: a slowly curving series
+        # (growth that slows down) differs from one straight line at every split; only a
+        # turn sharper than the curve is a change of trend
+        turn=fits.rss_kink + rounding < fits.rss_bend,
         p_spread=p_spread,
         ratio=ratio,
     )
 
 
-def _decide(e: _Evidence, significance: float) -> ChangeKind:
+def _kind_of(e: _Evidence, significance: float) -> tuple[Kind, float]:
+    """The kind at ``significance`` and the p-value that decided it (1 for none): plain values,
+    since the drop loop decides every change point again each round."""
     if e.p_jump < significance:
-        return ChangeKind(kind="level", p_value=e.p_jump, **e.common)
+        return "level", e.p_jump
     if e.p_any < significance and e.turn:
-        return ChangeKind(kind="trend", p_value=e.p_any, **e.common)
+        return "trend", e.p_any
     if e.p_spread is not None and e.p_spread < significance and max(e.ratio, 1.0 / e.ratio) > 1.5:
-        return ChangeKind(kind="spread", p_value=e.p_spread, **e.common)
-    return ChangeKind(kind="none", p_value=1.0, **e.common)
+        return "spread", e.p_spread
+    return "none", 1.0
+
+
+def _decide(e: _Evidence, significance: float) -> ChangeKind:
+    kind, p_value = _kind_of(e, significance)
+    return ChangeKind(kind=kind, p_value=p_value, **e.common)
 
 
 def classify_change(
@@ -288,22 +304,29 @@ def classify_changes(
             known[key] = _evidence(x, *key, outliers)
         return known[key]
 
+    def around(i: int) -> _Evidence:
+        return evidence(
+            cuts[i - 1] if i else 0, cuts[i], cuts[i + 1] if i + 1 < len(cuts) else x.size
+        )
+
+    found = [around(i) for i in range(len(cuts))]
     while True:
-        bounds = [0, *cuts, x.size]
         # one test per change point: Bonferroni keeps the chance of keeping any artefact at
         # ``significance`` however many pieces the detector cut a trend into
         level = significance / max(len(cuts), 1)
-        found = [evidence(bounds[i], bounds[i + 1], bounds[i + 2]) for i in range(len(cuts))]
-        kinds = [_decide(e, level) for e in found]
-        none = [i for i, k in enumerate(kinds) if k.kind == "none"]
+        none = [i for i, e in enumerate(found) if _kind_of(e, level)[0] == "none"]
         if not none:
+            kinds = [_decide(e, level) for e in found]
             if drop:
                 return kinds
             return sorted([*kinds, *dropped.values()], key=lambda k: k.index)
         # drop the one whose segments one line explains best (largest p of "any change")
         worst = max(none, key=lambda i: found[i].p_any)
-        dropped[cuts[worst]] = kinds[worst]
-        del cuts[worst]
+        dropped[cuts[worst]] = _decide(found[worst], level)
+        del cuts[worst], found[worst]
+        # only its two neighbours' segments changed
+        for i in range(max(worst - 1, 0), min(worst + 1, len(cuts))):
+            found[i] = around(i)
 
 
 def explain_changes(

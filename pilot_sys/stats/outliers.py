@@ -25,10 +25,10 @@ DEFAULT_SPREAD = 3.0
 
 
 WINDOW_CELLS = 1 << 21  # readings copied per block of windows (16 MiB of float64)
-# Series at least this long take each window's median and quantiles from pandas' rolling
-# windows (a sorted skip list updated one reading at a time, O(n log window)) instead of
-# sorting every window (O(n window)); shorter ones do not pay for importing pandas. Both give
-# the same quantiles (linear interpolation between order statistics), to rounding.
+# Series at least this long take each window's median and quantiles from running order
+# statistics (scipy.ndimage's rank filter, O(n log window)) instead of sorting every window
+# (O(n window)); shorter ones do not pay for importing scipy.ndimage. Both give the same
+# quantiles (linear interpolation between order statistics), to rounding.
 ROLLING_MIN = 1 << 15
 
 
@@ -49,14 +49,34 @@ def _bounds_sorted(x: np.ndarray, window: int, spread: float) -> tuple[np.ndarra
     return lo, hi
 
 
-def _bounds_rolling(x: np.ndarray, window: int, spread: float) -> tuple[np.ndarray, np.ndarray]:
-    """Lower and upper bound of every window from pandas' rolling median and quantiles."""
-    import pandas as pd
+def _order_statistic(x: np.ndarray, rank: int, window: int) -> np.ndarray:
+    """The ``rank``-th smallest (0-based) of every full window of ``window`` readings."""
+    from scipy.ndimage import rank_filter
 
-    rolling = pd.Series(x, copy=False).rolling(window)
-    med = rolling.median().to_numpy()[window - 1 :]
-    p1 = rolling.quantile(0.01).to_numpy()[window - 1 :]
-    p99 = rolling.quantile(0.99).to_numpy()[window - 1 :]
+    # origin -(window // 2) puts window [i, i + window) at output i
+    out = rank_filter(x, rank, size=window, mode="constant", origin=-(window // 2))
+    return out[: x.size - window + 1]
+
+
+def _quantile_of_windows(x: np.ndarray, q: float, window: int) -> np.ndarray:
+    """Linear interpolation between the order statistics around ``q (window - 1)``, in the
+    arithmetic of pandas' rolling quantile and median (the same floats, bit for bit)."""
+    h = q * (window - 1)
+    low = int(h)
+    below = _order_statistic(x, low, window)
+    if h == low:
+        return below
+    above = _order_statistic(x, low + 1, window)
+    if q == 0.5:
+        return (below + above) / 2
+    return below + (above - below) * (h - low)
+
+
+def _bounds_rolling(x: np.ndarray, window: int, spread: float) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper bound of every window from running order statistics."""
+    med = _quantile_of_windows(x, 0.5, window)
+    p1 = _quantile_of_windows(x, 0.01, window)
+    p99 = _quantile_of_windows(x, 0.99, window)
     return med - spread * (p99 - p1), med + spread * (p99 - p1)
 
 
@@ -79,6 +99,18 @@ def _rolling_extreme(bounds: np.ndarray, window: int, highest: bool) -> np.ndarr
     return sign * np.maximum(backward[start], forward[start + window - 1])
 
 
+def _running_extreme(bounds: np.ndarray, window: int, highest: bool) -> np.ndarray:
+    """``_rolling_extreme`` by scipy.ndimage's running maximum or minimum (the same values:
+    no arithmetic), for the long series that already load it."""
+    from scipy.ndimage import maximum_filter1d, minimum_filter1d
+
+    fill = -np.inf if highest else np.inf
+    padded = np.concatenate((bounds, np.full(window - 1, fill)))
+    running = maximum_filter1d if highest else minimum_filter1d
+    # origin (window - 1) // 2: output j is the extreme of bounds[j - window + 1 .. j]
+    return running(padded, window, mode="constant", cval=fill, origin=(window - 1) // 2)
+
+
 def window_outliers(
     values: np.ndarray, window: int = DEFAULT_WINDOW, spread: float = DEFAULT_SPREAD
 ) -> np.ndarray:
@@ -86,12 +118,13 @@ def window_outliers(
     x = np.asarray(values, dtype=np.float64)
     if x.size < window:
         return np.zeros(x.size, dtype=bool)
-    bounds = _bounds_rolling if x.size >= ROLLING_MIN else _bounds_sorted
-    lo, hi = bounds(x, window, spread)
+    long = x.size >= ROLLING_MIN
+    lo, hi = (_bounds_rolling if long else _bounds_sorted)(x, window, spread)
     # outlier if any window holding it says so: compare with the highest lower bound and the
     # lowest upper bound among the windows that hold the reading
-    highest_lo = _rolling_extreme(lo, window, highest=True)
-    lowest_hi = _rolling_extreme(hi, window, highest=False)
+    extreme = _running_extreme if long else _rolling_extreme
+    highest_lo = extreme(lo, window, highest=True)
+    lowest_hi = extreme(hi, window, highest=False)
     return (x < highest_lo) | (x > lowest_hi)
 
 

@@ -1,0 +1,118 @@
+"""The line fits that judge a change point's kind, from a few sums instead of residual vectors.
+
+``change_kind`` tests each change point with five least-squares fits over the readings around
+it (a line each side, one line through both, a kinked line, a parabola) and the lag-1
+correlation of the residuals. Fitting each one and forming its residuals takes dozens of passes
+over up to twice EVIDENCE_REACH readings, for every change point and again for each neighbour
+a drop merges: the main cost of judging a ramp that the detector cut into hundreds of steps.
+Every one of those figures is a quadratic form in the moments of (1, u, u^2, y) on each side
+(u: the time from the change point, scaled to [-1, 1]) and of the same columns one reading
+apart, so two small matrix products give them all.
+
+A residual sum formed from moments loses to cancellation what the fit explains: when it is
+below ``RELATIVE_FLOOR`` of the variation it is taken from (a noiseless line, a jump thousands
+of times the noise), or within a million times floating-point rounding, ``moment_fits``
+declines and the caller fits the residuals directly.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+# A residual sum under this share of the sum of squares it is computed from has lost more
+# than about 1e-9 of its value to cancellation (the sums carry about 1e-15 of that total).
+RELATIVE_FLOOR = 1e-6
+# ... and one within this many times the caller's rounding bound is noise-free data, where
+# the caller's own rule for rounding must see the exact residuals.
+ROUNDING_MARGIN = 1e6
+SMALLEST_SIDE = 3  # readings each side; fewer and the fits are the direct ones
+
+
+class Fits(NamedTuple):
+    """The line fits around one change point, as sums: what the tests read."""
+
+    left: tuple[float, float]  # intercept at the change point and slope per reading
+    right: tuple[float, float]
+    sizes: tuple[int, int]
+    rss: tuple[float, float]  # residual sums of squares of each side's line
+    spreads: tuple[float, float]  # residual standard deviations (nan below three readings)
+    lag1: tuple[float, float]  # sums of products of successive residuals
+    rss_one: float  # one line through both sides
+    rss_kink: float  # one kinked line: slopes differ, no jump
+    rss_bend: float  # one parabola through both sides
+
+
+class _Declined(Exception):
+    """A residual sum the moments cannot give to the needed precision."""
+
+
+def _residual(
+    gram: np.ndarray, cross: np.ndarray, yy: float, rounding: float
+) -> tuple[float, np.ndarray]:
+    """Residual sum of squares and coefficients of the fit with normal equations (gram, cross)."""
+    try:
+        coef = np.linalg.solve(gram, cross)
+    except np.linalg.LinAlgError:
+        raise _Declined from None
+    rss = yy - float(coef @ cross)
+    if not rss >= RELATIVE_FLOOR * yy or not rss > ROUNDING_MARGIN * rounding:
+        raise _Declined
+    return rss, coef
+
+
+def _side(m: np.ndarray, lag: np.ndarray, rounding: float) -> tuple[float, float, float, float]:
+    """Intercept, slope (per unit of u), residual sum and lag-1 residual product of one side's
+    line, from its moments ``m`` of (1, u, u^2, y) and ``lag`` of successive readings."""
+    rss, (a, b) = _residual(m[np.ix_((0, 1), (0, 1))], m[(0, 1), 3], m[3, 3], rounding)
+    w = np.array([-a, -b, 0.0, 1.0])  # the residual as a combination of the columns
+    return float(a), float(b), rss, float(w @ lag @ w)
+
+
+def moment_fits(y: np.ndarray, t: np.ndarray, k: int, rounding: float) -> Fits | None:
+    """The fits of ``change_kind`` for readings ``y`` at times ``t`` from the change point
+    (sorted; the first ``k`` before it), or None where the moments lose precision."""
+    n = y.size
+    if k < SMALLEST_SIDE or n - k < SMALLEST_SIDE:
+        return None
+    scale = max(-float(t[0]), float(t[-1]), 1.0)
+    centre = float(y.mean())
+    cols = np.empty((4, n))
+    cols[0] = 1.0
+    np.divide(t, scale, out=cols[1])
+    np.multiply(cols[1], cols[1], out=cols[2])
+    np.subtract(y, centre, out=cols[3])
+    before, after = cols[:, :k], cols[:, k:]
+    m_a, m_b = before @ before.T, after @ after.T
+    lag_a = before[:, 1:] @ before[:, :-1].T
+    lag_b = after[:, 1:] @ after[:, :-1].T
+    m = m_a + m_b
+    try:
+        a0, a1, rss_a, lag1_a = _side(m_a, lag_a, rounding)
+        b0, b1, rss_b, lag1_b = _side(m_b, lag_b, rounding)
+        yy = m[3, 3]
+        rss_one, _ = _residual(m[np.ix_((0, 1), (0, 1))], m[(0, 1), 3], yy, rounding)
+        # kinked line: columns 1, u and u+ = max(u, 0), whose sums are the right side's
+        kink = np.array(
+            [
+                [m[0, 0], m[0, 1], m_b[0, 1]],
+                [m[0, 1], m[1, 1], m_b[1, 1]],
+                [m_b[0, 1], m_b[1, 1], m_b[1, 1]],
+            ]
+        )
+        rss_kink, _ = _residual(kink, np.array([m[0, 3], m[1, 3], m_b[1, 3]]), yy, rounding)
+        rss_bend, _ = _residual(m[:3, :3], m[:3, 3], yy, rounding)
+    except _Declined:
+        return None
+    return Fits(
+        left=(a0 + centre, a1 / scale),
+        right=(b0 + centre, b1 / scale),
+        sizes=(k, n - k),
+        rss=(rss_a, rss_b),
+        spreads=(float(np.sqrt(rss_a / k)), float(np.sqrt(rss_b / (n - k)))),
+        lag1=(lag1_a, lag1_b),
+        rss_one=rss_one,
+        rss_kink=rss_kink,
+        rss_bend=rss_bend,
+    )
