@@ -208,6 +208,11 @@ def critical_value(significance: float, scans: int = 2, statistic: Statistic = "
     return kuiper_isf(alpha) if statistic == "sign" else kolmogorov_isf(alpha)
 
 
+# Windows of the dependence factor formed at a time: a block stays in cache, and a long segment
+# allocates no array of its length (fresh pages cost more than the arithmetic)
+_FACTOR_BLOCK = 1 << 16
+
+
 def dependence_factor(counts: np.ndarray, cuts: tuple[int, ...]) -> float:
     """Long-run / short-run variance ratio of a 0/1 indicator, centred within pieces at ``cuts``.
 
@@ -222,11 +227,9 @@ def dependence_factor(counts: np.ndarray, cuts: tuple[int, ...]) -> float:
     if batch < 2 or m < 4 * batch:
         return 1.0
     bounds = [0, *sorted(c for c in cuts if 0 < c < m), m]
-    # window i sums the indicator over [i, i + batch)
-    windows = counts[batch - 1 :].astype(np.float64)
-    windows[1:] -= counts[: m - batch]
     variance = 0.0
     previous = 0
+    centres: list[tuple[int, int, float]] = []  # windows [a, b) and the count they expect
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         if b <= a:
             continue
@@ -234,12 +237,26 @@ def dependence_factor(counts: np.ndarray, cuts: tuple[int, ...]) -> float:
         previous = int(counts[b - 1])
         p = ones / (b - a)
         variance += (b - a) * p * (1.0 - p)
-        windows[a : max(a, min(b, m - batch + 1))] -= batch * p
+        centres.append((a, max(a, min(b, m - batch + 1)), batch * p))
     if variance <= 0.0:
         return 1.0
-    # einsum's own loop: a BLAS dot of more than ~10,000 readings starts threads, whose
-    # start-up and spinning cost many times the sum itself (and more on a busy machine)
-    obm = float(np.einsum("i,i->", windows, windows)) / (batch * (m - batch + 1))
+    total = 0.0
+    windows = m - batch + 1
+    for first in range(0, windows, _FACTOR_BLOCK):
+        last = min(first + _FACTOR_BLOCK, windows)
+        # window i sums the indicator over [i, i + batch): counts[i + batch - 1] - counts[i - 1]
+        block = counts[first + batch - 1 : last + batch - 1].astype(np.float64)
+        if first:
+            block -= counts[first - 1 : last - 1]
+        else:
+            block[1:] -= counts[: last - 1]
+        for a, b, expected in centres:
+            if a < last and b > first:
+                block[max(a, first) - first : min(b, last) - first] -= expected
+        # einsum's own loop: a BLAS dot of more than ~10,000 readings starts threads, whose
+        # start-up and spinning cost many times the sum itself (and more on a busy machine)
+        total += float(np.einsum("i,i->", block, block))
+    obm = total / (batch * windows)
     return max(1.0, obm / (variance / m))
 
 

@@ -44,30 +44,11 @@ class Fits(NamedTuple):
     rss_bend: float  # one parabola through both sides
 
 
-class _Declined(Exception):
-    """A residual sum the moments cannot give to the needed precision."""
-
-
-def _residual(
-    gram: np.ndarray, cross: np.ndarray, yy: float, rounding: float
-) -> tuple[float, np.ndarray]:
-    """Residual sum of squares and coefficients of the fit with normal equations (gram, cross)."""
-    try:
-        coef = np.linalg.solve(gram, cross)
-    except np.linalg.LinAlgError:
-        raise _Declined from None
-    rss = yy - float(coef @ cross)
-    if not rss >= RELATIVE_FLOOR * yy or not rss > ROUNDING_MARGIN * rounding:
-        raise _Declined
-    return rss, coef
-
-
-def _side(m: np.ndarray, lag: np.ndarray, rounding: float) -> tuple[float, float, float, float]:
-    """Intercept, slope (per unit of u), residual sum and lag-1 residual product of one side's
-    line, from its moments ``m`` of (1, u, u^2, y) and ``lag`` of successive readings."""
-    rss, (a, b) = _residual(m[np.ix_((0, 1), (0, 1))], m[(0, 1), 3], m[3, 3], rounding)
-    w = np.array([-a, -b, 0.0, 1.0])  # the residual as a combination of the columns
-    return float(a), float(b), rss, float(w @ lag @ w)
+def _lag_product(cols: np.ndarray, intercept: float, slope: float) -> float:
+    """Sum of products of successive residuals of the line (intercept, slope) on ``cols``."""
+    lag = cols[:, 1:] @ cols[:, :-1].T
+    w = np.array([-intercept, -slope, 0.0, 1.0])
+    return float(w @ lag @ w)
 
 
 def moment_fits(y: np.ndarray, t: np.ndarray, k: int, rounding: float) -> Fits | None:
@@ -85,26 +66,36 @@ def moment_fits(y: np.ndarray, t: np.ndarray, k: int, rounding: float) -> Fits |
     np.subtract(y, centre, out=cols[3])
     before, after = cols[:, :k], cols[:, k:]
     m_a, m_b = before @ before.T, after @ after.T
-    lag_a = before[:, 1:] @ before[:, :-1].T
-    lag_b = after[:, 1:] @ after[:, :-1].T
     m = m_a + m_b
+    # the five fits' normal equations, solved together: a line on each side and through
+    # both (2 x 2, padded with an identity row), a kinked line (1, u and u+ = max(u, 0),
+    # whose sums are the right side's) and a parabola (1, u, u^2)
+    gram = np.zeros((5, 3, 3))
+    cross = np.zeros((5, 3))
+    for row, sums in enumerate((m_a, m_b, m)):
+        gram[row, :2, :2] = sums[:2, :2]
+        gram[row, 2, 2] = 1.0
+        cross[row, :2] = sums[:2, 3]
+    gram[3] = [
+        [m[0, 0], m[0, 1], m_b[0, 1]],
+        [m[0, 1], m[1, 1], m_b[1, 1]],
+        [m_b[0, 1], m_b[1, 1], m_b[1, 1]],
+    ]
+    cross[3] = m[0, 3], m[1, 3], m_b[1, 3]
+    gram[4], cross[4] = m[:3, :3], m[:3, 3]
     try:
-        a0, a1, rss_a, lag1_a = _side(m_a, lag_a, rounding)
-        b0, b1, rss_b, lag1_b = _side(m_b, lag_b, rounding)
-        yy = m[3, 3]
-        rss_one, _ = _residual(m[np.ix_((0, 1), (0, 1))], m[(0, 1), 3], yy, rounding)
-        # kinked line: columns 1, u and u+ = max(u, 0), whose sums are the right side's
-        kink = np.array(
-            [
-                [m[0, 0], m[0, 1], m_b[0, 1]],
-                [m[0, 1], m[1, 1], m_b[1, 1]],
-                [m_b[0, 1], m_b[1, 1], m_b[1, 1]],
-            ]
-        )
-        rss_kink, _ = _residual(kink, np.array([m[0, 3], m[1, 3], m_b[1, 3]]), yy, rounding)
-        rss_bend, _ = _residual(m[:3, :3], m[:3, 3], yy, rounding)
-    except _Declined:
+        coef = np.linalg.solve(gram, cross[:, :, None])[:, :, 0]
+    except np.linalg.LinAlgError:
         return None
+    yy = np.array([m_a[3, 3], m_b[3, 3], m[3, 3], m[3, 3], m[3, 3]])
+    rss = yy - np.einsum("ij,ij->i", coef, cross)
+    if not (np.all(rss >= RELATIVE_FLOOR * yy) and np.all(rss > ROUNDING_MARGIN * rounding)):
+        return None
+    rss_a, rss_b, rss_one, rss_kink, rss_bend = rss.tolist()
+    (a0, a1, _), (b0, b1, _) = coef[0].tolist(), coef[1].tolist()
+    # sums of products of successive residuals: the residual is (-a, -b, 0, 1) . columns
+    lag1_a = _lag_product(before, a0, a1)
+    lag1_b = _lag_product(after, b0, b1)
     return Fits(
         left=(a0 + centre, a1 / scale),
         right=(b0 + centre, b1 / scale),

@@ -59,6 +59,11 @@ def _check_magnitude(samples: np.ndarray, pi_type: PIType, where: str) -> None:
     with np.errstate(over="ignore", divide="ignore"):
         scales = [np.abs(samples)] + ([np.abs(1.0 / samples)] if pi_type is PIType.HARMONIC else [])
     for magnitude in scales:
+        # two reductions decide; the mask that names the sample is formed only when one fails
+        largest = float(np.max(magnitude))
+        smallest = float(np.min(magnitude, where=magnitude > 0, initial=np.inf))
+        if largest < high and not smallest < low:
+            continue
         bad_mask = ~(magnitude < high) | ((magnitude > 0) & (magnitude < low))
         if np.any(bad_mask):
             bad = int(np.argmax(bad_mask))

@@ -135,14 +135,15 @@ def trend_of(y: np.ndarray, significance: float = KIND_SIGNIFICANCE) -> tuple[fl
     t = np.arange(m, dtype=np.float64)
     t -= t.mean()
     centred = y - y.mean()
-    sxx = float(t @ t)
-    slope = float(t @ centred) / sxx
+    # einsum's own loop, not BLAS: a threaded dot of a long run costs several times the sum
+    sxx = float(np.einsum("i,i->", t, t))
+    slope = float(np.einsum("i,i->", t, centred)) / sxx
     res = centred - slope * t
-    rss = float(res @ res)
+    rss = float(np.einsum("i,i->", res, res))
     if rss <= 0.0:
         return (slope * (m - 1), 0.0) if slope != 0.0 else None
     den = rss
-    rho = min(max(float(res[1:] @ res[:-1]) / den, 0.0), MAX_LAG1)
+    rho = min(max(float(np.einsum("i,i->", res[1:], res[:-1])) / den, 0.0), MAX_LAG1)
     inflation = (1.0 + rho) / (1.0 - rho)
     f = slope * slope * sxx / (inflation * rss / (m - 2))
     p = float(fdtrc(1, m - 2, f))
