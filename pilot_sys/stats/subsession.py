@@ -248,7 +248,16 @@ def _fft_autocovariances(d: np.ndarray) -> np.ndarray:
 
     nfft = fft.next_fast_len(2 * n - 1, real=True)
     spectrum = fft.rfft(d, nfft, axis=-1)
-    return fft.irfft(spectrum.real**2 + spectrum.imag**2, nfft, axis=-1)[..., :n] / n
+    # the power spectrum written over the transform, which the inverse may overwrite: a long
+    # series allocates no power, complex copy or scaled copy of its own (each fresh pages)
+    power = np.square(spectrum.real)
+    power += np.square(spectrum.imag)
+    spectrum.real = power
+    spectrum.imag = 0.0
+    del power
+    out = fft.irfft(spectrum, nfft, axis=-1, overwrite_x=True)[..., :n]
+    out /= n
+    return out
 
 
 def subsession_means(x: np.ndarray, q: int) -> np.ndarray:
