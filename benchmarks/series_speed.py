@@ -29,7 +29,7 @@ $REPO/benchmarks/series_speed.py --dump /tmp/old.json``)::
 
 Targets: 1e6 readings under 2 s end to end, 1e7 under 15 s, an interval at 1e7, a 10-number
 file under 0.3 s (on an idle core; the ratios are what carries over to a busy machine).
-Results: ``benchmarks/results/onereading-series-speed.md``.
+Results: ``benchmarks/results/onereading-series-speed.md``, ``benchmarks/results/speed-series.md``.
 """
 
 from __future__ import annotations
