@@ -148,6 +148,15 @@ def test_a_host_declared_both_ways_is_one_host_under_the_users_name() -> None:
     assert all("declared already" in (h.note or "") for h in hosts)
 
 
+def test_declaring_one_host_by_hand_renames_none_of_the_others() -> None:
+    rows = _found(("10.0.0.5:9100", "box"), ("10.0.0.6:9100", "box"), ("10.0.0.7:9100", "x"))
+    alone = name_fleet(rows)
+    declared = [parse_host_spec("mine=http://10.0.0.5:9100")]
+    both = name_fleet(rows, declared)
+    assert [h.name for h in both] == ["mine", "box-10.0.0.6", "x"]
+    assert [h.name for h in alone][1:] == [h.name for h in both][1:]
+
+
 def test_one_instance_under_two_jobs_is_one_host() -> None:
     rows = [
         FoundInstance(instance="10.0.0.5:9100", job="node", nodename="nas1"),

@@ -233,23 +233,25 @@ def name_fleet(
             seen.add(item.instance)
             ordered.append(item)
     hosts: dict[int, FleetHost] = {}
-    open_: list[int] = []
+    twins: set[int] = set()
     for i, item in enumerate(ordered):
         twin = by_address.get(_address_and_port(item.instance)[0].lower())
         if twin is not None:
+            twins.add(i)
             hosts[i] = FleetHost(
                 **item.model_dump(),
                 name=twin.name,
                 note=f"the same address as {twin.name}, declared already",
             )
-        else:
-            open_.append(i)
+    # the names depend on the whole fleet: a host declared by --host still counts in them, so
+    # its fleet-mates are named the same with or without that option
     used: set[str] = {LOCAL_HOST, *(h.name for h in declared)}
-    candidates = {i: _candidates(ordered[i]) for i in open_}
+    candidates = {i: _candidates(item) for i, item in enumerate(ordered)}
     plain = {i: c[0] for i, c in candidates.items()}
     shared = Counter(plain.values())
+    open_ = [i for i in range(len(ordered)) if i not in twins]
     for level in range(3):
-        chosen = {i: candidates[i][min(level, len(candidates[i]) - 1)] for i in open_}
+        chosen = {i: candidates[i][min(level, len(candidates[i]) - 1)] for i in [*open_, *twins]}
         counts = Counter(chosen.values())
         for i in list(open_):
             name = chosen[i]
