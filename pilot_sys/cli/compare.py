@@ -242,7 +242,7 @@ def compare(
         from pilot_sys.session.launch import RunRequest
 
         declared, fleets = declared_hosts(
-            host_specs, prometheus_urls, monitor=not no_monitor, quiet=quiet or as_json
+            host_specs, prometheus_urls, monitor=not no_monitor, quiet=quiet
         )
         request = RunRequest(
             work_amount=parse_work_amount(work_amount) if work_amount else None,

@@ -378,7 +378,7 @@ def run(
         prometheus_urls,
         monitor=not no_monitor,
         discover=resume is None,
-        quiet=quiet or as_json,
+        quiet=quiet,
     )
     hosts = [h.spec for h in declared]
 

@@ -328,7 +328,7 @@ def tune(
     resolution. Prints each iteration, the chosen rate and the overhead measured at it (the rate
     carries over to run --sample-rate: see below).
     """
-    hosts, _ = declared_hosts(host_specs, prometheus_urls, quiet=as_json)
+    hosts, _ = declared_hosts(host_specs, prometheus_urls)
     if keep is not None:
         _check_keep(keep)
     budget_value = parse_budget(budget)
