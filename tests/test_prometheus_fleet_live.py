@@ -193,3 +193,12 @@ def test_a_server_that_does_not_answer_is_one_line() -> None:
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith(f"pilot-sys: error: --prometheus {url}") and "refused" in line
+
+
+def test_a_server_without_node_exporters_says_so_in_one_line() -> None:
+    with prometheus_server([], interval_s=SCRAPE_S) as server:
+        done = _cli("graph", "--prometheus", server.url, timeout=60)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"pilot-sys: error: --prometheus {server.url}: no node_exporter"), line
+    assert "nor does any target" in line
