@@ -36,7 +36,7 @@ SCRAPE_S = 1.0
 
 @pytest.fixture(scope="module")
 def hosts() -> Iterator[tuple[NetnsHost, NetnsHost]]:
-    require_daemons(NODE_EXPORTER)
+    require_daemons(NODE_EXPORTER, "taskset")
     require_prometheus()
     for first in host_fixture("fa"):
         for second in host_fixture("fb"):
@@ -134,13 +134,19 @@ def test_run_monitors_a_host_declared_both_ways_once_and_keeps_the_fleet(
     a, b = hosts
     names = _expected_names(prom, hosts)
     out = tmp_path / "run"
-    done = _cli(
-        "run", "-o", str(out), "--preset", "quick", "--max-rounds", "2",
-        "--host", f"filer=http://{a.address}:9100",
-        "--prometheus", f"{prom.url}?job=storage", "--", "sleep", "1",
-    )  # fmt: skip
+    # one core kept busy on the second host: its CPU is judged under the fleet's name for it
+    b.start("hog", ["taskset", "-c", "1", sys.executable, "-c", "while True: pass"], lambda: True)
+    try:
+        done = _cli(
+            "run", "-o", str(out), "--preset", "quick", "--max-rounds", "2",
+            "--host", f"filer=http://{a.address}:9100",
+            "--prometheus", f"{prom.url}?job=storage", "--", "sleep", "4",
+        )  # fmt: skip
+    finally:
+        b.stop("hog")
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode not in (1, 2), done.stderr
+    assert done.stderr.count(f"--prometheus {prom.url}?job=storage: 2 hosts") == 1, done.stderr
     config = json.loads((out / "result.json").read_text())["config"]
     assert [h.split("=", 1)[0] for h in config["hosts"]] == ["filer", names[b.address]]
     assert config["hosts"][1].startswith(f"{names[b.address]}=prom://127.0.0.1:")
@@ -154,6 +160,8 @@ def test_run_monitors_a_host_declared_both_ways_once_and_keeps_the_fleet(
     rounds = [json.loads(x) for x in (out / "rounds.jsonl").read_text().splitlines() if x]
     trace = json.loads((out / rounds[0]["dir"] / "monitor.json").read_text())
     assert {"remote:filer", f"remote:{names[b.address]}"} <= set(trace["sources"])
+    named = [h for r in rounds for h in r["monitor"]["hidden_bottlenecks"]]
+    assert any(h.startswith(f"cpu:{names[b.address]} (") for h in named), named
 
 
 def test_an_instance_under_two_jobs_is_one_host(
