@@ -55,6 +55,7 @@ def prom(hosts: tuple[NetnsHost, NetnsHost]) -> Iterator[PrometheusServer]:
         f"  - job_name: storage\n    static_configs: "
         f'[{{"targets": ["{a.address}:9100", "{b.address}:9100"]}}]\n'
         f'  - job_name: other\n    static_configs: [{{"targets": ["{a.address}:9100"]}}]\n'
+        '  - job_name: ghost\n    static_configs: [{"targets": ["127.0.0.1:1"]}]\n'
     )
     with prometheus_server([], interval_s=SCRAPE_S, config_text=config) as server:
         server.wait_for_samples('node_uname_info{job="storage"}[10s]', 3)
@@ -183,6 +184,7 @@ def test_a_fleet_above_the_bound_is_refused(prom: PrometheusServer) -> None:
     ("query", "problem"),
     [
         ("?job=absent", "no node_exporter matches"),
+        ("?job=ghost", "target(s) it matches are down (up is 0: 127.0.0.1:1)"),
         ('?instance=~"(unclosed"', "not a regular expression"),
     ],
 )

@@ -76,8 +76,15 @@ def _nothing_matched(connection: HttpConnection, query: FleetQuery, selector: st
             f"{head}, nor does any target (up{selector or ''} is empty): check the labels "
             "on the server's Targets page (/targets)"
         )
+    down = [labels for labels, points in targets if points and points[-1][1] == 0]
+    if len(down) == len(targets):
+        shown = ", ".join(sorted(labels.get("instance", "?") for labels in down)[:5])
+        return (
+            f"{head}; the {len(down)} target(s) it matches are down (up is 0: {shown}): "
+            "check them on the server's Targets page (/targets)"
+        )
     jobs = sorted({labels.get("job", "?") for labels, _ in targets})
     return (
-        f"{head}; the selector matches {len(targets)} other target(s) of job(s) "
+        f"{head}; the selector matches {len(targets)} other target(s), of job(s) "
         f"{', '.join(jobs[:5])}: select the job that scrapes node_exporter"
     )
