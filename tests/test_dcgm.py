@@ -1,0 +1,211 @@
+"""Remote GPUs from dcgm-exporter's series (``monitor.remote.dcgm``), not live:
+
+* the mapping, on a hand-written exporter answer (tests/fixtures/dcgm/exporter.prom) whose
+  values were chosen so that each formula is checked against a hand-computed number;
+* which series belong to which host (dcgm-exporter is a target of its own: another port, often
+  another job);
+* the five shared H200 recordings served as dcgm-exporter and node_exporter would have served
+  them (tests/dcgm_replay.py), read at a Prometheus-like scrape interval, turned into the
+  host's components by the backend's own functions and judged: the verdict names what the local
+  replay of the same recording names (tests/gpu_replay.py, an independent path: NVML's
+  stand-in and the GPU plug-in), under the host's names.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pilot_sys.monitor.bottleneck import assess
+from pilot_sys.monitor.remote import dcgm
+from pilot_sys.monitor.remote.counters import RemoteCounters
+from pilot_sys.monitor.remote.http import Response
+from pilot_sys.monitor.remote.node_exporter import counters_from_samples, parse
+from pilot_sys.monitor.remote.utilization import CounterSeries, utilizations
+from pilot_sys.monitor.trace import MonitorTrace
+from pilot_sys.topology.components import LimitSource
+from pilot_sys.topology.linkspeed import pcie_bandwidth
+from pilot_sys.topology.remote_hosts import parse_host_spec
+from pilot_sys.topology.remote_inventory import RemoteInventory, inventory_discovery
+from tests.dcgm_replay import GpuHostReplay
+from tests.gpu_replay import replay_trace
+from tests.nvml_standin import CASES
+
+FIXTURE = Path(__file__).parent / "fixtures" / "dcgm" / "exporter.prom"
+GPU0 = "accelerator:gpu7/0000:3b:00.0"
+GPU1 = "accelerator:gpu7/0000:86:00.0"
+SCRAPE_S = 0.5  # the engine's resolution in the replay (the live test scrapes at this too)
+
+
+def series_of(text: str, t: float = 0.0) -> list[dcgm.Series]:
+    """An exposition text as the engine's answer holds it: one series per sample."""
+    return [
+        ({**labels, "__name__": name}, [(t, value)])
+        for name, items in parse(text).items()
+        for labels, value in items
+    ]
+
+
+def test_the_exporters_gpus_become_components_with_the_limits_it_states() -> None:
+    gpus = dcgm.gpus_from_series(series_of(FIXTURE.read_text()))
+    assert [g.address for g in gpus] == ["0000:3b:00.0", "0000:86:00.0"]
+    first = gpus[0]
+    assert first.model == "NVIDIA A100-SXM4-80GB" and first.uuid == "GPU-aaaa"
+    assert first.memory_total == (20480 + 61440) * 2**20
+    assert first.profiling and "SM_ACTIVE" in first.compute_signal
+    assert first.pcie_signal and first.pcie_signal.startswith("DCGM_FI_PROF_PCIE_RX_BYTES")
+    # neither a power limit nor a clock ceiling nor a maximum link is exported: unknown
+    assert first.power_limit_w is None and first.max_sm_clock_hz is None
+    assert "the power limit" in first.unknown and "the SM clock ceiling" in first.unknown
+    discovery = inventory_discovery(
+        RemoteInventory(host="gpu7", source=LimitSource.NODE_EXPORTER, cpus=64, gpus=gpus)
+    )
+    by_id = {c.id: c for c in discovery.components}
+    assert GPU0 in by_id and GPU1 in by_id
+    limits = by_id[GPU0].limits
+    assert not limits["power"].known and not limits["clock"].known
+    # the link as it ran when asked (gen 4 x16), said to be that, not its maximum
+    assert limits["receive"].value == pytest.approx(16e9 * 128 / 130 * 16 / 8)
+    assert "as it ran when asked" in limits["receive"].detail
+    assert limits["capacity"].value == pytest.approx(81920 * 2**20)
+    links = {(link.source, link.target) for link in discovery.links}
+    assert ("memory:gpu7", GPU0) in links and (GPU0, "memory:gpu7") in links
+
+
+def test_each_signal_is_the_hand_computed_share() -> None:
+    values = dcgm.values_at("gpu7", series_of(FIXTURE.read_text()), None)
+    keys = sorted(values)
+    inventory = RemoteInventory(
+        host="gpu7",
+        source=LimitSource.NODE_EXPORTER,
+        gpus=dcgm.gpus_from_series(series_of(FIXTURE.read_text())),
+    )
+    limits = {
+        f"{c.id}/{d}": limit
+        for c in inventory_discovery(inventory).components
+        for d, limit in c.limits.items()
+    }
+    out = dcgm.metrics("gpu7", keys, lambda k: np.array([values.get(k, np.nan)]), limits)
+    gen4 = pcie_bandwidth(16.0, 16)
+    assert out[f"{GPU0}/util_receive"][0] == pytest.approx(15753846153 / gen4)
+    assert out[f"{GPU0}/util_send"][0] == pytest.approx(1e9 / gen4)
+    assert out[f"{GPU0}/util_compute"][0] == pytest.approx(0.95)  # SM_ACTIVE, not GR_ENGINE
+    assert out[f"{GPU0}/util_tensor"][0] == pytest.approx(0.87)
+    assert out[f"{GPU0}/util_memory_bandwidth"][0] == pytest.approx(0.31)
+    assert out[f"{GPU0}/busy"][0] == pytest.approx(1.0)
+    assert out[f"{GPU0}/util_capacity"][0] == pytest.approx(0.25)
+    assert out[f"{GPU0}/power_w"][0] == pytest.approx(396.5)
+    assert f"{GPU0}/power_fraction" not in out  # no power limit exported: not invented
+    assert out[f"{GPU0}/sm_clock_hz"][0] == pytest.approx(1275e6)
+    assert out[f"{GPU0}/power_capped"][0] == 1.0 and out[f"{GPU1}/power_capped"][0] == 0.0
+    # the idle GPU's link trained down to gen 1: judged against what it ran at
+    assert out[f"{GPU1}/link_bytes_per_s"][0] == pytest.approx(pcie_bandwidth(2.5, 16))
+
+
+def test_a_family_not_exported_is_unknown_not_zero() -> None:
+    text = "\n".join(
+        line
+        for line in FIXTURE.read_text().splitlines()
+        if "DCGM_FI_PROF_" not in line and "PCIE_LINK" not in line
+    )
+    values = dcgm.values_at("gpu7", series_of(text), None)
+    out = dcgm.metrics("gpu7", sorted(values), lambda k: np.array([values.get(k, np.nan)]))
+    assert out[f"{GPU0}/util_compute"][0] == pytest.approx(1.0)  # GPU_UTIL, the fallback
+    assert f"{GPU0}/util_tensor" not in out and f"{GPU0}/util_memory_bandwidth" not in out
+    assert f"{GPU0}/util_receive" not in out  # no throughput, no link: unknown
+    assert np.isnan(out[f"{GPU0}/receive_bytes_per_s"][0])
+    gpus = dcgm.gpus_from_series(series_of(text))
+    assert not gpus[0].profiling and gpus[0].pcie_signal is None
+    assert any("profiling" in u for u in gpus[0].unknown)
+    assert dcgm.inventory_notes(gpus)  # said, per host
+
+
+def test_gpu_series_are_the_hosts_by_its_address_whatever_the_port_and_job() -> None:
+    a = parse_host_spec("gpu7=prom://prom:9090?instance=10.0.0.7:9100&job=node")
+    b = parse_host_spec("gpu8=prom://prom:9090?instance=10.0.0.8:9100&job=node")
+    query = dcgm.range_query([a, b], 30.0)
+    assert 'instance=~"(10\\\\.0\\\\.0\\\\.7|10\\\\.0\\\\.0\\\\.8)(:[0-9]+)?"' in query
+    assert "job" not in query and query.endswith("[30000ms]")
+    assert "DCGM_FI_PROF_PCIE_RX_BYTES" in query and "__name__=~" in query
+    series = [
+        ({"__name__": "DCGM_FI_DEV_GPU_UTIL", "instance": "10.0.0.7:9400", "job": "dcgm"}, []),
+        ({"__name__": "DCGM_FI_DEV_GPU_UTIL", "instance": "10.0.0.8:9400", "job": "dcgm"}, []),
+        ({"__name__": "DCGM_FI_DEV_GPU_UTIL", "instance": "10.0.0.70:9400", "job": "dcgm"}, []),
+    ]
+    split = dcgm.split(series, [a, b])
+    assert [s[0]["instance"] for s in split["gpu7"]] == ["10.0.0.7:9400"]
+    assert [s[0]["instance"] for s in split["gpu8"]] == ["10.0.0.8:9400"]
+
+
+# -- the shared recordings, through the backend's functions -------------------------------------
+def engine_trace(case: str, *, profiling: bool = True, offset: float = 0.13) -> MonitorTrace:
+    """What the Prometheus backend makes of the recording's host scraped every ``SCRAPE_S``."""
+    replay = GpuHostReplay(case, host="gpu1", profiling=profiling)
+    readings: list[RemoteCounters] = []
+    for t in np.arange(offset, replay.duration, SCRAPE_S):
+        node = counters_from_samples("gpu1", parse(replay.node_text(t)), Response("", b"", t, t))
+        reading = node.model_copy(update={"remote_time": float(t)})
+        readings.append(dcgm.with_gpus(reading, series_of(replay.dcgm_text(t), float(t))))
+    gpus = dcgm.gpus_from_series(series_of(replay.dcgm_text(replay.duration)))
+    inventory = RemoteInventory(
+        host="gpu1", source=LimitSource.NODE_EXPORTER, cpus=replay.static["ncpu"], gpus=gpus
+    )
+    components = inventory_discovery(inventory).components
+    limits = {f"{c.id}/{d}": limit for c in components for d, limit in c.limits.items()}
+    series = CounterSeries.from_readings(readings)
+    metrics = utilizations(series, limits)
+    t = series.remote_time - series.remote_time[0]
+    return MonitorTrace(
+        rate_hz=1.0 / SCRAPE_S,
+        start_time=float(series.remote_time[0]),
+        timestamps=[float(x) for x in t],
+        series={k: [float(x) if np.isfinite(x) else None for x in v] for k, v in metrics.items()},
+        limits={k: v.model_dump(mode="json") for k, v in limits.items()},
+        attrs={c.id: dict(c.attrs) for c in components},
+    )
+
+
+def named(verdict: object) -> list[tuple[str, str]]:
+    return [(h.component, h.direction) for h in verdict.hidden_bottlenecks]  # type: ignore[attr-defined]
+
+
+def as_remote(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The local replay's names under the remote host's."""
+    rename = {"cpu:host": "cpu:gpu1", "accelerator:0000:00:06.0": "accelerator:gpu1/0000:00:06.0"}
+    return [(rename.get(c, c), d) for c, d in pairs]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_remote_verdict_names_what_the_local_replay_names(case: str) -> None:
+    local = named(assess(replay_trace(case)))
+    remote_verdict = assess(engine_trace(case))
+    remote = named(remote_verdict)
+    assert remote and remote[:1] == as_remote(local)[:1], (remote, local, remote_verdict.notes)
+    expected = {
+        "h2d_pinned": ("accelerator:gpu1/0000:00:06.0", "receive"),
+        "matmul": ("accelerator:gpu1/0000:00:06.0", "tensor"),
+        "membw": ("accelerator:gpu1/0000:00:06.0", "memory_bandwidth"),
+        "starved": ("cpu:gpu1", "single core"),
+        "cpu_only": ("cpu:gpu1", "single core"),
+    }[case]
+    assert remote[0] == expected  # the README's ground truth
+    if expected[0].startswith("accelerator:"):
+        # the spin-waiting core is not named beside the GPU, and the notes say why
+        assert ("cpu:gpu1", "single core") not in remote
+        assert any("spin-waiting" in n for n in remote_verdict.notes), remote_verdict.notes
+    if case == "matmul":
+        assert any("software power cap" in n for n in remote_verdict.notes)
+    if case == "starved":
+        assert "the CPU starves it" in remote_verdict.hidden_bottlenecks[0].evidence
+    if case == "cpu_only":
+        assert not any("start-up judged apart" in n for n in remote_verdict.notes)
+
+
+def test_without_profiling_fields_the_pcie_link_is_still_named() -> None:
+    """dcgm-exporter's defaults alone (no DCP fields): NVML's PCIe throughput names the link,
+    as the local replay without GPM does."""
+    remote = named(assess(engine_trace("h2d_pinned", profiling=False)))
+    local = named(assess(replay_trace("h2d_pinned", gpm=False)))
+    assert remote[:1] == as_remote(local)[:1] == [("accelerator:gpu1/0000:00:06.0", "receive")]
