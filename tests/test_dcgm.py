@@ -144,10 +144,14 @@ def engine_trace(case: str, *, profiling: bool = True, offset: float = 0.13) -> 
     """What the Prometheus backend makes of the recording's host scraped every ``SCRAPE_S``."""
     replay = GpuHostReplay(case, host="gpu1", profiling=profiling)
     readings: list[RemoteCounters] = []
+    window: dict[tuple[tuple[str, str], ...], dcgm.Series] = {}  # the engine's window of them
     for t in np.arange(offset, replay.duration, SCRAPE_S):
         node = counters_from_samples("gpu1", parse(replay.node_text(t)), Response("", b"", t, t))
-        reading = node.model_copy(update={"remote_time": float(t)})
-        readings.append(dcgm.with_gpus(reading, series_of(replay.dcgm_text(t), float(t))))
+        readings.append(node.model_copy(update={"remote_time": float(t)}))
+        # dcgm-exporter is another target: the engine scrapes it at another moment
+        for labels, points in series_of(replay.dcgm_text(t), float(t) - SCRAPE_S / 3):
+            window.setdefault(tuple(sorted(labels.items())), (labels, []))[1].extend(points)
+    dcgm.with_gpus_over(readings, list(window.values()))
     gpus = dcgm.gpus_from_series(series_of(replay.dcgm_text(replay.duration)))
     inventory = RemoteInventory(
         host="gpu1", source=LimitSource.NODE_EXPORTER, cpus=replay.static["ncpu"], gpus=gpus
@@ -209,3 +213,14 @@ def test_without_profiling_fields_the_pcie_link_is_still_named() -> None:
     remote = named(assess(engine_trace("h2d_pinned", profiling=False)))
     local = named(assess(replay_trace("h2d_pinned", gpm=False)))
     assert remote[:1] == as_remote(local)[:1] == [("accelerator:gpu1/0000:00:06.0", "receive")]
+
+
+def test_a_scrape_before_the_gpus_first_sample_has_them_unknown_not_zero() -> None:
+    series = series_of(FIXTURE.read_text(), 100.0)
+    early, late = (
+        RemoteCounters(host="gpu7", sent=t, received=t, remote_time=t) for t in (99.0, 100.5)
+    )
+    dcgm.with_gpus_over([early, late], series)
+    assert not any(k.startswith("accelerator:") for k in early.values)
+    assert late.values[f"{GPU0}/util_gpu"] == 100.0
+    assert late.values[f"{GPU0}/pcie_rx_bps"] == 15753846153

@@ -182,23 +182,33 @@ def address(labels: Mapping[str, str]) -> str | None:
 def values_at(host: str, series: Iterable[Series], t: float | None) -> dict[str, float]:
     """``accelerator:HOST/ADDR/<column>`` -> the latest sample at or before ``t`` (every
     sample's latest where ``t`` is None)."""
-    out: dict[str, float] = {}
+    times = None if t is None else np.array([t])
+    return {
+        k: float(v[0]) for k, v in _columns_at(host, series, times).items() if np.isfinite(v[0])
+    }
+
+
+def _columns_at(
+    host: str, series: Iterable[Series], times: np.ndarray | None
+) -> dict[str, np.ndarray]:
+    """Each GPU column's latest sample at or before each of ``times`` (NaN where none), by a
+    binary search per series: a session's window costs series x (points + times x log points),
+    not series x points x times."""
+    out: dict[str, np.ndarray] = {}
     for labels, points in series:
         column = SAMPLED.get(labels.get("__name__", ""))
         where = address(labels)
-        if column is None or where is None:
+        if column is None or where is None or not points:
             continue
-        before = [p for p in points if t is None or p[0] <= t + 1e-3]
-        if before:
-            out[f"{gpu_id(host, where)}/{column}"] = max(before)[1]
+        at = np.array(sorted(points), dtype=np.float64)
+        if times is None:
+            picked = at[-1:, 1]
+        else:
+            index = np.searchsorted(at[:, 0], times + 1e-3, side="right") - 1
+            picked = np.where(index >= 0, at[np.maximum(index, 0), 1], np.nan)
+        key = f"{gpu_id(host, where)}/{column}"
+        out[key] = np.where(np.isfinite(picked), picked, out.get(key, np.nan))
     return out
-
-
-def readings_values(
-    host: str, series: Sequence[Series], times: Sequence[float]
-) -> list[dict[str, float]]:
-    """``values_at`` for each of ``times`` (a window's scrapes of the host)."""
-    return [values_at(host, series, t) for t in times]
 
 
 def gpus_from_series(series: Iterable[Series]) -> list[RemoteGpu]:
@@ -407,6 +417,18 @@ def with_gpus(reading: Any, series: Sequence[Series]) -> Any:
     if isinstance(reading, RemoteCounters) and series:
         reading.values.update(values_at(reading.host, series, reading.remote_time))
     return reading
+
+
+def with_gpus_over(readings: list[RemoteCounters], series: Sequence[Series]) -> list[Any]:
+    """Every reading of one host's window with its GPU values at its scrape time added."""
+    if not readings or not series:
+        return readings
+    times = np.array([r.remote_time for r in readings], dtype=np.float64)
+    for key, values in _columns_at(readings[0].host, series, times).items():
+        for reading, value in zip(readings, values.tolist(), strict=True):
+            if np.isfinite(value):
+                reading.values[key] = value
+    return readings
 
 
 def inventory_notes(gpus: Sequence[RemoteGpu]) -> list[str]:

@@ -352,9 +352,7 @@ class Fleet:
         whole = Response(self.base_url, b"", sent, time.time())
         split = split_by_host(families, hosts)
         return {
-            h.name: [
-                dcgm.with_gpus(r, gpus[h.name]) for r in window_readings(h, split[h.name], whole)
-            ]
+            h.name: dcgm.with_gpus_over(window_readings(h, split[h.name], whole), gpus[h.name])
             for h in hosts
         }
 
