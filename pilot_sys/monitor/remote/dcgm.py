@@ -182,10 +182,19 @@ def address(labels: Mapping[str, str]) -> str | None:
 def values_at(host: str, series: Iterable[Series], t: float | None) -> dict[str, float]:
     """``accelerator:HOST/ADDR/<column>`` -> the latest sample at or before ``t`` (every
     sample's latest where ``t`` is None)."""
-    times = None if t is None else np.array([t])
-    return {
-        k: float(v[0]) for k, v in _columns_at(host, series, times).items() if np.isfinite(v[0])
-    }
+    out: dict[str, float] = {}
+    for labels, points in series:  # a poll's few points: a plain scan beats numpy's set-up
+        column = SAMPLED.get(labels.get("__name__", ""))
+        where = address(labels)
+        if column is None or where is None:
+            continue
+        latest = None
+        for point in points:
+            if (t is None or point[0] <= t + 1e-3) and (latest is None or point[0] >= latest[0]):
+                latest = point
+        if latest is not None and latest[1] == latest[1]:  # not NaN
+            out[f"{gpu_id(host, where)}/{column}"] = latest[1]
+    return out
 
 
 def _columns_at(
