@@ -13,13 +13,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from pilot_sys.monitor.bottleneck import assess
-from pilot_sys.monitor.remote import dcgm
+from pilot_sys.monitor.remote import dcgm, prometheus
 from pilot_sys.monitor.remote.counters import RemoteCounters
 from pilot_sys.monitor.remote.http import Response
 from pilot_sys.monitor.remote.node_exporter import counters_from_samples, parse
@@ -27,7 +28,7 @@ from pilot_sys.monitor.remote.utilization import CounterSeries, utilizations
 from pilot_sys.monitor.trace import MonitorTrace
 from pilot_sys.topology.components import LimitSource
 from pilot_sys.topology.linkspeed import pcie_bandwidth
-from pilot_sys.topology.remote_hosts import parse_host_spec
+from pilot_sys.topology.remote_hosts import RemoteHost, parse_host_spec
 from pilot_sys.topology.remote_inventory import RemoteInventory, inventory_discovery
 from tests.dcgm_replay import GpuHostReplay
 from tests.gpu_replay import replay_trace
@@ -224,3 +225,57 @@ def test_a_scrape_before_the_gpus_first_sample_has_them_unknown_not_zero() -> No
     assert not any(k.startswith("accelerator:") for k in early.values)
     assert late.values[f"{GPU0}/util_gpu"] == 100.0
     assert late.values[f"{GPU0}/pcie_rx_bps"] == 15753846153
+
+
+class _Engine(prometheus.Fleet):
+    """A fleet whose engine holds one replayed GPU host (node_exporter's CPU counters at
+    every scrape, dcgm-exporter's families a third of a scrape earlier), answered by query."""
+
+    def __init__(self, host: RemoteHost, replay: GpuHostReplay) -> None:
+        super().__init__("http://engine:9090", [host])
+        self.replay, self.asked = replay, []
+        self.times = [float(t) for t in np.arange(0.13, replay.duration, SCRAPE_S)]
+
+    def _query(self, expr: str):  # type: ignore[no-untyped-def]
+        self.asked.append(expr)
+        series: dict[tuple, tuple[dict[str, str], list]] = {}
+        for t in self.times:
+            if expr.startswith("node_cpu_seconds_total"):
+                text, job, port, at = self.replay.node_text(t), "node", "9100", t
+            elif "DCGM_FI" in expr:
+                text, job, port, at = self.replay.dcgm_text(t), "dcgm", "9400", t - SCRAPE_S / 3
+            else:
+                continue
+            for labels, points in series_of(text, at):
+                labels = {**labels, "instance": f"10.0.0.9:{port}", "job": job}
+                series.setdefault(tuple(sorted(labels.items())), (labels, []))[1].extend(points)
+        body = json.dumps(
+            {
+                "status": "success",
+                "data": {
+                    "resultType": "matrix",
+                    "result": [
+                        {"metric": m, "values": [[t, str(v)] for t, v in p]}
+                        for m, p in series.values()
+                    ],
+                },
+            }
+        ).encode()
+        return prometheus.parse_answer(body, expr), Response(self.base_url, body, 0.0, 0.01)
+
+
+def test_a_sessions_window_through_the_fleet_carries_the_gpus() -> None:
+    """``Fleet.window`` (a session judged after the fact): one query for every GPU family, and
+    the GPUs' values on the host's readings, which judge as the replay does."""
+    host = parse_host_spec("gpu1=prom://engine:9090?instance=10.0.0.9:9100&job=node")
+    engine = _Engine(host, GpuHostReplay("h2d_pinned"))
+    readings = engine.window([host], 60.0)["gpu1"]
+    assert len(readings) == len(engine.times)
+    assert sum("DCGM_FI" in q for q in engine.asked) == 1
+    gpu = "accelerator:gpu1/0000:00:06.0"
+    rx = np.array([r.values.get(f"{gpu}/pcie_rx_bps", np.nan) for r in readings])
+    assert np.isfinite(rx).all()  # each node scrape has the dcgm-exporter scrape before it
+    assert np.nanmax(rx) > 50e9  # the copies, host to device
+    metrics = utilizations(CounterSeries.from_readings(readings))
+    assert np.nanmax(metrics[f"{gpu}/util_tensor"]) < 0.1
+    assert np.nanmax(metrics[f"{gpu}/receive_bytes_per_s"]) == pytest.approx(np.nanmax(rx))
