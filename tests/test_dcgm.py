@@ -279,3 +279,13 @@ def test_a_sessions_window_through_the_fleet_carries_the_gpus() -> None:
     metrics = utilizations(CounterSeries.from_readings(readings))
     assert np.nanmax(metrics[f"{gpu}/util_tensor"]) < 0.1
     assert np.nanmax(metrics[f"{gpu}/receive_bytes_per_s"]) == pytest.approx(np.nanmax(rx))
+
+
+def test_a_fleet_whose_inventories_show_no_gpu_pays_no_query_for_them() -> None:
+    hosts = [parse_host_spec(f"{n}=prom://p:9090?instance={n}:9100") for n in ("a", "b")]
+    bare = {n: RemoteInventory(host=n, source=LimitSource.NODE_EXPORTER) for n in ("a", "b")}
+    gpus = dcgm.gpus_from_series(series_of(FIXTURE.read_text()))
+    assert dcgm.may_have_gpus({}, hosts)  # inventories not known yet: asked
+    assert dcgm.may_have_gpus({"a": bare["a"]}, hosts)
+    assert not dcgm.may_have_gpus(bare, hosts)
+    assert dcgm.may_have_gpus({**bare, "b": bare["b"].model_copy(update={"gpus": gpus})}, hosts)

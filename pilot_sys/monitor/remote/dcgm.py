@@ -420,6 +420,13 @@ def ask(
         return {h.name: [] for h in hosts}
 
 
+def may_have_gpus(inventories: Mapping[str, Any], hosts: Sequence[RemoteHost]) -> bool:
+    """Whether a poll asks for GPU series: not when every host's inventory is known and none
+    has a GPU (a fleet without GPUs pays no query for them)."""
+    known = [inventories.get(h.name) for h in hosts]
+    return any(inv is None or getattr(inv, "gpus", None) for inv in known)
+
+
 def with_gpus(reading: Any, series: Sequence[Series]) -> Any:
     """``reading`` (``RemoteCounters``, or the text saying why there is none) with its host's
     GPU values at its scrape time added."""

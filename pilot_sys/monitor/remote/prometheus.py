@@ -327,7 +327,11 @@ class Fleet:
         self._error = None
         whole = Response(self.base_url, b"", sent, time.time())
         split = split_by_host(families, hosts)
-        gpus = dcgm.ask(lambda e: self._query(e)[0], dcgm.range_query(hosts, window), hosts)
+        gpus = (
+            dcgm.ask(lambda e: self._query(e)[0], dcgm.range_query(hosts, window), hosts)
+            if dcgm.may_have_gpus(self._inventories, hosts)
+            else {h.name: [] for h in hosts}
+        )
         self._readings = {
             h.name: dcgm.with_gpus(host_reading(h, split[h.name], whole), gpus[h.name])
             for h in hosts
