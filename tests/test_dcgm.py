@@ -289,3 +289,27 @@ def test_a_fleet_whose_inventories_show_no_gpu_pays_no_query_for_them() -> None:
     assert dcgm.may_have_gpus({"a": bare["a"]}, hosts)
     assert not dcgm.may_have_gpus(bare, hosts)
     assert dcgm.may_have_gpus({**bare, "b": bare["b"].model_copy(update={"gpus": gpus})}, hosts)
+
+
+def test_an_answer_over_the_size_cap_is_asked_again_family_by_family() -> None:
+    from pilot_sys.monitor.remote.http import RemoteUnavailable
+
+    host = parse_host_spec("gpu7=prom://p:9090?instance=10.0.0.7:9100&job=node")
+    fixture = [
+        ({**labels, "instance": "10.0.0.7:9400"}, points)
+        for labels, points in series_of(FIXTURE.read_text())
+    ]
+    asked: list[str] = []
+
+    def query(expr: str) -> list[dcgm.Series]:
+        asked.append(expr)
+        names = expr.split('__name__=~"', 1)[1].split('"', 1)[0].split("|")
+        if len(names) > 1 or names == ["DCGM_FI_PROF_DRAM_ACTIVE"]:
+            raise RemoteUnavailable("http://p:9090", "answer too large (...): not read")
+        return [s for s in fixture if s[0]["__name__"] == names[0]]
+
+    found = dcgm.ask(query, [host], 600.0)["gpu7"]
+    assert len(asked) == 1 + len(set(dcgm.SAMPLED))  # the whole, then each family
+    values = dcgm.values_at("gpu7", found, None)
+    assert values[f"{GPU0}/pcie_rx_bps"] == 15753846153
+    assert f"{GPU0}/dram_active" not in values  # still refused: a gap, not a zero

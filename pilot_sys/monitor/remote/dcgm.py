@@ -93,6 +93,8 @@ POWER_CAP = 0x4  # software power cap (NVML's clocks-event reasons, which DCGM p
 THERMAL = 0x20 | 0x40  # software and hardware thermal slowdown
 HW_SLOWDOWN = 0x8 | 0x80  # hardware slowdown, power brake
 MIB = 2**20
+#: how a refusal for size reads: our size cap (``http``), Prometheus's ``query.max-samples``
+TOO_LARGE = ("answer too large", "too many samples")
 _PORT = re.compile(r":[0-9]+$")
 
 # one series of an answer: its labels and its (time, value) points (prometheus.Series)
@@ -139,10 +141,6 @@ def selector(hosts: Sequence[RemoteHost], families: Iterable[str]) -> str:
 def range_query(hosts: Sequence[RemoteHost], window_s: float) -> str:
     """The raw samples of every sampled family over the last ``window_s`` seconds."""
     return f"{selector(hosts, SAMPLED)}[{max(int(round(window_s * 1000)), 1)}ms]"
-
-
-def instant_query(hosts: Sequence[RemoteHost]) -> str:
-    return selector(hosts, (*SAMPLED, *STATED))
 
 
 def split(series: Iterable[Series], hosts: Sequence[RemoteHost]) -> dict[str, list[Series]]:
@@ -410,14 +408,34 @@ def metrics(
 
 # -- the hooks of the Prometheus backend (``prometheus.Fleet``) ------------------------------
 def ask(
-    query: Callable[[str], list[Series]], expr: str, hosts: Sequence[RemoteHost]
+    query: Callable[[str], list[Series]], hosts: Sequence[RemoteHost], window_s: float | None
 ) -> dict[str, list[Series]]:
-    """Each host's GPU series of one query; none where the engine refuses it (the hosts'
-    other series already answered: their GPUs are then a gap, not the host)."""
+    """Each host's GPU series: every family in one query (the raw samples of the last
+    ``window_s`` seconds, or the latest values for None). An answer over the size cap (ours,
+    or the engine's limit on samples: a long session's window of a large fleet) is asked again
+    family by family, so that one large answer costs a family, not every GPU; a family still
+    refused is a gap, and so is every GPU where the engine refuses the query otherwise (the
+    hosts' other series already answered: their GPUs are then a gap, not the hosts)."""
+    families = SAMPLED if window_s is not None else (*SAMPLED, *STATED)
+
+    def expr(names: Iterable[str]) -> str:
+        matcher = selector(hosts, names)
+        return (
+            matcher if window_s is None else f"{matcher}[{max(int(round(window_s * 1000)), 1)}ms]"
+        )
+
     try:
-        return split(query(expr), hosts)
-    except RemoteUnavailable:
-        return {h.name: [] for h in hosts}
+        return split(query(expr(families)), hosts)
+    except RemoteUnavailable as exc:
+        if not any(words in exc.problem for words in TOO_LARGE):
+            return {h.name: [] for h in hosts}
+    found: list[Series] = []
+    for family in dict.fromkeys(families):
+        try:
+            found += query(expr([family]))
+        except RemoteUnavailable:
+            continue
+    return split(found, hosts)
 
 
 def may_have_gpus(inventories: Mapping[str, Any], hosts: Sequence[RemoteHost]) -> bool:

@@ -328,7 +328,7 @@ class Fleet:
         whole = Response(self.base_url, b"", sent, time.time())
         split = split_by_host(families, hosts)
         gpus = (
-            dcgm.ask(lambda e: self._query(e)[0], dcgm.range_query(hosts, window), hosts)
+            dcgm.ask(lambda e: self._query(e)[0], hosts, window)
             if dcgm.may_have_gpus(self._inventories, hosts)
             else {h.name: [] for h in hosts}
         )
@@ -352,7 +352,7 @@ class Fleet:
         with self._lock:
             for family in COUNTER_FAMILIES:
                 families[family], _ = self._query(range_query(family, hosts, seconds))
-            gpus = dcgm.ask(lambda e: self._query(e)[0], dcgm.range_query(hosts, seconds), hosts)
+            gpus = dcgm.ask(lambda e: self._query(e)[0], hosts, seconds)
         whole = Response(self.base_url, b"", sent, time.time())
         split = split_by_host(families, hosts)
         return {
@@ -379,7 +379,7 @@ class Fleet:
         if any(h.name not in self._intervals for h in hosts):
             self._learn_intervals()
         answers = {f: self._query(instant_query(f, hosts))[0] for f in INVENTORY_FAMILIES}
-        gpus = dcgm.ask(lambda e: self._query(e)[0], dcgm.instant_query(hosts), hosts)
+        gpus = dcgm.ask(lambda e: self._query(e)[0], hosts, None)
         split = split_by_host(answers, hosts)
         for host in hosts:
             samples: Samples = {}
