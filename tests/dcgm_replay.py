@@ -17,7 +17,19 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
+import numpy as np
+
+from pilot_sys.monitor.remote import dcgm
+from pilot_sys.monitor.remote.counters import RemoteCounters
+from pilot_sys.monitor.remote.http import Response
+from pilot_sys.monitor.remote.node_exporter import counters_from_samples, parse
+from pilot_sys.monitor.remote.utilization import CounterSeries, utilizations
+from pilot_sys.monitor.trace import MonitorTrace
+from pilot_sys.topology.components import LimitSource
+from pilot_sys.topology.remote_inventory import RemoteInventory, inventory_discovery
 from tests.nvml_standin import load_recording
+
+Series = dcgm.Series
 
 MODES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 LABELS = (
@@ -100,3 +112,47 @@ class GpuHostReplay:
                     f'node_cpu_seconds_total{{cpu="{cpu}",mode="{mode}"}} {int(ticks) / tck!r}'
                 )
         return "\n".join(lines) + "\n"
+
+
+def series_of(text: str, t: float = 0.0) -> list[Series]:
+    """An exposition text as the engine's answer holds it: one series per sample, at ``t``."""
+    return [
+        ({**labels, "__name__": name}, [(t, value)])
+        for name, items in parse(text).items()
+        for labels, value in items
+    ]
+
+
+def engine_trace(
+    case: str, *, profiling: bool = True, scrape_s: float = 0.5, offset: float = 0.13
+) -> MonitorTrace:
+    """What the Prometheus backend makes of the recording's host scraped every ``scrape_s``
+    (dcgm-exporter, another target, a third of an interval before node_exporter): the
+    backend's own functions from the answers on (``dcgm.with_gpus_over``, the inventory,
+    ``utilizations``), as ``Fleet.window`` and a session's judgement use them."""
+    replay = GpuHostReplay(case, host="gpu1", profiling=profiling)
+    readings: list[RemoteCounters] = []
+    window: dict[tuple[tuple[str, str], ...], Series] = {}  # the engine's window of them
+    for t in np.arange(offset, replay.duration, scrape_s):
+        node = counters_from_samples("gpu1", parse(replay.node_text(t)), Response("", b"", t, t))
+        readings.append(node.model_copy(update={"remote_time": float(t)}))
+        for labels, points in series_of(replay.dcgm_text(t), float(t) - scrape_s / 3):
+            window.setdefault(tuple(sorted(labels.items())), (labels, []))[1].extend(points)
+    dcgm.with_gpus_over(readings, list(window.values()))
+    gpus = dcgm.gpus_from_series(series_of(replay.dcgm_text(replay.duration)))
+    inventory = RemoteInventory(
+        host="gpu1", source=LimitSource.NODE_EXPORTER, cpus=replay.static["ncpu"], gpus=gpus
+    )
+    components = inventory_discovery(inventory).components
+    limits = {f"{c.id}/{d}": limit for c in components for d, limit in c.limits.items()}
+    series = CounterSeries.from_readings(readings)
+    metrics = utilizations(series, limits)
+    t = series.remote_time - series.remote_time[0]
+    return MonitorTrace(
+        rate_hz=1.0 / scrape_s,
+        start_time=float(series.remote_time[0]),
+        timestamps=[float(x) for x in t],
+        series={k: [float(x) if np.isfinite(x) else None for x in v] for k, v in metrics.items()},
+        limits={k: v.model_dump(mode="json") for k, v in limits.items()},
+        attrs={c.id: dict(c.attrs) for c in components},
+    )

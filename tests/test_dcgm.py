@@ -23,14 +23,12 @@ from pilot_sys.monitor.bottleneck import assess
 from pilot_sys.monitor.remote import dcgm, prometheus
 from pilot_sys.monitor.remote.counters import RemoteCounters
 from pilot_sys.monitor.remote.http import Response
-from pilot_sys.monitor.remote.node_exporter import counters_from_samples, parse
 from pilot_sys.monitor.remote.utilization import CounterSeries, utilizations
-from pilot_sys.monitor.trace import MonitorTrace
 from pilot_sys.topology.components import LimitSource
 from pilot_sys.topology.linkspeed import pcie_bandwidth
 from pilot_sys.topology.remote_hosts import RemoteHost, parse_host_spec
 from pilot_sys.topology.remote_inventory import RemoteInventory, inventory_discovery
-from tests.dcgm_replay import GpuHostReplay
+from tests.dcgm_replay import GpuHostReplay, engine_trace, series_of
 from tests.gpu_replay import replay_trace
 from tests.nvml_standin import CASES
 
@@ -38,15 +36,6 @@ FIXTURE = Path(__file__).parent / "fixtures" / "dcgm" / "exporter.prom"
 GPU0 = "accelerator:gpu7/0000:3b:00.0"
 GPU1 = "accelerator:gpu7/0000:86:00.0"
 SCRAPE_S = 0.5  # the engine's resolution in the replay (the live test scrapes at this too)
-
-
-def series_of(text: str, t: float = 0.0) -> list[dcgm.Series]:
-    """An exposition text as the engine's answer holds it: one series per sample."""
-    return [
-        ({**labels, "__name__": name}, [(t, value)])
-        for name, items in parse(text).items()
-        for labels, value in items
-    ]
 
 
 def test_the_exporters_gpus_become_components_with_the_limits_it_states() -> None:
@@ -141,37 +130,6 @@ def test_gpu_series_are_the_hosts_by_its_address_whatever_the_port_and_job() -> 
 
 
 # -- the shared recordings, through the backend's functions -------------------------------------
-def engine_trace(case: str, *, profiling: bool = True, offset: float = 0.13) -> MonitorTrace:
-    """What the Prometheus backend makes of the recording's host scraped every ``SCRAPE_S``."""
-    replay = GpuHostReplay(case, host="gpu1", profiling=profiling)
-    readings: list[RemoteCounters] = []
-    window: dict[tuple[tuple[str, str], ...], dcgm.Series] = {}  # the engine's window of them
-    for t in np.arange(offset, replay.duration, SCRAPE_S):
-        node = counters_from_samples("gpu1", parse(replay.node_text(t)), Response("", b"", t, t))
-        readings.append(node.model_copy(update={"remote_time": float(t)}))
-        # dcgm-exporter is another target: the engine scrapes it at another moment
-        for labels, points in series_of(replay.dcgm_text(t), float(t) - SCRAPE_S / 3):
-            window.setdefault(tuple(sorted(labels.items())), (labels, []))[1].extend(points)
-    dcgm.with_gpus_over(readings, list(window.values()))
-    gpus = dcgm.gpus_from_series(series_of(replay.dcgm_text(replay.duration)))
-    inventory = RemoteInventory(
-        host="gpu1", source=LimitSource.NODE_EXPORTER, cpus=replay.static["ncpu"], gpus=gpus
-    )
-    components = inventory_discovery(inventory).components
-    limits = {f"{c.id}/{d}": limit for c in components for d, limit in c.limits.items()}
-    series = CounterSeries.from_readings(readings)
-    metrics = utilizations(series, limits)
-    t = series.remote_time - series.remote_time[0]
-    return MonitorTrace(
-        rate_hz=1.0 / SCRAPE_S,
-        start_time=float(series.remote_time[0]),
-        timestamps=[float(x) for x in t],
-        series={k: [float(x) if np.isfinite(x) else None for x in v] for k, v in metrics.items()},
-        limits={k: v.model_dump(mode="json") for k, v in limits.items()},
-        attrs={c.id: dict(c.attrs) for c in components},
-    )
-
-
 def named(verdict: object) -> list[tuple[str, str]]:
     return [(h.component, h.direction) for h in verdict.hidden_bottlenecks]  # type: ignore[attr-defined]
 

@@ -117,18 +117,33 @@ def remote_judged(
 def _remote_saturated(
     trace: MonitorTrace, gpus: list[str], size: int, threshold: float
 ) -> np.ndarray:
-    """Scrapes of a remote host's CPU within one scrape of a saturated GPU of the host:
-    node_exporter and dcgm-exporter are two targets that the engine scrapes at different
+    """Samples of a remote host's CPU within one scrape interval of a saturated GPU of the
+    host: node_exporter and dcgm-exporter are two targets that the engine scrapes at different
     moments, so a CPU reading and the GPU reading taken with it are up to one scrape interval
     apart (and DCGM averages over its own period): the GPU's state during the CPU's interval
     is known to within one scrape on either side."""
     hot = np.zeros(size, dtype=bool)
     for gpu in gpus:
         hot |= _saturated(trace, gpu, size, threshold)
-    near = hot.copy()
-    near[1:] |= hot[:-1]
-    near[:-1] |= hot[1:]
-    return near
+    t = np.asarray(trace.timestamps, dtype=np.float64)
+    if t.size != size or not hot.any():
+        return hot
+    host = gpus[0].split(":", 1)[1].split("/", 1)[0]
+    source = trace.sources.get(f"remote:{host}")
+    steps = np.diff(t)
+    scrape = max(
+        float(source.interval_s) if source is not None else 0.0,
+        float(np.median(steps)) if steps.size else 0.0,
+    )
+    hot_times = t[hot]
+    # the nearest saturated sample before and after each sample, in time
+    after = np.searchsorted(hot_times, t, side="left")
+    before = after - 1
+    gap_after = np.where(
+        after < hot_times.size, hot_times[np.minimum(after, hot_times.size - 1)] - t, np.inf
+    )
+    gap_before = np.where(before >= 0, t - hot_times[np.maximum(before, 0)], np.inf)
+    return np.minimum(gap_after, gap_before) <= scrape * (1 + 1e-6)
 
 
 def remote_notes(
