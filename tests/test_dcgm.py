@@ -271,3 +271,35 @@ def test_an_answer_over_the_size_cap_is_asked_again_family_by_family() -> None:
     values = dcgm.values_at("gpu7", found, None)
     assert values[f"{GPU0}/pcie_rx_bps"] == 15753846153
     assert f"{GPU0}/dram_active" not in values  # still refused: a gap, not a zero
+
+
+def test_on_the_samplers_grid_the_core_waits_within_one_scrape_not_one_row() -> None:
+    """A monitor's trace holds a remote host's scrapes spread on its own 10 Hz grid (each
+    scrape's value over the rows it covers): "within one scrape" of a saturated GPU is a time,
+    the host's scrape interval, not one row of the grid."""
+    from pilot_sys.monitor.trace import SourceCost, SourceTrace
+
+    coarse = engine_trace("h2d_pinned", scrape_s=0.5)
+    rows = 5  # 0.1 s rows per 0.5 s scrape
+    fine = coarse.model_copy(
+        update={
+            "rate_hz": 10.0,
+            "timestamps": [round(i * 0.1, 6) for i in range(len(coarse.timestamps) * rows)],
+            "series": {
+                k: [v[i // rows] for i in range(len(v) * rows)] for k, v in coarse.series.items()
+            },
+            "sources": {
+                "remote:gpu1": SourceTrace(
+                    interval_s=0.5,
+                    stale_after_s=1.5,
+                    times=[],
+                    latency_s=[],
+                    series={},
+                    cost=SourceCost(cpu_seconds=0.0, calls=0, failed_calls=0, missed_calls=0),
+                )
+            },
+        }
+    )
+    named_fine = named(assess(fine))
+    assert named_fine[:1] == [("accelerator:gpu1/0000:00:06.0", "receive")]
+    assert ("cpu:gpu1", "single core") not in named_fine

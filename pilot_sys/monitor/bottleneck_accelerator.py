@@ -108,10 +108,25 @@ def remote_judged(
         hot = _remote_saturated(trace, gpus, out.size, threshold)
         out = np.where(hot & np.isfinite(out), 0.0, out)
     start = _remote_startup(trace, gpus, out.size)
-    if start is not None:
-        out = out.copy()
-        out[: start + 1] = np.nan  # up to the first kernel's scrape, as a local start-up
+    t = np.asarray(trace.timestamps, dtype=np.float64)
+    if start is not None and t.size == out.size:
+        # up to the end of the scrape interval in which the first kernel ran: on a sampler's
+        # grid that scrape's value covers the rows of its interval, from the first one on
+        end = t[start] + _scrape_interval(trace, gpus[0]) * (1 - 1e-6)
+        out = np.where(t < end, np.nan, out)
     return out
+
+
+def _scrape_interval(trace: MonitorTrace, gpu: str) -> float:
+    """How far apart a remote host's readings are: its source's interval (the engine's
+    scrape interval), or the trace's own spacing where that is wider (a trace of scrapes)."""
+    host = gpu.split(":", 1)[1].split("/", 1)[0]
+    source = trace.sources.get(f"remote:{host}")
+    steps = np.diff(np.asarray(trace.timestamps, dtype=np.float64))
+    return max(
+        float(source.interval_s) if source is not None else 0.0,
+        float(np.median(steps)) if steps.size else 0.0,
+    )
 
 
 def _remote_saturated(
@@ -128,13 +143,7 @@ def _remote_saturated(
     t = np.asarray(trace.timestamps, dtype=np.float64)
     if t.size != size or not hot.any():
         return hot
-    host = gpus[0].split(":", 1)[1].split("/", 1)[0]
-    source = trace.sources.get(f"remote:{host}")
-    steps = np.diff(t)
-    scrape = max(
-        float(source.interval_s) if source is not None else 0.0,
-        float(np.median(steps)) if steps.size else 0.0,
-    )
+    scrape = _scrape_interval(trace, gpus[0])
     hot_times = t[hot]
     # the nearest saturated sample before and after each sample, in time
     after = np.searchsorted(hot_times, t, side="left")
@@ -160,9 +169,10 @@ def remote_notes(
             continue
         start = _remote_startup(trace, gpus, t.size)
         if start is not None:
+            end = min(t[start] + _scrape_interval(trace, gpus[0]), t[-1])
             out.append(
                 f"{cpu[4:]}: start-up judged apart for its components: the first "
-                f"{t[start] - t[0]:.1f} s, up to the scrape in which its GPUs ran their first "
+                f"{end - t[0]:.1f} s, up to the scrape in which its GPUs ran their first "
                 "kernel (dcgm-exporter lists no processes: the host's first kernel marks the end)"
             )
         core = _series(trace, f"{cpu}/busiest_core")
