@@ -31,12 +31,12 @@ the GPU plug-in) on the data path.
   Prometheus: ``monitor.remote.dcgm``) are judged by the same signals. dcgm-exporter lists no
   processes, so the two rules above that need the workload's process on the GPU read, for such
   a host: its busiest core (``cpu:NAME``, single core) counts as 0 while one of *its* GPUs is
-  saturated (a core spin-waiting on a GPU is not the limit, the GPU is: the only core a
-  saturated GPU can leave busy for long without being the limit itself runs other work, which
-  the host's total CPU still shows); the host's CPU and GPU readings come from two exporters
-  scraped at different moments, so "while" means within one scrape of it. The stretch up to
-  the scrape in which its GPUs first ran a kernel (when they did not from the first scrape) is
-  its start-up, left out of the judgement of that host's components only (the other hosts' and
+  saturated (a core spin-waiting on a GPU is not the limit, the GPU is; a single-threaded job
+  running beside the GPU's at that time is not told apart, though the host's CPU total is still
+  judged); the host's CPU and GPU readings come from two exporters scraped at different
+  moments, so "while" means within one scrape interval of it. The stretch up to the end of the
+  scrape interval in which its GPUs first ran a kernel (when they were idle before) is its
+  start-up, left out of the judgement of that host's components only (the other hosts' and
   this machine's are judged over the whole run).
 """
 
