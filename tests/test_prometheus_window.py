@@ -1,0 +1,138 @@
+"""A window through Prometheus from a bounded number of points per series: the queries it sends
+(one per family for all hosts, whatever their number), hand-built answers turned into one
+reading per distinct scrape, and counter resets left out where they happened."""
+
+from __future__ import annotations
+
+import pytest
+
+from pilot_sys.monitor.remote import prometheus, prometheus_window
+from pilot_sys.monitor.remote.http import Response
+from pilot_sys.monitor.remote.prometheus_window import (
+    TIME_KEY,
+    WindowPlan,
+    readings_of_host,
+    resets_by_step,
+)
+from pilot_sys.monitor.remote.utilization import CounterSeries, utilizations
+from pilot_sys.topology.remote_hosts import parse_host_spec
+
+RESPONSE = Response("http://p:9090", b"", 0.0, 0.0)
+
+
+def _hosts(n: int) -> list:
+    return [parse_host_spec(f"h{i}=prom://p:9090?instance=sim-{i}:9100&job=node") for i in range(n)]
+
+
+def test_a_label_value_is_escaped_only_where_re2_needs_it() -> None:
+    # Prometheus looks a plain alternation of literals up as a set of values; any other escape
+    # (re.escape's "\-") makes it run the regex over every value of the label
+    assert prometheus.regex_literal("sim-1:9100") == "sim-1:9100"
+    assert prometheus.regex_literal("10.0.0.5:9100") == "10\\.0\\.0\\.5:9100"
+    assert prometheus.regex_literal("a(b)|c*") == "a\\(b\\)\\|c\\*"
+    selector = prometheus.selector(_hosts(3))
+    assert selector == '{instance=~"sim-0:9100|sim-1:9100|sim-2:9100",job="node"}'
+
+
+def test_a_label_some_hosts_lack_is_a_regex_not_an_equality() -> None:
+    hosts = [*_hosts(1), parse_host_spec("x=prom://p:9090?instance=sim-9:9100")]
+    assert prometheus.selector(hosts) == '{instance=~"sim-0:9100|sim-9:9100",job=~"node"}'
+
+
+def test_the_plan_spans_the_window_in_whole_milliseconds() -> None:
+    plan = WindowPlan(end=1000.0, seconds=60.0, points=21)
+    assert plan.step == pytest.approx(3.0)
+    assert plan.start == pytest.approx(940.0)
+    odd = WindowPlan(end=1000.0, seconds=10.0, points=4)  # 3.333... s -> 3.334 s
+    assert odd.step == pytest.approx(3.334) and odd.start == pytest.approx(1000.0 - 3 * 3.334)
+    for bad in (1, 11_001):
+        with pytest.raises(ValueError, match="2 to 11000 points"):
+            WindowPlan(end=1000.0, seconds=10.0, points=bad)
+
+
+def test_the_queries_aggregate_per_host_and_never_extrapolate() -> None:
+    hosts = _hosts(2)
+    times = prometheus_window.time_query(hosts)
+    assert times == (
+        "max by (instance, job) (timestamp(node_cpu_seconds_total"
+        '{mode="idle",instance=~"sim-0:9100|sim-1:9100",job="node"}))'
+    )
+    resets = prometheus_window.resets_query(["a_total", "b_total"], hosts, 2.5)
+    assert resets.startswith("sum by (instance, job, pilot_family) (label_replace(resets(a_total{")
+    assert "[2500ms]" in resets and resets.endswith(") > 0")
+    for query in (times, resets, prometheus_window.value_query("a_total", hosts)):
+        assert "rate(" not in query and "increase(" not in query
+
+
+class RangeFleet(prometheus.Fleet):
+    """A fleet whose engine answers every query_range with nothing and records what it asked."""
+
+    def __init__(self, hosts: list) -> None:
+        super().__init__("http://p:9090", list(hosts))
+        self.asked: list[str] = []
+
+    def server_time(self) -> float:
+        return 10_000.0
+
+    def _query_range(self, expr: str, start: float, end: float, step: float) -> list:
+        self.asked.append(expr)
+        assert end == 10_000.0 and step > 0
+        return []
+
+
+@pytest.mark.parametrize("n", [1, 10, 1000])
+def test_a_window_is_one_query_per_family_whatever_the_hosts(n: int) -> None:
+    fleet = RangeFleet(_hosts(n))
+    found = fleet.window(fleet.hosts, 600.0)
+    assert found == {h.name: [] for h in fleet.hosts}
+    assert len(fleet.asked) == len(prometheus.WINDOW_FAMILIES) + 2  # values, times, resets
+
+
+def _cpu(t_values: list[tuple[float, float]], mode: str) -> tuple[dict, list]:
+    return ({"instance": "sim-0:9100", "job": "node", "cpu": "0", "mode": mode}, t_values)
+
+
+def test_each_distinct_scrape_is_one_reading_and_a_reset_family_is_left_out() -> None:
+    host = _hosts(1)[0]
+    steps = [0.0, 10.0, 20.0, 30.0]
+    scraped = [-1.0, 9.0, 9.0, 29.0]  # the step at 20 s still sees the scrape of 9 s
+    idle = [100.0, 105.0, 105.0, 110.0]
+    user = [50.0, 55.0, 55.0, 75.0]
+    own = [3.0, 3.5, 3.5, 0.2]  # the exporter restarted between 9 s and 29 s
+    mine = {
+        TIME_KEY: [({"instance": "sim-0:9100"}, list(zip(steps, scraped, strict=True)))],
+        "node_cpu_seconds_total": [
+            _cpu(list(zip(steps, idle, strict=True)), "idle"),
+            _cpu(list(zip(steps, user, strict=True)), "user"),
+        ],
+        "process_cpu_seconds_total": [
+            ({"instance": "sim-0:9100"}, list(zip(steps, own, strict=True)))
+        ],
+    }
+    families = ["node_cpu_seconds_total", "process_cpu_seconds_total"]
+    resets = resets_by_step(
+        families, [({"instance": "sim-0:9100", "pilot_family": "1"}, [(30.0, 1.0)])]
+    )
+    readings, broken = readings_of_host(host, mine, resets, RESPONSE)
+    assert [r.remote_time for r in readings] == [-1.0, 9.0, 29.0]
+    assert broken == 1
+    assert [r.exporter_cpu_s for r in readings] == [3.0, 3.5, None]
+    series = CounterSeries.from_readings(readings)
+    busy = utilizations(series)["cpu:h0/busy"]
+    # busy share per interval, by hand: 5 / 10 in both, then 20 / 25
+    assert busy[1:].tolist() == pytest.approx([0.5, 0.8])
+
+
+def test_a_step_without_the_hosts_cpu_series_is_no_reading() -> None:
+    host = _hosts(1)[0]
+    mine = {
+        TIME_KEY: [({"instance": "sim-0:9100"}, [(0.0, -1.0), (10.0, 9.0)])],
+        "node_cpu_seconds_total": [_cpu([(10.0, 5.0)], "idle")],
+    }
+    readings, broken = readings_of_host(host, mine, {}, RESPONSE)
+    assert [r.remote_time for r in readings] == [9.0] and broken == 0
+
+
+def test_a_resets_answer_with_an_unknown_family_is_ignored() -> None:
+    answer = [({"pilot_family": "7"}, [(1.0, 2.0)]), ({}, [(1.0, 1.0)])]
+    assert resets_by_step(["a_total"], answer) == {}
