@@ -118,7 +118,13 @@ def host_reading(
     host: RemoteHost, families: dict[str, list[Series]], response: Response
 ) -> RemoteCounters | str:
     """One host's counters at its latest scrape in the answers, or why there is none."""
-    mine = split_by_host(families, [host])[host.name]
+    return reading_of_host(host, split_by_host(families, [host])[host.name], response)
+
+
+def reading_of_host(
+    host: RemoteHost, mine: dict[str, list[Series]], response: Response
+) -> RemoteCounters | str:
+    """``host_reading`` of the host's own series (``split_by_host``'s part for it)."""
     cpu_times = [t for _, points in mine.get("node_cpu_seconds_total", []) for t, _ in points]
     up = sorted(p for _, points in mine.get("up", []) for p in points)
     if not cpu_times:
@@ -243,7 +249,7 @@ class Fleet:
         self._error = None
         whole = Response(self.base_url, b"", sent, time.time())
         split = split_by_host(families, hosts)
-        self._readings = {h.name: host_reading(h, split[h.name], whole) for h in hosts}
+        self._readings = {h.name: reading_of_host(h, split[h.name], whole) for h in hosts}
         self.last_poll_bytes = size
         for reading in self._readings.values():
             if isinstance(reading, RemoteCounters):

@@ -100,7 +100,9 @@ def _series(data: dict) -> list[Series]:
         labels = {str(k): str(v) for k, v in item["metric"].items()}
         pairs = item["values"] if kind == "matrix" else [item["value"]]
         points = [(float(t), float(v)) for t, v in pairs]
-        if not all(math.isfinite(t) for t, _ in points):
+        # one sum instead of a test per point: NaN or inf anywhere makes it so (times are
+        # bounded far below where a sum could overflow)
+        if not math.isfinite(math.fsum([t for t, _ in points])):
             raise ValueError("a sample time that is not a number")
         out.append((labels, points))
     return out
@@ -128,11 +130,12 @@ def split_by_host(
         names = tuple(name for name, _ in host.labels)
         groups.setdefault(names, {})[tuple(value for _, value in host.labels)] = host.name
     out: dict[str, dict[str, list[Series]]] = {h.name: {} for h in hosts}
+    lookups = list(groups.items())
     for family, series in families.items():
         for item in series:
-            labels = item[0]
-            for names, index in groups.items():
-                name = index.get(tuple(labels.get(n, "") for n in names))
+            get = item[0].get
+            for names, index in lookups:
+                name = index.get(tuple(map(get, names)))
                 if name is not None:
                     out[name].setdefault(family, []).append(item)
     return out
