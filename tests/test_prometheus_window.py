@@ -65,14 +65,21 @@ def test_the_queries_aggregate_per_host_and_never_extrapolate() -> None:
 
 
 class RangeFleet(prometheus.Fleet):
-    """A fleet whose engine answers every query_range with nothing and records what it asked."""
+    """A fleet whose engine answers every query with nothing (but the instant resets query,
+    with ``reset``'s series) and records what it was asked."""
 
-    def __init__(self, hosts: list) -> None:
+    def __init__(self, hosts: list, reset: list | None = None) -> None:
         super().__init__("http://p:9090", list(hosts))
         self.asked: list[str] = []
+        self.reset = reset or []
 
     def server_time(self) -> float:
         return 10_000.0
+
+    def _query(self, expr: str):  # type: ignore[no-untyped-def]
+        self.asked.append(expr)
+        assert expr.startswith("sum by (instance, job, pilot_family) (") and " @ 10000.000" in expr
+        return self.reset, RESPONSE
 
     def _query_range(self, expr: str, start: float, end: float, step: float) -> list:
         self.asked.append(expr)
@@ -85,7 +92,16 @@ def test_a_window_is_one_query_per_family_whatever_the_hosts(n: int) -> None:
     fleet = RangeFleet(_hosts(n))
     found = fleet.window(fleet.hosts, 600.0)
     assert found == {h.name: [] for h in fleet.hosts}
-    assert len(fleet.asked) == len(prometheus.WINDOW_FAMILIES) + 2  # values, times, resets
+    # values per family, the scrape times, whether anything was reset
+    assert len(fleet.asked) == len(prometheus.WINDOW_FAMILIES) + 2
+
+
+def test_only_the_hosts_with_a_reset_are_asked_where_it_was() -> None:
+    reset = [({"instance": "sim-7:9100", "job": "node", "pilot_family": "1"}, [(1e4, 1.0)])]
+    fleet = RangeFleet(_hosts(10), reset)
+    fleet.window(fleet.hosts, 600.0)
+    assert len(fleet.asked) == len(prometheus.WINDOW_FAMILIES) + 3
+    assert '{instance="sim-7:9100",job="node"}' in fleet.asked[-1]  # that host alone
 
 
 def _cpu(t_values: list[tuple[float, float]], mode: str) -> tuple[dict, list]:

@@ -3,11 +3,13 @@ NAME=prom://SERVER:9090?instance=...``), or any engine with Prometheus's HTTP AP
 VictoriaMetrics, Mimir).
 
 What is asked, and why. Every host of one server is one ``Fleet``: each poll is one query per
-metric family for all its hosts (label matchers ``instance=~"a|b|c"``), never one per host, so
-the number of requests grows with the families (12), not with the hosts. Each query asks for the
-raw samples of the last few scrape intervals, ``family{matchers}[Ws]`` (an instant query of a
-range vector), not ``query_range`` or ``rate()``: the raw counters at the times the engine
-scraped them are exactly what a direct scrape gives, so the same formulas
+metric family for all its hosts (label matchers ``instance=~"a|b|c"``, the values escaped only
+where RE2 needs it, so that Prometheus looks them up as a set), never one per host, so the
+number of requests grows with the families (12), not with the hosts, and the work per host on
+this side is the same at 10 or 1,000 hosts (``prometheus_query``: linear in the hosts). Each
+poll asks for the raw samples of the last few scrape intervals, ``family{matchers}[Ws]`` (an
+instant query of a range vector), not ``query_range`` or ``rate()``: the raw counters at the
+times the engine scraped them are exactly what a direct scrape gives, so the same formulas
 (``node_exporter.counters_from_samples``, ``utilization.utilizations``) turn them into the same
 components (``cpu:NAME``, ``block:NAME/DEV``, ``nic:NAME/IF``) and the same verdict; a
 ``query_range`` would resample onto its step (values repeated or skipped between scrapes) and
@@ -21,6 +23,12 @@ the time and is dropped by the source runner as "nothing newer". The resolution 
 scrape interval, estimated per host from the spacing of its ``up`` samples; the host's source
 asks once per interval (each raw sample is then fetched at most twice) and carries a value for
 three intervals (``source.RemoteHostPlugin``).
+
+A window (a round's or the session's, judged after the fact: ``Fleet.window``) is not asked as
+raw samples, whose number grows with the window's length: ``prometheus_window`` asks the raw
+counters at a fixed number of instants over it (``query_range`` of the plain selector, with
+``timestamp()`` of each sample; no ``rate()``), so its answer is hosts x series x points
+whatever the length, and counts counter resets server-side (``resets()``).
 
 Per host, a reading fails (a gap in its series, named in the trace) when the engine has no
 sample of it in the window (the host disappeared or is no longer scraped), when its target is
@@ -294,7 +302,13 @@ class Fleet:
             self.last_answer_bytes = 0
             plan = WindowPlan(self.server_time(), seconds, points)
             readings, broken = fetch_window(
-                self._query_range, hosts, WINDOW_FAMILIES, plan, scrape, self.base_url
+                lambda expr: self._query(expr)[0],
+                self._query_range,
+                hosts,
+                WINDOW_FAMILIES,
+                plan,
+                scrape,
+                self.base_url,
             )
             self.last_window_resets = {name: n for name, n in broken.items() if n}
         return readings

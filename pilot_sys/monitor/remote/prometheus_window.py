@@ -29,12 +29,13 @@ nothing.
 
 Counter resets (a host that rebooted; an exporter that restarted resets its own CPU time)
 inside an interval make its differences wrong even where the counter ends higher than it began,
-so they are counted server-side: ``resets()`` of every counter family over each step plus one
-scrape interval (so that the pair of samples straddling a step is seen; a reset may then be
-counted in two intervals), summed per host and family in one query that answers only where
-there is one. At the kept scrape that ends an interval with a reset, that family's counters are
-left out (the two intervals around it give no rate from them), and the number of such
-intervals is reported per host.
+so they are counted server-side: first over the whole window (one instant query, ``@`` its end,
+that answers only for a host and family with a reset; the engine reads the window's samples for
+it, the answer stays empty), then, for those hosts alone, ``resets()`` of every counter family
+over each step plus one scrape interval (so that the pair of samples straddling a step is seen;
+a reset may then be counted in two intervals), summed per host and family. At the kept scrape
+that ends an interval with a reset, that family's counters are left out (the two intervals
+around it give no rate from them), and the number of such intervals is reported per host.
 """
 
 from __future__ import annotations
@@ -92,12 +93,17 @@ def time_query(hosts: Sequence[RemoteHost]) -> str:
     return f'max {by_host(hosts)} (timestamp({TIME_FAMILY}{{mode="idle",{matchers}}}))'
 
 
-def resets_query(families: Sequence[str], hosts: Sequence[RemoteHost], range_s: float) -> str:
-    """Counter resets per host and family over ``range_s`` before each step, in one query
-    (each family's result labelled with its index: ``or`` keeps one of two equal label sets)."""
+def resets_query(
+    families: Sequence[str], hosts: Sequence[RemoteHost], range_s: float, at: float | None = None
+) -> str:
+    """Counter resets per host and family over ``range_s`` before each step (or before ``at``,
+    an instant query's ``@``), in one query (each family's result labelled with its index:
+    ``or`` keeps one of two equal label sets); it answers only where there is one."""
     ms = max(int(math.ceil(range_s * 1000.0)), 1)
+    when = "" if at is None else f" @ {at:.3f}"
     parts = [
-        f'label_replace(resets({family}{selector(hosts)}[{ms}ms]), "{FAMILY_LABEL}", "{i}", "", "")'
+        f'label_replace(resets({family}{selector(hosts)}[{ms}ms]{when}), "{FAMILY_LABEL}", '
+        f'"{i}", "", "")'
         for i, family in enumerate(families)
     ]
     by = ", ".join([*label_names(hosts), FAMILY_LABEL])
@@ -154,6 +160,7 @@ def readings_of_host(
 
 
 def fetch_window(
+    query: Callable[[str], list[Series]],
     query_range: RangeQuery,
     hosts: Sequence[RemoteHost],
     families: Sequence[str],
@@ -162,16 +169,24 @@ def fetch_window(
     base_url: str,
 ) -> tuple[dict[str, list[RemoteCounters]], dict[str, int]]:
     """Every host's readings over ``plan`` and the number of intervals with a counter reset
-    per host: ``len(families) + 2`` queries, whatever the hosts and the window's length."""
+    per host: ``len(families) + 2`` queries, whatever the hosts and the window's length (one
+    more, for the hosts with a reset in the window, to place it)."""
     sent = time.time()
     answers: dict[str, list[Series]] = {}
     for family in families:
         answers[family] = query_range(value_query(family, hosts), plan.start, plan.end, plan.step)
     answers[TIME_KEY] = query_range(time_query(hosts), plan.start, plan.end, plan.step)
-    reset_range = plan.step + 1.1 * scrape_s
-    resets = query_range(
-        resets_query(families, hosts, reset_range), plan.start, plan.end, plan.step
-    )
+    # whether any counter was reset in the window: one instant query whose answer is empty
+    # but for a host and family with a reset; only those hosts are asked where, step by step
+    window = plan.end - plan.start + 1.1 * scrape_s
+    found = split_by_host({"resets": query(resets_query(families, hosts, window, plan.end))}, hosts)
+    reset_hosts = [h for h in hosts if found[h.name]]
+    resets: list[Series] = []
+    if reset_hosts:
+        reset_range = plan.step + 1.1 * scrape_s
+        resets = query_range(
+            resets_query(families, reset_hosts, reset_range), plan.start, plan.end, plan.step
+        )
     whole = Response(base_url, b"", sent, time.time())
     split = split_by_host(answers, hosts)
     reset_split = split_by_host({"resets": resets}, hosts)
