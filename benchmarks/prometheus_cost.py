@@ -2,19 +2,29 @@
 costs the verdict.
 
     PYTHONPATH=. python3 benchmarks/prometheus_cost.py cost [--hosts 10,100,1000] [--polls 5]
+    PYTHONPATH=. python3 benchmarks/prometheus_cost.py sweep [--hosts 100] [--windows 10,...,200]
     PYTHONPATH=. python3 benchmarks/prometheus_cost.py error [--seconds 80] [--scrape 1,5] (root)
 
-``cost``: a real Prometheus server (Debian's ``prometheus``) scrapes N simulated hosts every
-5 s: one small exporter process serves a node_exporter-shaped answer (16 CPU-time series, 5
-disk and 8 network counters, the exporter's CPU time: the families the backend asks for, values
-growing with time) for every target; the targets differ by a URL parameter and are relabelled
-``instance="sim-K:9100"``, so to the server and to pilot-sys they are N hosts. Once every
-target has 12 scrapes (60 s), pilot-sys's fleet client (``monitor.remote.prometheus.Fleet``) polls
-all N hosts: one query per metric family (12), raw samples of three scrape intervals. Per N:
-queries, bytes, wall time and this side's CPU (the polling thread's clock) per poll; the
-server's CPU per poll (its /proc utime+stime over the polls less the same span idle, when it
-only scrapes); the same for a session window (60 s of raw samples, once); and, for N <= 100,
-one query per family *per host* (the design not taken) for comparison.
+``cost``: a real Prometheus server (Debian's ``prometheus``) scrapes N simulated hosts every 5
+s: one small exporter process serves a node_exporter-shaped answer (16 CPU-time series, 5 disk
+and 8 network counters, the exporter's CPU time and the two start times: the families the
+backend asks for, counters growing with time) for every target; the targets differ by a URL
+parameter and are relabelled ``instance="sim-K:9100"``, so to the server and to pilot-sys they
+are N hosts. Once every target has 13 scrapes (65 s), pilot-sys's fleet client
+(``monitor.remote.prometheus.Fleet``) polls all N hosts: one query per metric family (12), raw
+samples of two scrape intervals. Per N: queries, bytes, wall time and this side's CPU (the
+calling thread's clock) per poll; the server's CPU per poll (its /proc utime+stime over the
+polls less the same span idle, when it only scrapes); the same for a 60 s window of every host,
+fetched three ways: ``raw`` (every raw sample, the design replaced), ``two`` (two values per
+series, ``Fleet.window(points=2)``) and ``points`` (``Fleet.window``'s default, at most 21
+points per series); and, for N <= 100, one query per family *per host* (the design not taken)
+for comparison. Every row carries the load average and an anchor (this side's CPU for parsing
+one fixed answer, before and after), so that figures taken under different load can be compared
+as ratios to it.
+
+``sweep``: one fleet (100 hosts scraped every second) and windows of growing length (10 to
+200 s: 10 to 200 scrapes per series), each fetched the three ways: the raw answer grows with
+the window, the bounded ones do not.
 
 ``error``: one namespace host (tests/netns.py) with node_exporter and an iperf3 server behind a
 link shaped to 50 Mbit/s, a Prometheus server scraping it every 1 s (then 5 s), and iperf3
@@ -58,6 +68,7 @@ from pilot_sys.monitor.remote.utilization import CounterSeries, utilizations  # 
 from pilot_sys.topology.remote_hosts import parse_host_spec  # noqa: E402
 
 SCRAPE_S = 5.0
+STARTED = time.time()  # the simulated exporters' start, and their hosts' boot a day before
 MODES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
@@ -85,6 +96,8 @@ def exposition(host: int, now: float) -> bytes:
         for device in ("eth0", "lo"):
             lines.append(f'{name}{{device="{device}"}} {now * 5000 + host:.0f}')
     lines.append(f"process_cpu_seconds_total {now * 0.001:.3f}")
+    lines.append(f"process_start_time_seconds {STARTED:.3f}")
+    lines.append(f"node_boot_time_seconds {STARTED - 86400:.0f}")
     lines.append(f"node_time_seconds {now:.3f}")
     return ("\n".join(lines) + "\n").encode()
 

@@ -1,6 +1,6 @@
 """A window through Prometheus from a bounded number of points per series: the queries it sends
 (one per family for all hosts, whatever their number), hand-built answers turned into one
-reading per distinct scrape, and counter resets left out where they happened."""
+reading per distinct scrape, and the counters a restart reset left out where it happened."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 from pilot_sys.monitor.remote import prometheus, prometheus_window
 from pilot_sys.monitor.remote.http import Response
 from pilot_sys.monitor.remote.prometheus_window import (
+    RESTART_MARKERS,
     TIME_KEY,
     WindowPlan,
     readings_of_host,
-    resets_by_step,
 )
 from pilot_sys.monitor.remote.utilization import CounterSeries, utilizations
 from pilot_sys.topology.remote_hosts import parse_host_spec
@@ -57,29 +57,20 @@ def test_the_queries_aggregate_per_host_and_never_extrapolate() -> None:
         "max by (instance, job) (timestamp(node_cpu_seconds_total"
         '{mode="idle",instance=~"sim-0:9100|sim-1:9100",job="node"}))'
     )
-    resets = prometheus_window.resets_query(["a_total", "b_total"], hosts, 2.5)
-    assert resets.startswith("sum by (instance, job, pilot_family) (label_replace(resets(a_total{")
-    assert "[2500ms]" in resets and resets.endswith(") > 0")
-    for query in (times, resets, prometheus_window.value_query("a_total", hosts)):
-        assert "rate(" not in query and "increase(" not in query
+    for query in (times, prometheus_window.value_query("a_total", hosts)):
+        assert "rate(" not in query and "increase(" not in query and "[" not in query
 
 
 class RangeFleet(prometheus.Fleet):
-    """A fleet whose engine answers every query with nothing (but the instant resets query,
-    with ``reset``'s series) and records what it was asked."""
+    """A fleet whose engine answers every query_range with nothing and records what it was
+    asked."""
 
-    def __init__(self, hosts: list, reset: list | None = None) -> None:
+    def __init__(self, hosts: list) -> None:
         super().__init__("http://p:9090", list(hosts))
         self.asked: list[str] = []
-        self.reset = reset or []
 
     def server_time(self) -> float:
         return 10_000.0
-
-    def _query(self, expr: str):  # type: ignore[no-untyped-def]
-        self.asked.append(expr)
-        assert expr.startswith("sum by (instance, job, pilot_family) (") and " @ 10000.000" in expr
-        return self.reset, RESPONSE
 
     def _query_range(self, expr: str, start: float, end: float, step: float) -> list:
         self.asked.append(expr)
@@ -92,63 +83,69 @@ def test_a_window_is_one_query_per_family_whatever_the_hosts(n: int) -> None:
     fleet = RangeFleet(_hosts(n))
     found = fleet.window(fleet.hosts, 600.0)
     assert found == {h.name: [] for h in fleet.hosts}
-    # values per family, the scrape times, whether anything was reset
-    assert len(fleet.asked) == len(prometheus.WINDOW_FAMILIES) + 2
-
-
-def test_only_the_hosts_with_a_reset_are_asked_where_it_was() -> None:
-    reset = [({"instance": "sim-7:9100", "job": "node", "pilot_family": "1"}, [(1e4, 1.0)])]
-    fleet = RangeFleet(_hosts(10), reset)
-    fleet.window(fleet.hosts, 600.0)
-    assert len(fleet.asked) == len(prometheus.WINDOW_FAMILIES) + 3
-    assert '{instance="sim-7:9100",job="node"}' in fleet.asked[-1]  # that host alone
+    # values per family, the two restart markers, the scrape times
+    assert len(fleet.asked) == len(prometheus.WINDOW_FAMILIES) + len(RESTART_MARKERS) + 1
 
 
 def _cpu(t_values: list[tuple[float, float]], mode: str) -> tuple[dict, list]:
     return ({"instance": "sim-0:9100", "job": "node", "cpu": "0", "mode": mode}, t_values)
 
 
-def test_each_distinct_scrape_is_one_reading_and_a_reset_family_is_left_out() -> None:
+def _host_series(values: list[float], steps: list[float]) -> list:
+    return [({"instance": "sim-0:9100"}, list(zip(steps, values, strict=True)))]
+
+
+def test_each_distinct_scrape_is_one_reading_and_a_restart_leaves_its_counters_out() -> None:
     host = _hosts(1)[0]
     steps = [0.0, 10.0, 20.0, 30.0]
     scraped = [-1.0, 9.0, 9.0, 29.0]  # the step at 20 s still sees the scrape of 9 s
     idle = [100.0, 105.0, 105.0, 110.0]
     user = [50.0, 55.0, 55.0, 75.0]
-    own = [3.0, 3.5, 3.5, 0.2]  # the exporter restarted between 9 s and 29 s
+    own = [3.0, 3.5, 3.5, 3.7]  # the exporter restarted between 9 s and 29 s: 3.7 is wrong
     mine = {
-        TIME_KEY: [({"instance": "sim-0:9100"}, list(zip(steps, scraped, strict=True)))],
+        TIME_KEY: _host_series(scraped, steps),
         "node_cpu_seconds_total": [
             _cpu(list(zip(steps, idle, strict=True)), "idle"),
             _cpu(list(zip(steps, user, strict=True)), "user"),
         ],
-        "process_cpu_seconds_total": [
-            ({"instance": "sim-0:9100"}, list(zip(steps, own, strict=True)))
-        ],
+        "process_cpu_seconds_total": _host_series(own, steps),
+        "process_start_time_seconds": _host_series([-500.0, -500.0, -500.0, 12.0], steps),
+        "node_boot_time_seconds": _host_series([-9e4] * 4, steps),
     }
-    families = ["node_cpu_seconds_total", "process_cpu_seconds_total"]
-    resets = resets_by_step(
-        families, [({"instance": "sim-0:9100", "pilot_family": "1"}, [(30.0, 1.0)])]
-    )
-    readings, broken = readings_of_host(host, mine, resets, RESPONSE)
+    readings, broken = readings_of_host(host, mine, RESPONSE)
     assert [r.remote_time for r in readings] == [-1.0, 9.0, 29.0]
     assert broken == 1
     assert [r.exporter_cpu_s for r in readings] == [3.0, 3.5, None]
     series = CounterSeries.from_readings(readings)
     busy = utilizations(series)["cpu:h0/busy"]
-    # busy share per interval, by hand: 5 / 10 in both, then 20 / 25
+    # busy share per interval, by hand: 5 / 10, then 20 / 25; the CPU was not reset
     assert busy[1:].tolist() == pytest.approx([0.5, 0.8])
+
+
+def test_a_reboot_leaves_the_kernels_counters_out_of_its_interval() -> None:
+    host = _hosts(1)[0]
+    steps = [0.0, 10.0, 20.0]
+    mine = {
+        TIME_KEY: _host_series([0.0, 10.0, 20.0], steps),
+        "node_cpu_seconds_total": [_cpu([(0.0, 900.0), (10.0, 950.0), (20.0, 960.0)], "idle")],
+        "node_network_receive_bytes_total": [
+            ({"instance": "sim-0:9100", "device": "eth0"}, [(0.0, 1e9), (10.0, 2e9), (20.0, 3e9)])
+        ],
+        "node_boot_time_seconds": _host_series([-9e4, -9e4, 15.0], steps),
+    }
+    readings, broken = readings_of_host(host, mine, RESPONSE)
+    assert broken == 1
+    assert "nic:h0/eth0/rx_bytes" in readings[1].values
+    assert readings[2].values == {}  # every kernel counter started again
+    rates = utilizations(CounterSeries.from_readings(readings))["nic:h0/eth0/rx_bytes_per_s"]
+    assert rates[1] == pytest.approx(1e8) and not rates[2] == rates[2]  # NaN: left out
 
 
 def test_a_step_without_the_hosts_cpu_series_is_no_reading() -> None:
     host = _hosts(1)[0]
     mine = {
-        TIME_KEY: [({"instance": "sim-0:9100"}, [(0.0, -1.0), (10.0, 9.0)])],
+        TIME_KEY: _host_series([-1.0, 9.0], [0.0, 10.0]),
         "node_cpu_seconds_total": [_cpu([(10.0, 5.0)], "idle")],
     }
-    readings, broken = readings_of_host(host, mine, {}, RESPONSE)
+    readings, broken = readings_of_host(host, mine, RESPONSE)
     assert [r.remote_time for r in readings] == [9.0] and broken == 0
-
-
-def test_a_resets_answer_with_an_unknown_family_is_ignored() -> None:
-    answer = [({"pilot_family": "7"}, [(1.0, 2.0)]), ({}, [(1.0, 1.0)])]
-    assert resets_by_step(["a_total"], answer) == {}

@@ -28,7 +28,8 @@ A window (a round's or the session's, judged after the fact: ``Fleet.window``) i
 raw samples, whose number grows with the window's length: ``prometheus_window`` asks the raw
 counters at a fixed number of instants over it (``query_range`` of the plain selector, with
 ``timestamp()`` of each sample; no ``rate()``), so its answer is hosts x series x points
-whatever the length, and counts counter resets server-side (``resets()``).
+whatever the length; a restart of the host or of its exporter (their start times, two gauges)
+leaves the counters it reset out of the interval it falls in.
 
 Per host, a reading fails (a gap in its series, named in the trace) when the engine has no
 sample of it in the window (the host disappeared or is no longer scraped), when its target is
@@ -296,19 +297,12 @@ class Fleet:
         of intervals with a counter reset per host (left out) is in ``last_window_resets``."""
         with self._lock:
             known = [i for i in (self._intervals.get(h.name) for h in hosts) if i]
-            scrape = max(known, default=DEFAULT_SCRAPE_S)
             if known and len(known) == len(hosts):  # no step shorter than the fastest scrape
                 points = min(points, max(2, int(seconds / min(known)) + 1))
             self.last_answer_bytes = 0
             plan = WindowPlan(self.server_time(), seconds, points)
             readings, broken = fetch_window(
-                lambda expr: self._query(expr)[0],
-                self._query_range,
-                hosts,
-                WINDOW_FAMILIES,
-                plan,
-                scrape,
-                self.base_url,
+                self._query_range, hosts, WINDOW_FAMILIES, plan, self.base_url
             )
             self.last_window_resets = {name: n for name, n in broken.items() if n}
         return readings

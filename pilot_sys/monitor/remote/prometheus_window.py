@@ -27,15 +27,18 @@ than the scrape interval is averaged by the engine anyway), and the busiest core
 over each interval, not over each scrape. Windows holding fewer scrapes than ``points`` lose
 nothing.
 
-Counter resets (a host that rebooted; an exporter that restarted resets its own CPU time)
-inside an interval make its differences wrong even where the counter ends higher than it began,
-so they are counted server-side: first over the whole window (one instant query, ``@`` its end,
-that answers only for a host and family with a reset; the engine reads the window's samples for
-it, the answer stays empty), then, for those hosts alone, ``resets()`` of every counter family
-over each step plus one scrape interval (so that the pair of samples straddling a step is seen;
-a reset may then be counted in two intervals), summed per host and family. At the kept scrape
-that ends an interval with a reset, that family's counters are left out (the two intervals
-around it give no rate from them), and the number of such intervals is reported per host.
+Counter resets. A counter resets when its process starts again: the kernel's (CPU time, disk
+and network counters) when the host boots, the exporter's own CPU time when the exporter
+restarts. An interval holding one has a wrong difference even where the counter ends higher
+than it began, so each point also carries the two gauges that say when those processes started,
+``node_boot_time_seconds`` and ``process_start_time_seconds`` (one series per host each); where
+one differs from the point before, the families it resets are left out at that point (the two
+intervals around it give no rate from them), and the number of such intervals is reported per
+host. No ``resets()``: it reads every raw sample of the window on the server (measured: it cost
+more server CPU than all the other queries of a window together, and grows with the window);
+two values per point tell the same for these causes. A counter reset by anything else (an
+interface or a device that was removed and added again) is caught only where it ends lower than
+the point before (a negative difference, no rate), not where it grew past it.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from collections.abc import Callable, Sequence
 
 from pilot_sys.monitor.remote.counters import RemoteCounters
 from pilot_sys.monitor.remote.http import Response
-from pilot_sys.monitor.remote.node_exporter import Samples, counters_from_samples
+from pilot_sys.monitor.remote.node_exporter import _DISK, _NET, Samples, counters_from_samples
 from pilot_sys.monitor.remote.prometheus_query import (
     Series,
     label_names,
@@ -59,7 +62,15 @@ WINDOW_POINTS = 21  # readings of a window: 20 intervals, twice what the verdict
 MAX_POINTS = 11_000  # the API's bound on the points of one series of a query_range
 TIME_FAMILY = "node_cpu_seconds_total"  # the scrape time of a host is that of its CPU series
 TIME_KEY = "__scrape_time__"  # the times' answer, among the families'
-FAMILY_LABEL = "pilot_family"  # the resets' answer: which family reset
+# a gauge that changes when a process starts again -> the counter families that start again
+RESTART_MARKERS = {
+    "node_boot_time_seconds": (
+        "node_cpu_seconds_total",
+        *(f for f in _DISK),
+        *(f for f in _NET),
+    ),
+    "process_start_time_seconds": ("process_cpu_seconds_total",),
+}
 
 # (query, start, end, step) -> the answer's series
 RangeQuery = Callable[[str, float, float, float], list[Series]]
@@ -93,45 +104,24 @@ def time_query(hosts: Sequence[RemoteHost]) -> str:
     return f'max {by_host(hosts)} (timestamp({TIME_FAMILY}{{mode="idle",{matchers}}}))'
 
 
-def resets_query(
-    families: Sequence[str], hosts: Sequence[RemoteHost], range_s: float, at: float | None = None
-) -> str:
-    """Counter resets per host and family over ``range_s`` before each step (or before ``at``,
-    an instant query's ``@``), in one query (each family's result labelled with its index:
-    ``or`` keeps one of two equal label sets); it answers only where there is one."""
-    ms = max(int(math.ceil(range_s * 1000.0)), 1)
-    when = "" if at is None else f" @ {at:.3f}"
-    parts = [
-        f'label_replace(resets({family}{selector(hosts)}[{ms}ms]{when}), "{FAMILY_LABEL}", '
-        f'"{i}", "", "")'
-        for i, family in enumerate(families)
-    ]
-    by = ", ".join([*label_names(hosts), FAMILY_LABEL])
-    return f"sum by ({by}) ({' or '.join(parts)}) > 0"
-
-
-def resets_by_step(families: Sequence[str], series: list[Series]) -> dict[float, set[str]]:
-    """Step time -> the families with a reset in the range before it (one host's answer)."""
-    out: dict[float, set[str]] = {}
-    for labels, points in series:
-        index = labels.get(FAMILY_LABEL, "")
-        if not index.isdigit() or int(index) >= len(families):
-            continue
-        for t, count in points:
-            if count > 0:
-                out.setdefault(t, set()).add(families[int(index)])
+def restarted(previous: Samples, now: Samples) -> set[str]:
+    """The counter families reset between two points: those of a restart marker whose value
+    changed (a marker missing at either point tells nothing)."""
+    out: set[str] = set()
+    for marker, families in RESTART_MARKERS.items():
+        before = {tuple(sorted(labels.items())): v for labels, v in previous.get(marker, [])}
+        after = {tuple(sorted(labels.items())): v for labels, v in now.get(marker, [])}
+        if any(key in before and before[key] != value for key, value in after.items()):
+            out.update(families)
     return out
 
 
 def readings_of_host(
-    host: RemoteHost,
-    mine: dict[str, list[Series]],
-    resets: dict[float, set[str]],
-    response: Response,
+    host: RemoteHost, mine: dict[str, list[Series]], response: Response
 ) -> tuple[list[RemoteCounters], int]:
-    """One host's readings, one per distinct scrape among the steps (oldest first), and in how
-    many of them a family's counters were left out because they were reset since the reading
-    before (the interval's difference would be wrong; the next interval loses them too)."""
+    """One host's readings, one per distinct scrape among the steps (oldest first), and at how
+    many of them a family's counters were left out because its process started again since the
+    reading before (the interval's difference would be wrong; the next one loses them too)."""
     step_times = {t: scraped for _, points in mine.get(TIME_KEY, []) for t, scraped in points}
     by_step: dict[float, Samples] = {}
     for family, series in mine.items():
@@ -144,14 +134,16 @@ def readings_of_host(
     readings: list[RemoteCounters] = []
     broken = 0
     last_scrape = -math.inf
+    previous: Samples | None = None
     for t in sorted(step_times):
         scraped = step_times[t]
         samples = by_step.get(t, {})
         if scraped <= last_scrape or TIME_FAMILY not in samples:
             continue  # the same scrape as the step before (or none of its CPU series)
         last_scrape = scraped
-        reset = resets.get(t, set()) & set(samples)
-        if reset and readings:
+        reset = restarted(previous, samples) & set(samples) if previous is not None else set()
+        previous = samples
+        if reset:
             samples = {f: v for f, v in samples.items() if f not in reset}
             broken += 1
         counters = counters_from_samples(host.name, samples, response)
@@ -160,41 +152,24 @@ def readings_of_host(
 
 
 def fetch_window(
-    query: Callable[[str], list[Series]],
     query_range: RangeQuery,
     hosts: Sequence[RemoteHost],
     families: Sequence[str],
     plan: WindowPlan,
-    scrape_s: float,
     base_url: str,
 ) -> tuple[dict[str, list[RemoteCounters]], dict[str, int]]:
     """Every host's readings over ``plan`` and the number of intervals with a counter reset
-    per host: ``len(families) + 2`` queries, whatever the hosts and the window's length (one
-    more, for the hosts with a reset in the window, to place it)."""
+    per host: one query per family and restart marker, and one for the scrape times, whatever
+    the hosts and the window's length."""
     sent = time.time()
     answers: dict[str, list[Series]] = {}
-    for family in families:
+    for family in (*families, *RESTART_MARKERS):
         answers[family] = query_range(value_query(family, hosts), plan.start, plan.end, plan.step)
     answers[TIME_KEY] = query_range(time_query(hosts), plan.start, plan.end, plan.step)
-    # whether any counter was reset in the window: one instant query whose answer is empty
-    # but for a host and family with a reset; only those hosts are asked where, step by step
-    window = plan.end - plan.start + 1.1 * scrape_s
-    found = split_by_host({"resets": query(resets_query(families, hosts, window, plan.end))}, hosts)
-    reset_hosts = [h for h in hosts if found[h.name]]
-    resets: list[Series] = []
-    if reset_hosts:
-        reset_range = plan.step + 1.1 * scrape_s
-        resets = query_range(
-            resets_query(families, reset_hosts, reset_range), plan.start, plan.end, plan.step
-        )
     whole = Response(base_url, b"", sent, time.time())
     split = split_by_host(answers, hosts)
-    reset_split = split_by_host({"resets": resets}, hosts)
     readings: dict[str, list[RemoteCounters]] = {}
     broken: dict[str, int] = {}
     for host in hosts:
-        resets_of_host = resets_by_step(families, reset_split[host.name].get("resets", []))
-        readings[host.name], broken[host.name] = readings_of_host(
-            host, split[host.name], resets_of_host, whole
-        )
+        readings[host.name], broken[host.name] = readings_of_host(host, split[host.name], whole)
     return readings, broken
