@@ -3,6 +3,7 @@ costs the verdict.
 
     PYTHONPATH=. python3 benchmarks/prometheus_cost.py cost [--hosts 10,100,1000] [--polls 5]
     PYTHONPATH=. python3 benchmarks/prometheus_cost.py sweep [--hosts 100] [--windows 10,...,200]
+    PYTHONPATH=. python3 benchmarks/prometheus_cost.py before-after [--hosts 10,100,1000]
     PYTHONPATH=. python3 benchmarks/prometheus_cost.py error [--seconds 80] [--scrape 1,5] (root)
 
 ``cost``: a real Prometheus server (Debian's ``prometheus``) scrapes N simulated hosts every 5
@@ -21,6 +22,10 @@ points per series); and, for N <= 100, one query per family *per host* (the desi
 for comparison. Every row carries the load average and an anchor (this side's CPU for parsing
 one fixed answer, before and after), so that figures taken under different load can be compared
 as ratios to it.
+
+``before-after``: the poll as it was before (its matchers built in hosts^2 and escaped so that
+Prometheus cannot look them up as a set) against now, interleaved poll by poll on one server,
+at 10, 100 and 1,000 hosts.
 
 ``sweep``: one fleet (100 hosts scraped every second) and windows of growing length (10 to
 200 s: 10 to 200 scrapes per series), each fetched the three ways: the raw answer grows with
@@ -45,6 +50,7 @@ import math
 import multiprocessing
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -353,6 +359,100 @@ def sweep(n: int, scrape_s: float, windows: list[float], repeats: int) -> list[d
     return rows
 
 
+class BeforeFleet(prometheus.Fleet):
+    """The poll as it was before this branch, for an A/B on one server: the matchers collected
+    in lists (``value not in list``: hosts^2 / 2 comparisons per query), escaped by
+    ``re.escape`` (``sim\\-1``, which Prometheus's set lookup refuses: it then runs the regex
+    over every value of ``instance``), and every host's reading split again from its part."""
+
+    def _poll(self) -> None:
+        hosts = list(self.hosts)
+        window = self._window()
+        sent = time.time()
+        families: dict[str, list] = {}
+        size = 0
+        self._polled_at = time.monotonic()
+        for family in prometheus.COUNTER_FAMILIES:
+            ms = max(int(round(window * 1000)), 1)
+            families[family], response = self._query(f"{family}{_selector_before(hosts)}[{ms}ms]")
+            size += len(response.body)
+        self._error = None
+        whole = Response(self.base_url, b"", sent, time.time())
+        split = _split_before(families, hosts)
+        self._readings = {h.name: prometheus.host_reading(h, split[h.name], whole) for h in hosts}
+        self.last_poll_bytes = size
+
+
+def _selector_before(hosts: list) -> str:
+    values: dict[str, list[str]] = {}
+    for host in hosts:
+        for name, value in host.labels:
+            values.setdefault(name, [])
+            if value not in values[name]:
+                values[name].append(value)
+    matchers = []
+    for name in sorted(values):
+        options = values[name]
+        if len(options) == 1 and all(name in dict(h.labels) for h in hosts):
+            matchers.append(f'{name}="{options[0]}"')
+        else:
+            alternation = "|".join(re.escape(v) for v in options).replace("\\", "\\\\")
+            matchers.append(f'{name}=~"{alternation}"')
+    return "{" + ",".join(matchers) + "}"
+
+
+def _split_before(families: dict[str, list], hosts: list) -> dict[str, dict[str, list]]:
+    groups: dict[tuple[str, ...], dict[tuple[str, ...], str]] = {}
+    for host in hosts:
+        names = tuple(name for name, _ in host.labels)
+        groups.setdefault(names, {})[tuple(value for _, value in host.labels)] = host.name
+    out: dict[str, dict[str, list]] = {h.name: {} for h in hosts}
+    for family, series in families.items():
+        for item in series:
+            for names, index in groups.items():
+                name = index.get(tuple(item[0].get(n, "") for n in names))
+                if name is not None:
+                    out[name].setdefault(family, []).append(item)
+    return out
+
+
+def before_after(sizes: list[int], polls: int) -> list[dict[str, float]]:
+    """Polls of the code before this branch and of now, interleaved on one server: this side's
+    CPU and the server's per poll (its /proc clock around each poll, 10 ms ticks)."""
+    rows = []
+    for n in sizes:
+        with simulated_fleet(n, SCRAPE_S, 3 * SCRAPE_S) as (server, hosts):
+            pid = server.process.pid
+            fleets = {
+                "before": BeforeFleet(server.url, list(hosts), timeout=60.0),
+                "after": prometheus.Fleet(server.url, list(hosts), timeout=60.0),
+            }
+            cpu: dict[str, list[float]] = {k: [] for k in fleets}
+            served: dict[str, list[float]] = {k: [] for k in fleets}
+            for fleet in fleets.values():
+                fleet.scrape_interval(hosts[0])
+            anchors = [anchor_cpu_s()]
+            for _ in range(polls):
+                for name, fleet in fleets.items():
+                    server0, start = cpu_seconds(pid), time.thread_time()
+                    fleet.counters(hosts[0], max_age=0.0)
+                    cpu[name].append(time.thread_time() - start)
+                    served[name].append(cpu_seconds(pid) - server0)
+                    missing = [h for h in hosts if not isinstance(fleet._readings.get(h.name), RC)]
+                    assert not missing, f"{name}: {len(missing)} hosts without a reading"
+            anchors.append(anchor_cpu_s())
+            row: dict[str, float] = {"hosts": n, "load": load(), "anchor_cpu_s": min(anchors)}
+            for name in fleets:
+                row[f"{name}_cpu_s"] = statistics.median(cpu[name])
+                row[f"{name}_cpu_s_range"] = [min(cpu[name]), max(cpu[name])]  # type: ignore[assignment]
+                row[f"{name}_server_cpu_s"] = statistics.mean(served[name])
+            for fleet in fleets.values():
+                fleet.close()
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
+
+
 RATE_BPS = 50e6 / 8  # the shaped link into the host: 50 Mbit/s
 
 
@@ -446,7 +546,7 @@ def error(seconds: float, scrape_s: float) -> list[dict[str, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("what", choices=("cost", "sweep", "error"))
+    parser.add_argument("what", choices=("cost", "sweep", "before-after", "error"))
     parser.add_argument("--hosts", default="10,100,1000", help="cost: fleet sizes; sweep: one")
     parser.add_argument("--polls", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3, help="fetches of each window")
@@ -457,6 +557,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.what == "cost":
         cost([int(n) for n in args.hosts.split(",")], args.polls, args.repeats)
+    elif args.what == "before-after":
+        before_after([int(n) for n in args.hosts.split(",")], args.polls)
     elif args.what == "sweep":
         windows = [float(w) for w in args.windows.split(",")]
         sweep(int(args.hosts.split(",")[0]), args.sweep_scrape, windows, args.repeats)
