@@ -141,6 +141,20 @@ def test_a_reboot_leaves_the_kernels_counters_out_of_its_interval() -> None:
     assert rates[1] == pytest.approx(1e8) and not rates[2] == rates[2]  # NaN: left out
 
 
+def test_a_boot_time_that_moves_by_a_second_is_no_reboot() -> None:
+    # the kernel's boot time is the wall clock less the uptime: a clock adjustment moves it
+    host = _hosts(1)[0]
+    steps = [0.0, 10.0, 20.0]
+    mine = {
+        TIME_KEY: _host_series([0.0, 10.0, 20.0], steps),
+        "node_cpu_seconds_total": [_cpu([(0.0, 900.0), (10.0, 950.0), (20.0, 960.0)], "idle")],
+        "node_boot_time_seconds": _host_series([-9e4, -9e4 + 1.0, -9e4], steps),
+        "process_start_time_seconds": _host_series([-500.0, -499.0, -500.0], steps),
+    }
+    readings, broken = readings_of_host(host, mine, RESPONSE)
+    assert broken == 0 and all("cpu:h0/total_s" in r.values for r in readings)
+
+
 def test_a_step_without_the_hosts_cpu_series_is_no_reading() -> None:
     host = _hosts(1)[0]
     mine = {

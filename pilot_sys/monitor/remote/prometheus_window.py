@@ -32,7 +32,8 @@ and network counters) when the host boots, the exporter's own CPU time when the 
 restarts. An interval holding one has a wrong difference even where the counter ends higher
 than it began, so each point also carries the two gauges that say when those processes started,
 ``node_boot_time_seconds`` and ``process_start_time_seconds`` (one series per host each); where
-one differs from the point before, the families it resets are left out at that point (the two
+one is later than at the point before (by more than the second or so a clock adjustment moves
+it), the families it resets are left out at that point (the two
 intervals around it give no rate from them), and the number of such intervals is reported per
 host. No ``resets()``: it reads every raw sample of the window on the server (measured: it cost
 more server CPU than all the other queries of a window together, and grows with the window);
@@ -72,6 +73,10 @@ RESTART_MARKERS = {
     "process_start_time_seconds": ("process_cpu_seconds_total",),
 }
 
+# the kernel derives the boot time (and so a process's start time) from the wall clock less the
+# time since boot: a clock step moves both by a second or so while nothing restarted
+RESTART_JITTER_S = 2.0
+
 # (query, start, end, step) -> the answer's series
 RangeQuery = Callable[[str, float, float, float], list[Series]]
 
@@ -105,13 +110,15 @@ def time_query(hosts: Sequence[RemoteHost]) -> str:
 
 
 def restarted(previous: Samples, now: Samples) -> set[str]:
-    """The counter families reset between two points: those of a restart marker whose value
-    changed (a marker missing at either point tells nothing)."""
+    """The counter families reset between two points: those of a restart marker that moved
+    later by more than ``RESTART_JITTER_S`` (a marker missing at either point tells nothing)."""
     out: set[str] = set()
     for marker, families in RESTART_MARKERS.items():
         before = {tuple(sorted(labels.items())): v for labels, v in previous.get(marker, [])}
         after = {tuple(sorted(labels.items())): v for labels, v in now.get(marker, [])}
-        if any(key in before and before[key] != value for key, value in after.items()):
+        if any(
+            key in before and value - before[key] > RESTART_JITTER_S for key, value in after.items()
+        ):
             out.update(families)
     return out
 
