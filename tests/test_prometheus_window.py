@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from pilot_sys.monitor.remote import prometheus, prometheus_window
+from pilot_sys.monitor.remote.counters import RemoteCounters
 from pilot_sys.monitor.remote.http import Response
 from pilot_sys.monitor.remote.prometheus_window import (
     RESTART_MARKERS,
@@ -163,3 +164,50 @@ def test_a_step_without_the_hosts_cpu_series_is_no_reading() -> None:
     }
     readings, broken = readings_of_host(host, mine, RESPONSE)
     assert [r.remote_time for r in readings] == [9.0] and broken == 0
+
+
+class WindowFleet(prometheus.Fleet):
+    """A fleet whose window is 21 readings of one host with one core always busy, and one
+    interval left out for a restart."""
+
+    def window(self, hosts, seconds, points=prometheus.WINDOW_POINTS):  # type: ignore[no-untyped-def]
+        self.last_window_resets = {"a": 1}
+        readings = []
+        for i in range(21):
+            t = 1000.0 + 3.0 * i
+            values = {
+                "cpu:a/core0_busy_s": t,
+                "cpu:a/core0_total_s": t,
+                "cpu:a/core1_busy_s": 0.0,
+                "cpu:a/core1_total_s": t,
+                "cpu:a/busy_s": t,
+                "cpu:a/total_s": 2 * t,
+                "cpu:a/steal_s": 0.0,
+            }
+            readings.append(
+                RemoteCounters(host="a", sent=t, received=t, remote_time=t, values=values)
+            )
+        return {"a": readings}
+
+
+def test_a_session_window_is_judged_at_its_points_spacing_and_names_the_restart() -> None:
+    from types import SimpleNamespace
+
+    from pilot_sys.session.engine_window import judge_over_session
+
+    host = parse_host_spec("a=prom://p:9090?instance=a:9100")
+    key = (host.base_url, host.auth)
+    prometheus._FLEETS[key] = WindowFleet(host.base_url, [host])
+    try:
+        trace = SimpleNamespace(
+            timestamps=[0.0, 1.0], limits={}, attrs={}, component_under_test=None
+        )
+        found = judge_over_session(
+            trace, [host], {"a": 1.0}, 0.0, graph=None, threshold=0.8, data_path=None
+        )
+    finally:
+        del prometheus._FLEETS[key]
+    (note,) = found.notes
+    assert "judged over the session so far instead (60 s, 21 scrapes, one every 3 s" in note
+    assert "reset (the exporter or the host restarted) in 1 interval(s), left out" in note
+    assert any(h.startswith("cpu:a (") for h in found.hidden), found  # one core always busy
