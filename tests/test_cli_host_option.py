@@ -41,3 +41,21 @@ def test_a_bad_host_with_a_password_is_refused_without_showing_it(command: str) 
     assert done.returncode == 2, done.stderr
     assert "s3cr3t" not in done.stderr + done.stdout
     assert "--host nas1=ftp://admin:***@nas1" in done.stderr
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_bad_prometheus_selector_is_one_line_without_the_password(command: str) -> None:
+    url = "http://admin:s3cr3t@prom:9090?job=storage&instance=~(unclosed"
+    args = [url if a == "{spec}" else a for a in COMMANDS[command]]
+    args[args.index("--host")] = "--prometheus"
+    done = run_cli(*args, timeout=60)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("pilot-sys: error: --prometheus http://admin:***@prom:9090?job=storage")
+    assert "not a regular expression" in line and "s3cr3t" not in done.stderr + done.stdout
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_help_names_the_prometheus_option(command: str) -> None:
+    done = run_cli(command, "--help", timeout=60)
+    assert done.returncode == 0 and "--prometheus URL" in done.stdout

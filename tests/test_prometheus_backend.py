@@ -84,9 +84,14 @@ def test_the_recorded_fleet_asks_one_query_per_family_for_both_hosts() -> None:
     fleet = ReplayedFleet(hosts)
     reading = fleet.counters(hosts[0], max_age=0.0)
     polls = [q for q in fleet.asked if q.endswith("[2000ms]")]
-    assert len(polls) == len(prometheus.COUNTER_FAMILIES)  # not x2 for two hosts
+    # one per family, and one for every dcgm-exporter family together: not x2 for two hosts
+    assert len(polls) == len(prometheus.COUNTER_FAMILIES) + 1
     both = "|".join(re.escape(RECORDED["hosts"][n]).replace("\\", "\\\\") for n in "ab")
-    assert all(both in q for q in polls)
+    assert all(both in q for q in polls if "DCGM_FI_" not in q)
+    gpu = [q for q in polls if "DCGM_FI_" in q]  # the hosts' addresses, any port
+    assert len(gpu) == 1 and all(
+        re.escape(RECORDED["hosts"][n].split(":")[0]).replace("\\", "\\\\") in gpu[0] for n in "ab"
+    )
     # the second host is answered from the same poll: no new query
     asked = len(fleet.asked)
     other = fleet.counters(hosts[1], max_age=60.0)

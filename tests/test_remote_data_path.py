@@ -148,3 +148,24 @@ def test_the_server_of_a_network_file_system_joins_the_path_when_declared() -> N
         "server 10.0.100.5 is on the data path but not monitored "
         "(add --host 10.0.100.5=http://10.0.100.5:9100)"
     ]
+
+
+def test_a_gpu_hosts_gpus_join_its_path_below_its_memory() -> None:
+    """dcgm-exporter's GPUs (tests/fixtures/dcgm/exporter.prom) of a host on the data path are
+    on it: a GPU server's work is its GPUs' (which process uses them is not exported)."""
+    from pilot_sys.monitor.remote import dcgm
+
+    text = (Path(__file__).resolve().parent / "fixtures" / "dcgm" / "exporter.prom").read_text()
+    series = [
+        ({**labels, "__name__": name}, [(0.0, value)])
+        for name, items in node_exporter.parse(text).items()
+        for labels, value in items
+    ]
+    inventory = _inventory().model_copy(update={"gpus": dcgm.gpus_from_series(series)})
+    found = _found([f"host:{ADDRESS}"], answer=inventory)
+    gpus = ["accelerator:srv/0000:3b:00.0", "accelerator:srv/0000:86:00.0"]
+    assert set(gpus) <= set(found.data_path.components)
+    for gpu in gpus:
+        assert any(p[-2:] == ["memory:srv", gpu] for p in found.data_path.paths)
+        assert found.graph.component(gpu).kind == ComponentKind.ACCELERATOR
+    assert found.data_path.cut == LINK  # the network benchmark's CUT is still the link

@@ -10,10 +10,9 @@ import math
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import click
-from pydantic import BaseModel, ConfigDict
 
 from pilot_sys.cli.common import (
     CI_PERC_HELP,
@@ -25,26 +24,14 @@ from pilot_sys.cli.common import (
     save_figure,
 )
 from pilot_sys.errors import BadInput, InsufficientData
-from pilot_sys.stats.ci import Summary  # the JSON model nests it; loaded only when analyze runs
 
 if TYPE_CHECKING:
     import numpy as np
 
-WarmupMethod = Literal["edm", "steady", "none"]
-
-
-class StablePart(BaseModel):
-    """Which samples the CI uses, and why."""
-
-    model_config = ConfigDict(frozen=True)
-
-    method: WarmupMethod
-    begin: int  # inclusive, 0-based
-    end: int  # exclusive
-    removed: list[tuple[int, int]]  # removed index ranges, [begin, end)
-    found: bool  # False: the method found no stable part and all samples are used
-    # the changes of the steady state after its end, in words (never averaged into the mean)
-    later_changes: list[str] = []
+    # the output models import numpy and pydantic: loaded once numbers are read, so that
+    # `analyze --help` and a bad option cost only click
+    from pilot_sys.cli.analyze_output import AnalyzeOutput, StablePart, WarmupMethod
+    from pilot_sys.stats.ci import Summary
 
 
 def find_stable_part(
@@ -53,6 +40,8 @@ def find_stable_part(
     """The steady part of ``values`` in the one model of a series
     (``pilot_sys.stats.series_model``), which ``steady``, ``changepoints`` and a session round
     report too; ``edm`` and ``steady`` name the same model (both kept for old command lines)."""
+    from pilot_sys.cli.analyze_output import StablePart
+
     n = int(values.size)
     if method == "none":
         return StablePart(method=method, begin=0, end=n, removed=[], found=True), []
@@ -70,16 +59,6 @@ def find_stable_part(
         method=method, begin=begin, end=end, removed=removed, found=True, later_changes=later
     )
     return part, []
-
-
-class AnalyzeOutput(Summary):
-    """The ``--json`` object: the stable part's summary at the top level, the raw one nested."""
-
-    source: str
-    column: str | None
-    unit: str | None
-    stable_part: StablePart
-    raw: Summary | None  # all samples; None when nothing was removed (then it equals the top level)
 
 
 def _fmt(x: float | None) -> str:
@@ -287,6 +266,7 @@ def analyze(
             "FILE", "no input: give a file, or pipe numbers into stdin (use - for stdin)"
         )
 
+    from pilot_sys.cli.analyze_output import AnalyzeOutput, StablePart
     from pilot_sys.dataio import read_table_column
     from pilot_sys.stats.ci import CITarget, summarize, too_few_for_interval
     from pilot_sys.stats.pi import PIType

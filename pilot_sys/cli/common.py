@@ -12,7 +12,6 @@ from typing import Any, TypeVar
 import click
 
 from pilot_sys.errors import BadInput
-from pilot_sys.safefile import save_figure_safely
 
 # --ci-perc: one meaning for every command (run, analyze, compare --run)
 CI_PERC_HELP = (
@@ -131,6 +130,8 @@ def save_figure(fig: Any, path: str | Path, *, option: str = "--plot", dpi: int 
     reveal (a full disk, permissions changed meanwhile), so a plot never ends in a traceback.
     """
     import matplotlib.pyplot as plt
+
+    from pilot_sys.safefile import save_figure_safely  # lazy: secrets and hmac, for plots only
 
     try:
         save_figure_safely(fig, path, dpi=dpi)

@@ -15,6 +15,7 @@ import click
 
 from pilot_sys import units
 from pilot_sys.cli.common import FINITE_FLOAT
+from pilot_sys.cli.fleet_options import declared_hosts, prometheus_option
 from pilot_sys.errors import BadInput
 from pilot_sys.redaction import redact_all
 from pilot_sys.stats.ci import Summary
@@ -38,6 +39,7 @@ RUN_ONLY = {
     "quiet": "--quiet",
     "verbose": "--verbose",
     "host_specs": "--host",
+    "prometheus_urls": "--prometheus",
 }
 
 
@@ -168,6 +170,7 @@ input; with --run the exit codes of `pilot-sys run` (0 all separated, 4 limit re
     metavar="NAME=URL",
     help="--run: monitor a remote host too (repeatable), as for `pilot-sys run`.",
 )
+@prometheus_option("--run: ")
 @click.option("--no-monitor", is_flag=True, help="--run: do not sample utilization.")
 @click.option(
     "--quiet",
@@ -207,6 +210,7 @@ def compare(
     quiet: bool,
     verbose: bool,
     host_specs: tuple[str, ...] = (),
+    prometheus_urls: tuple[str, ...] = (),
 ) -> None:
     """Is A different from B? Welch's t-test, honest under autocorrelation, on two data files,
     two result directories, or workloads run live and interleaved (--run NAME='CMD' ...).
@@ -236,8 +240,10 @@ def compare(
         from pilot_sys.cli.run import parse_ci_perc, parse_work_amount
         from pilot_sys.session.compare_launch import CompareRequest
         from pilot_sys.session.launch import RunRequest
-        from pilot_sys.topology.remote_hosts import parse_host_specs
 
+        declared, fleets = declared_hosts(
+            host_specs, prometheus_urls, monitor=not no_monitor, quiet=quiet
+        )
         request = RunRequest(
             work_amount=parse_work_amount(work_amount) if work_amount else None,
             output_dir=output_dir,
@@ -252,7 +258,8 @@ def compare(
             work_unit=work_unit,
             timeout=timeout,
             cut=cut,
-            hosts=[h.spec for h in parse_host_specs(host_specs)],
+            hosts=[h.spec for h in declared],
+            prometheus=fleets,
             monitor=not no_monitor,
             quiet=quiet,
             verbose=verbose,

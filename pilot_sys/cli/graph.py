@@ -11,6 +11,7 @@ from functools import partial
 import click
 
 from pilot_sys.cli.common import OneLineErrors
+from pilot_sys.cli.fleet_options import declared_hosts, prometheus_option
 from pilot_sys.errors import BadInput
 from pilot_sys.safefile import probe_directory, replace_file
 
@@ -71,6 +72,7 @@ Exit status: 0, or 2 on bad input (one line naming the argument, option or FILE:
     "node_exporter, pcp://H:44322 is PCP's pmproxy, prom://P:9090?instance=H:9100 a "
     "Prometheus server that scrapes H.",
 )
+@prometheus_option()
 @click.option(
     "--load",
     "loads",
@@ -128,6 +130,7 @@ def graph(
     probe: bool,
     root: str,
     host_specs: tuple[str, ...] = (),
+    prometheus_urls: tuple[str, ...] = (),
 ) -> None:
     """Discover the component data-link graph and the data path of PATH, DEVICE or HOST.
 
@@ -148,11 +151,10 @@ def graph(
     from pilot_sys.topology.derive import derive_limits
     from pilot_sys.topology.discover import discover
     from pilot_sys.topology.graph import ComponentGraph
-    from pilot_sys.topology.remote_hosts import parse_host_specs
     from pilot_sys.topology.resolve import DataPath, is_command
     from pilot_sys.topology.userspec import apply_user_graph, load_user_graph
 
-    hosts = parse_host_specs(host_specs)
+    hosts, _ = declared_hosts(host_specs, prometheus_urls)
 
     if no_discover and not loads:
         raise BadInput("--no-discover", "needs at least one --load FILE to show")

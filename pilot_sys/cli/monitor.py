@@ -13,6 +13,7 @@ import click
 
 from pilot_sys import units
 from pilot_sys.cli.common import FINITE_FLOAT, OneLineErrors
+from pilot_sys.cli.fleet_options import declared_hosts, fleet_note, prometheus_option
 from pilot_sys.errors import BadInput, ExitCode
 from pilot_sys.safefile import probe_directory, replace_file
 
@@ -273,6 +274,7 @@ Ctrl-C (what was measured is still written).
     "pcp://H:44322 is PCP's pmproxy, prom://P:9090?instance=H:9100 a Prometheus server "
     "that scrapes H. Hosts CMD names are placed on its data path.",
 )
+@prometheus_option()
 @click.option(
     "--spill-dir",
     type=click.Path(file_okay=False),
@@ -298,6 +300,7 @@ def monitor(
     strict: bool,
     live: bool | None,
     host_specs: tuple[str, ...] = (),
+    prometheus_urls: tuple[str, ...] = (),
 ) -> None:
     """Run CMD while sampling the utilization of its data path; name hidden bottlenecks.
 
@@ -311,13 +314,12 @@ def monitor(
     """
     from pilot_sys.monitor.data_path import command_data_path
     from pilot_sys.monitor.session_monitor import NO_COMMAND, run_monitored
-    from pilot_sys.topology.remote_hosts import parse_host_specs
 
     if not cmd:
         raise BadInput("CMD", NO_COMMAND)
     if not (rate > 0) or rate > 10_000:
         raise BadInput("--rate", f"must be in (0, 10000] Hz, got {rate:g}")
-    hosts = parse_host_specs(host_specs)
+    hosts, fleets = declared_hosts(host_specs, prometheus_urls)
     _fraction("--threshold", threshold)
     _fraction("--max-hot-fraction", max_hot_fraction, allow_zero=True)
     _writable("--json", json_path)
@@ -343,6 +345,7 @@ def monitor(
                 click.echo(f"pilot-sys: {note}", err=True)
     found = command_data_path(cmd, hosts=hosts, graph=graph)
     graph, data_path, notes = found.graph, found.data_path, [*found.loud, *found.notes]
+    notes += [fleet_note(fleet) for fleet in fleets]
     for line in found.loud:
         click.echo(f"pilot-sys monitor: WARNING: {line}", err=True)
 

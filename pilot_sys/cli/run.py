@@ -14,6 +14,7 @@ from pilot_sys.cli.common import (
     library_warnings_as_notes,
     parse_percent,
 )
+from pilot_sys.cli.fleet_options import declared_hosts, prometheus_option
 from pilot_sys.errors import BadInput
 from pilot_sys.redaction import redact_all
 
@@ -267,6 +268,7 @@ class RunCommand(click.Command):
     "that scrapes H. Hosts the command names are placed on its "
     "data path.",
 )
+@prometheus_option()
 @click.option(
     "--no-monitor", is_flag=True, help="Do not sample utilization (no bottleneck verdict)."
 )
@@ -344,6 +346,7 @@ def run(
     verbose: bool,
     as_json: bool,
     host_specs: tuple[str, ...] = (),
+    prometheus_urls: tuple[str, ...] = (),
 ) -> None:
     """Run a workload in rounds until every performance index meets its CI target.
 
@@ -367,10 +370,17 @@ def run(
     ]
     from pilot_sys.cli.launch import execute_run
     from pilot_sys.session.launch import RunRequest
-    from pilot_sys.topology.remote_hosts import parse_host_specs
 
-    # one line naming the bad --host before anything runs; stored with passwords masked
-    hosts = [h.spec for h in parse_host_specs(host_specs)]
+    # one line naming the bad --host or --prometheus before anything runs; the fleets expanded
+    # to hosts once, here, and stored with passwords masked
+    declared, fleets = declared_hosts(
+        host_specs,
+        prometheus_urls,
+        monitor=not no_monitor,
+        discover=resume is None,
+        quiet=quiet,
+    )
+    hosts = [h.spec for h in declared]
 
     request = RunRequest(
         command=list(command),
@@ -395,6 +405,7 @@ def run(
         cut=cut,
         cgroup=cgroup,
         hosts=hosts,
+        prometheus=fleets,
         monitor=not no_monitor,
         sample_rate=sample_rate,
         overhead_budget=budget,

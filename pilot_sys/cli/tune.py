@@ -19,6 +19,7 @@ import click
 
 from pilot_sys import units
 from pilot_sys.cli.common import FINITE_FLOAT, save_figure
+from pilot_sys.cli.fleet_options import declared_hosts, prometheus_option
 from pilot_sys.errors import BadInput, ExitCode
 
 if TYPE_CHECKING:  # the method's modules load numpy and scipy: only when the command runs
@@ -297,6 +298,7 @@ Exit codes (a script can act on each):
     help="Monitor a remote host too (repeatable), as `pilot-sys run --host` would: its scrapes "
     "are part of the overhead measured.",
 )
+@prometheus_option()
 @click.argument(
     "command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS]..."
 )
@@ -317,6 +319,7 @@ def tune(
     as_json: bool,
     command: tuple[str, ...],
     host_specs: tuple[str, ...] = (),
+    prometheus_urls: tuple[str, ...] = (),
 ) -> None:
     """Find the highest sampling rate whose overhead stays within a budget (Newton's method).
 
@@ -325,9 +328,7 @@ def tune(
     resolution. Prints each iteration, the chosen rate and the overhead measured at it (the rate
     carries over to run --sample-rate: see below).
     """
-    from pilot_sys.topology.remote_hosts import parse_host_specs
-
-    hosts = parse_host_specs(host_specs)
+    hosts, _ = declared_hosts(host_specs, prometheus_urls)
     if keep is not None:
         _check_keep(keep)
     budget_value = parse_budget(budget)

@@ -424,6 +424,8 @@ def _judged_series(trace: MonitorTrace, signal: ComponentStats, threshold: float
         return accelerator.judged_single_core(
             trace, _workload_single_core(trace, values), threshold
         )
+    if accelerator.remote_gpus(trace, owner):  # a remote GPU host's (bottleneck_accelerator)
+        return accelerator.remote_judged(trace, owner, signal.direction, values, threshold)
     if metric != "util_capacity" or _limiter_kind(trace, owner) != "memory limit":
         return values
     evidence = [

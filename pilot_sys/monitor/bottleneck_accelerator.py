@@ -27,6 +27,17 @@ the GPU plug-in) on the data path.
   its start-up. It is judged apart: named in the notes with its length and its CPU use, and
   left out of the shares the verdict compares. A workload that never opens a GPU has no such
   phase (the whole run is judged).
+* **A remote host's GPUs** (``accelerator:NAME/<bus id>``, from dcgm-exporter through
+  Prometheus: ``monitor.remote.dcgm``) are judged by the same signals. dcgm-exporter lists no
+  processes, so the two rules above that need the workload's process on the GPU read, for such
+  a host: its busiest core (``cpu:NAME``, single core) counts as 0 while one of *its* GPUs is
+  saturated (a core spin-waiting on a GPU is not the limit, the GPU is; a single-threaded job
+  running beside the GPU's at that time is not told apart, though the host's CPU total is still
+  judged); the host's CPU and GPU readings come from two exporters scraped at different
+  moments, so "while" means within one scrape interval of it. The stretch up to the end of the
+  scrape interval in which its GPUs first ran a kernel (when they were idle before) is its
+  start-up, left out of the judgement of that host's components only (the other hosts' and
+  this machine's are judged over the whole run).
 """
 
 from __future__ import annotations
@@ -50,6 +61,155 @@ PART = {
     "receive": "its PCIe link, host to device",
 }
 STARVED_BELOW = 0.1  # a GPU this little active is idle for the verdict's purpose
+
+
+def _remote_host(component: str) -> str | None:
+    """``NAME`` of a remote host's component (``cpu:NAME``, ``accelerator:NAME/...``); None
+    for this machine's and for links between hosts."""
+    rest = component.split(":", 1)[1] if ":" in component else ""
+    host = rest.split("/", 1)[0]
+    return None if not host or host == "host" or "~" in host else host
+
+
+def remote_gpus(trace: MonitorTrace, component: str) -> list[str]:
+    """The GPUs of the remote host ``component`` belongs to (none for this machine's)."""
+    host = _remote_host(component)
+    if host is None:
+        return []
+    return [g for g in accelerators(trace) if g.startswith(f"{ACCELERATOR}{host}/")]
+
+
+def _remote_startup(trace: MonitorTrace, gpus: list[str], size: int) -> int | None:
+    """The index of the first scrape in which one of ``gpus`` ran a kernel, when scrapes in
+    which none did (known, 0) came before it; None otherwise."""
+    first: int | None = None
+    idle_before = False
+    for gpu in gpus:
+        busy = _series(trace, f"{gpu}/busy")
+        if busy.size != size:
+            continue
+        ran = np.flatnonzero(np.nan_to_num(busy, nan=0.0) > 0)
+        if ran.size and (first is None or ran[0] < first):
+            first = int(ran[0])
+            idle_before = bool((busy[: ran[0]] == 0).any())
+    return first if first is not None and first > 0 and idle_before else None
+
+
+def remote_judged(
+    trace: MonitorTrace, component: str, direction: str, values: np.ndarray, threshold: float
+) -> np.ndarray:
+    """A signal of a remote host with GPUs judged as the module docstring says: its start-up
+    left out (NaN); its busiest core 0 while one of its GPUs was saturated."""
+    gpus = remote_gpus(trace, component)
+    out = np.asarray(values, dtype=np.float64)
+    if not gpus:
+        return out
+    if direction == "single core":
+        hot = _remote_saturated(trace, gpus, out.size, threshold)
+        out = np.where(hot & np.isfinite(out), 0.0, out)
+    start = _remote_startup(trace, gpus, out.size)
+    t = np.asarray(trace.timestamps, dtype=np.float64)
+    if start is not None and t.size == out.size:
+        # up to the end of the scrape interval in which the first kernel ran: on a sampler's
+        # grid that scrape's value covers the rows of its interval, from the first one on
+        end = t[start] + _scrape_interval(trace, gpus[0]) * (1 - 1e-6)
+        out = np.where(t < end, np.nan, out)
+    return out
+
+
+def _scrape_interval(trace: MonitorTrace, gpu: str) -> float:
+    """How far apart a remote host's readings are: its source's interval (the engine's
+    scrape interval), or the trace's own spacing where that is wider (a trace of scrapes)."""
+    host = gpu.split(":", 1)[1].split("/", 1)[0]
+    source = trace.sources.get(f"remote:{host}")
+    steps = np.diff(np.asarray(trace.timestamps, dtype=np.float64))
+    return max(
+        float(source.interval_s) if source is not None else 0.0,
+        float(np.median(steps)) if steps.size else 0.0,
+    )
+
+
+def _remote_saturated(
+    trace: MonitorTrace, gpus: list[str], size: int, threshold: float
+) -> np.ndarray:
+    """Samples of a remote host's CPU within one scrape interval of a saturated GPU of the
+    host: node_exporter and dcgm-exporter are two targets that the engine scrapes at different
+    moments, so a CPU reading and the GPU reading taken with it are up to one scrape interval
+    apart (and DCGM averages over its own period): the GPU's state during the CPU's interval
+    is known to within one scrape on either side."""
+    hot = np.zeros(size, dtype=bool)
+    for gpu in gpus:
+        hot |= _saturated(trace, gpu, size, threshold)
+    t = np.asarray(trace.timestamps, dtype=np.float64)
+    if t.size != size or not hot.any():
+        return hot
+    scrape = _scrape_interval(trace, gpus[0])
+    hot_times = t[hot]
+    # the nearest saturated sample before and after each sample, in time
+    after = np.searchsorted(hot_times, t, side="left")
+    before = after - 1
+    gap_after = np.where(
+        after < hot_times.size, hot_times[np.minimum(after, hot_times.size - 1)] - t, np.inf
+    )
+    gap_before = np.where(before >= 0, t - hot_times[np.maximum(before, 0)], np.inf)
+    return np.minimum(gap_after, gap_before) <= scrape * (1 + 1e-6)
+
+
+def remote_notes(
+    trace: MonitorTrace, weights: np.ndarray, threshold: float, max_hot_fraction: float
+) -> list[str]:
+    """Per remote host with GPUs: its start-up judged apart, and its busy core that waited."""
+    out: list[str] = []
+    t = np.asarray(trace.timestamps, dtype=np.float64)
+    total = float(weights.sum())
+    cpus = sorted({f"cpu:{g.split(':', 1)[1].split('/', 1)[0]}" for g in accelerators(trace)})
+    for cpu in cpus:
+        gpus = remote_gpus(trace, cpu)
+        if not gpus or total <= 0:
+            continue
+        start = _remote_startup(trace, gpus, t.size)
+        if start is not None:
+            end = min(t[start] + _scrape_interval(trace, gpus[0]), t[-1])
+            out.append(
+                f"{cpu[4:]}: start-up judged apart for its components: the first "
+                f"{end - t[0]:.1f} s, up to the scrape in which its GPUs ran their first "
+                "kernel (dcgm-exporter lists no processes: the host's first kernel marks the end)"
+            )
+        core = _series(trace, f"{cpu}/busiest_core")
+        if core.size != t.size:
+            continue
+        hot = _remote_saturated(trace, gpus, t.size, threshold)
+        busy = hot & (np.nan_to_num(core, nan=0.0) > threshold)
+        share = float(weights[busy].sum()) / total
+        if share > max_hot_fraction:
+            out.append(
+                f"{cpu} (single core): its busiest core was busy while its GPU was saturated "
+                f"({_pct(share)} of the run): a core spin-waiting on a GPU is not the limit, the "
+                "GPU is (dcgm-exporter lists no processes: the core is taken to drive it)"
+            )
+    return out
+
+
+def remote_cpu_evidence(
+    s: ComponentStats, trace: MonitorTrace, numbers: str, threshold: float
+) -> str | None:
+    """A remote GPU host's busy core: whether its GPUs idled meanwhile (starved)."""
+    gpus = remote_gpus(trace, s.component)
+    if s.direction != "single core" or not gpus:
+        return None
+    text = f"the busiest core was {numbers}"
+    core = _series(trace, f"{s.component}/busiest_core")
+    hot = np.nan_to_num(core, nan=0.0) > threshold
+    for gpu in gpus:
+        activity = _masked_mean(trace, f"{gpu}/util_compute", hot)
+        if activity is not None and activity < STARVED_BELOW:
+            signal = trace.attrs.get(gpu, {}).get("compute_signal", "SM activity")
+            text += (
+                f"; its GPU {gpu} was idle meanwhile ({signal} mean {_pct(activity)}): "
+                "the CPU starves it"
+            )
+            break
+    return text
 
 
 def accelerators(trace: MonitorTrace) -> list[str]:
@@ -160,7 +320,7 @@ def _masked_mean(trace: MonitorTrace, key: str, mask: np.ndarray) -> float | Non
 def evidence(s: ComponentStats, trace: MonitorTrace, numbers: str, threshold: float) -> str | None:
     """What governed inside a saturated GPU, with the signal it was judged on."""
     if not s.component.startswith(ACCELERATOR):
-        return None
+        return remote_cpu_evidence(s, trace, numbers, threshold)
     gpu, attrs = s.component, trace.attrs.get(s.component, {})
     size = len(trace.timestamps)
     hot = np.nan_to_num(_series(trace, s.metric), nan=0.0) > threshold
@@ -282,7 +442,7 @@ def notes(
                 f"{gpu}: its PCIe link ran below its maximum generation or width under load "
                 f"({_pct(share(traffic & (below > 0)))} of the run): it trained down, not idle"
             )
-    return out
+    return out + remote_notes(trace, weights, threshold, max_hot_fraction)
 
 
 def _off_node(trace: MonitorTrace, gpu: str, weights: np.ndarray) -> tuple[float, str] | None:

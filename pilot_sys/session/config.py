@@ -26,6 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from pilot_sys.topology.prometheus_fleet import PrometheusFleet
+
 
 class Preset(StrEnum):
     QUICK = "quick"
@@ -109,6 +111,8 @@ class SessionConfig(BaseModel):
     bottleneck_threshold: float = Field(0.8, gt=0, le=1)
     cut: str | None = None  # component id of the component under test, if the user names one
     hosts: list[str] = Field(default_factory=list)  # --host NAME=URL: remote hosts monitored too
+    # --prometheus URL: each fleet's selector and its hosts' names and instances, as resolved
+    prometheus: list[PrometheusFleet] = Field(default_factory=list)
     compare_p_threshold: float = Field(0.01, gt=0, lt=1)
     compare_pi: str | None = (
         None  # the PI an interleaved comparison ranks by (None: the first shared)

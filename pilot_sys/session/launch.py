@@ -20,6 +20,7 @@ from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.journal import MANIFEST, Journal, WorkloadSpec
 from pilot_sys.session.progress import Note, Progress
 from pilot_sys.session.tuning import refuse_conflicts, tune_session_rate
+from pilot_sys.topology.prometheus_fleet import PrometheusFleet
 from pilot_sys.workload.base import Workload
 
 if TYPE_CHECKING:
@@ -69,6 +70,8 @@ class RunRequest(BaseModel):
     cut: str | None = None
     cgroup: str | None = None  # --cgroup: start every round inside this cgroup
     hosts: list[str] = Field(default_factory=list)  # --host NAME=URL, validated by the CLI
+    # --prometheus URL: the fleets as resolved at start (their hosts are in ``hosts`` too)
+    prometheus: list[PrometheusFleet] = Field(default_factory=list)
     monitor: bool = True
     sample_rate: float | None = None
     overhead_budget: float | None = (
@@ -124,6 +127,7 @@ def build_config(
         cut=req.cut,
         monitor=req.monitor,
         hosts=req.hosts,
+        prometheus=req.prometheus,
         sample_rate_hz=req.sample_rate,
         work_unit=unit,
         work_min=work[0],
@@ -291,6 +295,7 @@ FIXED_ON_RESUME = {
     "cut": "--cut",
     "sample_rate": "--sample-rate",
     "hosts": "--host",
+    "prometheus": "--prometheus",
     "cgroup": "--cgroup",
 }
 TARGETS_ON_RESUME = {

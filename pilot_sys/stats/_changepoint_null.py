@@ -19,7 +19,6 @@ import functools
 import math
 
 import numpy as np
-from scipy.special import kolmogi, kolmogorov
 
 # Below this the Kuiper tail is 1 to double precision and its series converges slowly.
 _KUIPER_FLAT = 0.4
@@ -28,11 +27,15 @@ _TERMS = np.arange(1, 21, dtype=np.float64) ** 2  # x > 0.4: exp(-2 j^2 x^2) < 1
 
 def kolmogorov_sf(x: float) -> float:
     """P(sup |B| > x)."""
+    from scipy.special import kolmogorov  # lazy: the import costs ~0.3 s
+
     return float(kolmogorov(x))
 
 
 def kolmogorov_isf(alpha: float) -> float:
     """The x with P(sup |B| > x) = alpha."""
+    from scipy.special import kolmogi  # lazy: the import costs ~0.3 s
+
     return float(kolmogi(alpha))
 
 

@@ -31,7 +31,6 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from scipy.special import fdtr, fdtrc  # the F distribution's cdf and sf (scipy.stats.f's own)
 
 from pilot_sys.stats.changepoint import ChangePoints, Segment
 from pilot_sys.stats.outliers import DEFAULT_WINDOW, window_outliers
@@ -111,6 +110,8 @@ def _f_test(
 ) -> float:
     """p-value of the F test; a residual sum within ``rounding`` (floating-point noise of a
     series the model fits exactly, e.g. a noiseless ramp) counts as zero."""
+    from scipy.special import fdtrc  # the F sf (scipy.stats.f's own); lazy: ~0.3 s to import
+
     if rss_full <= rounding:
         rss_full = 0.0
         if rss_restricted <= rounding:
@@ -161,6 +162,8 @@ class _Evidence(BaseModel):
 def _evidence(
     values: np.ndarray, begin: int, index: int, end: int, outliers: np.ndarray | None
 ) -> _Evidence:
+    from scipy.special import fdtr, fdtrc  # the F cdf and sf; lazy: ~0.3 s to import
+
     y, t, k = _around(values, begin, index, end, outliers)
     a0, a1, res_a = _line(y[:k], t[:k])
     b0, b1, res_b = _line(y[k:], t[k:])

@@ -28,7 +28,6 @@ import math
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from scipy.special import fdtrc
 
 from pilot_sys.stats.change_kind import (
     DEFAULT_SIGNIFICANCE as KIND_SIGNIFICANCE,
@@ -129,6 +128,8 @@ def trend_of(y: np.ndarray, significance: float = KIND_SIGNIFICANCE) -> tuple[fl
     trends only when the line rises or falls by more than TREND_RISE residual deviations, so
     a drift too small to see beside the noise is not a trend however many readings prove it.
     """
+    from scipy.special import fdtrc  # lazy: the import costs ~0.3 s
+
     m = y.size
     if m < 4:
         return None

@@ -26,7 +26,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from scipy.special import ndtri
 
 from pilot_sys.errors import InsufficientData
 from pilot_sys.stats.crops import crops, crops_elbow
@@ -127,6 +126,8 @@ def normal_differs(
 ) -> bool:
     """``differs`` with the delta-method (normal) interval of the ratio: no resampling, so cheap
     enough for every round of a session."""
+    from scipy.special import ndtri  # lazy: the import costs ~0.3 s
+
     n_a, n_b = a.size, b.size
     m_a, m_b = float(a.mean()), float(b.mean())
     if m_a == 0.0 or m_b == 0.0 or n_a < 2 or n_b < 2:

@@ -56,6 +56,7 @@ class LimitSource(StrEnum):
     PCP = "pcp"  # a remote host's inventory through PCP's pmproxy
     NVML = "nvml"  # NVIDIA's management library (nvidia-ml-py), asked on the live machine
     AMDGPU = "amdgpu"  # the amdgpu driver's sysfs files (mem_info_vram_total, power1_cap)
+    DCGM = "dcgm"  # a remote host's GPUs as NVIDIA's dcgm-exporter reports them
     UNKNOWN = "unknown"
 
 

@@ -133,7 +133,7 @@ def parse_host_spec(text: str, option: str = "--host") -> RemoteHost:
                 "a prom:// URL selects the host's series by label matchers in its query, "
                 "e.g. prom://prometheus:9090?instance=nas1:9100",
             )
-    auth = _credentials(where, shown, parts, files)
+    auth = credentials_of(where, shown, parts, files)
     port = port or default_port
     literal = f"[{address}]" if ":" in address else address
     if backend is Backend.PCP:
@@ -142,7 +142,7 @@ def parse_host_spec(text: str, option: str = "--host") -> RemoteHost:
         base_url = f"{transport}://{literal}:{port}"
     elif backend is Backend.PROMETHEUS:  # the API's root (a path when behind a proxy)
         base_url = f"{transport}://{literal}:{port}{parts.path.rstrip('/')}"
-        address = _instance_address(dict(labels).get("instance")) or name
+        address = instance_address(dict(labels).get("instance")) or name
     else:
         path = parts.path if parts.path not in ("", "/") else "/metrics"
         base_url = f"{transport}://{literal}:{port}{path}"
@@ -158,7 +158,7 @@ def parse_host_spec(text: str, option: str = "--host") -> RemoteHost:
     )
 
 
-def _instance_address(instance: str | None) -> str | None:
+def instance_address(instance: str | None) -> str | None:
     """The host part of a Prometheus ``instance`` label (``10.0.0.5:9100``, ``[fd00::5]:9100``,
     ``nas1``): the monitored host's address, which routes lead to (not the server's)."""
     if not instance:
@@ -169,7 +169,7 @@ def _instance_address(instance: str | None) -> str | None:
         return None
 
 
-def _credentials(
+def credentials_of(
     where: str, shown: str, parts: SplitResult, files: dict[str, str]
 ) -> HttpAuth | None:
     """The credentials a spec names: inline ``user:password@``, or files read now."""

@@ -25,6 +25,7 @@ from pilot_sys.topology.components import (
     Link,
 )
 from pilot_sys.topology.mountinfo import MEMORY_FS
+from pilot_sys.topology.remote_gpus import RemoteGpu, gpu_parts
 from pilot_sys.topology.remote_hosts import LOCAL_HOST
 
 
@@ -61,6 +62,7 @@ class RemoteInventory(BaseModel):
     nics: list[RemoteNic] = Field(default_factory=list)
     disks: list[RemoteDisk] = Field(default_factory=list)
     filesystems: list[RemoteFilesystem] = Field(default_factory=list)
+    gpus: list[RemoteGpu] = Field(default_factory=list)  # dcgm-exporter's, below its memory
     notes: list[str] = Field(default_factory=list)
 
 
@@ -205,6 +207,9 @@ def inventory_discovery(inv: RemoteInventory) -> Discovery:
                 attrs={"host": host, "device": fs.device, "fstype": fs.fstype},
             )
         )
+    gpus, gpu_links = gpu_parts(host, inv.gpus, memory, LimitSource.DCGM)
+    components += gpus
+    links += gpu_links
     return Discovery(
         plugin=f"remote:{host}", components=components, links=links, unreadable=list(inv.notes)
     )

@@ -7,8 +7,9 @@ capacity per direction is the slower end's, and the local end counts with its *e
 (a qdisc shaping the interface binds the link as much as a slower NIC would).
 
 ``remote_paths`` continues a local data path that ends at that NIC: through the link and the
-host's NIC into its memory and CPU (every server handles its data with both), and down to the
-disk under a path on the host when the workload names one (the files of a fio job that a fio
+host's NIC into its memory and CPU (every server handles its data with both), on to its GPUs
+where its engine reports some, and down to the disk under a path on the host when the workload
+names one (the files of a fio job that a fio
 server runs). The component under test is then the disk under that path, or else the link: a
 network benchmark measures the path between the hosts.
 """
@@ -139,6 +140,16 @@ def _remote_storage(graph: ComponentGraph, host: str, path: str) -> list[str]:
     return [mount.id]
 
 
+def _remote_gpus(graph: ComponentGraph, host: str) -> list[str]:
+    """The host's GPUs (dcgm-exporter's): what a GPU server does with the data it receives is
+    the GPUs' work, so they are on its path (which process uses them is not exported)."""
+    return sorted(
+        c.id
+        for c in graph.components(ComponentKind.ACCELERATOR)
+        if c.id.startswith(f"accelerator:{host}/")
+    )
+
+
 def remote_paths(
     graph: ComponentGraph, host: str, local_paths: list[list[str]], path_on_host: str | None
 ) -> tuple[list[list[str]], str | None]:
@@ -160,6 +171,7 @@ def remote_paths(
             paths.append(prefix + [memory, cpu] if cpu in graph else prefix + [memory])
             if storage:
                 paths.append(prefix + [memory, *storage])
+            paths += [prefix + [memory, gpu] for gpu in _remote_gpus(graph, host)]
         else:
             paths.append(prefix)
     blocks = [node for node in storage if node.startswith("block:")]

@@ -44,6 +44,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
+from pilot_sys.monitor.remote import dcgm
 from pilot_sys.monitor.remote.counters import RemoteCounters
 from pilot_sys.monitor.remote.http import HttpConnection, RemoteUnavailable, Response
 from pilot_sys.monitor.remote.node_exporter import (
@@ -96,7 +97,6 @@ INVENTORY_FAMILIES = (
     "node_filesystem_size_bytes",
     "node_scrape_collector_success",
 )
-GPU_FAMILY = "DCGM_FI_DEV_GPU_UTIL"  # dcgm-exporter: one series per GPU
 
 
 def window_readings(
@@ -258,7 +258,15 @@ class Fleet:
         self._error = None
         whole = Response(self.base_url, b"", sent, time.time())
         split = split_by_host(families, hosts)
-        self._readings = {h.name: reading_of_host(h, split[h.name], whole) for h in hosts}
+        gpus = (
+            dcgm.ask(lambda e: self._query(e)[0], hosts, window)
+            if dcgm.may_have_gpus(self._inventories, hosts)
+            else {h.name: [] for h in hosts}
+        )
+        self._readings = {
+            h.name: dcgm.with_gpus(reading_of_host(h, split[h.name], whole), gpus[h.name])
+            for h in hosts
+        }
         self.last_poll_bytes = size
         for reading in self._readings.values():
             if isinstance(reading, RemoteCounters):
@@ -305,7 +313,8 @@ class Fleet:
                 self._query_range, hosts, WINDOW_FAMILIES, plan, self.base_url
             )
             self.last_window_resets = {name: n for name, n in broken.items() if n}
-        return readings
+            gpus = dcgm.ask(lambda e: self._query(e)[0], hosts, seconds)  # raw samples (dcgm)
+        return {h.name: dcgm.with_gpus_over(readings[h.name], gpus[h.name]) for h in hosts}
 
     def inventory(self, host: RemoteHost) -> RemoteInventory:
         """``host``'s inventory from the engine's latest values (asked once for all hosts)."""
@@ -326,11 +335,8 @@ class Fleet:
         if any(h.name not in self._intervals for h in hosts):
             self._learn_intervals()
         answers = {f: self._query(instant_query(f, hosts))[0] for f in INVENTORY_FAMILIES}
-        try:
-            gpus = self._query(instant_query(GPU_FAMILY, hosts))[0]
-        except RemoteUnavailable:
-            gpus = []
-        split = split_by_host({**answers, GPU_FAMILY: gpus}, hosts)
+        gpus = dcgm.ask(lambda e: self._query(e)[0], hosts, None)
+        split = split_by_host(answers, hosts)
         for host in hosts:
             samples: Samples = {}
             for family, series in split[host.name].items():
@@ -339,7 +345,7 @@ class Fleet:
                         labels.get("collector") not in INVENTORY_COLLECTORS
                     ):
                         continue  # the engine runs every collector; a direct scrape asks these
-                    if points and family != GPU_FAMILY:
+                    if points:
                         samples.setdefault(family, []).append((labels, points[-1][1]))
             if "node_cpu_seconds_total" not in samples:
                 continue
@@ -353,17 +359,8 @@ class Fleet:
                     else "its scrape interval is not known yet"
                 )
             )
-            n_gpus = len(
-                {
-                    labels.get("gpu", labels.get("UUID"))
-                    for labels, _ in split[host.name].get(GPU_FAMILY, [])
-                }
-            )
-            if n_gpus:
-                inventory.notes.append(
-                    f"dcgm-exporter reports {n_gpus} GPU(s) ({GPU_FAMILY}); remote GPUs are "
-                    "listed, not judged"
-                )
+            inventory.gpus = dcgm.gpus_from_series(gpus[host.name])
+            inventory.notes += dcgm.inventory_notes(inventory.gpus)
             self._inventories[host.name] = inventory
 
     def close(self) -> None:

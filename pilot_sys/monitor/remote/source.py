@@ -28,6 +28,7 @@ import numpy as np
 
 from pilot_sys.monitor.probe import Probe, ProbeContext
 from pilot_sys.monitor.rates import utilization
+from pilot_sys.monitor.remote import dcgm
 from pilot_sys.monitor.remote.clients import RemoteClient, connect, prepare
 from pilot_sys.monitor.remote.counters import (
     BLOCK_COUNTERS,
@@ -83,6 +84,8 @@ def counter_columns(component_ids: list[str], host: str, cpus: int | None = None
             columns += [f"{cid}/{c}" for c in BLOCK_COUNTERS]
         elif kind == "nic" and "/" in cid:
             columns += [f"{cid}/{c}" for c in NIC_COUNTERS]
+        elif kind == "accelerator" and "/" in cid:  # dcgm-exporter's, through Prometheus
+            columns += dcgm.columns(cid)
     return columns
 
 
@@ -113,6 +116,15 @@ class RemoteHostSource(Source):
             elif counter == "rx_bytes":
                 for direction in ("receive", "send"):
                     self.limits[f"{component}/{direction}"] = context.limit(component, direction)
+            elif counter == dcgm.RAW_COLUMNS[0]:
+                for direction in dcgm.LIMITS:
+                    self.limits[f"{component}/{direction}"] = context.limit(component, direction)
+        graph = context.graph
+        self.gpu_attrs = {
+            c: dict(graph.component(c).attrs)
+            for c in dcgm.components_in(self.columns, host.name)
+            if graph is not None and c in graph
+        }
 
     def sample(self) -> SourceReading:
         counters = self._client.counters()
@@ -148,7 +160,8 @@ class RemoteHostSource(Source):
                 "host": self.host.name,
                 "backend": self.host.backend.value,
                 "url": self.host.base_url,
-            }
+            },
+            **self.gpu_attrs,
         }
 
     def close(self) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from pilot_sys.monitor.rates import deltas, intervals, per_second, ratio, utilization
+from pilot_sys.monitor.remote import dcgm
 from pilot_sys.monitor.remote.counters import BLOCK_COUNTERS, NIC_COUNTERS, RemoteCounters
 from pilot_sys.topology.components import UNKNOWN_LIMIT, Limit
 
@@ -191,6 +192,7 @@ def utilizations(
             util = utilization(rate, limits.get(f"{component}/{direction}", UNKNOWN_LIMIT))
             if util is not None:
                 out[f"{component}/util_{direction}"] = util
+    out.update(dcgm.metrics(host, series.keys, series.column, limits))
     return out
 
 

@@ -1,0 +1,109 @@
+"""A few numbers cost only the imports they use (issue 22, item 8: a small file analysed fast).
+
+Each case runs ``pilot_sys.cli.main`` in a fresh interpreter and reports the modules it loaded.
+On ten numbers ``analyze``, ``steady`` and ``changepoints`` decide without any statistic from
+scipy, so scipy (about 0.3 s to import: its array-API layer also loads numpy.f2py and
+numpy.testing), pandas (read only for large files), matplotlib and requests must stay unloaded;
+``--help``, ``analyze --help`` and an option refused before reading load none of numpy,
+pydantic or asyncio. (asyncio is allowed where pydantic is loaded: pydantic-core marks functions
+with typing_extensions' ``deprecated``, which imports asyncio on Python < 3.13.) The timings
+themselves are ``benchmarks/small_file_speed.py``'s, not a test's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pilot_sys
+
+#: Runs in the child: the command, then which top-level modules it loaded, as the last line.
+CHILD = r"""
+import contextlib, io, json, sys
+from pilot_sys.cli import main
+
+out = io.StringIO()
+code = 0
+with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+    try:
+        main(sys.argv[1:])
+    except SystemExit as exc:
+        code = exc.code
+loaded = sorted({m.partition(".")[0] for m in sys.modules} | {m for m in sys.modules if "." in m})
+print(json.dumps({"code": code, "output": out.getvalue(), "loaded": loaded}))
+"""
+
+#: Never needed by a command on a few numbers.
+HEAVY = {"scipy", "pandas", "matplotlib", "requests", "numpy.f2py", "numpy.testing"}
+#: Not even needed to parse arguments or print help.
+ARGUMENTS_ONLY = HEAVY | {"numpy", "pydantic", "pydantic_core", "asyncio", "rich"}
+
+TEN = "".join(f"{v}\n" for v in (10.1, 10.3, 9.9, 10.0, 10.2, 10.4, 9.8, 10.1, 10.0, 10.2))
+
+
+def _run(*args: str) -> dict[str, object]:
+    root = Path(pilot_sys.__file__).resolve().parent.parent  # the checkout under test
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, *args],
+        check=False,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def ten(tmp_path: Path) -> Path:
+    path = tmp_path / "ten.txt"
+    path.write_text(TEN)
+    return path
+
+
+@pytest.mark.live  # a fresh interpreter per command: this process has imported everything
+@pytest.mark.parametrize(
+    ("args", "expect"),
+    [
+        (["analyze"], "no CI (too few effective samples)"),
+        (["analyze", "--json"], '"ci_low": null'),
+        (["steady"], "too short to show a steady state"),
+        (["changepoints"], "too short to show a change"),
+    ],
+    ids=["analyze", "analyze-json", "steady", "changepoints"],
+)
+def test_ten_numbers_load_no_scipy_or_pandas(ten: Path, args: list[str], expect: str) -> None:
+    report = _run(*args, str(ten))
+    assert expect in str(report["output"]), report["output"]
+    loaded = set(report["loaded"])  # type: ignore[arg-type]
+    # the command did analyse the numbers (not vacuous): numpy and the output models are there
+    assert {"numpy", "pydantic"} <= loaded
+    assert sorted(loaded & HEAVY) == []
+
+
+@pytest.mark.live
+@pytest.mark.parametrize(
+    "args",
+    [["--help"], ["analyze", "--help"], ["steady", "--help"], ["changepoints", "--help"]],
+    ids=["help", "analyze-help", "steady-help", "changepoints-help"],
+)
+def test_help_loads_neither_numpy_nor_pydantic(args: list[str]) -> None:
+    report = _run(*args)
+    assert report["code"] == 0
+    assert "Usage:" in str(report["output"])
+    assert sorted(set(report["loaded"]) & ARGUMENTS_ONLY) == []  # type: ignore[arg-type]
+
+
+@pytest.mark.live
+def test_an_option_refused_before_reading_loads_neither_numpy_nor_pydantic(ten: Path) -> None:
+    report = _run("analyze", "--confidence", "2", str(ten))
+    assert report["code"] == 2
+    assert "pilot-sys: error: --confidence: 2 must be between 0 and 1" in str(report["output"])
+    assert sorted(set(report["loaded"]) & ARGUMENTS_ONLY) == []  # type: ignore[arg-type]
