@@ -221,13 +221,41 @@ class _Engine(prometheus.Fleet):
         ).encode()
         return prometheus.parse_answer(body, expr), Response(self.base_url, body, 0.0, 0.01)
 
+    def server_time(self) -> float:
+        return self.times[-1]
+
+    def _query_range(self, expr: str, start: float, end: float, step: float) -> list:
+        """What the engine answers a window's queries (``prometheus_window``): at each step, the
+        latest node_exporter scrape at or before it, its values or (the scrape times' query)
+        its time."""
+        family = expr.split("{", 1)[0]
+        timed = expr.startswith("max by") and "timestamp(node_cpu_seconds_total" in expr
+        out: dict[tuple, tuple[dict[str, str], list]] = {}
+        for k in range(int(round((end - start) / step)) + 1):
+            at = start + k * step
+            scraped = [t for t in self.times if t <= at + 1e-6]
+            if not scraped:
+                continue
+            t = scraped[-1]
+            if timed:
+                labels = {"instance": "10.0.0.9:9100", "job": "node"}
+                out.setdefault(("t",), (labels, []))[1].append((at, t))
+                continue
+            for labels, points in series_of(self.replay.node_text(t), t):
+                if labels["__name__"] == family:
+                    labels = {**labels, "instance": "10.0.0.9:9100", "job": "node"}
+                    key = tuple(sorted(labels.items()))
+                    out.setdefault(key, (labels, []))[1].append((at, points[0][1]))
+        return list(out.values())
+
 
 def test_a_sessions_window_through_the_fleet_carries_the_gpus() -> None:
     """``Fleet.window`` (a session judged after the fact): one query for every GPU family, and
     the GPUs' values on the host's readings, which judge as the replay does."""
     host = parse_host_spec("gpu1=prom://engine:9090?instance=10.0.0.9:9100&job=node")
     engine = _Engine(host, GpuHostReplay("h2d_pinned"))
-    readings = engine.window([host], 60.0)["gpu1"]
+    # as many points as scrapes in the window: every scrape (a window is thinned only past that)
+    readings = engine.window([host], 60.0, points=int(60.0 / SCRAPE_S) + 1)["gpu1"]
     assert len(readings) == len(engine.times)
     assert sum("DCGM_FI" in q for q in engine.asked) == 1
     gpu = "accelerator:gpu1/0000:00:06.0"

@@ -226,3 +226,43 @@ def test_graph_places_the_host_as_a_direct_inventory_does(
         assert {"cpu:srv", "memory:srv", "nic:srv/eth0", "network:host~srv"} <= ids[backend]
         assert graph["data_path"]["cut"] == "network:host~srv", graph["data_path"]
     assert ids["prometheus"] == ids["direct"]
+
+
+def test_a_bounded_window_is_raw_scrapes_and_names_an_exporter_restart(
+    srv: NetnsHost, prom: PrometheusServer
+) -> None:
+    from pilot_sys.monitor.remote import prometheus
+    from pilot_sys.monitor.remote.http import Response
+    from pilot_sys.topology.remote_hosts import parse_host_spec
+
+    host = parse_host_spec(_prom_spec(srv, prom))
+    fleet = prometheus.Fleet(prom.url, [host], timeout=10.0)
+    own = f'process_cpu_seconds_total{{instance="{srv.address}:9100"}} > 0.05'
+    deadline = time.monotonic() + 90
+    while not prom.query(own):  # the old exporter's CPU time must be able to go back
+        assert time.monotonic() < deadline, "the exporter never reached 0.05 s of CPU"
+        time.sleep(1.0)
+    time.sleep(4.0)
+    srv.stop("node_exporter")  # a restart: its own CPU time starts again near 0
+    srv.node_exporter()
+    time.sleep(6.0)
+    try:
+        bounded = fleet.window([host], 12.0, points=7)["srv"]
+        resets = dict(fleet.last_window_resets)
+        families = {
+            f: fleet._query(prometheus.range_query(f, [host], 20.0))[0]
+            for f in prometheus.WINDOW_FAMILIES
+        }
+    finally:
+        fleet.close()
+    raw = prometheus.window_readings(host, families, Response(prom.url, b"", 0.0, 0.0))
+    by_time = {r.remote_time: r for r in raw}
+    assert 4 <= len(bounded) <= 7
+    for reading in bounded:  # every point is one of the engine's raw scrapes, unchanged
+        same = by_time[reading.remote_time]
+        assert reading.values == same.values
+        if reading.exporter_cpu_s is not None:
+            assert reading.exporter_cpu_s == same.exporter_cpu_s
+    assert resets.get("srv", 0) >= 1, resets  # the restart is seen server-side...
+    left_out = [r for r in bounded[1:] if r.exporter_cpu_s is None]
+    assert left_out and all("cpu:srv/busy_s" in r.values for r in left_out)  # ...for its family

@@ -4,12 +4,13 @@ short for that schedule: judged over the session's window instead.
 A rate needs two scrapes, and a verdict a few of them: a round shorter than
 ``MIN_ENGINE_INTERVALS`` scrape intervals holds one or two rates of such a host, each spanning
 mostly time outside the round. Its components are then left out of the round's own judgement
-(their series blanked in the round's trace, with a note), and judged instead on every scrape
-the engine holds of them since the session's first round began: the raw samples of that
-window, fetched once (one query per metric family for all such hosts), turned into
-utilizations by the same formulas (``remote.utilization``) and judged by the same rules
-(``bottleneck.assess``) at the engine's resolution. What is found is added to the round's
-verdict, marked as judged over the session, and the note says so.
+(their series blanked in the round's trace, with a note), and judged instead over the window
+since the session's first round began: the engine's scrapes at a fixed number of instants
+spread over it (``remote.prometheus_window``: every scrape while the window holds fewer, so the
+answer's size does not grow with the session), fetched once (one query per metric family for
+all such hosts), turned into utilizations by the same formulas (``remote.utilization``) and
+judged by the same rules (``bottleneck.assess``) at that resolution. What is found is added
+to the round's verdict, marked as judged over the session, and the note says so.
 """
 
 from __future__ import annotations
@@ -113,11 +114,13 @@ def judge_over_session(
                 )
                 continue
             series = CounterSeries.from_readings(found)
+            times = series.remote_time
+            span = float(times[-1] - times[0])
+            resolution = max(scrape, span / (len(found) - 1))
             limits = {k: Limit(**v) for k, v in trace.limits.items() if _of_host(k, host.name)}
             metrics = utilizations(series, limits)
-            times = series.remote_time
             window_trace = MonitorTrace(
-                rate_hz=1.0 / scrape,
+                rate_hz=1.0 / resolution,
                 start_time=float(times[0]),
                 timestamps=[float(x) for x in times - times[0]],
                 series={
@@ -140,12 +143,18 @@ def judge_over_session(
                 if _of_host(h.component, host.name)
             ]
             out.hidden += [f"{h} [over the session]" for h in hidden]
-            span = float(times[-1] - times[0])
             found_text = (
                 "hidden bottleneck(s) " + ", ".join(hidden) if hidden else "nothing saturated"
             )
+            resets = fleet.last_window_resets.get(host.name, 0)
+            reset_text = (
+                f"; its counters were reset (the exporter or the host restarted) in {resets} "
+                "interval(s), left out"
+                if resets
+                else ""
+            )
             out.notes.append(
                 f"{head}: judged over the session so far instead ({span:.0f} s, {len(found)} "
-                f"scrapes): {found_text}"
+                f"scrapes, one every {resolution:.3g} s{reset_text}): {found_text}"
             )
     return out

@@ -3,11 +3,13 @@ NAME=prom://SERVER:9090?instance=...``), or any engine with Prometheus's HTTP AP
 VictoriaMetrics, Mimir).
 
 What is asked, and why. Every host of one server is one ``Fleet``: each poll is one query per
-metric family for all its hosts (label matchers ``instance=~"a|b|c"``), never one per host, so
-the number of requests grows with the families (12), not with the hosts. Each query asks for the
-raw samples of the last few scrape intervals, ``family{matchers}[Ws]`` (an instant query of a
-range vector), not ``query_range`` or ``rate()``: the raw counters at the times the engine
-scraped them are exactly what a direct scrape gives, so the same formulas
+metric family for all its hosts (label matchers ``instance=~"a|b|c"``, the values escaped only
+where RE2 needs it, so that Prometheus looks them up as a set), never one per host, so the
+number of requests grows with the families (12), not with the hosts, and the work per host on
+this side is the same at 10 or 1,000 hosts (``prometheus_query``: linear in the hosts). Each
+poll asks for the raw samples of the last few scrape intervals, ``family{matchers}[Ws]`` (an
+instant query of a range vector), not ``query_range`` or ``rate()``: the raw counters at the
+times the engine scraped them are exactly what a direct scrape gives, so the same formulas
 (``node_exporter.counters_from_samples``, ``utilization.utilizations``) turn them into the same
 components (``cpu:NAME``, ``block:NAME/DEV``, ``nic:NAME/IF``) and the same verdict; a
 ``query_range`` would resample onto its step (values repeated or skipped between scrapes) and
@@ -22,6 +24,13 @@ scrape interval, estimated per host from the spacing of its ``up`` samples; the 
 asks once per interval (each raw sample is then fetched at most twice) and carries a value for
 three intervals (``source.RemoteHostPlugin``).
 
+A window (a round's or the session's, judged after the fact: ``Fleet.window``) is not asked as
+raw samples, whose number grows with the window's length: ``prometheus_window`` asks the raw
+counters at a fixed number of instants over it (``query_range`` of the plain selector, with
+``timestamp()`` of each sample; no ``rate()``), so its answer is hosts x series x points
+whatever the length; a restart of the host or of its exporter (their start times, two gauges)
+leaves the counters it reset out of the interval it falls in.
+
 Per host, a reading fails (a gap in its series, named in the trace) when the engine has no
 sample of it in the window (the host disappeared or is no longer scraped), when its target is
 down (``up`` 0 after its last good scrape), or when the engine does not answer.
@@ -29,10 +38,6 @@ down (``up`` 0 after its last good scrape), or when the engine does not answer.
 
 from __future__ import annotations
 
-import json
-import math
-import re
-import statistics
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -50,6 +55,19 @@ from pilot_sys.monitor.remote.node_exporter import (
     counters_from_samples,
     inventory_from_samples,
 )
+from pilot_sys.monitor.remote.prometheus_query import (  # noqa: F401  (the module's API)
+    Series,
+    belongs,
+    instant_query,
+    label_names,
+    parse_answer,
+    range_query,
+    regex_literal,
+    scrape_interval_of,
+    selector,
+    split_by_host,
+)
+from pilot_sys.monitor.remote.prometheus_window import WINDOW_POINTS, WindowPlan, fetch_window
 from pilot_sys.topology.remote_hosts import RemoteHost
 from pilot_sys.topology.remote_inventory import RemoteInventory
 
@@ -65,6 +83,7 @@ COUNTER_FAMILIES = (
     *_DISK,
     *_NET,
 )
+WINDOW_FAMILIES = COUNTER_FAMILIES[1:]  # a window's readings (whether a target is up: poll only)
 INVENTORY_FAMILIES = (
     "node_cpu_seconds_total",
     "node_memory_MemTotal_bytes",
@@ -78,108 +97,6 @@ INVENTORY_FAMILIES = (
     "node_filesystem_size_bytes",
     "node_scrape_collector_success",
 )
-
-# one series of an answer: its labels and its (time, value) points
-Series = tuple[dict[str, str], list[tuple[float, float]]]
-
-
-def _quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def selector(hosts: Sequence[RemoteHost]) -> str:
-    """The label matchers that select every host's series: a label all hosts give one value
-    is an equality, one they differ on a regex alternation (anchored, as PromQL's are)."""
-    values: dict[str, list[str]] = {}
-    for host in hosts:
-        for name, value in host.labels:
-            values.setdefault(name, [])
-            if value not in values[name]:
-                values[name].append(value)
-    matchers = []
-    for name in sorted(values):
-        options = values[name]
-        if len(options) == 1 and all(name in dict(h.labels) for h in hosts):
-            matchers.append(f"{name}={_quote(options[0])}")
-        else:
-            matchers.append(f"{name}=~{_quote('|'.join(re.escape(v) for v in options))}")
-    return "{" + ",".join(matchers) + "}"
-
-
-def range_query(family: str, hosts: Sequence[RemoteHost], window_s: float) -> str:
-    """The raw samples of ``family`` for ``hosts`` over the last ``window_s`` seconds."""
-    return f"{family}{selector(hosts)}[{max(int(round(window_s * 1000)), 1)}ms]"
-
-
-def instant_query(family: str, hosts: Sequence[RemoteHost]) -> str:
-    return f"{family}{selector(hosts)}"
-
-
-def parse_answer(body: bytes, url: str) -> list[Series]:
-    """The series of one API answer (a vector or a matrix); an error answer raises
-    ``RemoteUnavailable`` with the engine's own words."""
-    try:
-        answer = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise RemoteUnavailable(url, "the answer is not JSON (not a Prometheus API?)") from None
-    if not isinstance(answer, dict) or answer.get("status") != "success":
-        kind = answer.get("errorType", "?") if isinstance(answer, dict) else "?"
-        error = answer.get("error", "") if isinstance(answer, dict) else ""
-        raise RemoteUnavailable(url, f"query failed ({kind}: {str(error)[:200]})")
-    try:
-        return _series(answer["data"])
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise RemoteUnavailable(
-            url, f"malformed answer ({type(exc).__name__}: {str(exc)[:100]})"
-        ) from None
-
-
-def _series(data: dict) -> list[Series]:
-    """The series of an answer's ``data``; anything not shaped as the API says raises."""
-    kind = data["resultType"]
-    if kind not in ("matrix", "vector"):
-        raise ValueError(f"result type {kind!r}, not a vector or a matrix")
-    out: list[Series] = []
-    for item in data["result"]:
-        labels = {str(k): str(v) for k, v in item["metric"].items()}
-        pairs = item["values"] if kind == "matrix" else [item["value"]]
-        points = [(float(t), float(v)) for t, v in pairs]
-        if not all(math.isfinite(t) for t, _ in points):
-            raise ValueError("a sample time that is not a number")
-        out.append((labels, points))
-    return out
-
-
-def belongs(labels: dict[str, str], host: RemoteHost) -> bool:
-    return all(labels.get(name) == value for name, value in host.labels)
-
-
-def scrape_interval_of(points: list[tuple[float, float]]) -> float | None:
-    """The median spacing of a series' samples (None with fewer than two)."""
-    times = sorted(t for t, _ in points)
-    steps = [b - a for a, b in zip(times, times[1:], strict=False) if b > a]
-    return float(statistics.median(steps)) if steps else None
-
-
-def split_by_host(
-    families: dict[str, list[Series]], hosts: Sequence[RemoteHost]
-) -> dict[str, dict[str, list[Series]]]:
-    """Each host's series of the answers (host name -> family -> series), in one pass over the
-    series: hosts are looked up by their label values, not tested one by one (a fleet's answer
-    holds hosts x series items; testing each against each host would cost hosts^2)."""
-    groups: dict[tuple[str, ...], dict[tuple[str, ...], str]] = {}
-    for host in hosts:
-        names = tuple(name for name, _ in host.labels)
-        groups.setdefault(names, {})[tuple(value for _, value in host.labels)] = host.name
-    out: dict[str, dict[str, list[Series]]] = {h.name: {} for h in hosts}
-    for family, series in families.items():
-        for item in series:
-            labels = item[0]
-            for names, index in groups.items():
-                name = index.get(tuple(labels.get(n, "") for n in names))
-                if name is not None:
-                    out[name].setdefault(family, []).append(item)
-    return out
 
 
 def window_readings(
@@ -210,7 +127,13 @@ def host_reading(
     host: RemoteHost, families: dict[str, list[Series]], response: Response
 ) -> RemoteCounters | str:
     """One host's counters at its latest scrape in the answers, or why there is none."""
-    mine = split_by_host(families, [host])[host.name]
+    return reading_of_host(host, split_by_host(families, [host])[host.name], response)
+
+
+def reading_of_host(
+    host: RemoteHost, mine: dict[str, list[Series]], response: Response
+) -> RemoteCounters | str:
+    """``host_reading`` of the host's own series (``split_by_host``'s part for it)."""
     cpu_times = [t for _, points in mine.get("node_cpu_seconds_total", []) for t, _ in points]
     up = sorted(p for _, points in mine.get("up", []) for p in points)
     if not cpu_times:
@@ -248,6 +171,8 @@ class Fleet:
     _inventories: dict[str, RemoteInventory] = field(default_factory=dict)
     queries: int = 0  # requests made so far (the cost is per query, not per host)
     last_poll_bytes: int = 0
+    last_answer_bytes: int = 0  # the answers' bytes since the last poll or window began
+    last_window_resets: dict[str, int] = field(default_factory=dict)
 
     def add(self, host: RemoteHost) -> None:
         with self._lock:
@@ -255,16 +180,21 @@ class Fleet:
                 self.hosts.append(host)
                 self._polled_at = -float("inf")  # the next poll includes it
 
+    def _connect(self) -> None:
+        auth = self.hosts[0].auth if self.hosts else None
+        self._connection = HttpConnection(
+            self.base_url, self.timeout, auth=auth, max_bytes=MAX_ANSWER_BYTES
+        )
+
     def _query(self, expr: str) -> tuple[list[Series], Response]:
         if self._connection is None:
-            auth = self.hosts[0].auth if self.hosts else None
-            self._connection = HttpConnection(
-                self.base_url, self.timeout, auth=auth, max_bytes=MAX_ANSWER_BYTES
-            )
+            self._connect()
+        assert self._connection is not None
         url = f"{self.base_url}/api/v1/query?{urlencode({'query': expr})}"
         self.queries += 1
         self._connection.timeout = self.timeout  # the deadline of each query, whole
         response = self._connection.get(url)
+        self.last_answer_bytes += len(response.body)
         return parse_answer(response.body, f"{self.base_url}/api/v1/query ({expr})"), response
 
     def scrape_interval(self, host: RemoteHost) -> float | None:
@@ -313,6 +243,7 @@ class Fleet:
         if any(h.name not in self._intervals for h in hosts):
             self._learn_intervals()
         window = self._window()
+        self.last_answer_bytes = 0
         sent = time.time()
         families: dict[str, list[Series]] = {}
         size = 0
@@ -333,7 +264,7 @@ class Fleet:
             else {h.name: [] for h in hosts}
         )
         self._readings = {
-            h.name: dcgm.with_gpus(host_reading(h, split[h.name], whole), gpus[h.name])
+            h.name: dcgm.with_gpus(reading_of_host(h, split[h.name], whole), gpus[h.name])
             for h in hosts
         }
         self.last_poll_bytes = size
@@ -341,24 +272,49 @@ class Fleet:
             if isinstance(reading, RemoteCounters):
                 reading.response_bytes = size // max(len(hosts), 1)
 
-    def window(
-        self, hosts: Sequence[RemoteHost], seconds: float
-    ) -> dict[str, list[RemoteCounters]]:
-        """Every scrape of ``hosts`` in the engine's last ``seconds`` (one query per family
-        for all of them; the size cap bounds each answer): a session's window, judged after the
-        fact at the engine's resolution."""
-        families: dict[str, list[Series]] = {}
-        sent = time.time()
-        with self._lock:
-            for family in COUNTER_FAMILIES:
-                families[family], _ = self._query(range_query(family, hosts, seconds))
-            gpus = dcgm.ask(lambda e: self._query(e)[0], hosts, seconds)
-        whole = Response(self.base_url, b"", sent, time.time())
-        split = split_by_host(families, hosts)
-        return {
-            h.name: dcgm.with_gpus_over(window_readings(h, split[h.name], whole), gpus[h.name])
-            for h in hosts
+    def _query_range(self, expr: str, start: float, end: float, step: float) -> list[Series]:
+        if self._connection is None:
+            self._connect()
+        assert self._connection is not None
+        params = {
+            "query": expr,
+            "start": f"{start:.3f}",
+            "end": f"{end:.3f}",
+            "step": f"{step:.3f}",
         }
+        url = f"{self.base_url}/api/v1/query_range?{urlencode(params)}"
+        self.queries += 1
+        self._connection.timeout = self.timeout
+        response = self._connection.get(url)
+        self.last_answer_bytes += len(response.body)
+        return parse_answer(response.body, f"{self.base_url}/api/v1/query_range ({expr})")
+
+    def server_time(self) -> float:
+        """The engine's clock now (``time()``): the end of a window it is asked for."""
+        series, _ = self._query("vector(time())")
+        if len(series) != 1 or not series[0][1]:
+            raise RemoteUnavailable(self.base_url, "no answer to vector(time())")
+        return series[0][1][0][1]
+
+    def window(
+        self, hosts: Sequence[RemoteHost], seconds: float, points: int = WINDOW_POINTS
+    ) -> dict[str, list[RemoteCounters]]:
+        """``hosts``' readings over the engine's last ``seconds``, at ``points`` instants spread
+        evenly over it (``prometheus_window``): one query per metric family for all of them,
+        each answer hosts x series x ``points`` values whatever the window's length. The number
+        of intervals with a counter reset per host (left out) is in ``last_window_resets``."""
+        with self._lock:
+            known = [i for i in (self._intervals.get(h.name) for h in hosts) if i]
+            if known and len(known) == len(hosts):  # no step shorter than the fastest scrape
+                points = min(points, max(2, int(seconds / min(known)) + 1))
+            self.last_answer_bytes = 0
+            plan = WindowPlan(self.server_time(), seconds, points)
+            readings, broken = fetch_window(
+                self._query_range, hosts, WINDOW_FAMILIES, plan, self.base_url
+            )
+            self.last_window_resets = {name: n for name, n in broken.items() if n}
+            gpus = dcgm.ask(lambda e: self._query(e)[0], hosts, seconds)  # raw samples (dcgm)
+        return {h.name: dcgm.with_gpus_over(readings[h.name], gpus[h.name]) for h in hosts}
 
     def inventory(self, host: RemoteHost) -> RemoteInventory:
         """``host``'s inventory from the engine's latest values (asked once for all hosts)."""
