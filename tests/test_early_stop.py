@@ -20,6 +20,7 @@ from pilot_sys.cli.present.progress import eta_text
 from pilot_sys.errors import ExitCode
 from pilot_sys.report.rebuild import rebuild
 from pilot_sys.session import early_stop, statsapi
+from pilot_sys.session import engine as engine_module
 from pilot_sys.session.config import SessionConfig
 from pilot_sys.session.early_stop import (
     NeedTrend,
@@ -163,6 +164,15 @@ def test_white_noise_is_never_a_runaway() -> None:
 
 
 # -- the engine ------------------------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def analysis_every_round_it_is_due(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine paces its re-analysis by what the last one cost in wall time
+    (``engine.cost_floor``); on a loaded machine it analyses less often, and the round at which
+    a runaway is seen moves. These tests are about the decisions, not the pacing (tested in
+    test_session_planner.py), so the cost floor is the unloaded one."""
+    monkeypatch.setattr(engine_module, "cost_floor", lambda analysis_s, mean_round_s: 1)
+
+
 class Series:
     """Readings from a fixed series, one per round; an optional monitor stand-in verdict."""
 
