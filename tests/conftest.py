@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import serial_lock
+import xdist_schedule
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -288,6 +289,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     # a parallel worker hands its list to the controller, which prints the summary
     if hasattr(session.config, "workeroutput"):
         session.config.workeroutput["idle_live"] = list(_IDLE_LIVE)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:  # pytest-xdist's
+    return xdist_schedule.make_scheduler(config, log)
 
 
 @pytest.hookimpl(optionalhook=True)
