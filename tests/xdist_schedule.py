@@ -19,10 +19,38 @@ from __future__ import annotations
 from typing import Any
 
 # the longest files of a full run (setup, call and teardown of every test), slowest first
-SLOW_FIRST: tuple[str, ...] = ()
+SLOW_FIRST: tuple[str, ...] = (
+    "tests/test_prometheus_live.py",
+    "tests/test_kernel_limits_cases_live.py",
+    "tests/test_cli_options.py",
+    "tests/test_tool_units_live.py",
+    "tests/test_remote_session_live.py",
+    "tests/test_hostile_processes.py",
+    "tests/test_result_dir.py",
+    "tests/test_data_path_same.py",
+    "tests/test_early_stop.py",
+    "tests/test_session_phase_process.py",
+    "tests/test_session_compare.py",
+    "tests/test_integration_overhead_budget.py",
+    "tests/test_session_ending.py",
+    "tests/test_readme.py",
+    "tests/test_process_wait.py",
+    "tests/test_resume_targets.py",
+    "tests/test_cli_run.py",
+    "tests/test_phases_result_dir.py",
+    "tests/test_cli_tune.py",
+    "tests/test_remote_hostile_answers.py",
+    "tests/test_packaging.py",
+    "tests/test_culprits_live.py",
+    "tests/test_stats_rounds.py",
+    "tests/test_cli_phases.py",
+    "tests/test_report_html.py",
+)
 
 # files whose tests each start their own session and share no module fixture
-SPREAD: frozenset[str] = frozenset()
+SPREAD: frozenset[str] = frozenset(
+    {"tests/test_kernel_limits_cases_live.py", "tests/test_cli_options.py"}
+)
 
 
 def make_scheduler(config: Any, log: Any) -> Any | None:
