@@ -14,6 +14,8 @@ from types import FrameType
 from typing import Any
 
 import pytest
+import serial_lock
+import xdist_schedule
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -201,6 +203,18 @@ def pytest_configure(config: pytest.Config) -> None:
     # load a second copy of it, which must not add a second hook (a hook cannot be removed).
     sys.addaudithook(_GUARD.hook)
     _library_first_use()
+    serial_lock.configure(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    serial_lock.unconfigure(config)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    # setup, call and teardown under the parallel run's lock: a serial test runs alone
+    with serial_lock.turn(item.get_closest_marker("serial") is not None):
+        return (yield)
 
 
 def _library_first_use() -> None:
@@ -269,6 +283,22 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     return (yield from _guarded(item, fresh=False))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # a parallel worker hands its list to the controller, which prints the summary
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["idle_live"] = list(_IDLE_LIVE)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:  # pytest-xdist's
+    return xdist_schedule.make_scheduler(config, log)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:  # pytest-xdist's, on the controller
+    _IDLE_LIVE.extend(getattr(node, "workeroutput", {}).get("idle_live", ()))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -22,7 +22,8 @@ from pilot_sys.cli.present.monitor import verdict_lines
 from pilot_sys.monitor.session_monitor import MonitoredRun, run_monitored
 from pilot_sys.monitor.trace import MonitorTrace
 
-pytestmark = pytest.mark.live
+# serial: the verdicts judge what loaded this host, which a parallel worker would load too
+pytestmark = [pytest.mark.live, pytest.mark.serial]
 RATE = 20.0
 
 

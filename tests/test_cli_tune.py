@@ -85,6 +85,7 @@ def test_help_has_an_example() -> None:
     assert "pilot-sys tune --budget 1% --" in proc.stdout and "--min-spike" in proc.stdout
 
 
+@pytest.mark.serial  # measures the monitor's overhead
 @pytest.mark.slow
 @pytest.mark.live
 def test_generous_budget_is_met_at_the_counter_resolution_cap(tmp_path: Path) -> None:
@@ -128,6 +129,7 @@ def test_generous_budget_is_met_at_the_counter_resolution_cap(tmp_path: Path) ->
     assert plot.stat().st_size > 10_000 and plot.read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.serial  # measures the monitor's overhead
 @pytest.mark.slow
 @pytest.mark.live
 def test_a_budget_the_measurement_cannot_show_is_an_outcome_not_bad_input() -> None:
@@ -170,6 +172,7 @@ def test_a_budget_the_measurement_cannot_show_is_an_outcome_not_bad_input() -> N
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.serial  # measures the monitor's overhead
 @pytest.mark.slow
 @pytest.mark.live
 def test_the_text_output_says_whether_the_budget_is_met() -> None:

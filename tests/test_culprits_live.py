@@ -17,7 +17,8 @@ import pytest
 
 from conftest import require_tool, run_cli
 
-pytestmark = pytest.mark.live
+# serial: the culprit ranking is over every process on this host, a parallel worker's too
+pytestmark = [pytest.mark.live, pytest.mark.serial]
 
 
 def _tree(pid: int) -> set[int]:

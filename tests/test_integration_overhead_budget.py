@@ -16,6 +16,7 @@ pytestmark = pytest.mark.live  # every test here starts the CLI or a workload
 SLEEPY = ["sh", "-c", "sleep 0.04; shuf -i 990-1010 -n 1"]
 
 
+@pytest.mark.serial  # measures the monitor's overhead
 @pytest.mark.slow
 def test_tunes_then_runs_at_the_tuned_rate(tmp_path: Path) -> None:
     out = tmp_path / "res"
@@ -81,6 +82,7 @@ def test_tunes_then_runs_at_the_tuned_rate(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.serial  # measures the monitor's overhead
 @pytest.mark.slow
 def test_a_budget_not_shown_met_is_one_line_its_own_exit_code_and_leaves_nothing(
     tmp_path: Path,

@@ -19,7 +19,11 @@ TOOLS = {"cpu-quota": "dd", "io-throttle": "fio", "qdisc": "iperf3", "memory": "
 
 @pytest.mark.parametrize("run", [1, 2, 3])
 @pytest.mark.parametrize("limited", [True, False], ids=["limited", "unlimited"])
-@pytest.mark.parametrize("case", sorted(CASES))
+# serial: the CPU quota is judged from the cgroup's share of a CPU that a parallel worker would load
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, marks=pytest.mark.serial) if c == "cpu-quota" else c for c in sorted(CASES)],
+)
 def test_a_limit_that_binds_is_named_and_one_that_does_not_is_not(
     case: str, limited: bool, run: int, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

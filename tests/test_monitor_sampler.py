@@ -12,6 +12,7 @@ from pilot_sys.errors import BadInput
 from pilot_sys.monitor.sampler import Sampler, read_spill
 
 
+@pytest.mark.serial  # times its ticks
 @pytest.mark.live
 def test_ticks_follow_absolute_deadlines() -> None:
     rate = 50.0
@@ -64,6 +65,7 @@ def test_spills_full_buffers_and_keeps_every_sample(tmp_path: Path) -> None:
     assert np.array_equal(times, all_times[: len(times)])
 
 
+@pytest.mark.serial  # measures the sampler's own cost
 @pytest.mark.live
 def test_accounts_for_its_own_cost() -> None:
     sampler = Sampler(rate_hz=40.0)

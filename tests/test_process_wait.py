@@ -77,6 +77,7 @@ def test_waiter_timeout_kills_at_the_timeout_not_a_poll_step_later(tmp_path: Pat
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
+@pytest.mark.serial  # times rounds to a few ms
 @pytest.mark.live
 def test_sleep_0_07_is_timed_within_a_few_ms_of_a_blocking_wait(tmp_path: Path) -> None:
     """The issue's reproduction: a round of ``sleep 0.07`` under a round timeout (the session
@@ -95,6 +96,7 @@ def test_sleep_0_07_is_timed_within_a_few_ms_of_a_blocking_wait(tmp_path: Path) 
     assert out.usage is not None  # every round records the child's rusage
 
 
+@pytest.mark.serial  # separates rounds 10 ms apart
 @pytest.mark.live
 def test_compare_separates_sleep_0_05_from_sleep_0_06(tmp_path: Path) -> None:
     """The issue's reproduction: 70.8 vs 72.2 ms, "NOT separated (needs ~1326 more rounds)"."""

@@ -40,6 +40,7 @@ def one_core() -> Iterator[int]:
         os.sched_setaffinity(0, before)
 
 
+@pytest.mark.serial  # measures the monitor's overhead
 @pytest.mark.live
 def test_tuner_with_the_real_sampler_on_a_shared_core(one_core: int, tmp_path: Path) -> None:
     workload = CommandWorkload([sys.executable, "-S", "-c", LOOP])
@@ -101,6 +102,7 @@ def test_tuner_with_the_real_sampler_on_a_shared_core(one_core: int, tmp_path: P
         assert result.status is TuneStatus.MAX_MEASUREMENTS and est.overhead <= 0.01
 
 
+@pytest.mark.serial  # measures the monitor's overhead
 @pytest.mark.live
 def test_in_process_function_with_a_generous_budget() -> None:
     from pilot_sys.monitor.tuner import tune_function
