@@ -25,6 +25,8 @@ SLOW_FIRST: tuple[str, ...] = (
     "tests/test_cli_options.py",
     "tests/test_tool_units_live.py",
     "tests/test_remote_session_live.py",
+    "tests/test_prometheus_fleet_live.py",
+    "tests/test_dcgm_live.py",
     "tests/test_hostile_processes.py",
     "tests/test_result_dir.py",
     "tests/test_data_path_same.py",
