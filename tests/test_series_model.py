@@ -172,3 +172,26 @@ def test_the_fallback_is_the_studys_procedure_on_the_readings_as_given() -> None
     assert "settles for good" in model.reason  # no run of equal segments holds half
     assert settle(y).start == 203
     assert model.steady == (203, y.size)
+
+
+def _jmh_dev_set() -> Path | None:
+    root = Path(__file__).resolve().parents[1]
+    for shared in (root.parent / "shared", root.parent.parent / "shared"):
+        if (shared / "data" / "jmh-steady-dev" / "labels.json").is_file():
+            return shared / "data" / "jmh-steady-dev"
+    return None
+
+
+@pytest.mark.skipif(_jmh_dev_set() is None, reason="the JMH dev set (shared/data) is not here")
+def test_a_real_jmh_fork_without_a_dominant_run_gets_the_studys_label() -> None:
+    """d102 fork 1 (seconds per operation, 3,000 iterations): no run of equal segments holds
+    half, so the model falls back to where the level settles; on the readings as given that is
+    iteration 26, the study's label (s = 25); on the rescaled copy it was 0."""
+    data = _jmh_dev_set()
+    assert data is not None
+    x = np.load(data / "series.npz")["d102"][1]
+    label = json.loads((data / "labels.json").read_text())["d102"]["steady_state_starts"][1]
+    model = series_model(x)
+    assert "settles for good" in model.reason
+    assert label == 25
+    assert model.steady == (26, x.size)
