@@ -155,3 +155,43 @@ def test_no_run_holding_half_falls_back_to_where_the_level_settles() -> None:
     assert settle(y).start == 1050
     assert model.steady == (1050, y.size)
     assert "settles for good" in model.reason and "32.3%" in model.reason
+
+
+def test_the_fallback_is_the_studys_procedure_on_the_readings_as_given() -> None:
+    """Readings in seconds (JMH's microseconds per operation): the fallback's answer is
+    exactly ``settle``'s on the readings as given (``steady --method segments``), not on the
+    model's rescaled copy, whose mean of about 1 made the outlier guard at the start 289
+    readings long instead of 29 and moved the start past a burst of slow readings."""
+    from pilot_sys.stats.settle import settle
+
+    rng = np.random.default_rng(1)
+    levels = (100, 102, 100, 103, 101, 102)  # within 3 %: no warm-up by the 5 % tolerance
+    y = np.concatenate([level + rng.normal(0.0, 1.0, 300) for level in levels]) * 1e-6
+    y[200:205] *= 4  # a burst of slow readings inside the first 289
+    model = series_model(y)
+    assert "settles for good" in model.reason  # no run of equal segments holds half
+    assert settle(y).start == 203
+    assert model.steady == (203, y.size)
+
+
+def _jmh_dev_set() -> Path | None:
+    root = Path(__file__).resolve().parents[1]
+    for shared in (root.parent / "shared", root.parent.parent / "shared"):
+        if (shared / "data" / "jmh-steady-dev" / "labels.json").is_file():
+            return shared / "data" / "jmh-steady-dev"
+    return None
+
+
+@pytest.mark.skipif(_jmh_dev_set() is None, reason="the JMH dev set (shared/data) is not here")
+def test_a_real_jmh_fork_without_a_dominant_run_gets_the_studys_label() -> None:
+    """d102 fork 1 (seconds per operation, 3,000 iterations): no run of equal segments holds
+    half, so the model falls back to where the level settles; on the readings as given that is
+    iteration 26, the study's label (s = 25); on the rescaled copy it was 0."""
+    data = _jmh_dev_set()
+    assert data is not None
+    x = np.load(data / "series.npz")["d102"][1]
+    label = json.loads((data / "labels.json").read_text())["d102"]["steady_state_starts"][1]
+    model = series_model(x)
+    assert "settles for good" in model.reason
+    assert label == 25
+    assert model.steady == (26, x.size)

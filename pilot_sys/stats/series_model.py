@@ -213,24 +213,7 @@ def series_model(
     cuts = list(found.changepoints)
     segments = _segments(x, cuts)
     # every cut that still separates segments: with --no-trend the "none" ones too
-    begin, end = dominant_run(y, cuts, tolerance=0.0)
-    share = (end - begin) / n
-    trend_found = trend_of(y[begin:end]) if share > STEADY_SHARE else None
-    if trend_found is not None:
-        steady: tuple[int, int] | None = None
-        rise = float(np.ldexp(trend_found[0], exponent))
-        reason = (
-            f"no steady part: readings [{begin}, {end}) ({100 * share:.1f}% of the series) "
-            f"follow a trend, {rise:+.4g} from first to last, more than {TREND_RISE:g} times "
-            "the noise around it"
-        )
-    elif share > STEADY_SHARE:
-        steady = (begin, end)
-        joined = sum(1 for c in cuts if begin < c < end)
-        inside = f", {joined + 1} segments of equal mean and spread" if joined else ""
-        reason = f"readings [{begin}, {end}) hold {100 * share:.1f}% of the series{inside}"
-    else:
-        steady, reason = _settled_tail(y, begin, end, share)
+    steady, reason = steady_part(y, cuts, exponent)
     detection = found.model_copy(
         update={
             "segments": segments,
@@ -250,8 +233,35 @@ def series_model(
     )
 
 
+def steady_part(
+    y: np.ndarray, cuts: list[int], exponent: int = 0
+) -> tuple[tuple[int, int] | None, str]:
+    """[begin, end) of the steady part of ``y`` cut at ``cuts`` (rule 2 of the module doc), or
+    None, and why; ``exponent`` scales ``y``'s figures back to data units in the reason."""
+    n = int(y.size)
+    begin, end = dominant_run(y, cuts, tolerance=0.0)
+    share = (end - begin) / n
+    trend_found = trend_of(y[begin:end]) if share > STEADY_SHARE else None
+    if trend_found is not None:
+        steady: tuple[int, int] | None = None
+        rise = float(np.ldexp(trend_found[0], exponent))
+        reason = (
+            f"no steady part: readings [{begin}, {end}) ({100 * share:.1f}% of the series) "
+            f"follow a trend, {rise:+.4g} from first to last, more than {TREND_RISE:g} times "
+            "the noise around it"
+        )
+    elif share > STEADY_SHARE:
+        steady = (begin, end)
+        joined = sum(1 for c in cuts if begin < c < end)
+        inside = f", {joined + 1} segments of equal mean and spread" if joined else ""
+        reason = f"readings [{begin}, {end}) hold {100 * share:.1f}% of the series{inside}"
+    else:
+        steady, reason = _settled_tail(y, begin, end, share, exponent)
+    return steady, reason
+
+
 def _settled_tail(
-    y: np.ndarray, begin: int, end: int, share: float
+    y: np.ndarray, begin: int, end: int, share: float, exponent: int = 0
 ) -> tuple[tuple[int, int] | None, str]:
     """No run of equal segments holds more than half (a long noisy or multimodal series cut
     into many pieces): where the level settles for good, by the procedure that labels steady
@@ -261,7 +271,8 @@ def _settled_tail(
         f"series (more than {100 * STEADY_SHARE:g}% needed)"
     )
     if y.size >= SETTLE_MIN_READINGS:
-        found = settle(y)
+        # the readings as given (not scaled) set the length of settle's outlier guard
+        found = settle(y, seconds_per_unit=math.ldexp(1.0, exponent))
         if found.start is not None:
             return (found.start, int(y.size)), (
                 f"readings [{found.start}, {y.size}): where the level settles for good "
