@@ -81,9 +81,18 @@ def _dual_gate(x: np.ndarray, grid: list[Params]) -> list[int]:
 
 
 def _default(x: np.ndarray, grid: list[Params]) -> list[int]:
+    """The labels' question is whether a fork *ends* in a steady state (the study walks back
+    from the last iteration): a model whose steady state changed later (its steady part ends
+    before the series does, and ``steady`` reports the change) answers "no" to it, as
+    ``_edm_stable`` does for EDM."""
     from pilot_sys.stats.steady import detect_steady_state
 
-    return [to_label(detect_steady_state(x, **dict(p)).steady_state_start, x.size) for p in grid]
+    out = []
+    for params in grid:
+        r = detect_steady_state(x, **dict(params))
+        ends_steady = r.steady_state_end is None or r.steady_state_end >= x.size
+        out.append(to_label(r.steady_state_start if ends_steady else None, x.size))
+    return out
 
 
 def _walk(

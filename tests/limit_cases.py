@@ -109,7 +109,7 @@ def run_session(args: list[str], out: Path, case: str, limited: bool, limiter: s
 def cpu_quota(limited: bool, work: Path) -> CaseResult:
     with scratch_cgroup(cpu_quota_cores=0.2 if limited else 1.5, cpu_shares=10240) as cg:
         dd = f"dd if=/dev/urandom of={work / 'quota.bin'} bs=1M count=%WORK_AMOUNT%"
-        args = ["--cgroup", cg.name, *"--max-rounds 6 -w 16,128 --".split(), *dd.split()]
+        args = ["--cgroup", cg.name, *"--max-rounds 8 -w 16,128 --".split(), *dd.split()]
         return run_session(args, work / "session", "cpu-quota", limited, f"cgroup:{cg.name}/cpu")
 
 
