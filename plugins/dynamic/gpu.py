@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from pilot_sys.monitor.gpu_clock_reasons import clock_reason_flags
 from pilot_sys.monitor.probe import ProbeContext
 from pilot_sys.monitor.rates import levels, ratio
 from pilot_sys.monitor.source import Source, SourceReading
@@ -77,9 +78,6 @@ COLUMNS = (
     "workload_processes",
     *GPM.values(),
 )
-POWER_CAP = 0x4  # nvmlClocksEventReasonSwPowerCap
-THERMAL = 0x20 | 0x40  # SwThermalSlowdown, HwThermalSlowdown
-HW_SLOWDOWN = 0x8 | 0x80  # HwSlowdown, HwPowerBrakeSlowdown
 #: metrics that describe the interval ending at their sample (GPM's and NVML's windows)
 INTERVAL_METRICS = ("util_", "busy", "memory_busy", "sm_occupancy")
 
@@ -312,14 +310,8 @@ class GpuSource(Source):
             if d.max_sm_clock_hz:
                 out[f"{c}/clock_fraction"] = out[f"{c}/sm_clock_hz"] / d.max_sm_clock_hz
             reasons = col("clock_reasons")
-            known = np.isfinite(reasons)
-            bits = np.where(known, reasons, 0).astype(np.int64)
-            for name, mask in (
-                ("power_capped", POWER_CAP),
-                ("thermal_capped", THERMAL),
-                ("hw_slowdown", HW_SLOWDOWN),
-            ):
-                out[f"{c}/{name}"] = np.where(known, ((bits & mask) > 0).astype(np.float64), np.nan)
+            for name, flag in clock_reason_flags(reasons).items():
+                out[f"{c}/{name}"] = flag
             out[f"{c}/processes"] = col("processes")
             out[f"{c}/workload_processes"] = col("workload_processes")
             out[f"{c}/other_processes"] = col("processes") - col("workload_processes")

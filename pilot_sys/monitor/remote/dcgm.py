@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from pilot_sys.monitor.gpu_clock_reasons import clock_reason_flags
 from pilot_sys.monitor.rates import ratio
 from pilot_sys.monitor.remote.counters import RemoteCounters
 from pilot_sys.monitor.remote.http import RemoteUnavailable
@@ -89,9 +90,6 @@ STATED = (
 )
 #: the limits a remote GPU's signals are judged or reported against
 LIMITS = ("compute", "tensor", "memory_bandwidth", "send", "receive", "capacity", "power", "clock")
-POWER_CAP = 0x4  # software power cap (NVML's clocks-event reasons, which DCGM passes on)
-THERMAL = 0x20 | 0x40  # software and hardware thermal slowdown
-HW_SLOWDOWN = 0x8 | 0x80  # hardware slowdown, power brake
 MIB = 2**20
 #: how a refusal for size reads: our size cap (``http``), Prometheus's ``query.max-samples``
 TOO_LARGE = ("answer too large", "too many samples")
@@ -395,14 +393,8 @@ def metrics(
             out[f"{c}/clock_fraction"] = out[f"{c}/sm_clock_hz"] / clock.value
         reasons = col("clock_reasons")
         if known(reasons):
-            ok = np.isfinite(reasons)
-            bits = np.where(ok, reasons, 0).astype(np.int64)
-            for name, mask in (
-                ("power_capped", POWER_CAP),
-                ("thermal_capped", THERMAL),
-                ("hw_slowdown", HW_SLOWDOWN),
-            ):
-                out[f"{c}/{name}"] = np.where(ok, ((bits & mask) > 0).astype(np.float64), np.nan)
+            for name, flag in clock_reason_flags(reasons).items():
+                out[f"{c}/{name}"] = flag
     return out
 
 
