@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from git_tree import extract
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_SECONDS = 5.0
@@ -81,15 +82,6 @@ def run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, floa
         err = proc.stderr.read().decode() if proc.stderr else ""
         raise SystemExit(f"{' '.join(command)} failed ({code}): {err[-800:]}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, out
-
-
-def extract(rev: str, into: Path) -> Path:
-    """The ``pilot_sys`` package of git revision ``rev``, unpacked under ``into``."""
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", rev, "pilot_sys"], check=True, capture_output=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into
 
 
 def main() -> int:

@@ -37,20 +37,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from git_tree import extract
+
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_HALF_WIDTH = 0.10
 TARGET_SECONDS = 60.0
-
-
-def extract(rev: str, into: Path) -> Path:
-    """The package at ``rev``, importable from ``into``."""
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", rev, "pilot_sys", "plugins"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into
 
 
 def session(

@@ -40,6 +40,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from git_tree import extract
+
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_SECONDS = 0.3
 ANCHOR = "import numpy"
@@ -89,17 +91,6 @@ def run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, floa
         os.waitstatus_to_exitcode(status),
         out,
     )
-
-
-def extract(rev: str, into: Path) -> Path:
-    """The ``pilot_sys`` package (and ``plugins``) of git revision ``rev``, under ``into``."""
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", rev, "pilot_sys", "plugins"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into
 
 
 def _spread(xs: list[float]) -> str:
