@@ -6,8 +6,10 @@ scipy, so scipy (about 0.3 s to import: its array-API layer also loads numpy.f2p
 numpy.testing), pandas (read only for large files), matplotlib and requests must stay unloaded;
 ``--help``, ``analyze --help`` and an option refused before reading load none of numpy,
 pydantic or asyncio. (asyncio is allowed where pydantic is loaded: pydantic-core marks functions
-with typing_extensions' ``deprecated``, which imports asyncio on Python < 3.13.) The timings
-themselves are ``benchmarks/small_file_speed.py``'s, not a test's.
+with typing_extensions' ``deprecated``, which imports asyncio on Python < 3.13.) Output that
+goes to no terminal is plain text, written without rich, and a series too short for any change
+point needs none of the steady-state search after change-point detection (``settle`` with PELT
+and CROPS). The timings themselves are ``benchmarks/small_file_speed.py``'s, not a test's.
 """
 
 from __future__ import annotations
@@ -46,13 +48,18 @@ ARGUMENTS_ONLY = HEAVY | {"numpy", "pydantic", "pydantic_core", "asyncio", "rich
 TEN = "".join(f"{v}\n" for v in (10.1, 10.3, 9.9, 10.0, 10.2, 10.4, 9.8, 10.1, 10.0, 10.2))
 
 
+#: Make rich style output that goes to no terminal (rich's own switches).
+RICH_SWITCHES = ("FORCE_COLOR", "TTY_COMPATIBLE")
+
+
 def _run(*args: str) -> dict[str, object]:
     root = Path(pilot_sys.__file__).resolve().parent.parent  # the checkout under test
+    env = {k: v for k, v in os.environ.items() if k not in RICH_SWITCHES}
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, *args],
         check=False,
         cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
+        env={**env, "PYTHONPATH": str(root)},
         capture_output=True,
         text=True,
         timeout=120,
@@ -86,6 +93,36 @@ def test_ten_numbers_load_no_scipy_or_pandas(ten: Path, args: list[str], expect:
     # the command did analyse the numbers (not vacuous): numpy and the output models are there
     assert {"numpy", "pydantic"} <= loaded
     assert sorted(loaded & HEAVY) == []
+
+
+#: What text output to no terminal, and a series too short for a change point, do without.
+PLAIN_SHORT = {
+    "rich",
+    "pilot_sys.stats.settle",
+    "pilot_sys.stats.pelt",
+    "pilot_sys.stats.crops",
+}
+
+
+@pytest.mark.live
+@pytest.mark.parametrize(
+    ("args", "expect"),
+    [
+        (["analyze"], "ten.txt column 0: arithmetic mean, 95% CI\n  all     10.1  no CI"),
+        (["changepoints"], "too short to show a change"),
+    ],
+    ids=["analyze", "changepoints"],
+)
+def test_ten_numbers_as_plain_text_load_no_rich_nor_settle(
+    ten: Path, args: list[str], expect: str
+) -> None:
+    """The child's output is a StringIO (no terminal): rich would write plain text there, so
+    the text is written without it; ``steady`` does load ``settle`` (its own method)."""
+    report = _run(*args, str(ten))
+    assert expect in str(report["output"]), report["output"]
+    loaded = set(report["loaded"])  # type: ignore[arg-type]
+    assert "pilot_sys.stats.series_model" in loaded  # the model was asked (not vacuous)
+    assert sorted(loaded & PLAIN_SHORT) == []
 
 
 @pytest.mark.live

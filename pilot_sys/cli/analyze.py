@@ -66,55 +66,69 @@ def _fmt(x: float | None) -> str:
 
 
 def _render(out: AnalyzeOutput, stable: Summary, raw: Summary) -> None:
-    from rich.console import Console
-    from rich.markup import escape
+    from pilot_sys.cli.styled_lines import Line, print_lines
 
-    console = Console(highlight=False, soft_wrap=True)
-    unit = f" {escape(out.unit)}" if out.unit else ""
-    column = f" column {escape(out.column)!s}" if out.column else ""
-    console.print(
-        f"[bold]{escape(out.source)}[/]{column}: {out.pi_type} mean, {100 * out.confidence:g}% CI"
+    lines: list[Line] = []
+    unit = f" {out.unit}" if out.unit else ""
+    column = f" column {out.column!s}" if out.column else ""
+    lines.append(
+        [
+            (out.source, "bold"),
+            f"{column}: {out.pi_type} mean, {100 * out.confidence:g}% CI",
+        ]
     )
 
     def line(label: str, s: Summary) -> None:
         if s.ci_low is None:
-            console.print(
-                f"  {label:<7} {_fmt(s.mean)}{unit}  [red]no CI[/] (too few effective samples)  "
-                f"n={s.sample_size}"
+            lines.append(
+                [
+                    f"  {label:<7} {_fmt(s.mean)}{unit}  ",
+                    ("no CI", "red"),
+                    f" (too few effective samples)  n={s.sample_size}",
+                ]
             )
             return
         half = (s.ci_high - s.ci_low) / 2  # type: ignore[operator]
         # harmonic (mapped from reciprocals) and Wilson intervals are not centred on the mean: a ±
         # would misstate them (e.g. "1 ± 0.02" for a success fraction that cannot exceed 1)
         spread = f" ± {half:.3g}" if s.pi_type == "arithmetic" else ""
-        console.print(
-            f"  {label:<7} [bold]{_fmt(s.mean)}{spread}{unit}[/]  "
-            f"CI [{_fmt(s.ci_low)}, {_fmt(s.ci_high)}]{unit}  n={s.sample_size}  "
-            f"subsession {s.subsession_size} x {s.n_subsessions}  lag-1 r={s.autocorrelation:+.3f}"
+        lines.append(
+            [
+                f"  {label:<7} ",
+                (f"{_fmt(s.mean)}{spread}{unit}", "bold"),
+                f"  CI [{_fmt(s.ci_low)}, {_fmt(s.ci_high)}]{unit}  n={s.sample_size}  "
+                f"subsession {s.subsession_size} x {s.n_subsessions}  "
+                f"lag-1 r={s.autocorrelation:+.3f}",
+            ]
         )
 
     sp = out.stable_part
     removed = ", ".join(f"{b}..{e - 1}" for b, e in sp.removed) or "nothing"
     if sp.removed:
         line("stable", stable)
-        console.print(
-            f"          samples {sp.begin}..{sp.end - 1} ({sp.method}; removed {removed})"
+        lines.append(
+            [f"          samples {sp.begin}..{sp.end - 1} ({sp.method}; removed {removed})"]
         )
         for change in sp.later_changes:
-            console.print(f"          the steady state changed: {escape(change)}")
+            lines.append([f"          the steady state changed: {change}"])
         line("raw", raw)
     else:
         line("all", stable)
     if stable.ci_low is not None:
-        verdict = "[green]reached[/]" if stable.ci_reached else "[yellow]not reached[/]"
+        verdict = ("reached", "green") if stable.ci_reached else ("not reached", "yellow")
         still = stable.samples_still_needed
-        console.print(
-            f"  target  width {_fmt(stable.ci_width)}{unit} vs {_fmt(stable.target_width)}{unit} "
-            f"({escape(stable.target)}): {verdict}; "
-            f"needs {stable.required_sample_size} samples" + (f", {still} more" if still else "")
+        lines.append(
+            [
+                f"  target  width {_fmt(stable.ci_width)}{unit} vs {_fmt(stable.target_width)}"
+                f"{unit} ({stable.target}): ",
+                verdict,
+                f"; needs {stable.required_sample_size} samples"
+                + (f", {still} more" if still else ""),
+            ]
         )
     for w in out.warnings:
-        console.print(f"  [yellow]warning:[/] {escape(w)}")
+        lines.append(["  ", ("warning:", "yellow"), f" {w}"])
+    print_lines(lines)
 
 
 def plot_analysis(values: np.ndarray, out: AnalyzeOutput, path: str) -> None:

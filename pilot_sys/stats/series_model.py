@@ -45,8 +45,6 @@ from pilot_sys.stats.changepoint import (
     default_min_size,
     detect,
 )
-from pilot_sys.stats.settle import MIN_READINGS as SETTLE_MIN_READINGS
-from pilot_sys.stats.settle import dominant_run, settle
 
 STEADY_SHARE = 0.5  # the steady part holds more than this share of the readings
 # A run whose fitted line moves by more than this many residual standard deviations from its
@@ -238,6 +236,10 @@ def steady_part(
 ) -> tuple[tuple[int, int] | None, str]:
     """[begin, end) of the steady part of ``y`` cut at ``cuts`` (rule 2 of the module doc), or
     None, and why; ``exponent`` scales ``y``'s figures back to data units in the reason."""
+    # lazy, as in _settled_tail: a series too short for any cut (a few readings) never gets here,
+    # and settle's PELT and CROPS modules build their output models at import
+    from pilot_sys.stats.settle import dominant_run
+
     n = int(y.size)
     begin, end = dominant_run(y, cuts, tolerance=0.0)
     share = (end - begin) / n
@@ -270,6 +272,9 @@ def _settled_tail(
         f"the longest run of equal segments, [{begin}, {end}), holds {100 * share:.1f}% of the "
         f"series (more than {100 * STEADY_SHARE:g}% needed)"
     )
+    from pilot_sys.stats.settle import MIN_READINGS as SETTLE_MIN_READINGS
+    from pilot_sys.stats.settle import settle
+
     if y.size >= SETTLE_MIN_READINGS:
         # the readings as given (not scaled) set the length of settle's outlier guard
         found = settle(y, seconds_per_unit=math.ldexp(1.0, exponent))
