@@ -31,7 +31,11 @@ and their output is checked against the first's. The checkout itself is then not
     python3 benchmarks/small_file_speed.py [--repeat 7] [--old REV] [--only analyze-10,...]
         [--compile]
     python3 benchmarks/small_file_speed.py --python /tmp/v_new/bin/python \
-        --python /tmp/v_old/bin/python [--repeat 9] [--only analyze-10]
+        --python /tmp/v_old/bin/python [--repeat 9] [--only analyze-10] [--instructions]
+
+``--instructions`` also runs every command once under valgrind's callgrind and prints the
+instructions it executed: a figure the other jobs of a shared machine do not move (a process
+that waits for memory or the disk takes longer for the same count: it ranks, it does not time).
 
 Target: a 10-number file analysed in under 0.3 s (an absolute figure: it holds on an idle core
 only, so the ratio to ``import numpy`` is what carries over). Exit status 1 when the median
@@ -44,6 +48,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -107,6 +113,23 @@ def run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, floa
     )
 
 
+def instructions(command: list[str], env: dict[str, str], cwd: Path) -> int | None:
+    """Instructions one process executes (valgrind's callgrind ``I refs``): unlike its time, the
+    same on a busy machine; None when valgrind is missing or prints no count."""
+    if shutil.which("valgrind") is None:
+        return None
+    proc = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    found = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
+    return int(found.group(1).replace(",", "")) if found else None
+
+
 def _spread(xs: list[float]) -> str:
     return f"{statistics.median(xs):.3f} ({min(xs):.3f}-{max(xs):.3f})"
 
@@ -122,6 +145,11 @@ def main() -> int:
     )
     parser.add_argument(
         "--compile", action="store_true", help="no bytecode cache: compile the sources every start"
+    )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count each command's instructions once under valgrind (load-independent)",
     )
     parser.add_argument(
         "--python",
@@ -216,6 +244,13 @@ def main() -> int:
         for label in jobs:
             if "@" in label and outputs[label] != outputs[label.split("@")[0]]:
                 print(f"  output of {label} differs from this tree's")
+        if args.instructions:
+            counts = {label: instructions(*job) for label, job in jobs.items()}
+            base_count = counts[ANCHOR]
+            print(f"\ninstructions executed (valgrind callgrind, one run each; x = / `{ANCHOR}`)")
+            for label, count in counts.items():
+                ratio = f"{count / base_count:8.2f}" if count and base_count else f"{'-':>8}"
+                print(f"{label:34} {count or 0:>15,} {ratio}")
         if "analyze-10" not in cpu:
             return 0
         med = statistics.median(cpu["analyze-10"])
