@@ -258,6 +258,11 @@ CROPS_SOURCES = (
     "pilot_sys/stats/settle.py",
     "pilot_sys/stats/outliers.py",
 )
+# EDM: the entry point and the modules it is split into (the cached answers depend on all)
+EDM_SOURCES = (
+    "pilot_sys/stats/changepoint.py",
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pilot_sys/stats").glob("_changepoint_*.py")),
+)
 MIN_STEADY: list[object] = [1 / 6, 0.2, 0.25, 0.3]
 
 FAMILIES: dict[str, Family] = {
@@ -273,7 +278,7 @@ FAMILIES: dict[str, Family] = {
             "pilot_sys/stats/outliers.py",
             "pilot_sys/stats/series_model.py",
             "pilot_sys/stats/change_kind.py",
-            "pilot_sys/stats/changepoint.py",
+            *EDM_SOURCES,
         ),
     ),
     "dual-gate": Family(
@@ -310,13 +315,13 @@ FAMILIES: dict[str, Family] = {
         _edm_stable,
         _grid(trend=[False, True]),
         "EDM dominant stable segment (today's analyze/session warm-up removal), +/- trend step",
-        ("pilot_sys/stats/changepoint.py", "pilot_sys/stats/change_kind.py"),
+        (*EDM_SOURCES, "pilot_sys/stats/change_kind.py"),
     ),
     "edm": Family(
         _edm,
         _grid(significance=[0.01, 0.001], tolerance=[0.05], confidence=[0.95]),
         "pilot-sys EDM change points then Kalibera walk-back",
-        ("pilot_sys/stats/changepoint.py", "pilot_sys/stats/settle.py"),
+        (*EDM_SOURCES, "pilot_sys/stats/settle.py"),
     ),
 }
 

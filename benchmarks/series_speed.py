@@ -48,7 +48,11 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.append(str(ROOT))  # after PYTHONPATH: a dump under another commit imports that one
+# The checkout before any installed copy of the package, but after PYTHONPATH's entries (which
+# follow the script's folder): a dump under another commit sets PYTHONPATH to that commit's tree.
+sys.path.insert(
+    1 + len([p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]), str(ROOT)
+)
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 READ_ANCHOR = r"""

@@ -22,15 +22,23 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 import zlib
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-import pilot_sys
+# The checkout before any installed copy of the package, but after PYTHONPATH's entries (which
+# follow the script's folder): recording under another commit sets PYTHONPATH to its tree.
+sys.path.insert(
+    1 + len([p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
+    str(Path(__file__).resolve().parent.parent),
+)
+import pilot_sys  # noqa: E402
 from pilot_sys.errors import InsufficientData
 from pilot_sys.stats import changepoint, ci, subsession
 from pilot_sys.stats.pi import PIType

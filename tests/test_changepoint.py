@@ -15,9 +15,9 @@ from pilot_sys.stats._changepoint_ranks import (
     segment_order,
     split_medians,
 )
+from pilot_sys.stats._changepoint_statistic import _cusum_scan
 from pilot_sys.stats.changepoint import (
     IncrementalEDM,
-    _cusum_scan,
     critical_value,
     default_min_size,
     dependence_factor,

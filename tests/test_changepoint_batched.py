@@ -18,6 +18,9 @@ import numpy as np
 import pytest
 
 from pilot_sys.stats import _changepoint_batch as batch
+from pilot_sys.stats import _changepoint_search as cp_search
+from pilot_sys.stats import _changepoint_segment as cp_segment
+from pilot_sys.stats import _changepoint_statistic as cp_statistic
 from pilot_sys.stats import changepoint as cp
 from pilot_sys.stats._changepoint_ranks import keys_at, position_keys
 
@@ -26,7 +29,7 @@ from pilot_sys.stats._changepoint_ranks import keys_at, position_keys
 def one_interval_at_a_time() -> Iterator[None]:
     """Within the block, ``detect`` scans every seeded interval alone (no batch, no pruning)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cp._Scans, "hopeful", lambda self, keys, penalty, floor=1.0: keys)
+        mp.setattr(cp_search._Scans, "hopeful", lambda self, keys, penalty, floor=1.0: keys)
         yield
 
 
@@ -111,13 +114,13 @@ def test_batched_matches_reference_with_other_parameters() -> None:
 def test_reference_switch_takes_the_old_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without this the comparisons above could compare the batched path with itself."""
     calls: list[int] = []
-    original = cp._scan_intervals
+    original = cp_segment._scan_intervals
 
-    def counting(*args: object, **kwargs: object) -> tuple[list[cp._ScanResult], list[int]]:
+    def counting(*args: object, **kwargs: object) -> tuple[list[cp_segment._ScanResult], list[int]]:
         calls.append(1)
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(cp, "_scan_intervals", counting)
+    monkeypatch.setattr(cp_search, "_scan_intervals", counting)
     x = np.random.default_rng(3).standard_normal(1000)
     reference(x)
     assert calls == []
@@ -130,7 +133,7 @@ def test_small_chunks_give_the_same_result(monkeypatch: pytest.MonkeyPatch) -> N
     rng = np.random.default_rng(11)
     series = [mixture(rng) for _ in range(12)]
     wanted = [cp.detect(x) for x in series]
-    monkeypatch.setattr(cp, "_BATCH_READINGS", 100)  # one row per call, or two
+    monkeypatch.setattr(cp_segment, "_BATCH_READINGS", 100)  # one row per call, or two
     assert [cp.detect(x) for x in series] == wanted
 
 
@@ -177,7 +180,9 @@ def test_top_masks_rows_match_one_interval_selection() -> None:
     counts = [length // 2, length // 4, length - length // 4, 0, length]
     rows = batch.top_masks(values[where], counts, lambda r: keys_at(where[r]))
     for i, s in enumerate(starts.tolist()):
-        single = cp._top_masks(values[s : s + length], cp._LazyKeys(s, s + length), counts)
+        single = cp_statistic._top_masks(
+            values[s : s + length], cp_statistic._LazyKeys(s, s + length), counts
+        )
         for got, want, count in zip([r[i] for r in rows], single, counts, strict=True):
             assert np.array_equal(got, want)
             assert int(got.sum()) == count
@@ -197,7 +202,7 @@ def test_cusum_scan_rows_match_one_interval_scan() -> None:
     positions = np.arange(m - min_size + 1, dtype=np.float64)[min_size:]
     split, stat, low, high = batch.cusum_scan(counts, min_size, positions)
     for row in range(counts.shape[0]):
-        want_split, want_stat, want_cuts = cp._cusum_scan(counts[row], min_size)
+        want_split, want_stat, want_cuts = cp_statistic._cusum_scan(counts[row], min_size)
         cuts = (int(low[row]),) if low[row] == high[row] else (int(low[row]), int(high[row]))
         assert (int(split[row]), float(stat[row]), cuts) == (want_split, want_stat, want_cuts)
     assert (int(split[0]), float(stat[0])) == (48, 0.0)
@@ -245,12 +250,12 @@ def test_batched_rows_equal_the_naive_sign_statistic_and_the_one_interval_scan()
         if length > n:
             continue
         starts = list(range(0, n - length + 1, length // 2))
-        scans, skipped = cp._scan_intervals(
+        scans, skipped = cp_segment._scan_intervals(
             values, starts, length, min_size=min_size, base_penalty=1.0, scale=True, dependence=True
         )
         assert skipped == [] and [s.begin for s in scans] == starts
         for scan in scans:
-            alone = cp._scan_segment(
+            alone = cp_segment._scan_segment(
                 values, scan.begin, scan.end, min_size=min_size, base_penalty=1.0, scale=True,
                 dependence=True, median_scan=None,
             )  # fmt: skip

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pilot_sys.stats import _changepoint_search as cp_search
+from pilot_sys.stats import _changepoint_segment as cp_segment
 from pilot_sys.stats import changepoint as cp
 from pilot_sys.stats._changepoint_bound import SeededBounds, packed, walk_extremes
 
@@ -32,7 +34,7 @@ def series(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def exact_statistics(x: np.ndarray, starts: list[int], length: int, min_size: int) -> np.ndarray:
-    scans, _ = cp._scan_intervals(
+    scans, _ = cp_segment._scan_intervals(
         x, starts, length, min_size=min_size, base_penalty=np.inf, scale=True, dependence=False
     )
     return np.array([[stat for _, _, stat, _ in scan.scans] for scan in scans]).T
@@ -77,9 +79,9 @@ def test_walk_extremes_match_the_walk() -> None:
 def test_detect_with_the_bound_matches_deciding_every_interval(kind: str) -> None:
     rng = np.random.default_rng(len(kind))
     x = series(kind, 40_000, rng) + np.where(np.arange(40_000) % 9_000 < 300, 1.5, 0.0)
-    assert x.size >= cp._BOUND_MIN_READINGS
+    assert x.size >= cp_search._BOUND_MIN_READINGS
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cp._Scans, "hopeful", lambda self, keys, penalty, floor=1.0: keys)
+        mp.setattr(cp_search._Scans, "hopeful", lambda self, keys, penalty, floor=1.0: keys)
         want = cp.detect(x)
     built: list[int] = []
     original = SeededBounds.__init__

@@ -14,13 +14,12 @@ import numpy as np
 import pytest
 
 from pilot_sys.session.statsapi import stable_segment
+from pilot_sys.stats._changepoint_dependence import _SeriesDependence
+from pilot_sys.stats._changepoint_edges import _scan_anchored
 from pilot_sys.stats._changepoint_null import _edge_tail_table, edge_sf, kolmogorov_sf
+from pilot_sys.stats._changepoint_statistic import _indicators, _LazyKeys
 from pilot_sys.stats.changepoint import (
     IncrementalEDM,
-    _indicators,
-    _LazyKeys,
-    _scan_anchored,
-    _SeriesDependence,
     default_min_size,
     detect,
     edge_intervals,

@@ -29,8 +29,8 @@ def top_masks(
     One selection along the rows (a sort when there are several cuts: numpy's vectorised sort
     is faster than a multi-k introselect) finds every cut value. A row whose cut value is tied
     (more readings equal to it than still needed) takes its largest-keyed tied readings, as
-    ``changepoint._top_masks`` does; ``keys_of(rows)`` gives those rows' keys, so continuous
-    data never computes a key.
+    ``_changepoint_statistic._top_masks`` does; ``keys_of(rows)`` gives those rows' keys, so
+    continuous data never computes a key.
     """
     n_rows, m = block.shape
     kth = sorted({m - c for c in counts if 0 < c <= m})
@@ -64,8 +64,9 @@ def cusum_scan(
     """Per row of cumulative indicator sums: best split, bridge-scaled CUSUM range, and its cuts.
 
     ``positions`` holds min_size .. m - min_size as float64. Returns ``split``, ``statistic``
-    and the two cuts (equal when the change has one), as ``changepoint._cusum_scan`` does for
-    one row, including its answer (m // 2, 0, one cut) for an indicator without both values.
+    and the two cuts (equal when the change has one), as ``_changepoint_statistic._cusum_scan``
+    does for one row, including its answer (m // 2, 0, one cut) for an indicator without both
+    values.
     """
     n_rows, m = counts.shape
     p = counts[:, -1] / m
