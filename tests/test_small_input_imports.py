@@ -9,7 +9,8 @@ pydantic or asyncio. (asyncio is allowed where pydantic is loaded: pydantic-core
 with typing_extensions' ``deprecated``, which imports asyncio on Python < 3.13.) Output that
 goes to no terminal is plain text, written without rich, and a series too short for any change
 point needs none of the steady-state search after change-point detection (``settle`` with PELT
-and CROPS). The timings themselves are ``benchmarks/small_file_speed.py``'s, not a test's.
+and CROPS) nor the change-point detector. The timings themselves are
+``benchmarks/small_file_speed.py``'s, not a test's.
 """
 
 from __future__ import annotations
@@ -102,6 +103,12 @@ PLAIN_SHORT = {
     "pilot_sys.stats.pelt",
     "pilot_sys.stats.crops",
 }
+#: The change-point detector (its models and minimum segment size are enough to say "too short").
+DETECTOR = {
+    "pilot_sys.stats.changepoint",
+    "pilot_sys.stats._changepoint_search",
+    "pilot_sys.stats._changepoint_edges",
+}
 
 
 @pytest.mark.live
@@ -123,6 +130,18 @@ def test_ten_numbers_as_plain_text_load_no_rich_nor_settle(
     loaded = set(report["loaded"])  # type: ignore[arg-type]
     assert "pilot_sys.stats.series_model" in loaded  # the model was asked (not vacuous)
     assert sorted(loaded & PLAIN_SHORT) == []
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("command", ["analyze", "steady", "changepoints"])
+def test_ten_numbers_load_no_change_point_detector(ten: Path, command: str) -> None:
+    """Ten readings are too short for two segments of the minimum size: the one model says so
+    from the minimum size alone, without the detector."""
+    report = _run(command, "--json", str(ten))
+    assert "too short" in str(report["output"]), report["output"]
+    loaded = set(report["loaded"])  # type: ignore[arg-type]
+    assert "pilot_sys.stats._changepoint_result" in loaded  # the model's types (not vacuous)
+    assert sorted(loaded & DETECTOR) == []
 
 
 @pytest.mark.live

@@ -294,8 +294,8 @@ def changepoints(
         raise BadInput("--significance", f"{significance} must be between 0 and 1, e.g. 0.01")
     plot_path = check_plot_path(plot)
     values, name, unit, label = load_series(source, column, decimal)
-    from pilot_sys.stats.changepoint import default_min_size
-    from pilot_sys.stats.series_model import series_model
+    # the model's minimum segment size: a series too short for two loads no detector
+    from pilot_sys.stats.series_model import default_min_size, series_model
 
     size = default_min_size(values.size) if min_size is None else min_size
     if values.size < 2 * size:

@@ -32,7 +32,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from pilot_sys.stats.changepoint import ChangePoints, Segment
+from pilot_sys.stats._changepoint_result import ChangePoints, Segment
 from pilot_sys.stats.kind_moments import Fits, moment_fits
 from pilot_sys.stats.outliers import DEFAULT_WINDOW, window_outliers
 

@@ -29,6 +29,10 @@ import math
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+# the detector's models and its minimum segment size, without the detector itself: a series too
+# short for two segments is answered without loading it (``detect`` is imported when it runs)
+from pilot_sys.stats._changepoint_plan import default_min_size
+from pilot_sys.stats._changepoint_result import ChangePoints, Segment, Statistic
 from pilot_sys.stats.change_kind import (
     DEFAULT_SIGNIFICANCE as KIND_SIGNIFICANCE,
 )
@@ -36,14 +40,6 @@ from pilot_sys.stats.change_kind import (
     ChangeKind,
     classify_changes,
     explain_changes,
-)
-from pilot_sys.stats.changepoint import (
-    DEFAULT_SIGNIFICANCE,
-    ChangePoints,
-    Segment,
-    Statistic,
-    default_min_size,
-    detect,
 )
 
 STEADY_SHARE = 0.5  # the steady part holds more than this share of the readings
@@ -165,14 +161,15 @@ def series_model(
     values: np.ndarray,
     *,
     min_size: int | None = None,
-    significance: float = DEFAULT_SIGNIFICANCE,
+    significance: float | None = None,
     statistic: Statistic = "sign",
     trend: bool = True,
     kind_significance: float = KIND_SIGNIFICANCE,
 ) -> SeriesModel:
     """The model of the module doc for finite, time-ordered ``values``.
 
-    ``min_size``, ``significance`` and ``statistic`` are EDM's (``changepoint.detect``);
+    ``min_size``, ``significance`` and ``statistic`` are EDM's (``changepoint.detect``; None:
+    its defaults);
     ``trend=False`` keeps every change point EDM found (the ones a trend explains are kind
     "none" and do not separate the steady part from its neighbours any more than any cut does).
     """
@@ -202,6 +199,10 @@ def series_model(
         )
     exponent = data_scale(x)
     y = np.ldexp(x, -exponent) if exponent else x
+    from pilot_sys.stats.changepoint import DEFAULT_SIGNIFICANCE, detect
+
+    if significance is None:
+        significance = DEFAULT_SIGNIFICANCE
     found = detect(y, min_size=size, significance=significance, statistic=statistic)
     if trend:
         found, kinds = explain_changes(y, found, kind_significance)
