@@ -24,8 +24,9 @@ _REWRITTEN_BY_RICH = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def rich_would_style(stream: TextIO) -> bool:
-    """Whether rich's ``Console`` writing to ``stream`` would emit escape codes (its
-    ``is_terminal``, less the Jupyter and IDLE cases, which only make it plain)."""
+    """Whether rich's ``Console`` writing to ``stream`` would emit escape codes: its
+    ``is_terminal`` test (IDLE, which rich treats as no terminal, may count as one here and so
+    still goes through rich; in Jupyter, where rich would display HTML, the text is written)."""
     compatible = os.environ.get("TTY_COMPATIBLE", "")
     if compatible in ("0", "1"):
         return compatible == "1"
