@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pilot_sys.stats.changepoint import ChangePoints, Segment
 from pilot_sys.stats.kind_moments import Fits, moment_fits
-from pilot_sys.stats.outliers import DEFAULT_WINDOW, window_outliers
+from pilot_sys.stats.outliers import DEFAULT_WINDOW, ROLLING_MIN, window_outliers
 
 Kind = Literal["level", "trend", "spread", "none"]
 DEFAULT_SIGNIFICANCE = 0.001
@@ -268,11 +268,13 @@ def _outliers_near(x: np.ndarray, cuts: Sequence[int], window: int) -> np.ndarra
             spans.append([lo, hi])
     if x.size < window:
         return mask
+    # a short stretch of a long series by running order statistics too (the same mask)
+    rolling = x.size >= ROLLING_MIN
     for lo, hi in spans:
         a, b = max(lo - (window - 1), 0), min(hi + window - 1, x.size)
         if b - a < window:  # a stretch shorter than a window: the whole series decides
             return window_outliers(x, window)
-        mask[lo:hi] = window_outliers(x[a:b], window)[lo - a : hi - a]
+        mask[lo:hi] = window_outliers(x[a:b], window, rolling=rolling)[lo - a : hi - a]
     return mask
 
 
