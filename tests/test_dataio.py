@@ -225,13 +225,15 @@ def test_numpys_reader_reads_what_the_exact_reader_reads_or_declines(tmp_path: P
 
     rng = np.random.default_rng(17)
     disagreements = []
-    numpy_reads = 0
+    numpy_reads = below_comments = 0
     for trial in range(200):
         lines = ["latency (ms)"] if trial % 2 else []
         for _ in range(int(rng.integers(1, 25))):
             kind = str(rng.choice(LINE_KINDS)) if rng.random() < 0.2 else "row"
             cell = str(rng.choice(CELLS)) if rng.random() < 0.1 else f"{rng.normal(5, 3):.17g}"
             lines.append(_line(kind, [cell], " "))
+        if trial % 5 == 0:  # comments and blanks above the header: lines numpy skips too
+            lines[:0] = ["# made by hand", "", "  # aside"]
         text = "\n".join(lines) + ("\n" if trial % 3 else "")
         src = write(tmp_path, text, f"t{trial}.txt")
         exact = _exact_or_error(src, None)
@@ -246,10 +248,11 @@ def test_numpys_reader_reads_what_the_exact_reader_reads_or_declines(tmp_path: P
         values, where = read
         got = ("ok", values.tolist(), [where.line(i) for i in range(values.size)])
         numpy_reads += 1
+        below_comments += trial % 5 == 0
         if got != exact:
             disagreements.append((text, got, exact))
     assert disagreements == []
-    assert numpy_reads > 40
+    assert numpy_reads > 40 and below_comments > 5
 
 
 def test_a_mid_sized_file_of_plain_numbers_is_read_without_pandas(
