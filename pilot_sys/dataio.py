@@ -8,7 +8,9 @@ as compilers and editors print them.
 
 The exact reader splits each line in Python and knows where every cell starts: it defines
 what a file means and names bad cells, but costs a microsecond or more a line. Large files go
-to pandas' C parser instead, in one of two ways that give the exact reader's answer:
+to pandas' C parser instead (or, a mid-sized file of one plain number a line, to numpy's, whose
+import costs less than pandas': ``pilot_sys.plain_numbers``), in one of two ways that give the
+exact reader's answer:
 
 - in one call, when whole-buffer searches show plain text (UTF-8, no NUL, no lone CR; in CSV
   every row with the header's cell count) and pandas returns one finite value per line;
@@ -39,6 +41,7 @@ import numpy as np
 
 from pilot_sys.errors import BadInput
 from pilot_sys.limits import DATA_BYTES, DATA_LINE, read_stream_bounded
+from pilot_sys.plain_numbers import NUMPY_BYTES, one_number_a_line
 from pilot_sys.quantity import Quantity, conversion_factor, parse_unit
 
 STDIN = "-"
@@ -797,14 +800,34 @@ def _whole(pd: Any, src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | 
     return values, LineMap(lay.data_line, np.zeros(0, dtype=np.int64), values.size)
 
 
+def _one_number_a_line(src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | None:
+    """The column by numpy's text reader (``pilot_sys.plain_numbers``) when the file holds one
+    plain number a line: one whitespace-separated column with decimal points, no comment,
+    quote or unit separator anywhere; None otherwise, or when numpy reads it otherwise."""
+    if lay.width != 1 or lay.delimiter != " " or lay.decimal != ".":
+        return None
+    plain = _plain(src, lay)
+    if plain is None or plain.lines == 0 or plain.comments or plain.quotes:
+        return None
+    if plain.unit_separator:
+        return None
+    with src.open() as handle:
+        values = one_number_a_line(handle, lay.data_line - 1, plain.lines)
+    if values is None:
+        return None
+    return values, LineMap(lay.data_line, np.zeros(0, dtype=np.int64), values.size)
+
+
 def _fast(src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | None:
-    """The column read by pandas' C parser: in one call when the bytes allow, else chunk by
-    chunk with the irregular lines read exactly; None when only the exact reader can split
-    the lines, or when the input is small enough that importing pandas would cost more than
-    the exact reader."""
+    """The column read by numpy's text reader (a mid-sized file of one number a line) or
+    pandas' C parser: in one call when the bytes allow, else chunk by chunk with the irregular
+    lines read exactly; None when only the exact reader can split the lines, or when the input
+    is small enough that importing pandas would cost more than the exact reader."""
     size = len(src.data) if src.data is not None else src.path.stat().st_size if src.path else 0
     if size < _EXACT_BYTES:
         return None
+    if size < NUMPY_BYTES and (read := _one_number_a_line(src, lay)) is not None:
+        return read
     import pandas as pd
 
     return _whole(pd, src, lay) or _chunked(pd, src, lay)

@@ -147,3 +147,30 @@ def test_a_drop_refits_only_its_neighbours(monkeypatch: pytest.MonkeyPatch) -> N
     kinds = change_kind.classify_changes(x, cuts)
     assert len(calls) == len(set(calls)) <= 3 * len(cuts)
     assert len(kinds) < len(cuts)  # the ramp's cuts went
+
+
+def test_the_least_p_value_decides_none_at_every_level_as_kind_of_does() -> None:
+    """classify_changes decides "none" by one comparison with each change point's least
+    p-value; _kind_of (the rule) at levels below, at and above every p-value, with NaN p-values,
+    no spread test and ratios at the 1.5 edge."""
+    from pilot_sys.stats.change_kind import _Evidence, _kind_of
+
+    rng = np.random.default_rng(21)
+    choices = [0.0, 1e-9, 1e-4, 0.001, 0.5, 1.0, float("nan")]
+    checked = 0
+    for _ in range(400):
+        p_jump, p_any = (float(rng.choice(choices)) for _ in range(2))
+        p_spread = None if rng.random() < 0.3 else float(rng.choice(choices))
+        ratio = float(rng.choice([1.0, 1.5, 1 / 1.5, 1.6, 0.2, 3.0, float("inf")]))
+        e = _Evidence(
+            common={},
+            p_jump=p_jump,
+            p_any=p_any,
+            turn=bool(rng.random() < 0.5),
+            p_spread=p_spread,
+            ratio=ratio,
+        )
+        for level in [*(c for c in choices if c == c), 2e-9, 0.0005, 0.3, 2.0]:
+            assert (_kind_of(e, level)[0] == "none") == (level <= e.least_p), (e, level)
+            checked += 1
+    assert checked > 3000

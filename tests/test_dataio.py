@@ -217,6 +217,65 @@ def test_fast_reader_agrees_with_the_exact_reader(
     assert whole_reads > 10  # clean files are read in one call of pandas
 
 
+def test_numpys_reader_reads_what_the_exact_reader_reads_or_declines(tmp_path: Path) -> None:
+    """Files of one column with every irregularity: numpy's reader (a mid-sized file of one
+    number a line) gives the exact reader's values and lines, or declines and leaves the file
+    to the readers that name the bad cell; clean files it reads."""
+    from pilot_sys import dataio
+
+    rng = np.random.default_rng(17)
+    disagreements = []
+    numpy_reads = below_comments = 0
+    for trial in range(200):
+        lines = ["latency (ms)"] if trial % 2 else []
+        for _ in range(int(rng.integers(1, 25))):
+            kind = str(rng.choice(LINE_KINDS)) if rng.random() < 0.2 else "row"
+            cell = str(rng.choice(CELLS)) if rng.random() < 0.1 else f"{rng.normal(5, 3):.17g}"
+            lines.append(_line(kind, [cell], " "))
+        if trial % 5 == 0:  # comments and blanks above the header: lines numpy skips too
+            lines[:0] = ["# made by hand", "", "  # aside"]
+        text = "\n".join(lines) + ("\n" if trial % 3 else "")
+        src = write(tmp_path, text, f"t{trial}.txt")
+        exact = _exact_or_error(src, None)
+        source = dataio._open_source(src)
+        try:
+            lay, _ = dataio._layout(source, None, None)
+        except BadInput:
+            continue
+        read = dataio._one_number_a_line(source, lay)
+        if read is None:
+            continue
+        values, where = read
+        got = ("ok", values.tolist(), [where.line(i) for i in range(values.size)])
+        numpy_reads += 1
+        below_comments += trial % 5 == 0
+        if got != exact:
+            disagreements.append((text, got, exact))
+    assert disagreements == []
+    assert numpy_reads > 40 and below_comments > 5
+
+
+def test_a_mid_sized_file_of_plain_numbers_is_read_without_pandas(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Importing pandas costs more than numpy's reader takes for a few MB; a larger file goes
+    to pandas, whose parser is faster: the same values either way, bit for bit."""
+    from pilot_sys import dataio
+
+    rng = np.random.default_rng(5)
+    values = rng.lognormal(3, 2, 200_000)
+    src = tmp_path / "mid.txt"
+    src.write_text("".join(f"{float(v)!r}\n" for v in values))
+    assert dataio._EXACT_BYTES < src.stat().st_size < dataio.NUMPY_BYTES
+    with monkeypatch.context() as patch:
+        patch.setitem(sys.modules, "pandas", None)  # importing pandas fails
+        col = read_table_column(str(src))
+    assert np.array_equal(col.values, values) and col.where(5) == f"{src}:6"
+    monkeypatch.setattr(dataio, "NUMPY_BYTES", 0)
+    assert np.array_equal(read_table_column(str(src)).values, values)
+    assert "pandas" in sys.modules
+
+
 def test_where_names_the_line_of_each_value_past_comments_and_blanks(tmp_path: Path) -> None:
     src = write(tmp_path, "# made by hand\nv\n1\n\n2\n# gap\n   \n3  # last\n")
     col = read_table_column(src)

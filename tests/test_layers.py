@@ -1,11 +1,12 @@
 """The modules of pilot_sys import one another only downwards, and never in a circle.
 
-Layers, lowest first: base (errors, units, quantity, palette, dataio, limits, safefile,
-plugin_loader, redaction, credentials) < stats < topology = workload < monitor = plugins < session
-< report < cli. A module may import its own layer or any lower one. Every import counts, wherever
-it is written: at module level, inside a function (a lazy import still ties the two modules
-together), or under ``if TYPE_CHECKING`` (a type is a dependency too). The repository's top-level
-``plugins/`` folder is the package ``pilot_sys.plugins`` (pyproject's ``package-dir``).
+Layers, lowest first: base (errors, units, quantity, palette, dataio, plain_numbers, limits,
+safefile, plugin_loader, redaction, credentials) < stats < topology = workload < monitor =
+plugins < session < report < cli. A module may import its own layer or any lower one. Every
+import counts, wherever it is written: at module level, inside a function (a lazy import still
+ties the two modules together), or under ``if TYPE_CHECKING`` (a type is a dependency too).
+The repository's top-level ``plugins/`` folder is the package ``pilot_sys.plugins``
+(pyproject's ``package-dir``).
 
 The package root ``pilot_sys`` is outside the layers: it holds the version that results record
 and the lazily loaded public API (``pilot_sys.benchmark``), so it is read by every layer and
@@ -35,6 +36,7 @@ LAYERS: dict[str, int] = {
     "pilot_sys.units": BASE,
     "pilot_sys.palette": BASE,
     "pilot_sys.dataio": BASE,
+    "pilot_sys.plain_numbers": BASE,
     "pilot_sys.limits": BASE,
     "pilot_sys.safefile": BASE,
     "pilot_sys.plugin_loader": BASE,

@@ -79,3 +79,38 @@ def test_running_extremes_of_scipy_are_those_of_the_block_maxima(window: int) ->
         assert np.array_equal(got, want)
     naive = [bounds[max(j - window + 1, 0) : j + 1].max() for j in range(bounds.size + window - 1)]
     assert np.array_equal(outliers._running_extreme(bounds, window, True), naive)
+
+
+@pytest.mark.parametrize("window", [200, 57, 10, 2])
+def test_running_order_statistics_in_numpys_arithmetic_are_the_sorted_windows_bit_for_bit(
+    window: int,
+) -> None:
+    """A short stretch of a long series takes the rank filter in np.quantile's and np.median's
+    arithmetic: the bounds of sorting every window (the short-series path), the same floats."""
+    rng = np.random.default_rng(window + 1)
+    spread = outliers.DEFAULT_SPREAD
+    for x in (
+        rng.normal(5.0, 1e3, 6000),
+        np.round(rng.normal(0, 1, 6000), 2),
+        rng.lognormal(0, 2, 6000),
+        np.concatenate([np.linspace(0, 1e6, 3000), 1e6 + rng.standard_t(2, 3000)]),
+    ):
+        want = outliers._bounds_sorted(x, window, spread)
+        got = outliers._bounds_rolling(x, window, spread, numpy_arithmetic=True)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    # the pandas arithmetic differs from numpy's (p1's weight is above 1/2), so the test above
+    # can tell the two apart
+    if window in (200, 57):
+        x = rng.normal(5.0, 1e3, 6000)
+        got = outliers._quantile_of_windows(x, 0.01, window, numpy_arithmetic=True)
+        assert np.array_equal(got, np.quantile(outliers.sliding_window_view(x, window), 0.01, 1))
+        assert not np.array_equal(got, outliers._quantile_of_windows(x, 0.01, window))
+
+
+def test_a_short_stretch_flags_the_same_readings_either_way() -> None:
+    rng = np.random.default_rng(12)
+    x = np.where(rng.random(9000) < 0.003, 40.0, 0.0) + rng.standard_t(3, 9000)
+    assert x.size < outliers.ROLLING_MIN
+    sorted_ = outliers.window_outliers(x)
+    assert np.array_equal(outliers.window_outliers(x, rolling=True), sorted_)
+    assert sorted_.sum() >= 20

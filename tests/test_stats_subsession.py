@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -80,6 +82,43 @@ def test_product_and_chunked_autocovariances_match_the_definition(n: int) -> Non
             rtol=0,
             atol=1e-13 * float(d @ d) / n,
         )
+
+
+def test_fast_fft_length_is_the_smallest_5_smooth_length() -> None:
+    def smooth(m: int) -> bool:
+        for p in (2, 3, 5):
+            while m % p == 0:
+                m //= p
+        return m == 1
+
+    for n in [*range(1, 3000), 2**20 + 1, 1_000_000 + 2**19 - 1, 1_999_999]:
+        want = next(m for m in itertools.count(n) if smooth(m))
+        assert ss.fast_fft_length(n) == want, n
+
+
+@pytest.mark.parametrize("n", [65, 1000, 4097])
+def test_fft_autocovariances_match_the_definition(n: int) -> None:
+    rows = np.stack([ar1(n, 0.7, n) + np.linspace(0.0, 2.0, n), ar1(n, 0.0, n + 1)])
+    rows -= rows.mean(axis=1, keepdims=True)
+    got = ss._fft_autocovariances(rows)
+    for d, row in zip(rows, got, strict=True):
+        np.testing.assert_allclose(
+            row, direct_autocovariances(d, n), rtol=0, atol=1e-13 * float(d @ d) / n
+        )
+
+
+@pytest.mark.parametrize("n", [2**16 + 3, 3 * 2**16])
+def test_a_series_of_few_chunks_is_transformed_whole(n: int) -> None:
+    """Up to _WHOLE_CHUNKS chunks, one padded transform; beyond, chunk by chunk: both the
+    definition's autocovariances (checked on the lags at the ends of the range)."""
+    d = ar1(n, 0.9, 7) + np.linspace(0.0, 3.0, n)
+    d -= d.mean()
+    for lags in (n // 3, n // ss._WHOLE_CHUNKS - 1):
+        got = ss._chunked_autocovariances(d, lags)
+        assert got.shape == (lags,)
+        some = [*range(8), *range(lags - 8, lags)]
+        want = np.array([d[: n - h] @ d[h:] for h in some]) / n
+        np.testing.assert_allclose(got[some], want, rtol=0, atol=1e-13 * float(d @ d) / n)
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pilot_sys.stats._changepoint_result import ChangePoints, Segment
 from pilot_sys.stats.kind_moments import Fits, moment_fits
-from pilot_sys.stats.outliers import DEFAULT_WINDOW, window_outliers
+from pilot_sys.stats.outliers import DEFAULT_WINDOW, ROLLING_MIN, window_outliers
 
 Kind = Literal["level", "trend", "spread", "none"]
 DEFAULT_SIGNIFICANCE = 0.001
@@ -129,7 +129,7 @@ def _around(
     """Readings of [begin, end) without outliers, their time from ``index``, and where it falls."""
     y = np.asarray(values[begin:end], dtype=np.float64)
     t = np.arange(begin, end, dtype=np.float64) - index
-    if outliers is not None:
+    if outliers is not None and outliers[begin:end].any():  # else every reading is kept
         keep = ~outliers[begin:end]
         if keep[: index - begin].sum() >= 3 and keep[index - begin :].sum() >= 3:
             y, t = y[keep], t[keep]
@@ -147,6 +147,17 @@ class _Evidence(BaseModel):
     turn: bool  # a kink fits better than one parabola through both segments
     p_spread: float | None  # None: a segment too short or without spread
     ratio: float
+
+    @property
+    def least_p(self) -> float:
+        """The smallest p-value ``_kind_of`` may decide by: the kind is "none" exactly at the
+        levels at or below it (NaN, which no level exceeds, counts as infinite)."""
+        eligible = [self.p_jump]
+        if self.turn:
+            eligible.append(self.p_any)
+        if self.p_spread is not None and max(self.ratio, 1.0 / self.ratio) > 1.5:
+            eligible.append(self.p_spread)
+        return min((p for p in eligible if p == p), default=float("inf"))
 
 
 def _direct_fits(y: np.ndarray, t: np.ndarray, k: int) -> Fits:
@@ -268,11 +279,13 @@ def _outliers_near(x: np.ndarray, cuts: Sequence[int], window: int) -> np.ndarra
             spans.append([lo, hi])
     if x.size < window:
         return mask
+    # a short stretch of a long series by running order statistics too (the same mask)
+    rolling = x.size >= ROLLING_MIN
     for lo, hi in spans:
         a, b = max(lo - (window - 1), 0), min(hi + window - 1, x.size)
         if b - a < window:  # a stretch shorter than a window: the whole series decides
             return window_outliers(x, window)
-        mask[lo:hi] = window_outliers(x[a:b], window)[lo - a : hi - a]
+        mask[lo:hi] = window_outliers(x[a:b], window, rolling=rolling)[lo - a : hi - a]
     return mask
 
 
@@ -313,11 +326,14 @@ def classify_changes(
         )
 
     found = [around(i) for i in range(len(cuts))]
+    # each round decides every change point again at a new level: by its least p-value, one
+    # comparison each (``_kind_of`` gives "none" exactly where the level is at most that)
+    least = [e.least_p for e in found]
     while True:
         # one test per change point: Bonferroni keeps the chance of keeping any artefact at
         # ``significance`` however many pieces the detector cut a trend into
         level = significance / max(len(cuts), 1)
-        none = [i for i, e in enumerate(found) if _kind_of(e, level)[0] == "none"]
+        none = [i for i, p in enumerate(least) if level <= p]
         if not none:
             kinds = [_decide(e, level) for e in found]
             if drop:
@@ -326,10 +342,11 @@ def classify_changes(
         # drop the one whose segments one line explains best (largest p of "any change")
         worst = max(none, key=lambda i: found[i].p_any)
         dropped[cuts[worst]] = _decide(found[worst], level)
-        del cuts[worst], found[worst]
+        del cuts[worst], found[worst], least[worst]
         # only its two neighbours' segments changed
         for i in range(max(worst - 1, 0), min(worst + 1, len(cuts))):
             found[i] = around(i)
+            least[i] = found[i].least_p
 
 
 def explain_changes(

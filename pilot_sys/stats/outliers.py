@@ -58,9 +58,13 @@ def _order_statistic(x: np.ndarray, rank: int, window: int) -> np.ndarray:
     return out[: x.size - window + 1]
 
 
-def _quantile_of_windows(x: np.ndarray, q: float, window: int) -> np.ndarray:
+def _quantile_of_windows(
+    x: np.ndarray, q: float, window: int, numpy_arithmetic: bool = False
+) -> np.ndarray:
     """Linear interpolation between the order statistics around ``q (window - 1)``, in the
-    arithmetic of pandas' rolling quantile and median (the same floats, bit for bit)."""
+    arithmetic of pandas' rolling quantile and median (the same floats, bit for bit), or with
+    ``numpy_arithmetic`` in that of ``np.quantile`` and ``np.median`` (which interpolate from
+    the upper neighbour when the weight is 1/2 or more)."""
     h = q * (window - 1)
     low = int(h)
     below = _order_statistic(x, low, window)
@@ -69,14 +73,19 @@ def _quantile_of_windows(x: np.ndarray, q: float, window: int) -> np.ndarray:
     above = _order_statistic(x, low + 1, window)
     if q == 0.5:
         return (below + above) / 2
-    return below + (above - below) * (h - low)
+    gamma = h - low
+    if numpy_arithmetic and gamma >= 0.5:
+        return above - (above - below) * (1 - gamma)
+    return below + (above - below) * gamma
 
 
-def _bounds_rolling(x: np.ndarray, window: int, spread: float) -> tuple[np.ndarray, np.ndarray]:
+def _bounds_rolling(
+    x: np.ndarray, window: int, spread: float, numpy_arithmetic: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Lower and upper bound of every window from running order statistics."""
-    med = _quantile_of_windows(x, 0.5, window)
-    p1 = _quantile_of_windows(x, 0.01, window)
-    p99 = _quantile_of_windows(x, 0.99, window)
+    med = _quantile_of_windows(x, 0.5, window, numpy_arithmetic)
+    p1 = _quantile_of_windows(x, 0.01, window, numpy_arithmetic)
+    p99 = _quantile_of_windows(x, 0.99, window, numpy_arithmetic)
     return med - spread * (p99 - p1), med + spread * (p99 - p1)
 
 
@@ -112,17 +121,31 @@ def _running_extreme(bounds: np.ndarray, window: int, highest: bool) -> np.ndarr
 
 
 def window_outliers(
-    values: np.ndarray, window: int = DEFAULT_WINDOW, spread: float = DEFAULT_SPREAD
+    values: np.ndarray,
+    window: int = DEFAULT_WINDOW,
+    spread: float = DEFAULT_SPREAD,
+    *,
+    rolling: bool | None = None,
 ) -> np.ndarray:
-    """Mask of the outliers of ``values`` (all False when the series is shorter than a window)."""
+    """Mask of the outliers of ``values`` (all False when the series is shorter than a window).
+
+    ``rolling`` chooses running order statistics (scipy.ndimage) over sorting every window;
+    None: for a series of ROLLING_MIN readings or more. A shorter series gets the same mask
+    either way, bit for bit (the sorted windows' arithmetic): a stretch of a long series can
+    take the faster way that the series has already paid the import of."""
     x = np.asarray(values, dtype=np.float64)
     if x.size < window:
         return np.zeros(x.size, dtype=bool)
     long = x.size >= ROLLING_MIN
-    lo, hi = (_bounds_rolling if long else _bounds_sorted)(x, window, spread)
+    if rolling is None:
+        rolling = long
+    if rolling:
+        lo, hi = _bounds_rolling(x, window, spread, numpy_arithmetic=not long)
+    else:
+        lo, hi = _bounds_sorted(x, window, spread)
     # outlier if any window holding it says so: compare with the highest lower bound and the
     # lowest upper bound among the windows that hold the reading
-    extreme = _running_extreme if long else _rolling_extreme
+    extreme = _running_extreme if rolling else _rolling_extreme
     highest_lo = extreme(lo, window, highest=True)
     lowest_hi = extreme(hi, window, highest=False)
     return (x < highest_lo) | (x > lowest_hi)

@@ -159,6 +159,7 @@ _STAGED_MIN_LENGTH = 1 << 16
 _PRODUCT_LAGS = 16
 _CHUNK_LAGS = (1 << 14, 1 << 19)
 _CHUNK_READINGS = 1 << 20  # readings per FFT call (bounds the temporaries to ~50 MB)
+_WHOLE_CHUNKS = 4  # a series of at most this many chunks is transformed whole
 
 
 def _product_autocovariances(d: np.ndarray, lags: int) -> np.ndarray:
@@ -168,6 +169,22 @@ def _product_autocovariances(d: np.ndarray, lags: int) -> np.ndarray:
     return np.array([np.einsum("i,i->", d[: n - h], d[h:]) for h in range(lags)]) / n
 
 
+def fast_fft_length(n: int) -> int:
+    """The smallest 5-smooth length (2^a 3^b 5^c) >= n: what ``scipy.fft.next_fast_len(n,
+    real=True)`` returns, without importing scipy.fft (~0.1 s) for it."""
+    best = 1 << max(n - 1, 0).bit_length()  # the next power of two
+    power5 = 1
+    while power5 < best:
+        length = power5
+        while length < best:
+            # the smallest power of two times ``length`` that reaches n
+            candidate = length << max(0, (-(-n // length) - 1).bit_length())
+            best = min(best, candidate)
+            length *= 3
+        power5 *= 5
+    return best
+
+
 def _chunked_autocovariances(d: np.ndarray, lags: int) -> np.ndarray:
     """sum_t d_t d_{t+h} / n for h < ``lags`` by FFTs of chunks of ``lags`` readings.
 
@@ -175,11 +192,12 @@ def _chunked_autocovariances(d: np.ndarray, lags: int) -> np.ndarray:
     starting in chunk i at those lags; the transform of chunk i+1 shifted by ``lags`` is its own
     transform times (-1)^f, so one transform per chunk serves both. Cache-sized transforms are
     several times faster than one transform of the whole series
-    (benchmarks/results/analyze_speed.md).
+    (benchmarks/results/analyze_speed.md). A series of a few chunks takes one transform of its
+    own length plus ``lags`` instead: two transforms where the chunks would take five or more.
     """
-    from scipy import fft
-
     n = d.size
+    if n <= _WHOLE_CHUNKS * lags:
+        return _padded_autocovariances(d, lags)
     whole = n // lags
     body = d[: whole * lags].reshape(whole, lags)  # a view: the series is not copied
     # the last, partial chunk and one of zeros after it: every chunk has a next one
@@ -191,9 +209,18 @@ def _chunked_autocovariances(d: np.ndarray, lags: int) -> np.ndarray:
     for first in range(0, whole + 1, group):  # each group's transforms include the next chunk
         stop = first + group + 1
         rows = body[first:stop] if stop <= whole else np.concatenate([body[first:], rest])
-        part = fft.rfft(rows[: stop - first], 2 * lags, axis=1)
+        part = np.fft.rfft(rows[: stop - first], 2 * lags, axis=1)
         spectrum += (np.conj(part[:-1]) * (part[:-1] + sign * part[1:])).sum(axis=0)
-    return fft.irfft(spectrum, 2 * lags)[:lags] / n
+    return np.fft.irfft(spectrum, 2 * lags)[:lags] / n
+
+
+def _padded_autocovariances(d: np.ndarray, lags: int) -> np.ndarray:
+    """sum_t d_t d_{t+h} / n for h < ``lags`` from one transform of the series zero-padded to
+    n + ``lags`` - 1 readings or more (the circular products then wrap into no lag below
+    ``lags``)."""
+    n = d.size
+    nfft = fast_fft_length(n + lags - 1)
+    return _inverse_power(np.fft.rfft(d, nfft), nfft)[:lags] / n
 
 
 def integrated_autocorrelation_time(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -205,9 +232,10 @@ def integrated_autocorrelation_time(x: np.ndarray) -> tuple[np.ndarray, np.ndarr
     (``_product_autocovariances``, then ``_chunked_autocovariances`` at more lags) and the whole
     series is transformed only when the sum has not ended within 2^19 lags.
 
-    scipy.fft at ``next_fast_len`` rather than numpy.fft at the next power of two: several times
-    faster on a long session's unit readings, with the same autocovariances to rounding
-    (benchmarks/results/session.md).
+    Transforms at 5-smooth lengths (``fast_fft_length``) rather than the next power of two:
+    several times faster on a long session's unit readings, with the same autocovariances to
+    rounding (benchmarks/results/session.md). numpy.fft (pocketfft, as scipy.fft) rather than
+    scipy.fft, whose import costs ~0.1 s more than the transforms of a million readings.
     """
     return _centred_autocorrelation_time(x - x.mean(axis=-1, keepdims=True))
 
@@ -233,31 +261,31 @@ def _centred_autocorrelation_time(d: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return tau.reshape(d.shape[:-1]), gamma0.reshape(d.shape[:-1])
 
 
-DIRECT_AUTOCOVARIANCE_MAX = 64  # readings up to which the O(n^2) sums beat an FFT's import
+DIRECT_AUTOCOVARIANCE_MAX = 64  # readings up to which the O(n^2) sums beat an FFT
 
 
 def _fft_autocovariances(d: np.ndarray) -> np.ndarray:
     """All autocovariances sum_t d_t d_{t+h} / n along the last axis, from one FFT per series
-    (directly for a series of a few dozen readings, which is then spared importing scipy.fft)."""
+    (directly for a series of a few dozen readings)."""
     n = d.shape[-1]
     if n <= DIRECT_AUTOCOVARIANCE_MAX:
         rows = d.reshape(-1, n)
         out = np.stack([np.correlate(row, row, mode="full")[n - 1 :] for row in rows])
         return out.reshape(d.shape) / n
-    from scipy import fft
+    nfft = fast_fft_length(2 * n - 1)
+    return _inverse_power(np.fft.rfft(d, nfft, axis=-1), nfft)[..., :n] / n
 
-    nfft = fft.next_fast_len(2 * n - 1, real=True)
-    spectrum = fft.rfft(d, nfft, axis=-1)
-    # the power spectrum written over the transform, which the inverse may overwrite: a long
-    # series allocates no power, complex copy or scaled copy of its own (each fresh pages)
+
+def _inverse_power(spectrum: np.ndarray, nfft: int) -> np.ndarray:
+    """The inverse transform of |``spectrum``|^2 (the circular autocorrelation), the power
+    written over ``spectrum``: a long series allocates no power or complex copy of its own
+    (each fresh pages)."""
     power = np.square(spectrum.real)
     power += np.square(spectrum.imag)
     spectrum.real = power
     spectrum.imag = 0.0
     del power
-    out = fft.irfft(spectrum, nfft, axis=-1, overwrite_x=True)[..., :n]
-    out /= n
-    return out
+    return np.fft.irfft(spectrum, nfft, axis=-1)
 
 
 def subsession_means(x: np.ndarray, q: int) -> np.ndarray:
