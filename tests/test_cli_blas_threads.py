@@ -9,15 +9,12 @@ variable and the process's thread count after the command.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fresh_interpreter import run_fresh
 
-import pilot_sys
 from pilot_sys.cli import THREAD_COUNT_VARIABLES
 
 CHILD = r"""
@@ -39,19 +36,7 @@ print(json.dumps({
 
 
 def _child(*args: str, **env: str) -> dict[str, object]:
-    root = Path(pilot_sys.__file__).resolve().parent.parent
-    base = {k: v for k, v in os.environ.items() if k not in THREAD_COUNT_VARIABLES}
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, *args],
-        check=False,
-        cwd=root,
-        env={**base, "PYTHONPATH": str(root), **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_fresh(CHILD, *args, drop=THREAD_COUNT_VARIABLES, env=env)
 
 
 @pytest.fixture

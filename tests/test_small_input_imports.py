@@ -15,15 +15,10 @@ and CROPS) nor the change-point detector. The timings themselves are
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-import pilot_sys
+from fresh_interpreter import run_fresh
 
 #: Runs in the child: the command, then which top-level modules it loaded, as the last line.
 CHILD = r"""
@@ -54,19 +49,7 @@ RICH_SWITCHES = ("FORCE_COLOR", "TTY_COMPATIBLE")
 
 
 def _run(*args: str) -> dict[str, object]:
-    root = Path(pilot_sys.__file__).resolve().parent.parent  # the checkout under test
-    env = {k: v for k, v in os.environ.items() if k not in RICH_SWITCHES}
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, *args],
-        check=False,
-        cwd=root,
-        env={**env, "PYTHONPATH": str(root)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_fresh(CHILD, *args, drop=RICH_SWITCHES)
 
 
 @pytest.fixture
