@@ -58,6 +58,8 @@ class _Scans:
         self._bounds: SeededBounds | None = None
         self.unsplit_indicators: dict[tuple[int, int], list[tuple[ChangeKind, np.ndarray]]] = {}
         self._kept_sorted: tuple[int, int, np.ndarray] | None = None
+        # the pieces of a re-placed split, their values sorted by the re-placement (``_decide``)
+        self._presorted: dict[tuple[int, int], np.ndarray] = {}
         self.medians: dict[tuple[int, int], float] = {}  # of segments sorted for their scans
 
     def _sorted(self, begin: int, end: int) -> np.ndarray | None:
@@ -87,6 +89,7 @@ class _Scans:
 
     def forget_sorted(self) -> None:
         self._kept_sorted = None
+        self._presorted.clear()
 
     def _seeded_bounds(self) -> SeededBounds | None:
         """The bound of the seeded intervals' statistics, built on first use (None: not used)."""
@@ -113,6 +116,7 @@ class _Scans:
         (``unsplit_indicators``), which the series-wide dependence floor needs again.
         """
         key = (begin, end)
+        presorted = self._presorted.pop(key, None)
         scan = self._lookup(key)
         made: list[tuple[ChangeKind, np.ndarray]] | None = [] if keep else None
         # A partial scan (cached or not) is made whole when its location split no longer
@@ -125,10 +129,18 @@ class _Scans:
         if scan is None:
             p = self._plan
             ordered = self._sorted(begin, end)
-            if ordered is not None:  # np.median's two middle order statistics and their mean
-                half = ordered.size // 2
-                odd = ordered.size % 2
-                self.medians[key] = float(np.mean(ordered[half - 1 + odd : half + 1]))
+            if ordered is not None:
+                self.medians[key] = _median_of_sorted(ordered)
+            else:
+                ordered = presorted
+                if ordered is None and p.scale and p.median_scan is None:
+                    # the scan sorts the segment anyway (three cuts): its median comes free
+                    ordered = np.sort(self._values[begin:end])
+                median = None if ordered is None else _median_of_sorted(ordered)
+                # a zero median is left to np.median: which of -0.0 and 0.0 lands in the middle
+                # depends on how the values were ordered, and these were ordered another way
+                if median is not None and median != 0.0:
+                    self.medians[key] = median
             scan = _scan_segment(
                 self._values,
                 begin,
@@ -143,9 +155,20 @@ class _Scans:
                 decisive=decisive,
             )
         self._used[key] = scan
+        sides: list[np.ndarray] = []
         result = _decide(
-            self._values, scan, penalty=penalty, floor=floor, min_size=self._plan.min_size
+            self._values,
+            scan,
+            penalty=penalty,
+            floor=floor,
+            min_size=self._plan.min_size,
+            sides=sides,
         )
+        if sides and result.index is not None:  # only pieces long enough to be tested again
+            pieces = ((begin, result.index), (result.index, end))
+            for piece, piece_sorted in zip(pieces, sides, strict=True):
+                if piece[1] - piece[0] >= 2 * self._plan.min_size:
+                    self._presorted[piece] = piece_sorted
         if made and result.index is None:
             self.unsplit_indicators[key] = made
         return result
@@ -204,6 +227,13 @@ class _Scans:
         if self._cache is not None:
             self._cache.clear()
             self._cache.update(self._used)
+
+
+def _median_of_sorted(ordered: np.ndarray) -> float:
+    """``np.median`` of sorted values: its two middle order statistics and their mean."""
+    half = ordered.size // 2
+    odd = ordered.size % 2
+    return float(np.mean(ordered[half - 1 + odd : half + 1]))
 
 
 def _select_seeded(found: list[_Split], b: int, e: int, plan: _Plan) -> list[_Split]:

@@ -205,13 +205,20 @@ def _may_accept(scan: _ScanResult, penalty: float, floor: float = 1.0) -> bool:
 
 
 def _decide(
-    values: np.ndarray, scan: _ScanResult, *, penalty: float, floor: float, min_size: int
+    values: np.ndarray,
+    scan: _ScanResult,
+    *,
+    penalty: float,
+    floor: float,
+    min_size: int,
+    sides: list[np.ndarray] | None = None,
 ) -> _Split:
     """Accept the best split of a scanned segment if its dependence-adjusted statistic beats
     ``penalty``.
 
     ``floor`` is the smallest dependence factor to apply (1, or a series-wide estimate for short
-    intervals whose own estimate is too noisy).
+    intervals whose own estimate is too noisy). ``sides``: filled with the two pieces' values
+    sorted when the split is re-placed here and its last round sorted them whole.
     """
     scored: list[tuple[float, int, ChangeKind]] = []
     for kind, split, stat, factor in scan.scans:
@@ -230,7 +237,7 @@ def _decide(
         if kind not in scan.refined:
             segment = values[scan.begin : scan.end]
             scan.refined[kind] = _refine_split(
-                segment, _LazyKeys(scan.begin, scan.end), split, min_size, kind
+                segment, _LazyKeys(scan.begin, scan.end), split, min_size, kind, sides=sides
             )
         split = scan.refined[kind]
     return _Split(

@@ -81,13 +81,14 @@ def _top_masks(
             masks.append(np.zeros(m, dtype=bool))
             continue
         cut = ordered[m - count]
-        above = values > cut
+        at_least = values >= cut
+        if np.count_nonzero(at_least) == count:  # no reading tied at the cut is left out
+            masks.append(at_least)
+            continue
         tied = values == cut
+        above = at_least ^ tied
         need = count - int(np.count_nonzero(above))
         n_tied = int(np.count_nonzero(tied))
-        if need == n_tied:
-            masks.append(above | tied)
-            continue
         tied_at = np.flatnonzero(tied)
         tied_keys = keys.at(tied_at)
         key_cut = np.partition(tied_keys, n_tied - need)[n_tied - need]
@@ -204,16 +205,52 @@ def _separating_cut(left: np.ndarray, right: np.ndarray) -> float:
     Thresholding there makes the two sides' indicator means as different as they can be, so the
     CUSUM of the indicator peaks most sharply at the change. Order-only (invariant to monotone
     transforms); each side is thinned to a deterministic stride of at most 20,000 readings,
-    which places the cut to within a fraction of a percentile.
+    which places the cut to within a fraction of a percentile. Of the candidates (the sorted
+    left sample, then the sorted right one) the first with the largest difference is taken.
     """
-    a = np.sort(left[:: max(1, left.size // _CUT_SAMPLE)])
-    b = np.sort(right[:: max(1, right.size // _CUT_SAMPLE)])
-    candidates = np.concatenate([a, b])
-    gap = np.abs(
-        np.searchsorted(a, candidates, side="right") / a.size
-        - np.searchsorted(b, candidates, side="right") / b.size
-    )
-    return float(candidates[int(np.argmax(gap))])
+    return _merged_cut(_thinned_sorted(left), _thinned_sorted(right))
+
+
+def _thinned_sorted(side: np.ndarray) -> np.ndarray:
+    """One side's sample for ``_separating_cut``, sorted: all of it up to 40,000 readings."""
+    return np.sort(side[:: max(1, side.size // _CUT_SAMPLE)])
+
+
+def _merged_cut(a: np.ndarray, b: np.ndarray) -> float:
+    """``_separating_cut`` of the sorted samples ``a`` and ``b``, from one merge of the two.
+
+    The direct form searches every candidate in both samples (two binary searches per
+    candidate). Both empirical CDFs only step where a value ends, so one stable merge (a galloping
+    merge of two sorted runs, O(n)) gives them for every distinct value: the running count of
+    ``a`` at the last copy of each value is ``searchsorted(a, value, "right")``. The difference is
+    formed by the same float operations on the same integers, and ties resolve as the direct
+    form's first argmax over ``a`` then ``b`` does: the smallest best value held by ``a``, else by
+    ``b``, returned as that sample's first copy (the stable merge puts it first in its run).
+    """
+    both = np.concatenate([a, b])
+    order = np.argsort(both, kind="stable")
+    merged = both[order]
+    in_a = np.cumsum(order < a.size)  # copies of a among merged[: i + 1]
+    n = merged.size
+    if np.count_nonzero(merged[1:] == merged[:-1]):
+        ends = np.append(np.flatnonzero(merged[1:] != merged[:-1]), n - 1)  # last copies
+        from_a = in_a[ends]
+        from_b = ends + 1
+    else:
+        ends = None
+        from_a = in_a
+        from_b = np.arange(1, n + 1)
+    from_b -= from_a
+    gap = from_a / a.size
+    gap -= from_b / b.size
+    np.abs(gap, out=gap)
+    best = np.flatnonzero(gap == gap.max())
+    before = from_a[best - 1]
+    before[best == 0] = 0
+    held_by_a = np.flatnonzero(from_a[best] > before)
+    run = int(best[held_by_a[0]] if held_by_a.size else best[0])
+    start = run if ends is None else (0 if run == 0 else int(ends[run - 1]) + 1)
+    return float(merged[start])
 
 
 def _refine_split(
@@ -224,6 +261,7 @@ def _refine_split(
     kind: ChangeKind,
     rounds: int = 3,
     window: tuple[int, int] | None = None,
+    sides: list[np.ndarray] | None = None,
 ) -> int:
     """Re-place an accepted split with the indicator cut that best separates the two sides.
 
@@ -233,7 +271,9 @@ def _refine_split(
     pooled median for a change of spread) makes both drifts large and the estimate sharp. Only
     the location moves: acceptance was decided by the calibrated test. ``window`` (first, last)
     confines the split to the anchored interval an edge test accepted, while the cut and the
-    CUSUM use the whole segment ``values``.
+    CUSUM use the whole segment ``values``. ``sides``: filled with the values of the two pieces
+    the returned split makes, sorted, when the last round sorted them whole (the pieces' own
+    scans need them sorted again).
     """
     m = values.size
     if kind == "location":
@@ -241,8 +281,15 @@ def _refine_split(
     else:
         ranks = ranks_from_order(segment_order(values, keys.array))
         series = np.abs(2 * ranks - (m - 1)).astype(np.float64)
+    previous: float | None = None
+    a, b, sorted_at = series[:0], series[:0], -1
     for _ in range(rounds):
-        cut = _separating_cut(series[:split], series[split:])
+        a, b = _thinned_sorted(series[:split]), _thinned_sorted(series[split:])
+        sorted_at = split
+        cut = _merged_cut(a, b)
+        if cut == previous:  # the same indicator again: it would move the split where it is
+            break
+        previous = cut
         if window is None:
             moved = _indicator_split(series > cut, min_size)
         else:
@@ -253,6 +300,9 @@ def _refine_split(
         if moved == split:
             break
         split = moved
+    whole = a.size == sorted_at and b.size == m - sorted_at
+    if sides is not None and kind == "location" and sorted_at == split and whole:
+        sides[:] = [a, b]
     return split
 
 
