@@ -238,7 +238,9 @@ class Session:
             config_changes=self.config_changes,
         )
         if self.config_changes:
-            changed = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in self.config_changes.items())
+            changed = ", ".join(
+                f"{k} {_shown(a)} -> {_shown(b)}" for k, (a, b) in self.config_changes.items()
+            )
             self.progress.emit(Note(f"resumed with new targets and limits: {changed}"))
         m.invocations.append(inv)
         try:
@@ -352,3 +354,9 @@ class Session:
             disk_full.exit_code = result.exit_code
             raise disk_full
         return result
+
+
+def _shown(value: object) -> str:
+    """A setting as a person reads it: a float parsed from "0.236%" is 0.0023599999999999997 in
+    binary, and prints as 0.00236."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
