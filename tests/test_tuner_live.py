@@ -56,19 +56,18 @@ def test_tuner_with_the_real_sampler_on_a_shared_core(one_core: int, tmp_path: P
         allow_unreachable=True,
         on_iteration=lambda it: seen.append(it.rate_hz),
     )
-    # The sampler alone, then in the monitored rounds: about one wake-up per period, and a
-    # plausible CPU time per sample.
-    # No rate is chosen when the measurements run out before a bracket: then each
-    # measurement still carries its sampler's cost (in rounds short enough that the start and
-    # stop samples push the wake-ups per second above the rate, so only the CPU is bounded).
-    chosen = [result.monitor_cost] if result.monitor_cost is not None else []
-    for cost in (result.calibration, *chosen):
-        assert cost is not None
-        assert (
-            0.5 * cost.rate_hz <= cost.wakeups_per_second <= 1.1 * cost.rate_hz
-        )  # a busy core may skip ticks
-        assert 1e-6 < cost.cpu_seconds_per_sample < 0.02
+    # The sampler alone (the calibration's second of sampling): about one wake-up per period,
+    # and a plausible CPU time per sample. In the monitored rounds (short, each with its start
+    # and closing samples: a rate-20 round measured 47 samples and 26 wake-ups a second) only
+    # the lower bound and the CPU per sample hold, whether a rate was chosen or the
+    # measurements ran out first.
+    cal = result.calibration
+    assert cal is not None
+    assert 0.5 * cal.rate_hz <= cal.wakeups_per_second <= 1.1 * cal.rate_hz  # busy: skipped ticks
+    assert 1e-6 < cal.cpu_seconds_per_sample < 0.02
     if result.monitor_cost is not None:
+        assert 0.5 * result.monitor_cost.rate_hz <= result.monitor_cost.wakeups_per_second
+        assert 1e-6 < result.monitor_cost.cpu_seconds_per_sample < 0.02
         assert result.monitor_cost.rate_hz == pytest.approx(result.rate_hz)
     else:
         assert result.status is TuneStatus.MAX_MEASUREMENTS, result.status
@@ -77,7 +76,6 @@ def test_tuner_with_the_real_sampler_on_a_shared_core(one_core: int, tmp_path: P
             assert cost is not None and 1e-6 < cost.cpu_seconds_per_sample < 0.02
     # Over the calibration's second of sampling (no short rounds whose fixed costs skew the
     # ratios), CPU per second = CPU per sample x samples per second.
-    cal = result.calibration
     assert cal.cpu_seconds_per_second == pytest.approx(
         cal.cpu_seconds_per_sample * cal.wakeups_per_second, rel=0.2
     )
