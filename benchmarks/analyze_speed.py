@@ -34,10 +34,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+from child_usage import run_child
 from git_tree import extract
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,18 +70,10 @@ def write_data(path: Path, kind: str, n: int) -> None:
 
 def run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, int, str]:
     """Wall seconds, CPU seconds (user + system), peak RSS in bytes, and stdout of one process."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    out = proc.stdout.read().decode() if proc.stdout else ""
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        raise SystemExit(f"{' '.join(command)} failed ({code}): {err[-800:]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, out
+    done = run_child(command, env, cwd)
+    if done.code != 0:
+        raise SystemExit(f"{' '.join(command)} failed ({done.code}): {done.stderr[-800:]}")
+    return done.wall_s, done.cpu_s, done.peak_rss_bytes, done.stdout
 
 
 def main() -> int:

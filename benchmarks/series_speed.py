@@ -48,12 +48,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-# The checkout before any installed copy of the package, but after PYTHONPATH's entries (which
-# follow the script's folder): a dump under another commit sets PYTHONPATH to that commit's tree.
-sys.path.insert(
-    1 + len([p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]), str(ROOT)
-)
 sys.path.insert(0, str(ROOT / "benchmarks"))
+import checkout_first  # noqa: E402, F401  (the checkout before an installed copy)
 
 READ_ANCHOR = r"""
 import sys

@@ -57,6 +57,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from child_usage import run_child
 from git_tree import extract
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,18 +100,8 @@ def pilot_commands(inputs: dict[str, Path]) -> dict[str, list[str]]:
 
 def run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, int, str]:
     """Wall seconds, CPU seconds (user + system), exit status and stdout of one process."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-    )
-    out = proc.stdout.read().decode() if proc.stdout else ""
-    _, status, usage = os.wait4(proc.pid, 0)
-    return (
-        time.perf_counter() - start,
-        usage.ru_utime + usage.ru_stime,
-        os.waitstatus_to_exitcode(status),
-        out,
-    )
+    done = run_child(command, env, cwd)
+    return done.wall_s, done.cpu_s, done.code, done.stdout
 
 
 def instructions(command: list[str], env: dict[str, str], cwd: Path) -> int | None:

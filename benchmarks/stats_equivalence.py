@@ -22,22 +22,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
+import checkout_first  # noqa: F401  (the checkout before an installed copy)
 import numpy as np
 
-# The checkout before any installed copy of the package, but after PYTHONPATH's entries (which
-# follow the script's folder): recording under another commit sets PYTHONPATH to its tree.
-sys.path.insert(
-    1 + len([p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
-    str(Path(__file__).resolve().parent.parent),
-)
 import pilot_sys  # noqa: E402
 from pilot_sys.errors import InsufficientData
 from pilot_sys.stats import changepoint, ci, subsession
