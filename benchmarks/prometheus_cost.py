@@ -57,7 +57,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -65,7 +65,9 @@ from urllib.parse import parse_qs, urlsplit
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # netns, prometheus_server
+sys.path.insert(0, str(ROOT / "tests"))  # netns, prometheus_server, exposition_http
+
+from exposition_http import exposition_handler  # noqa: E402
 
 from pilot_sys.monitor.remote import prometheus  # noqa: E402
 from pilot_sys.monitor.remote.counters import RemoteCounters as RC  # noqa: E402
@@ -109,21 +111,11 @@ def exposition(host: int, now: float) -> bytes:
 
 
 def serve_exporter(port_queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    def body_for(path: str) -> bytes:
+        host = int(parse_qs(urlsplit(path).query).get("h", ["0"])[0])
+        return exposition(host, time.time())
 
-        def do_GET(self) -> None:  # noqa: N802
-            host = int(parse_qs(urlsplit(self.path).query).get("h", ["0"])[0])
-            body = exposition(host, time.time())
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
+    Handler = exposition_handler(body_for, protocol="HTTP/1.1")
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     httpd.daemon_threads = True
     httpd.handle_error = lambda *args: None  # type: ignore[method-assign]  # a closed scrape

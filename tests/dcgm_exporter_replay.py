@@ -13,12 +13,13 @@ import os
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.dcgm_replay import GpuHostReplay  # noqa: E402
+from tests.exposition_http import exposition_handler  # noqa: E402
 
 NODE_PORT, DCGM_PORT = 9100, 9400
 
@@ -33,23 +34,14 @@ def started(start_file: str) -> float | None:
 def serve(replay: GpuHostReplay, address: str, port: int, start_file: str) -> ThreadingHTTPServer:
     text = replay.node_text if port == NODE_PORT else replay.dcgm_text
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
-            if not self.path.startswith("/metrics"):
-                self.send_error(404)
-                return
-            start = started(start_file)
-            elapsed = 0.0 if start is None else min(max(time.time() - start, 0.0), replay.duration)
-            body = text(elapsed).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def body_for(path: str) -> bytes | None:
+        if not path.startswith("/metrics"):
+            return None
+        start = started(start_file)
+        elapsed = 0.0 if start is None else min(max(time.time() - start, 0.0), replay.duration)
+        return text(elapsed).encode()
 
-        def log_message(self, *args: object) -> None:
-            pass
-
+    Handler = exposition_handler(body_for)
     server = ThreadingHTTPServer((address, port), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server

@@ -25,6 +25,7 @@ import pytest
 from netns import NODE_EXPORTER, NetnsHost, host_fixture, require_daemons
 from prometheus_server import PrometheusServer, free_port, prometheus_server, require_prometheus
 
+from conftest import run_cli
 from pilot_sys.errors import BadInput
 from pilot_sys.monitor.remote.prometheus_discovery import discover_instances
 from pilot_sys.topology.prometheus_fleet import name_fleet, parse_fleet_url
@@ -77,13 +78,7 @@ def _expected_names(prom: PrometheusServer, hosts: tuple[NetnsHost, ...]) -> dic
 
 
 def _cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pilot_sys", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return run_cli(*args, timeout=timeout)
 
 
 def _monitor_components(trace_file: Path, spec: list[str], name: str) -> set[str]:
