@@ -102,7 +102,9 @@ def test_compare_separates_sleep_0_05_from_sleep_0_06(tmp_path: Path) -> None:
     """The issue's reproduction: 70.8 vs 72.2 ms, "NOT separated (needs ~1326 more rounds)"."""
     out = tmp_path / "c"
     done = run_cli(
-        "compare", "--preset", "quick", "-s", "20", "--no-monitor", "-o", str(out),
+        # -s 40: the session ends as soon as the pair is separated; on a busy VM sleep 0.06's
+        # rounds can be autocorrelated enough to need ~170 rounds, more than 20 s holds
+        "compare", "--preset", "quick", "-s", "40", "--no-monitor", "-o", str(out),
         "--run", "a=sleep 0.05", "--run", "b=sleep 0.06",
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
