@@ -64,6 +64,7 @@ import numpy as np
 
 from pilot_sys import units
 from pilot_sys.monitor import bottleneck_accelerator as accelerator
+from pilot_sys.monitor import bottleneck_gpu_startup as gpu_startup
 from pilot_sys.monitor.bottleneck_cpu import _cpu_evidence, _workload_single_core
 from pilot_sys.monitor.bottleneck_culprits import culprits_clause, culprits_for
 from pilot_sys.monitor.bottleneck_frequency import _frequency_warning
@@ -173,10 +174,12 @@ def assess(
         weights[0] = 0.0  # a rate at row 0 covers no interval (it is NaN anyway)
         weights[1:] = np.diff(t)
     notes: list[str] = []
-    startup = accelerator.startup_end(trace)
-    if startup is not None:  # a GPU workload's start-up is judged apart (bottleneck_accelerator)
-        weights[t <= startup[0]] = 0.0
-        notes.append(accelerator.startup_note(trace, *startup))
+    # a GPU workload's start-up is judged apart, in each launch (bottleneck_gpu_startup)
+    startup = gpu_startup.startup(trace, accelerator.accelerators(trace))
+    skip = startup.apart if startup is not None else np.zeros(t.size, dtype=bool)
+    if startup is not None:
+        weights[skip] = 0.0
+        notes.append(gpu_startup.startup_note(trace, startup))
     on_path = (
         None
         if data_path is None
@@ -188,7 +191,6 @@ def assess(
     if on_path is not None:  # a limit on what the data passes is on the path too
         on_path |= {lim for target, found in limiters.items() if target in on_path for lim in found}
     signals = _signals(trace) + _effective_for_cut(trace, cut, limiters)
-    skip = t <= startup[0] if startup is not None else np.zeros(t.size, dtype=bool)
     stats = [
         _stats(s, _apart(_judged_series(trace, s, threshold), skip), weights, threshold)
         for s in signals

@@ -25,8 +25,9 @@ the GPU plug-in) on the data path.
   (utilization.gpu above 0), is CPU-bound by nature
   and would be a hidden "single core" bottleneck of every GPU run that lasts under ten times
   its start-up. It is judged apart: named in the notes with its length and its CPU use, and
-  left out of the shares the verdict compares. A workload that never opens a GPU has no such
-  phase (the whole run is judged).
+  left out of the shares the verdict compares, in every launch of the workload (each round of a
+  session: ``bottleneck_gpu_startup``). A workload that never opens a GPU has no such phase
+  (the whole run is judged).
 * **A remote host's GPUs** (``accelerator:NAME/<bus id>``, from dcgm-exporter through
   Prometheus: ``monitor.remote.dcgm``) are judged by the same signals. dcgm-exporter lists no
   processes, so the two rules above that need the workload's process on the GPU read, for such
@@ -256,38 +257,6 @@ def judged_single_core(trace: MonitorTrace, values: np.ndarray, threshold: float
     GPU counted as 0: its busy core spin-waits, the GPU is the limit."""
     wait = waiting(trace, values.size, threshold)
     return np.where(wait & np.isfinite(values), 0.0, values)
-
-
-def startup_end(trace: MonitorTrace) -> tuple[float, str] | None:
-    """``(time, gpu)`` of the first sample in which the workload, on a GPU, had it run a
-    kernel (``busy`` > 0: utilization.gpu), when that is not the first sample: the end of the
-    start-up judged apart."""
-    t = np.asarray(trace.timestamps, dtype=np.float64)
-    first: tuple[float, str] | None = None
-    for gpu in accelerators(trace):
-        kernel = np.nan_to_num(_series(trace, f"{gpu}/busy"), nan=0.0) > 0
-        if kernel.size != t.size:
-            continue
-        on = np.flatnonzero(_workload_on(trace, gpu, t.size) & kernel)
-        if on.size and on[0] > 0 and (first is None or t[on[0]] < first[0]):
-            first = (float(t[on[0]]), gpu)
-    return first
-
-
-def startup_note(trace: MonitorTrace, end: float, gpu: str) -> str:
-    t = np.asarray(trace.timestamps, dtype=np.float64)
-    inside = (t > t[0]) & (t <= end)
-    core = _series(trace, "cpu:host/busiest_core")
-    busy = (
-        f"; the busiest core averaged {_pct(float(np.nanmean(core[inside])))}"
-        if core.size == t.size and np.isfinite(core[inside]).any()
-        else ""
-    )
-    return (
-        f"start-up judged apart: the first {end - t[0]:.1f} s, before the workload's first "
-        f"kernel on {gpu} (imports, GPU context, allocations){busy}; the verdict is for the "
-        f"{t[-1] - end:.1f} s that follow"
-    )
 
 
 def settle(trace: MonitorTrace, stats: list[ComponentStats], max_hot_fraction: float) -> None:

@@ -267,8 +267,9 @@ class FollowedCgroups(Source):
 
 
 class FollowedCgroupsPlugin:
-    """A dynamic plug-in object for ``Sampler(plugins=...)``: follows the tree of the process
-    the sampler follows (``Sampler.follow`` sets ``context.pid`` after the plug-ins opened)."""
+    """A dynamic plug-in object for ``Sampler(plugins=...)``: follows the trees of the
+    workload's processes (``ProbeContext.workload_pids``: ``Sampler.follow`` sets
+    ``context.pid`` after the plug-ins opened)."""
 
     KIND = "dynamic"
     NAME = NAME
@@ -278,10 +279,7 @@ class FollowedCgroupsPlugin:
         self.source: FollowedCgroups | None = None
 
     def open_probe(self, context: ProbeContext) -> FollowedCgroups:
-        def roots() -> list[int]:
-            return [context.pid] if context.pid is not None else []
-
-        self.source = FollowedCgroups(context, roots, interval_s=self.interval_s)
+        self.source = FollowedCgroups(context, context.workload_pids, interval_s=self.interval_s)
         return self.source
 
 

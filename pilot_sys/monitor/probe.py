@@ -65,7 +65,9 @@ class ProbeContext:
     machine, a captured tree in tests). ``graph`` (a ``ComponentGraph``) supplies the stated
     limits; ``components`` restricts monitoring to these ids (None: everything); ``pid`` is the
     workload's process whose tree the process probe follows; ``notes`` collects what could not
-    be measured, for the trace.
+    be measured, for the trace. ``workload_roots`` names the workload's processes where no one
+    ``pid`` does: a session round's sampler follows whatever its thread starts, and the plug-in
+    that follows them sets it (see ``workload_pids``).
     """
 
     root: Path = Path("/")
@@ -73,6 +75,21 @@ class ProbeContext:
     components: set[str] | None = None
     pid: int | None = None
     notes: list[str] = field(default_factory=list)
+    workload_roots: Callable[[], list[int]] | None = None
+
+    def workload_pids(self) -> list[int]:
+        """The roots of the workload's process trees now: ``pid`` (``monitor`` and the sampler's
+        ``follow``), else what ``workload_roots`` reports (the processes a round started), else
+        none. One answer for every plug-in that must tell the workload's processes from the
+        others (a GPU's process list, the cgroups the workload joins)."""
+        if self.pid is not None:
+            return [self.pid]
+        if self.workload_roots is None:
+            return []
+        try:
+            return list(self.workload_roots())
+        except OSError:  # the round's thread is gone
+            return []
 
     def path(self, *parts: str) -> Path:
         return self.root.joinpath(*parts)

@@ -426,6 +426,10 @@ class RoundProcessesProbe(ProcessProbe):
             (p, me) for p in read_pids(self._fd) if p not in self._before and p not in GUARD_PIDS
         ]
 
+    def root_pids(self) -> list[int]:
+        """The processes the round's thread started (``ProbeContext.workload_roots``)."""
+        return [pid for pid, _ in self._roots()] if self._fd >= 0 else []
+
     def close(self) -> None:
         super().close()
         for fd in (self._fd, self._thread_fd):
@@ -448,9 +452,12 @@ class RoundProcessesPlugin:
         path = context.path("proc", str(os.getpid()), "task", str(self.tid), "children")
         stat = context.path("proc", str(os.getpid()), "task", str(self.tid), "stat")
         try:
-            return RoundProcessesProbe(context, path, stat)
+            probe = RoundProcessesProbe(context, path, stat)
         except OSError as exc:  # a kernel without CONFIG_PROC_CHILDREN: host-wide series only
             context.notes.append(
                 f"{WORKLOAD_COMPONENT} not followed: {exc.strerror or exc} ({path})"
             )
             return None
+        # the round's processes are the workload's for every other plug-in too (a GPU's list)
+        context.workload_roots = probe.root_pids
+        return probe

@@ -97,6 +97,7 @@ def session_seconds(journal: Journal, current: float | None = None) -> float:
 
 def combined_trace(journal: Journal, indices: set[int]) -> Any | None:
     """The analysed rounds' monitor traces end to end on one clock (None without any)."""
+    from pilot_sys.monitor.bottleneck_gpu_startup import LAUNCHES, launch_attrs
     from pilot_sys.monitor.culprits import OTHERS, merge_rankings
     from pilot_sys.monitor.trace import MonitorTrace
 
@@ -114,7 +115,9 @@ def combined_trace(journal: Journal, indices: set[int]) -> Any | None:
     limits: dict[str, dict[str, Any]] = {}
     attrs: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
+    firsts: list[int] = []  # where each round's samples begin: each is a launch of the workload
     for t in traces:
+        firsts.append(len(stamps))
         stamps.extend(x + (t.start_time - t0) for x in t.timestamps)
         for k in keys:
             values = t.series.get(k)
@@ -130,6 +133,7 @@ def combined_trace(journal: Journal, indices: set[int]) -> Any | None:
     rankings = [t.attrs[OTHERS] for t in traces if isinstance(t.attrs.get(OTHERS), dict)]
     if len(rankings) > 1:  # the other processes over the rounds together, not the last round's
         attrs[OTHERS] = merge_rankings(rankings)
+    attrs[LAUNCHES] = launch_attrs(firsts)  # a GPU workload's start-up in each (the verdict)
     first = traces[0]
     return MonitorTrace(
         rate_hz=first.rate_hz,

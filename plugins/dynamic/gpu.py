@@ -377,18 +377,20 @@ def _command(pid: int) -> str:
 
 
 def workload_test(context: ProbeContext) -> Callable[[int], bool]:
-    """Whether a pid is the workload's: the workload's pid (``context.pid``, read at each call:
-    the workload may start after the plug-ins open) or one of its descendants."""
+    """Whether a pid is the workload's: one of its roots (``context.workload_pids()``, read at
+    each call: the workload may start after the plug-ins open, and a session starts it anew
+    every round) or one of their descendants."""
 
     def test(candidate: int) -> bool:
-        pid = context.pid
-        if pid is None:
+        roots = set(context.workload_pids())
+        if not roots:
             return False
+        if candidate in roots:
+            return True
         try:
             import psutil
 
-            process = psutil.Process(candidate)
-            return candidate == pid or any(p.pid == pid for p in process.parents())
+            return any(p.pid in roots for p in psutil.Process(candidate).parents())
         except Exception:  # gone, or not ours to see
             return False
 

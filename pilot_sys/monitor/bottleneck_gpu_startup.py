@@ -1,0 +1,107 @@
+"""A GPU workload's start-up, judged apart: once per launch of the workload.
+
+``monitor`` launches the workload once. A session launches it once per round, and the verdict
+over the included rounds reads their traces end to end (``session.summary.combined_trace``):
+each round's process spends its first seconds in imports, the GPU context and allocations
+before its first kernel, one core busy and the GPU idle. Judging apart only the first of those
+stretches would leave every later round's start-up in the judged part, and a GPU-bound session
+of short rounds would read as limited by one core. So the trace says where each launch begins
+(``LAUNCHES`` in its attrs; a trace without it is one launch), and each launch's stretch up to
+the first sample in which the workload is in the GPU's process list and the GPU ran a kernel
+(``busy``, utilization.gpu, above 0) is judged apart. A launch that never ran a kernel, or ran
+one from its first sample, has no start-up (it is judged whole).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pilot_sys.monitor.bottleneck_model import _pct, _series
+from pilot_sys.monitor.trace import MonitorTrace
+
+#: the trace's attrs key of the samples at which a launch of the workload begins
+LAUNCHES = "launches"
+
+
+def launch_attrs(first_samples: list[int]) -> dict[str, list[int]]:
+    """The attrs entry that marks where each launch's samples begin (``LAUNCHES``)."""
+    return {"first_samples": [int(i) for i in first_samples]}
+
+
+@dataclass
+class Startup:
+    """The samples judged apart, and per launch that had a start-up: (first time, time of its
+    first kernel, the GPU it ran on)."""
+
+    apart: np.ndarray
+    stretches: list[tuple[float, float, str]] = field(default_factory=list)
+    launches: int = 1
+
+
+def _launch_bounds(trace: MonitorTrace, size: int) -> list[int]:
+    info = trace.attrs.get(LAUNCHES)
+    firsts = info.get("first_samples", []) if isinstance(info, dict) else []
+    starts = sorted({0, *(int(i) for i in firsts if 0 < int(i) < size)})
+    return [*starts, size]
+
+
+def startup(trace: MonitorTrace, gpus: list[str]) -> Startup | None:
+    """The start-ups of the workload's launches on ``gpus`` (None: no launch had one)."""
+    t = np.asarray(trace.timestamps, dtype=np.float64)
+    first_kernel = []  # per GPU: samples in which the workload was on it and it ran a kernel
+    for gpu in gpus:
+        kernel = np.nan_to_num(_series(trace, f"{gpu}/busy"), nan=0.0) > 0
+        own = _series(trace, f"{gpu}/workload_processes")
+        if kernel.size != t.size or own.size != t.size:
+            continue
+        first_kernel.append((gpu, kernel & (np.nan_to_num(own, nan=0.0) > 0)))
+    if not first_kernel:
+        return None
+    bounds = _launch_bounds(trace, t.size)
+    apart = np.zeros(t.size, dtype=bool)
+    stretches: list[tuple[float, float, str]] = []
+    for begin, end in zip(bounds, bounds[1:], strict=False):
+        found: tuple[int, str] | None = None
+        for gpu, on in first_kernel:
+            hits = np.flatnonzero(on[begin:end])
+            if hits.size and hits[0] > 0 and (found is None or hits[0] + begin < found[0]):
+                found = (int(hits[0]) + begin, gpu)
+        if found is not None:
+            apart[begin : found[0] + 1] = True  # up to and with the first kernel's sample
+            stretches.append((float(t[begin]), float(t[found[0]]), found[1]))
+    if not stretches:
+        return None
+    return Startup(apart=apart, stretches=stretches, launches=len(bounds) - 1)
+
+
+def startup_note(trace: MonitorTrace, found: Startup) -> str:
+    """The start-up in words: its length (per launch when there were several), the GPU, the
+    busiest core's mean over it, and how much of the run the verdict is for."""
+    t = np.asarray(trace.timestamps, dtype=np.float64)
+    core = _series(trace, "cpu:host/busiest_core")
+    # the stretches' own samples, less each launch's first (a rate there covers no interval)
+    inside = found.apart.copy()
+    for begin in _launch_bounds(trace, t.size)[:-1]:
+        inside[begin] = False
+    busy = (
+        f"; the busiest core averaged {_pct(float(np.nanmean(core[inside])))}"
+        if core.size == t.size and inside.any() and np.isfinite(core[inside]).any()
+        else ""
+    )
+    gpus = ", ".join(dict.fromkeys(gpu for _, _, gpu in found.stretches))
+    lengths = [end - begin for begin, end, _ in found.stretches]
+    judged = float(np.diff(t)[~found.apart[1:]].sum()) if t.size > 1 else 0.0
+    if found.launches == 1:
+        return (
+            f"start-up judged apart: the first {lengths[0]:.1f} s, before the workload's first "
+            f"kernel on {gpus} (imports, GPU context, allocations){busy}; the verdict is for "
+            f"the {judged:.1f} s that follow"
+        )
+    return (
+        f"start-up judged apart in {len(lengths)} of {found.launches} rounds: the first "
+        f"{min(lengths):.1f}-{max(lengths):.1f} s of each ({sum(lengths):.1f} s in all), before "
+        f"that round's first kernel on {gpus} (imports, GPU context, allocations){busy}; the "
+        f"verdict is for the {judged:.1f} s of rounds that follow"
+    )
