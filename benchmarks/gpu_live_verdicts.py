@@ -8,7 +8,8 @@ not blamed. The workloads are ``work2.py`` of the recordings (PyTorch; ``cpu_onl
 only)::
 
     python3 benchmarks/gpu_live_verdicts.py --work PATH/work2.py --out DIR [--seconds 7]
-        [--cases matmul,membw] [--run-case matmul --run-rounds 3] [--sample-cost 50]
+        [--cases matmul,membw] [--run-cases matmul,starved --run-cut-gpu]
+        [--run-rounds 3] [--sample-cost 50]
 
 It prints one table row per case (what governed, its share of the judged run, the start-up
 judged apart, the workload's own figure, the ground truth, agree yes/no) and writes
@@ -178,43 +179,39 @@ def _monitor_case(case: str, work: Path, seconds: float, out: Path) -> dict:
     return {"case": case, "rc": proc.returncode, "wall_s": wall, "figure": figure, **judged}
 
 
-def _run_case(case: str, work: Path, seconds: float, rounds: int, out: Path) -> dict:
-    """``pilot-sys run`` in rounds: each round's exclusion and the session's verdict."""
-    result_dir = out / f"run_{case}"
+def _run_case(
+    case: str, work: Path, seconds: float, rounds: int, out: Path, cut: str | None = None
+) -> dict:
+    """``pilot-sys run`` in rounds (a new process each): the session's verdict over the rounds
+    taken together, and whether each round's start-up was judged apart."""
+    name = f"run_{case}" + ("_cut" if cut else "")
+    result_dir = out / name
     shutil.rmtree(result_dir, ignore_errors=True)
-    cmd = _pilot(
-        "run",
-        "-q",
-        "--no-plots",
-        "--max-rounds",
-        str(rounds),
-        "-o",
-        str(result_dir),
-        "--",
-        sys.executable,
-        str(work),
-        case,
-        f"{seconds:g}",
-    )
+    options = ["-q", "--no-plots", "--max-rounds", str(rounds), "-o", str(result_dir)]
+    if cut:
+        options += ["--cut", cut]
+    cmd = _pilot("run", *options, "--", sys.executable, str(work), case, f"{seconds:g}")
     bound = rounds * (seconds + STARTUP_ALLOWANCE_S)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=bound, check=False)
     except subprocess.TimeoutExpired:
-        return {"case": case, "rc": None, "error": "timed out"}
-    (out / f"run_{case}.log").write_text(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
+        return {"run": name, "rc": None, "error": "timed out"}
+    (out / f"{name}.log").write_text(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
     result = result_dir / "result.json"
     if not result.is_file():
-        return {"case": case, "rc": proc.returncode, "error": proc.stderr.strip()[-400:]}
-    shutil.copy(result, out / f"run_{case}_result.json")
+        return {"run": name, "rc": proc.returncode, "error": proc.stderr.strip()[-400:]}
     data = json.loads(result.read_text())
-    text = json.dumps(data)
+    section = data.get("bottleneck") or {}
+    notes = (section.get("detail") or {}).get("notes") or []
     return {
-        "case": case,
+        "run": name,
+        "cut": cut,
         "rc": proc.returncode,
         "status": data.get("status"),
-        "blames_single_core": '"single core"' in text,
-        "names_accelerator": "accelerator:" in text,
-        "stdout_tail": proc.stdout.strip()[-1500:],
+        "hidden_bottlenecks": section.get("hidden_bottlenecks"),
+        "cut_saturated": section.get("cut_saturated"),
+        "startup_note": next((n for n in notes if "judged apart" in n), ""),
+        "stdout_tail": proc.stdout.strip()[-800:],
     }
 
 
@@ -238,7 +235,10 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seconds", type=float, default=7.0)
     parser.add_argument("--cases", default=",".join(TRUTH))
-    parser.add_argument("--run-case", default="", help="one case also under `pilot-sys run`")
+    parser.add_argument("--run-cases", default="", help="cases also run under `pilot-sys run`")
+    parser.add_argument(
+        "--run-cut-gpu", action="store_true", help="the first run case again, --cut the GPU"
+    )
     parser.add_argument("--run-rounds", type=int, default=3)
     parser.add_argument("--run-seconds", type=float, default=3.0)
     parser.add_argument("--sample-cost", type=int, default=0, help="time N real NVML samples")
@@ -268,12 +268,15 @@ def main() -> int:
         r = _monitor_case(case, args.work, args.seconds, args.out)
         summary["cases"].append(r)
         print(_row(r), flush=True)
-    if args.run_case:
-        r = _run_case(args.run_case, args.work, args.run_seconds, args.run_rounds, args.out)
-        summary["run"] = r
-        print(
-            f"run {args.run_case}: {json.dumps({k: v for k, v in r.items() if k != 'stdout_tail'})}"
-        )
+    runs = [(c, None) for c in args.run_cases.split(",") if c]
+    if args.run_cut_gpu and runs and discovery["accelerators"]:
+        runs.append((runs[0][0], discovery["accelerators"][0]["id"]))
+    summary["runs"] = []
+    for case, cut in runs:
+        r = _run_case(case, args.work, args.run_seconds, args.run_rounds, args.out, cut)
+        summary["runs"].append(r)
+        brief = {k: v for k, v in r.items() if k != "stdout_tail"}
+        print(f"run: {json.dumps(brief)}")
         print(r.get("stdout_tail", ""), flush=True)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     return 0 if all(r.get("agree") for r in summary["cases"]) else 1

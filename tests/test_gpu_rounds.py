@@ -111,3 +111,29 @@ def test_a_rounds_processes_are_the_workload_for_the_gpu_plugin() -> None:
             p.wait(timeout=10)
         probe.close()
     assert context.workload_pids() == []  # the round is over
+
+
+def test_each_round_shut_down_is_judged_apart_too() -> None:
+    rounds = _rounds("matmul")
+    alone = gpu_startup.startup(rounds[0], [GPU])
+    together = gpu_startup.startup(
+        combined_trace(_Journal(rounds), set(range(1, ROUNDS + 1))), [GPU]
+    )
+    assert alone is not None and together is not None
+    assert len(alone.shutdowns) == 1 and 0 < alone.shutdowns[0] < 1.0
+    assert together.shutdowns == pytest.approx(alone.shutdowns * ROUNDS)
+
+
+def test_a_cpu_phase_after_the_last_kernel_longer_than_the_start_up_stays_judged() -> None:
+    trace = replay_trace("matmul")
+    keep = len(trace.timestamps) - 30  # the last 6 s: no kernel, one core busy
+    series = dict(trace.series)
+    for key in series:
+        if key.startswith(GPU) and (key.endswith("/busy") or "/util_" in key):
+            series[key] = [*series[key][:keep], *([0.0] * 30)]
+    series["cpu:host/busiest_core"] = [*series["cpu:host/busiest_core"][:keep], *([1.0] * 30)]
+    trace = trace.model_copy(update={"series": series})
+    found = gpu_startup.startup(trace, [GPU])
+    assert found is not None and found.shutdowns == []
+    hidden = {(h.component, h.direction) for h in assess(trace).hidden_bottlenecks}
+    assert ("cpu:host", "single core") in hidden
