@@ -120,7 +120,7 @@ def startup_note(trace: MonitorTrace, found: Startup) -> str:
         )
     return (
         f"start-up judged apart in {len(lengths)} of {found.launches} rounds: the first "
-        f"{min(lengths):.1f}-{max(lengths):.1f} s of each ({sum(lengths):.1f} s in all), before "
+        f"{_span(lengths)} s of each ({sum(lengths):.1f} s in all), before "
         f"that round's first kernel on {gpus} (imports, GPU context, allocations){busy}{ends}; "
         f"the verdict is for the {judged:.1f} s of rounds between them"
     )
@@ -132,10 +132,15 @@ def _shutdown_words(found: Startup) -> str:
     span = (
         f"the last {found.shutdowns[0]:.1f} s"
         if len(found.shutdowns) == 1
-        else f"the last {min(found.shutdowns):.1f}-{max(found.shutdowns):.1f} s of "
-        f"{len(found.shutdowns)} rounds"
+        else f"the last {_span(found.shutdowns)} s of {len(found.shutdowns)} rounds"
     )
     return (
         f"; and the shut-down, {span} after the last kernel (freeing memory, closing the GPU "
         "context, exiting; no longer than the start-up)"
     )
+
+
+def _span(seconds: list[float]) -> str:
+    """``3.3-3.9``, or one figure where both ends round alike."""
+    low, high = f"{min(seconds):.1f}", f"{max(seconds):.1f}"
+    return low if low == high else f"{low}-{high}"
