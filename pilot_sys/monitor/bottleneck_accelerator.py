@@ -4,7 +4,8 @@ the GPU plug-in) on the data path.
 * **Waiting is not CPU-bound.** The CUDA runtime spin-waits in ``synchronize`` while the GPU
   works, so a workload driving a saturated GPU keeps one core at 100 %. In every interval in
   which a GPU the workload has a process on is saturated (any of its judged utilizations above
-  the threshold), the single-core signal is not the workload's limit and counts as 0; the
+  the threshold; to within one of the GPU source's intervals, see ``waiting``), the single-core
+  signal is not the workload's limit and counts as 0; the
   verdict's notes say how long the core waited, and for which GPU.
 * **Which part governed.** A GPU's saturation signals are its PCIe link per direction
   (``util_send`` device to host, ``util_receive`` host to device, against the rate the link
@@ -144,16 +145,22 @@ def _remote_saturated(
     t = np.asarray(trace.timestamps, dtype=np.float64)
     if t.size != size or not hot.any():
         return hot
-    scrape = _scrape_interval(trace, gpus[0])
+    return _within(t, hot, _scrape_interval(trace, gpus[0]))
+
+
+def _within(t: np.ndarray, hot: np.ndarray, seconds: float) -> np.ndarray:
+    """Samples within ``seconds`` of a ``hot`` one, in time (``hot`` itself where 0)."""
+    if seconds <= 0 or not hot.any():
+        return hot
     hot_times = t[hot]
-    # the nearest saturated sample before and after each sample, in time
+    # the nearest hot sample before and after each sample, in time
     after = np.searchsorted(hot_times, t, side="left")
     before = after - 1
     gap_after = np.where(
         after < hot_times.size, hot_times[np.minimum(after, hot_times.size - 1)] - t, np.inf
     )
     gap_before = np.where(before >= 0, t - hot_times[np.maximum(before, 0)], np.inf)
-    return np.minimum(gap_after, gap_before) <= scrape * (1 + 1e-6)
+    return np.minimum(gap_after, gap_before) <= seconds * (1 + 1e-6)
 
 
 def remote_notes(
@@ -244,11 +251,25 @@ def _saturated(trace: MonitorTrace, gpu: str, size: int, threshold: float) -> np
     return hot
 
 
+#: the trace's source name of the local GPU plug-in (plugins/dynamic/gpu.py)
+GPU_SOURCE = "gpu"
+
+
 def waiting(trace: MonitorTrace, size: int, threshold: float) -> np.ndarray:
-    """Samples in which a GPU the workload has a process on was saturated."""
+    """Samples in which a GPU the workload has a process on was saturated, to within one of
+    the GPU source's intervals: its readings come every ``interval_s`` (0.2 s) and GPM's cover
+    the ~0.15 s before each, so a GPU that starts or stops its work inside an interval reads
+    part-saturated there while the core spin-waits all of it (on the H200, the samples on
+    either side of a matrix-product stretch read 59-76 % of the tensor cores' peak)."""
     out = np.zeros(size, dtype=bool)
+    t = np.asarray(trace.timestamps, dtype=np.float64)
+    source = trace.sources.get(GPU_SOURCE)
+    interval = float(source.interval_s) if source is not None else 0.0
     for gpu in accelerators(trace):
-        out |= _workload_on(trace, gpu, size) & _saturated(trace, gpu, size, threshold)
+        hot = _saturated(trace, gpu, size, threshold)
+        if t.size == size:
+            hot = _within(t, hot, interval)
+        out |= _workload_on(trace, gpu, size) & hot
     return out
 
 
