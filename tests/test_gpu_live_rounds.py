@@ -36,10 +36,12 @@ def _together(traces: list[MonitorTrace]) -> MonitorTrace:
     return found
 
 
-@pytest.mark.parametrize("run", ["run_matmul", "run_matmul_cut"])
-def test_gpu_bound_rounds_are_judged_by_the_gpu(run: str) -> None:
+@pytest.mark.parametrize(
+    ("run", "count"), [("run_matmul", 3), ("run_matmul_cut", 3), ("run4_matmul_cut", 4)]
+)
+def test_gpu_bound_rounds_are_judged_by_the_gpu(run: str, count: int) -> None:
     rounds = _rounds(run)
-    assert len(rounds) == 3
+    assert len(rounds) == count
     for trace in rounds:  # the GPU as the CUT: each round valid, its core only waited
         v = assess(trace, cut=GPU)
         assert v.valid and v.cut_saturated, [h.evidence for h in v.hidden_bottlenecks]
@@ -48,7 +50,10 @@ def test_gpu_bound_rounds_are_judged_by_the_gpu(run: str) -> None:
     v = assess(together, cut=GPU)
     assert v.valid and v.cut_saturated, [h.evidence for h in v.hidden_bottlenecks]
     note = next(n for n in v.notes if n.startswith("start-up judged apart"))
-    assert "in 3 of 3 rounds" in note and "shut-down" in note
+    assert f"in {count} of {count} rounds" in note and "shut-down" in note
+    # the GPU source's own record goes along: its interval is what "waiting" reads
+    assert together.sources["gpu"].interval_s == rounds[0].sources["gpu"].interval_s
+    assert len(together.sources["gpu"].times) == sum(len(r.sources["gpu"].times) for r in rounds)
     if together.component_under_test is None:  # no CUT: the saturated GPU is what is reported
         hidden = [(h.component, h.direction) for h in assess(together).hidden_bottlenecks]
         assert hidden == [(GPU, "tensor")]

@@ -14,6 +14,7 @@ its call latencies, the stretches it did not answer and what it cost.
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -70,3 +71,39 @@ class MonitorTrace(BaseModel):
     attrs: dict[str, dict[str, Any]] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)  # what could not be measured, and why
     sources: dict[str, SourceTrace] = Field(default_factory=dict)  # by source name
+
+
+def joined_source(parts: list[tuple[float, SourceTrace]]) -> SourceTrace:
+    """One source's records of several recordings laid end to end (each ``(offset, record)``:
+    the seconds its recording's clock starts after the first's), as the verdict over a
+    session's rounds reads their traces: its interval and staleness are the source's own (what
+    the verdict's "within one interval" rules need), its samples, gaps and costs add up."""
+    first = parts[0][1]
+    latencies = [x for _, p in parts for x in p.latency_s]
+    keys = list(dict.fromkeys(k for _, p in parts for k in p.series))
+    remote = [p.cost.remote_cpu_seconds for _, p in parts]
+    return first.model_copy(
+        update={
+            "times": [t + offset for offset, p in parts for t in p.times],
+            "latency_s": latencies,
+            "series": {
+                k: [v for _, p in parts for v in p.series.get(k, [None] * len(p.times))]
+                for k in keys
+            },
+            "gaps": [(a + offset, b + offset) for offset, p in parts for a, b in p.gaps],
+            "errors": list(dict.fromkeys(e for _, p in parts for e in p.errors)),
+            "cost": SourceCost(
+                cpu_seconds=sum(p.cost.cpu_seconds for _, p in parts),
+                calls=sum(p.cost.calls for _, p in parts),
+                failed_calls=sum(p.cost.failed_calls for _, p in parts),
+                missed_calls=sum(p.cost.missed_calls for _, p in parts),
+                latency_s_median=statistics.median(latencies) if latencies else None,
+                latency_s_max=max(latencies) if latencies else None,
+                remote_cpu_seconds=(
+                    sum(r for r in remote if r is not None)
+                    if all(r is not None for r in remote)
+                    else None
+                ),
+            ),
+        }
+    )

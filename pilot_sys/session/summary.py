@@ -99,7 +99,7 @@ def combined_trace(journal: Journal, indices: set[int]) -> Any | None:
     """The analysed rounds' monitor traces end to end on one clock (None without any)."""
     from pilot_sys.monitor.bottleneck_gpu_startup import LAUNCHES, launch_attrs
     from pilot_sys.monitor.culprits import OTHERS, merge_rankings
-    from pilot_sys.monitor.trace import MonitorTrace
+    from pilot_sys.monitor.trace import MonitorTrace, joined_source
 
     traces = [
         t
@@ -134,6 +134,14 @@ def combined_trace(journal: Journal, indices: set[int]) -> Any | None:
     if len(rankings) > 1:  # the other processes over the rounds together, not the last round's
         attrs[OTHERS] = merge_rankings(rankings)
     attrs[LAUNCHES] = launch_attrs(firsts)  # a GPU workload's start-up in each (the verdict)
+    # each source's own record, end to end: its interval is what the verdict's "within one
+    # interval" rules read (a GPU's edges, a remote host's scrapes)
+    sources = {
+        name: joined_source(
+            [(t.start_time - t0, t.sources[name]) for t in traces if name in t.sources]
+        )
+        for name in dict.fromkeys(n for t in traces for n in t.sources)
+    }
     first = traces[0]
     return MonitorTrace(
         rate_hz=first.rate_hz,
@@ -145,6 +153,7 @@ def combined_trace(journal: Journal, indices: set[int]) -> Any | None:
         limits=limits,
         attrs=attrs,
         notes=notes,
+        sources=sources,
     )
 
 
