@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from pilot_sys.stats._changepoint_result import ChangePoints, Segment
-from pilot_sys.stats.kind_moments import Fits, moment_fits
+from pilot_sys.stats.kind_moments import Fits, moment_fits, moment_fits_many
 from pilot_sys.stats.outliers import DEFAULT_WINDOW, ROLLING_MIN, window_outliers
 
 Kind = Literal["level", "trend", "spread", "none"]
@@ -46,6 +47,7 @@ MAX_LAG1 = 0.7
 # linear in the series (a long segment would otherwise be refitted each time a change point
 # beside it goes).
 EVIDENCE_REACH = 1 << 13
+_EPS = np.finfo(np.float64).eps  # a numpy float, as the rounding bound has always been formed
 
 
 class ChangeKind(BaseModel):
@@ -136,10 +138,12 @@ def _around(
     return y, t, int(np.searchsorted(t, 0.0))
 
 
-class _Evidence(BaseModel):
+@dataclass(frozen=True, slots=True)
+class _Evidence:
     """The tests at one change point between two given segments, before any level is chosen:
     computed once per (begin, index, end) and decided again at each level, so dropping one
-    change point costs the fits around it only."""
+    change point costs the fits around it only. (A plain record, not a model: thousands are
+    made for a long series, and nothing outside this module sees one.)"""
 
     common: dict[str, float | int]
     p_jump: float
@@ -181,16 +185,45 @@ def _direct_fits(y: np.ndarray, t: np.ndarray, k: int) -> Fits:
     )
 
 
+_Window = tuple[np.ndarray, np.ndarray, int, float]
+
+
+def _window(
+    values: np.ndarray, begin: int, index: int, end: int, outliers: np.ndarray | None
+) -> _Window:
+    """``_around``'s readings, times and split, and the bound under which a squared residual
+    is rounding error, not noise."""
+    y, t, k = _around(values, begin, index, end, outliers)
+    rounding = y.size * (64 * _EPS * float(np.max(np.abs(y), initial=0.0))) ** 2
+    return y, t, k, rounding
+
+
 def _evidence(
     values: np.ndarray, begin: int, index: int, end: int, outliers: np.ndarray | None
 ) -> _Evidence:
+    y, t, k, rounding = _window(values, begin, index, end, outliers)
+    fits = moment_fits(y, t, k, rounding) or _direct_fits(y, t, k)
+    return _judge(fits, y.size, rounding, index)
+
+
+def _evidence_many(
+    values: np.ndarray, keys: Sequence[tuple[int, int, int]], outliers: np.ndarray | None
+) -> list[_Evidence]:
+    """``_evidence`` at each (begin, index, end), the same floats: the fits of all of them
+    together (``moment_fits_many``), which spares most of the fixed cost of each."""
+    windows = [_window(values, *key, outliers) for key in keys]
+    return [
+        _judge(fits or _direct_fits(y, t, k), y.size, rounding, key[1])
+        for key, (y, t, k, rounding), fits in zip(
+            keys, windows, moment_fits_many(windows), strict=True
+        )
+    ]
+
+
+def _judge(fits: Fits, n: int, rounding: float, index: int) -> _Evidence:
+    """The tests at one change point from the fits around it (``n`` readings)."""
     from scipy.special import fdtr, fdtrc  # the F cdf and sf; lazy: ~0.3 s to import
 
-    y, t, k = _around(values, begin, index, end, outliers)
-    n = y.size
-    # squared residuals below this are rounding error, not noise
-    rounding = n * (64 * np.finfo(np.float64).eps * float(np.max(np.abs(y), initial=0.0))) ** 2
-    fits = moment_fits(y, t, k, rounding) or _direct_fits(y, t, k)
     (a0, a1), (b0, b1) = fits.left, fits.right
     size_a, size_b = fits.sizes
     rss_two = fits.rss[0] + fits.rss[1]
@@ -222,7 +255,7 @@ def _evidence(
         # a kink fits better than a smooth parabola through it all: a slowly curving series
         # (growth that slows down) differs from one straight line at every split; only a
         # turn sharper than the curve is a change of trend
-        turn=fits.rss_kink + rounding < fits.rss_bend,
+        turn=bool(fits.rss_kink + rounding < fits.rss_bend),
         p_spread=p_spread,
         ratio=ratio,
     )
@@ -312,41 +345,56 @@ def classify_changes(
     dropped: dict[int, ChangeKind] = {}
     known: dict[tuple[int, int, int], _Evidence] = {}
 
-    def evidence(b: int, i: int, e: int) -> _Evidence:
+    def around(indices: Sequence[int]) -> list[_Evidence]:
         # the nearest EVIDENCE_REACH readings either side: a segment further away no longer
         # changes the evidence, so dropping a distant change point refits nothing here
-        key = (max(b, i - EVIDENCE_REACH), i, min(e, i + EVIDENCE_REACH))
-        if key not in known:
-            known[key] = _evidence(x, *key, outliers)
-        return known[key]
+        keys = [
+            (
+                max(cuts[i - 1] if i else 0, cuts[i] - EVIDENCE_REACH),
+                cuts[i],
+                min(cuts[i + 1] if i + 1 < len(cuts) else x.size, cuts[i] + EVIDENCE_REACH),
+            )
+            for i in indices
+        ]
+        missing = list(dict.fromkeys(key for key in keys if key not in known))
+        known.update(zip(missing, _evidence_many(x, missing, outliers), strict=True))
+        return [known[key] for key in keys]
 
-    def around(i: int) -> _Evidence:
-        return evidence(
-            cuts[i - 1] if i else 0, cuts[i], cuts[i + 1] if i + 1 < len(cuts) else x.size
-        )
-
-    found = [around(i) for i in range(len(cuts))]
+    found = around(range(len(cuts)))
     # each round decides every change point again at a new level: by its least p-value, one
     # comparison each (``_kind_of`` gives "none" exactly where the level is at most that)
-    least = [e.least_p for e in found]
+    least = np.array([e.least_p for e in found], dtype=np.float64)
+    p_any = np.array([e.p_any for e in found], dtype=np.float64)
     while True:
         # one test per change point: Bonferroni keeps the chance of keeping any artefact at
         # ``significance`` however many pieces the detector cut a trend into
         level = significance / max(len(cuts), 1)
-        none = [i for i, p in enumerate(least) if level <= p]
-        if not none:
+        none = level <= least
+        if not none.any():
             kinds = [_decide(e, level) for e in found]
             if drop:
                 return kinds
             return sorted([*kinds, *dropped.values()], key=lambda k: k.index)
-        # drop the one whose segments one line explains best (largest p of "any change")
-        worst = max(none, key=lambda i: found[i].p_any)
+        # drop the one whose segments one line explains best (largest p of "any change"; the
+        # first of equals)
+        worst = _first_largest(p_any, none)
         dropped[cuts[worst]] = _decide(found[worst], level)
-        del cuts[worst], found[worst], least[worst]
+        del cuts[worst], found[worst]
+        least, p_any = np.delete(least, worst), np.delete(p_any, worst)
         # only its two neighbours' segments changed
-        for i in range(max(worst - 1, 0), min(worst + 1, len(cuts))):
-            found[i] = around(i)
-            least[i] = found[i].least_p
+        neighbours = range(max(worst - 1, 0), min(worst + 1, len(cuts)))
+        for i, e in zip(neighbours, around(neighbours), strict=True):
+            found[i], least[i], p_any[i] = e, e.least_p, e.p_any
+
+
+def _first_largest(values: np.ndarray, among: np.ndarray) -> int:
+    """Index of the first largest of ``values`` where ``among`` holds: ``max(candidates,
+    key=...)``'s choice, NaN included (a NaN is never larger, nor anything larger than it)."""
+    candidates = np.flatnonzero(among)
+    chosen = values[candidates]
+    if np.isnan(chosen).any():
+        return max(candidates.tolist(), key=lambda i: float(values[i]))
+    return int(candidates[np.argmax(chosen)])
 
 
 def explain_changes(

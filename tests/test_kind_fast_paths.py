@@ -1,0 +1,140 @@
+"""The fast ways of judging change kinds against the plain ones, float for float.
+
+``classify_changes`` fits many windows at once (``_evidence_many``, ``moment_fits_many``) and
+keeps its drop loop's p-values in arrays; ``_outliers_near`` screens readings before ranking
+windows. Each must give exactly what the plain way gives (one window at a time, one Python
+scan per round): the kinds, every p-value and every figure, bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pilot_sys.stats import change_kind
+from pilot_sys.stats.change_kind import EVIDENCE_REACH, ChangeKind
+from pilot_sys.stats.kind_moments import moment_fits, moment_fits_many
+from pilot_sys.stats.outliers import DEFAULT_WINDOW
+
+
+def _series(name: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    t = np.arange(n, dtype=np.float64)
+    if name == "ramp then flat":
+        return np.minimum(t, n / 2) * 0.01 + rng.normal(0.0, 1.0, n)
+    if name == "sine":
+        return 100.0 + 5.0 * np.sin(t / (n / 12)) + rng.normal(0.0, 1.0, n)
+    if name == "walk":
+        return 100.0 + np.cumsum(rng.normal(0.0, 0.01, n))
+    if name == "steps with spikes":
+        x = np.where(t < n / 3, 10.0, np.where(t < 2 * n / 3, 13.0, 11.0)) + rng.normal(0, 1, n)
+        x[:: n // 37] += 40.0
+        return x
+    if name == "noiseless line":  # the moments decline: the direct fits decide
+        return 3.0 + 0.5 * t
+    if name == "spread":
+        return 50.0 + np.where(t < n / 2, 1.0, 4.0) * rng.normal(0.0, 1.0, n)
+    raise AssertionError(name)
+
+
+SHAPES = ["ramp then flat", "sine", "walk", "steps with spikes", "noiseless line", "spread"]
+
+
+def _same(a: list[ChangeKind], b: list[ChangeKind]) -> bool:
+    """Equal to the last bit (repr keeps every digit; NaN equals NaN)."""
+    return [repr(k.model_dump()) for k in a] == [repr(k.model_dump()) for k in b]
+
+
+def _plain_classify(
+    x: np.ndarray, changepoints: list[int], significance: float, drop: bool
+) -> list[ChangeKind]:
+    """The drop loop as first written: one ``_evidence`` per window, a Python scan per round."""
+    cuts = sorted(c for c in changepoints if 0 < c < x.size)
+    outliers = change_kind._outliers_near(x, cuts, min(DEFAULT_WINDOW, max(x.size // 5, 2)))
+
+    def around(i: int) -> change_kind._Evidence:
+        b = cuts[i - 1] if i else 0
+        e = cuts[i + 1] if i + 1 < len(cuts) else x.size
+        c = cuts[i]
+        return change_kind._evidence(
+            x, max(b, c - EVIDENCE_REACH), c, min(e, c + EVIDENCE_REACH), outliers
+        )
+
+    found = [around(i) for i in range(len(cuts))]
+    dropped: list[ChangeKind] = []
+    while True:
+        level = significance / max(len(cuts), 1)
+        none = [i for i, e in enumerate(found) if change_kind._kind_of(e, level)[0] == "none"]
+        if not none:
+            kinds = [change_kind._decide(e, level) for e in found]
+            return kinds if drop else sorted([*kinds, *dropped], key=lambda k: k.index)
+        worst = max(none, key=lambda i: found[i].p_any)
+        dropped.append(change_kind._decide(found[worst], level))
+        del cuts[worst], found[worst]
+        for i in range(max(worst - 1, 0), min(worst + 1, len(cuts))):
+            found[i] = around(i)
+
+
+@pytest.mark.parametrize("name", SHAPES)
+@pytest.mark.parametrize("drop", [True, False])
+def test_classify_changes_matches_the_plain_loop(name: str, drop: bool) -> None:
+    rng = np.random.default_rng(SHAPES.index(name))
+    n = 12_000
+    x = _series(name, n, rng)
+    # a staircase of cuts (most go), two cuts two readings apart (sides too short for the
+    # moments) and one at the very start
+    cuts = [*range(300, n, 300), 5_001, 5_003, 2]
+    for significance in (change_kind.DEFAULT_SIGNIFICANCE, 0.05):
+        fast = change_kind.classify_changes(x, cuts, significance, drop=drop)
+        plain = _plain_classify(x, cuts, significance, drop)
+        assert _same(fast, plain), name
+        # the drop loop ran rounds (or, without drop, kept every cut)
+        assert len(fast) < len(cuts) if drop else len(fast) == len(cuts)
+
+
+def test_evidence_many_is_each_evidence() -> None:
+    rng = np.random.default_rng(4)
+    n = 9_000
+    checked = 0
+    for name in SHAPES:
+        x = _series(name, n, rng)
+        outliers = change_kind._outliers_near(x, [n // 2], DEFAULT_WINDOW)
+        keys = [(0, n // 2, n), (100, 103, 5_000), (100, 102, 104), (4_000, 4_500, 8_999)]
+        keys += [(b, b + 700, b + 1_900) for b in range(0, n - 2_000, 613)]
+        many = change_kind._evidence_many(x, keys, outliers)
+        for key, got in zip(keys, many, strict=True):
+            assert repr(got) == repr(change_kind._evidence(x, *key, outliers)), (name, key)
+            checked += 1
+    assert checked == len(SHAPES) * len(keys)
+
+
+def test_moment_fits_many_is_each_moment_fits() -> None:
+    """Windows of every sort in one batch: noisy, noiseless (declined), one side too short,
+    and one whose equations are singular (all readings at one time)."""
+    rng = np.random.default_rng(9)
+    windows = []
+    for n, k in [(40, 20), (777, 5), (6_000, 3_100), (10, 2), (300, 150), (64, 60)]:
+        t = np.arange(n, dtype=np.float64) - k
+        noisy, walk = rng.normal(5.0, 1.0, n) + 0.01 * t, np.cumsum(rng.normal(size=n))
+        for y in (noisy, 2.0 + 0.25 * t, walk):
+            rounding = n * (64 * np.finfo(np.float64).eps * float(np.max(np.abs(y)))) ** 2
+            windows.append((y, t, k, rounding))
+    windows.append((rng.normal(size=8), np.zeros(8), 4, 0.0))
+    many = moment_fits_many(windows)
+    declined = 0
+    for window, got in zip(windows, many, strict=True):
+        want = moment_fits(*window)
+        assert repr(got) == repr(want), window[2]
+        declined += want is None
+    assert 0 < declined < len(windows)
+
+
+def test_first_largest_is_pythons_max() -> None:
+    rng = np.random.default_rng(3)
+    choices = np.array([0.0, 1e-9, 0.5, 0.5, 1.0, np.nan, np.inf])
+    for _ in range(300):
+        values = rng.choice(choices, size=int(rng.integers(1, 9)))
+        among = rng.random(values.size) < 0.6
+        if not among.any():
+            continue
+        want = max(np.flatnonzero(among).tolist(), key=lambda i: float(values[i]))
+        assert change_kind._first_largest(values, among) == want
