@@ -14,7 +14,8 @@ import pytest
 from pilot_sys.stats import change_kind
 from pilot_sys.stats.change_kind import EVIDENCE_REACH, ChangeKind
 from pilot_sys.stats.kind_moments import moment_fits, moment_fits_many
-from pilot_sys.stats.outliers import DEFAULT_WINDOW
+from pilot_sys.stats.outlier_screen import certified
+from pilot_sys.stats.outliers import DEFAULT_WINDOW, window_outliers
 
 
 def _series(name: str, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -138,3 +139,57 @@ def test_first_largest_is_pythons_max() -> None:
             continue
         want = max(np.flatnonzero(among).tolist(), key=lambda i: float(values[i]))
         assert change_kind._first_largest(values, among) == want
+
+
+def _plain_outliers_near(x: np.ndarray, cuts: list[int], window: int) -> np.ndarray:
+    """``_outliers_near`` as first written: every stretch ranked whole."""
+    mask = np.zeros(x.size, dtype=bool)
+    for c in sorted(cuts):
+        lo, hi = max(c - EVIDENCE_REACH, 0), min(c + EVIDENCE_REACH, x.size)
+        a, b = max(lo - (window - 1), 0), min(hi + window - 1, x.size)
+        mask[lo:hi] |= window_outliers(x[a:b], window, rolling=True)[lo - a : hi - a]
+    return mask
+
+
+def _long_series(name: str, rng: np.random.Generator) -> np.ndarray:
+    n = 70_000
+    t = np.arange(n, dtype=np.float64)
+    if name == "noise with spikes":
+        x = rng.normal(100.0, 1.0, n)
+        x[rng.integers(0, n, 300)] += rng.choice([-9.0, 9.0, 40.0], 300)
+        return x
+    if name == "steps and spikes":
+        x = np.where(t < 30_000, 5.0, 9.0) + rng.normal(0.0, 0.5, n)
+        x[::997] -= 12.0
+        return x
+    if name == "walk":
+        return 100.0 + np.cumsum(rng.normal(0.0, 0.01, n))
+    if name == "ties":
+        return rng.integers(0, 4, n).astype(np.float64)
+    if name == "heavy tails":
+        return 100.0 + rng.standard_cauchy(n)
+    raise AssertionError(name)
+
+
+@pytest.mark.parametrize(
+    "name", ["noise with spikes", "steps and spikes", "walk", "ties", "heavy tails"]
+)
+def test_screened_outliers_are_the_ranked_ones(name: str) -> None:
+    """One change point (a stretch shorter than ROLLING_MIN: numpy's arithmetic) and change
+    points all along (one long stretch: pandas'), both as the stretches ranked whole."""
+    rng = np.random.default_rng(len(name))
+    x = _long_series(name, rng)
+    for cuts in ([40_000], list(range(1_000, x.size, 1_500))):
+        fast = change_kind._outliers_near(x, cuts, DEFAULT_WINDOW)
+        assert np.array_equal(fast, _plain_outliers_near(x, cuts, DEFAULT_WINDOW)), name
+
+
+def test_the_screen_clears_only_readings_no_window_flags() -> None:
+    rng = np.random.default_rng(8)
+    for name in ["noise with spikes", "steps and spikes", "walk", "ties", "heavy tails"]:
+        x = _long_series(name, rng)
+        sure = certified(x, DEFAULT_WINDOW)
+        flagged = window_outliers(x, DEFAULT_WINDOW)
+        assert not (sure & flagged).any(), name
+        if name in ("noise with spikes", "ties"):  # most readings are cleared without ranks
+            assert sure.mean() > 0.95 and flagged.any() <= (~sure).any(), name

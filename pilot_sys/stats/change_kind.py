@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pilot_sys.stats._changepoint_result import ChangePoints, Segment
 from pilot_sys.stats.kind_moments import Fits, moment_fits, moment_fits_many
+from pilot_sys.stats.outlier_screen import certified, outliers_among
 from pilot_sys.stats.outliers import DEFAULT_WINDOW, ROLLING_MIN, window_outliers
 
 Kind = Literal["level", "trend", "spread", "none"]
@@ -318,7 +319,14 @@ def _outliers_near(x: np.ndarray, cuts: Sequence[int], window: int) -> np.ndarra
         a, b = max(lo - (window - 1), 0), min(hi + window - 1, x.size)
         if b - a < window:  # a stretch shorter than a window: the whole series decides
             return window_outliers(x, window)
-        mask[lo:hi] = window_outliers(x[a:b], window, rolling=rolling)[lo - a : hi - a]
+        if rolling:  # ... there only the readings that blocks' order statistics do not clear,
+            # in the arithmetic window_outliers gives the stretch (the same mask)
+            part = x[a:b]
+            sure = certified(part, window)
+            numpy_arithmetic = b - a < ROLLING_MIN
+            mask[lo:hi] = outliers_among(part, lo - a, hi - a, window, sure, numpy_arithmetic)
+        else:
+            mask[lo:hi] = window_outliers(x[a:b], window, rolling=rolling)[lo - a : hi - a]
     return mask
 
 
