@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pilot_sys.stats import change_kind
+from pilot_sys.stats import change_kind, outlier_screen
 from pilot_sys.stats.change_kind import EVIDENCE_REACH, ChangeKind
 from pilot_sys.stats.kind_moments import moment_fits, moment_fits_many
 from pilot_sys.stats.outlier_screen import certified
@@ -174,9 +174,14 @@ def _long_series(name: str, rng: np.random.Generator) -> np.ndarray:
 @pytest.mark.parametrize(
     "name", ["noise with spikes", "steps and spikes", "walk", "ties", "heavy tails"]
 )
-def test_screened_outliers_are_the_ranked_ones(name: str) -> None:
+@pytest.mark.parametrize("cells", [0, 1 << 40])
+def test_screened_outliers_are_the_ranked_ones(
+    name: str, cells: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """One change point (a stretch shorter than ROLLING_MIN: numpy's arithmetic) and change
-    points all along (one long stretch: pandas'), both as the stretches ranked whole."""
+    points all along (one long stretch: pandas'), both as the stretches ranked whole, with the
+    doubtful readings ranked by running order statistics and by partitioned windows."""
+    monkeypatch.setattr(outlier_screen, "PARTITION_CELLS", cells)
     rng = np.random.default_rng(len(name))
     x = _long_series(name, rng)
     for cuts in ([40_000], list(range(1_000, x.size, 1_500))):
@@ -193,3 +198,51 @@ def test_the_screen_clears_only_readings_no_window_flags() -> None:
         assert not (sure & flagged).any(), name
         if name in ("noise with spikes", "ties"):  # most readings are cleared without ranks
             assert sure.mean() > 0.95 and flagged.any() <= (~sure).any(), name
+
+
+def test_window_is_its_first_form() -> None:
+    """``_around`` and ``_window`` against the expressions they replaced: times from an
+    arange shifted afterwards, the split by searchsorted, max |y| through np.abs (NaN too)."""
+    rng = np.random.default_rng(6)
+    x = rng.normal(0.0, 3.0, 3_000)
+    x[1_500] = np.nan
+    for _ in range(300):
+        begin, index, end = np.sort(rng.choice(3_000, 3, replace=False)).tolist()
+        mask = rng.random(x.size) < rng.choice([0.0, 0.01, 0.5])
+        y, t, k, rounding = change_kind._window(x, begin, index, end, mask)
+        t0 = np.arange(begin, end, dtype=np.float64) - index
+        keep = ~mask[begin:end]
+        if (
+            mask[begin:end].any()
+            and keep[: index - begin].sum() >= 3 <= keep[index - begin :].sum()
+        ):
+            t0 = t0[keep]
+        assert np.array_equal(t, t0) and k == int(np.searchsorted(t0, 0.0))
+        want = y.size * (64 * np.finfo(np.float64).eps * float(np.max(np.abs(y), initial=0.0))) ** 2
+        assert repr(float(rounding)) == repr(float(want))
+
+
+def test_the_drops_guessed_ahead_are_the_ones_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ramp cut into a staircase: the windows computed ahead are the ones the next rounds
+    ask for (few calls, hardly more windows than without guessing), and the kinds are the
+    same either way."""
+    rng = np.random.default_rng(2)
+    x = np.concatenate([np.linspace(0.0, 60.0, 30_000), np.full(10_000, 60.0)])
+    x += rng.normal(0.0, 1.0, x.size)
+    cuts = list(range(150, 30_000, 150))
+    counts: dict[int, tuple[int, int, list[ChangeKind]]] = {}
+    real = change_kind._evidence_many
+    for lookahead in (0, change_kind.LOOKAHEAD):
+        calls: list[int] = []
+        monkeypatch.setattr(change_kind, "LOOKAHEAD", lookahead)
+        monkeypatch.setattr(
+            change_kind,
+            "_evidence_many",
+            lambda v, keys, o, calls=calls: (calls.append(len(keys)), real(v, keys, o))[1],
+        )
+        kinds = change_kind.classify_changes(x, cuts)
+        counts[lookahead] = (len(calls), sum(calls), kinds)
+    (plain_calls, plain_windows, plain), (calls_ahead, windows_ahead, ahead) = counts.values()
+    assert _same(plain, ahead) and len(plain) < len(cuts) // 4
+    assert plain_calls > len(cuts) // 2 and calls_ahead < plain_calls // 2
+    assert windows_ahead <= 1.2 * plain_windows

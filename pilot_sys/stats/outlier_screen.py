@@ -26,7 +26,13 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from pilot_sys.stats.outliers import DEFAULT_SPREAD, _bounds_rolling, _running_extreme
+from pilot_sys.stats.outliers import (
+    DEFAULT_SPREAD,
+    _bounds_rolling,
+    _partitioned_statistic,
+    _rolling_extreme,
+    _running_extreme,
+)
 
 # a window is screened by blocks of this share of it; below MIN_BLOCK readings a block says
 # too little (and a series shorter than SCREEN_WINDOWS windows is ranked whole)
@@ -35,6 +41,9 @@ MIN_BLOCK = 4
 SCREEN_WINDOWS = 4
 # rounding in a window's bound: a few operations on readings up to the largest in size
 MARGIN = 1e-10
+# doubtful readings whose windows hold at most this many readings in all are ranked by
+# partitioning copies of their windows (numpy), more by running order statistics (scipy)
+PARTITION_CELLS = 1 << 21
 
 
 def _plan(window: int) -> tuple[int, int, int, int, int, int, int] | None:
@@ -116,13 +125,22 @@ def outliers_among(
         return mask
     # runs of doubtful readings, joined where the windows around them would overlap
     breaks = np.flatnonzero(np.diff(left) > 2 * window) + 1
-    for run in np.split(left, breaks):
-        lo, hi = int(run[0]), int(run[-1]) + 1
-        a, b = max(lo - (window - 1), 0), min(hi + window - 1, x.size)
-        part = x[a:b]
-        bottom, top = _bounds_rolling(part, window, spread, numpy_arithmetic)
-        highest_lo = _running_extreme(bottom, window, highest=True)
-        lowest_hi = _running_extreme(top, window, highest=False)
+    runs = [
+        (int(run[0]), int(run[-1]) + 1, max(int(run[0]) - (window - 1), 0))
+        for run in np.split(left, breaks)
+    ]
+    cells = window * sum(min(hi + window - 1, x.size) - a for _, hi, a in runs)
+    few = cells <= PARTITION_CELLS  # order statistics and extremes without scipy.ndimage
+    statistic = _partitioned_statistic if few else None
+    extreme = _rolling_extreme if few else _running_extreme
+    for lo, hi, a in runs:
+        part = x[a : min(hi + window - 1, x.size)]
+        if statistic is None:
+            bottom, top = _bounds_rolling(part, window, spread, numpy_arithmetic)
+        else:
+            bottom, top = _bounds_rolling(part, window, spread, numpy_arithmetic, statistic)
+        highest_lo = extreme(bottom, window, highest=True)
+        lowest_hi = extreme(top, window, highest=False)
         judged = (part < highest_lo) | (part > lowest_hi)
         mask[lo - begin : hi - begin] = judged[lo - a : hi - a]
     return mask
