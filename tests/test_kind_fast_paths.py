@@ -204,10 +204,10 @@ def test_window_is_its_first_form() -> None:
     """``_around`` and ``_window`` against the expressions they replaced: times from an
     arange shifted afterwards, the split by searchsorted, max |y| through np.abs (NaN too)."""
     rng = np.random.default_rng(6)
-    x = rng.normal(0.0, 3.0, 3_000)
+    x = rng.normal(0.0, 3.0, 20_000)  # windows within EVIDENCE_REACH of the change and wider
     x[1_500] = np.nan
     for _ in range(300):
-        begin, index, end = np.sort(rng.choice(3_000, 3, replace=False)).tolist()
+        begin, index, end = np.sort(rng.choice(x.size, 3, replace=False)).tolist()
         mask = rng.random(x.size) < rng.choice([0.0, 0.01, 0.5])
         y, t, k, rounding = change_kind._window(x, begin, index, end, mask)
         t0 = np.arange(begin, end, dtype=np.float64) - index

@@ -49,6 +49,9 @@ MAX_LAG1 = 0.7
 # linear in the series (a long segment would otherwise be refitted each time a change point
 # beside it goes).
 EVIDENCE_REACH = 1 << 13
+# the times from a change point of the readings any window may hold (read only: shared)
+_TIMES = np.arange(-EVIDENCE_REACH, EVIDENCE_REACH + 1, dtype=np.float64)
+_TIMES.flags.writeable = False
 _EPS = np.finfo(np.float64).eps  # a numpy float, as the rounding bound has always been formed
 
 
@@ -145,7 +148,10 @@ def _around(
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Readings of [begin, end) without outliers, their time from ``index``, and where it falls."""
     y = np.asarray(values[begin:end], dtype=np.float64)
-    t = np.arange(begin - index, end - index, dtype=np.float64)  # whole numbers: exact
+    if -EVIDENCE_REACH <= begin - index and end - index <= EVIDENCE_REACH:
+        t = _TIMES[EVIDENCE_REACH + begin - index : EVIDENCE_REACH + end - index]
+    else:
+        t = np.arange(begin - index, end - index, dtype=np.float64)  # whole numbers: exact
     if outliers is not None and outliers[begin:end].any():  # else every reading is kept
         keep = ~outliers[begin:end]
         if keep[: index - begin].sum() >= 3 and keep[index - begin :].sum() >= 3:
@@ -438,6 +444,7 @@ def classify_changes(
     # comparison each (``_kind_of`` gives "none" exactly where the level is at most that)
     least = np.array([e.least_p for e in found], dtype=np.float64)
     p_any = np.array([e.p_any for e in found], dtype=np.float64)
+    nan_free = not np.isnan(p_any).any()
     while True:
         # one test per change point: Bonferroni keeps the chance of keeping any artefact at
         # ``significance`` however many pieces the detector cut a trend into
@@ -450,10 +457,14 @@ def classify_changes(
             return sorted([*kinds, *dropped.values()], key=lambda k: k.index)
         # drop the one whose segments one line explains best (largest p of "any change"; the
         # first of equals)
-        worst = _first_largest(p_any, none)
+        if nan_free:  # the first largest in one pass (no NaN to order)
+            worst = int(np.argmax(np.where(none, p_any, -np.inf)))
+        else:
+            worst = _first_largest(p_any, none)
         dropped[cuts[worst]] = _decide(found[worst], level)
         del cuts[worst], found[worst]
-        least, p_any = np.delete(least, worst), np.delete(p_any, worst)
+        least = np.concatenate((least[:worst], least[worst + 1 :]))
+        p_any = np.concatenate((p_any[:worst], p_any[worst + 1 :]))
         # only its two neighbours' segments changed; the drops likely next are computed with
         # them (the same evidence whenever it is asked for: the rounds decide as before)
         neighbours = range(max(worst - 1, 0), min(worst + 1, len(cuts)))
@@ -469,6 +480,7 @@ def classify_changes(
         )
         for i, e in zip(neighbours, around(neighbours, ahead), strict=True):
             found[i], least[i], p_any[i] = e, e.least_p, e.p_any
+            nan_free = nan_free and e.p_any == e.p_any
 
 
 _Key = tuple[int, int, int]
