@@ -1,9 +1,11 @@
 """The fast ways of judging change kinds against the plain ones, float for float.
 
-``classify_changes`` fits many windows at once (``_evidence_many``, ``moment_fits_many``) and
-keeps its drop loop's p-values in arrays; ``_outliers_near`` screens readings before ranking
-windows. Each must give exactly what the plain way gives (one window at a time, one Python
-scan per round): the kinds, every p-value and every figure, bit for bit.
+``classify_changes`` fits many windows at once (``_evidence_many``, ``moment_fits_many``,
+``_judge_many``), fits the windows of the drops it expects next with the ones it needs, and
+keeps its drop loop's p-values in arrays; ``_outliers_near`` screens readings by block order
+statistics before ranking windows. Each must give exactly what the plain way gives (one window
+at a time, one Python scan per round, every window ranked): the kinds, every p-value and every
+figure, bit for bit.
 """
 
 from __future__ import annotations
