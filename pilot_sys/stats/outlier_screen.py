@@ -44,6 +44,8 @@ MARGIN = 1e-10
 # doubtful readings whose windows hold at most this many readings in all are ranked by
 # partitioning copies of their windows (numpy), more by running order statistics (scipy)
 PARTITION_CELLS = 1 << 21
+# start blocks whose contained blocks' extremes are gathered at once (bounds the copies)
+STARTS_AT_ONCE = 1 << 15
 
 
 def _plan(window: int) -> tuple[int, int, int, int, int, int, int] | None:
@@ -86,10 +88,15 @@ def certified(x: np.ndarray, window: int, spread: float = DEFAULT_SPREAD) -> np.
     median_up = sliding_window_view(blocks[:, rank_up], cover).max(axis=1)
     median_down = sliding_window_view(blocks[:, rank_down], cover).min(axis=1)
     contained = blocks[1 : 1 + starts + inside - 1]
-    highs = sliding_window_view(contained[:, size - top :], (inside, top)).reshape(starts, -1)
-    lows = sliding_window_view(contained[:, :bottom], (inside, bottom)).reshape(starts, -1)
-    p99_low = np.partition(highs, highs.shape[1] - top, axis=1)[:, highs.shape[1] - top]
-    p1_high = np.partition(lows, bottom - 1, axis=1)[:, bottom - 1]
+    highs = sliding_window_view(contained[:, size - top :], (inside, top))[:, 0]
+    lows = sliding_window_view(contained[:, :bottom], (inside, bottom))[:, 0]
+    p99_low, p1_high = np.empty(starts), np.empty(starts)
+    for first in range(0, starts, STARTS_AT_ONCE):  # the gathered readings a few MiB at once
+        part = slice(first, first + STARTS_AT_ONCE)
+        high = highs[part].reshape(-1, inside * top)
+        low = lows[part].reshape(-1, inside * bottom)
+        p99_low[part] = np.partition(high, high.shape[1] - top, axis=1)[:, high.shape[1] - top]
+        p1_high[part] = np.partition(low, bottom - 1, axis=1)[:, bottom - 1]
     width = spread * (p99_low - p1_high)
     low_bound = median_up - width  # above every lower bound of the windows starting there
     high_bound = median_down + width  # below every upper bound
