@@ -16,6 +16,7 @@ cold start itself, not noise around a level, and the slower an iteration the mor
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -58,8 +59,18 @@ def _order_statistic(x: np.ndarray, rank: int, window: int) -> np.ndarray:
     return out[: x.size - window + 1]
 
 
+def _partitioned_statistic(x: np.ndarray, rank: int, window: int) -> np.ndarray:
+    """``_order_statistic`` by partitioning a copy of each window (the same values): for a
+    few windows, where importing scipy.ndimage would cost more than the work."""
+    return np.partition(sliding_window_view(x, window), rank, axis=1)[:, rank]
+
+
 def _quantile_of_windows(
-    x: np.ndarray, q: float, window: int, numpy_arithmetic: bool = False
+    x: np.ndarray,
+    q: float,
+    window: int,
+    numpy_arithmetic: bool = False,
+    statistic: Callable[[np.ndarray, int, int], np.ndarray] = _order_statistic,
 ) -> np.ndarray:
     """Linear interpolation between the order statistics around ``q (window - 1)``, in the
     arithmetic of pandas' rolling quantile and median (the same floats, bit for bit), or with
@@ -67,10 +78,10 @@ def _quantile_of_windows(
     the upper neighbour when the weight is 1/2 or more)."""
     h = q * (window - 1)
     low = int(h)
-    below = _order_statistic(x, low, window)
+    below = statistic(x, low, window)
     if h == low:
         return below
-    above = _order_statistic(x, low + 1, window)
+    above = statistic(x, low + 1, window)
     if q == 0.5:
         return (below + above) / 2
     gamma = h - low
@@ -80,12 +91,17 @@ def _quantile_of_windows(
 
 
 def _bounds_rolling(
-    x: np.ndarray, window: int, spread: float, numpy_arithmetic: bool = False
+    x: np.ndarray,
+    window: int,
+    spread: float,
+    numpy_arithmetic: bool = False,
+    statistic: Callable[[np.ndarray, int, int], np.ndarray] = _order_statistic,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Lower and upper bound of every window from running order statistics."""
-    med = _quantile_of_windows(x, 0.5, window, numpy_arithmetic)
-    p1 = _quantile_of_windows(x, 0.01, window, numpy_arithmetic)
-    p99 = _quantile_of_windows(x, 0.99, window, numpy_arithmetic)
+    """Lower and upper bound of every window from running order statistics (or any other
+    source of the same order statistics)."""
+    med = _quantile_of_windows(x, 0.5, window, numpy_arithmetic, statistic)
+    p1 = _quantile_of_windows(x, 0.01, window, numpy_arithmetic, statistic)
+    p99 = _quantile_of_windows(x, 0.99, window, numpy_arithmetic, statistic)
     return med - spread * (p99 - p1), med + spread * (p99 - p1)
 
 
