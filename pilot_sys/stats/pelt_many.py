@@ -1,0 +1,215 @@
+"""PELT under the normal mean-and-variance cost for many penalties over one series (for CROPS).
+
+``pelt_meanvar`` walks the series one step at a time: a few numpy calls per step over the
+surviving candidates. A CROPS path needs that walk 9-10 times over the same series, with tens
+of penalties at once, and then the per-step calls and the logarithms dominate. This solver
+gives the same optimum, float for float and tie for tie, with three changes of bookkeeping:
+
+- Steps go in blocks of two pruning intervals. Which candidates a step may use is known at the
+  start of its block: PELT's delayed pruning drops at one check only what the check before
+  found beaten. So the candidates from before the block are scored for all its steps in one
+  array expression, and only the few candidates that begin inside the block need the block's
+  own results: those are solved by fixed-point iteration (each step depends only on earlier
+  steps, so the iteration reaches the sequential answer, and stops as soon as it no longer
+  changes it, which is that answer exactly).
+- A segment's cost does not depend on the penalty, so each one is computed once per series,
+  in the same expression as ``pelt_meanvar`` (the same floats), and kept for the later
+  penalties of the path (``MeanVarPelt`` holds them; one CROPS path reuses one solver).
+- Candidates live in a dense table (index = candidate) with +inf once pruned, so a step's
+  argmin runs over them in ascending order, as the plain loop's compacted list does, and a
+  tie goes to the earliest candidate in both.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pilot_sys.stats.pelt import (
+    DEFAULT_MIN_SIZE,
+    PeltResult,
+    pelt_meanvar,
+    prefix_sums,
+    variance_floor,
+)
+
+# Penalties per pass: bounds the (penalties x steps x candidates) work arrays of one block.
+MANY_CHUNK = 64
+
+
+class MeanVarPelt:
+    """Exact PELT (mean-and-variance cost) of one series, for any penalties, sharing the costs."""
+
+    def __init__(self, values: np.ndarray, min_size: int = DEFAULT_MIN_SIZE) -> None:
+        x = np.asarray(values, dtype=np.float64)
+        if x.ndim != 1:
+            raise ValueError(f"expected a 1-D series, got shape {x.shape}")
+        if min_size < 2:
+            raise ValueError("min_size must be at least 2 (a variance needs two readings)")
+        self.values = x
+        self.min_size = min_size
+        self._floor = variance_floor(x) if x.size >= 2 * min_size else 1.0
+        self._s1, self._s2 = prefix_sums(x)
+        # pruning every `every` steps, as pelt_meanvar; a block holds two checks
+        self._every = max(min_size - 1, 8)
+        self._block = 2 * self._every
+        # per block start: (first candidate column, costs of steps x candidates from there)
+        self._costs: dict[int, tuple[int, np.ndarray]] = {}
+
+    def solve(self, penalties: list[float]) -> list[PeltResult]:
+        """``pelt_meanvar(values, p, min_size)`` for each p in ``penalties``."""
+        x = self.values
+        if x.size < 2 * self.min_size:
+            return [pelt_meanvar(x, p, self.min_size) for p in penalties]
+        out: list[PeltResult] = []
+        for i in range(0, len(penalties), MANY_CHUNK):
+            chunk = np.asarray(penalties[i : i + MANY_CHUNK], dtype=np.float64)
+            out += self._solve_chunk(chunk)
+        return out
+
+    def _segment_costs(self, start: int, stop: int, lo: int, hi: int) -> np.ndarray:
+        """Costs of the segments [c, t) for t in (start, stop], c in [lo, hi), +inf where
+        the segment is shorter than min_size; the floats of ``pelt_meanvar``'s loop."""
+        cached = self._costs.get(start)
+        if cached is not None and cached[0] <= lo:
+            first, table = cached
+            return table[:, lo - first : hi - first]
+        top = hi if cached is None else cached[0]
+        t = np.arange(start + 1, stop + 1)[:, None]
+        c = np.arange(lo, top)[None, :]
+        m = t - c
+        s1, s2 = self._s1, self._s2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d1 = (s1[t] - s1[c]) / m
+            cost = (s2[t] - s2[c]) / m - d1 * d1
+            np.maximum(cost, self._floor, out=cost)
+            np.log(cost, out=cost)
+            cost *= m
+        cost[m < self.min_size] = np.inf
+        table = cost if cached is None else np.concatenate((cost, cached[1]), axis=1)
+        self._costs[start] = (lo, table)
+        return table[:, : hi - lo]
+
+    def _solve_chunk(self, beta: np.ndarray) -> list[PeltResult]:
+        x, ms, every = self.values, self.min_size, self._every
+        n, rows = x.size, beta.size
+        inf = np.inf
+        best = np.full((rows, n + 1), inf)
+        best[:, 0] = -beta
+        previous = np.zeros((rows, n + 1), dtype=np.intp)
+        # F(candidate) per penalty, +inf before it enters and once it is pruned there
+        alive = np.full((rows, n + 1), inf)
+        alive[:, 0] = -beta
+        beaten = np.zeros((rows, n + 1), dtype=bool)
+        pen = beta[:, None]
+        oldest = np.zeros(rows, dtype=np.intp)  # per penalty, its lowest live candidate
+        first = 0  # the lowest over all penalties
+        for start in range(0, n, self._block):
+            stop = min(start + self._block, n)  # steps start+1 .. stop
+            old_hi = max(start + 2 - ms, 1)  # candidates that entered before the block
+            in_lo = max(start + 2 - ms, ms)  # candidates that enter inside it
+            in_hi = stop + 1 - ms
+            costs = self._segment_costs(start, stop, first, max(in_hi, old_hi))
+            # the candidates from before the block, for all its steps at once, in groups of
+            # penalties whose oldest live candidates are alike (not all at the widest's width)
+            steps = stop - start
+            half = min(every, steps)  # steps up to the check in the middle of the block
+            old_min = np.empty((rows, steps))
+            old_arg = np.empty((rows, steps), dtype=np.intp)
+            groups = []
+            for group, lo in _groups(oldest, old_hi):
+                f = alive[group, lo:old_hi]
+                c = costs[:, lo - first : old_hi - first]
+                old = np.empty((group.size, steps, old_hi - lo))
+                np.add(f[:, None, :], c[None, :half], out=old[:, :half])
+                # those beaten at the block's first check leave at the check in its middle
+                gone = beaten[group, lo:old_hi]
+                late = np.where(gone, inf, f) if gone.any() else f
+                if half < steps:
+                    np.add(late[:, None, :], c[None, half:], out=old[:, half:])
+                arg = old.argmin(axis=2)
+                flat = arg.ravel() + np.arange(0, old.size, old.shape[2])
+                old_min[group] = old.reshape(-1)[flat].reshape(arg.shape)
+                old_arg[group] = arg + lo
+                groups.append((group, lo, old, late))
+            value = old_min + pen
+            # the candidates that enter inside the block: fixed point of the recursion
+            width = in_hi - in_lo
+            inner = np.empty((rows, steps, 0))
+            if width > 0:
+                in_costs = costs[None, :, in_lo - first :]
+                known = max(0, min(start + 1, in_hi) - in_lo)
+                in_f = np.empty((rows, width))
+                in_f[:, :known] = best[:, in_lo : in_lo + known]
+                fresh = slice(in_lo + known - start - 1, in_hi - start - 1)
+                in_f[:, known:] = value[:, fresh]
+                while True:
+                    inner = in_f[:, None, :] + in_costs
+                    in_min = inner.min(axis=2)
+                    value = np.minimum(old_min, in_min) + pen
+                    if np.array_equal(value[:, fresh], in_f[:, known:]):
+                        break
+                    in_f[:, known:] = value[:, fresh]
+                # earlier candidates win ties: an inner one only when strictly lower
+                inside = in_min < old_min
+                step_prev = np.where(inside, in_lo + inner.argmin(axis=2), old_arg)
+            else:
+                step_prev = old_arg
+            best[:, start + 1 : stop + 1] = value
+            previous[:, start + 1 : stop + 1] = step_prev
+            enter = slice(max(in_lo, ms), stop + 2 - ms)
+            alive[:, enter] = best[:, enter]
+            # PELT's checks: drop what the last check found beaten, mark what is beaten now
+            for t in (start + every, start + 2 * every):
+                if not ms <= t <= stop:
+                    continue
+                j = t - start - 1
+                at = best[:, t, None]
+                for group, lo, old, late in groups:
+                    gone = beaten[group, lo:old_hi]
+                    if j < half:
+                        alive[group, lo:old_hi] = late
+                    else:
+                        alive[group, lo:old_hi] = np.where(gone, inf, alive[group, lo:old_hi])
+                    beaten[group, lo:old_hi] = (old[:, j, :] > at[group]) & ~gone
+                top = t - ms + 1
+                if top > in_lo:
+                    gone = beaten[:, in_lo:top]
+                    np.copyto(alive[:, in_lo:top], inf, where=gone)
+                    beaten[:, in_lo:top] = (inner[:, j, : top - in_lo] > at) & ~gone
+            oldest = first + np.isfinite(alive[:, first : stop + 2 - ms]).argmax(axis=1)
+            first = int(oldest.min())
+        out = []
+        for r in range(rows):
+            cuts: list[int] = []
+            t = n
+            while t > 0:
+                t = int(previous[r, t])
+                if t > 0:
+                    cuts.append(t)
+            cuts.reverse()
+            b = float(beta[r])
+            out.append(
+                PeltResult(changepoints=cuts, cost=float(best[r, n]) - b * len(cuts), penalty=b)
+            )
+        return out
+
+
+def _groups(oldest: np.ndarray, top: int) -> list[tuple[np.ndarray, int]]:
+    """Penalties in groups whose widths (top - oldest live candidate) are within a factor 2,
+    each with its lowest candidate: the work of a group is its size times its widest."""
+    order = np.argsort(oldest, kind="stable")
+    lows = oldest[order].tolist()
+    out: list[tuple[np.ndarray, int]] = []
+    begin = 0
+    for i in range(1, len(lows) + 1):
+        if i == len(lows) or 2 * (top - lows[i]) < top - lows[begin]:
+            out.append((order[begin:i], lows[begin]))
+            begin = i
+    return out
+
+
+def pelt_meanvar_many(
+    values: np.ndarray, penalties: list[float], min_size: int = DEFAULT_MIN_SIZE
+) -> list[PeltResult]:
+    """``pelt_meanvar`` for each of ``penalties``: the same optimum, ties included."""
+    return MeanVarPelt(values, min_size).solve(penalties)
