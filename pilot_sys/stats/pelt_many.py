@@ -34,6 +34,9 @@ from pilot_sys.stats.pelt import (
 
 # Penalties per pass: bounds the (penalties x steps x candidates) work arrays of one block.
 MANY_CHUNK = 64
+# Totals (penalties x steps x candidates) a separate group of penalties must save to be worth
+# its own numpy calls (each group costs some tens of microseconds of calls).
+SPLIT_GAIN = 20_000
 
 
 class MeanVarPelt:
@@ -89,9 +92,14 @@ class MeanVarPelt:
         self._costs[start] = (lo, table)
         return table[:, : hi - lo]
 
-    def _solve_chunk(self, beta: np.ndarray) -> list[PeltResult]:
+    def _solve_chunk(self, penalties: np.ndarray) -> list[PeltResult]:
         x, ms, every = self.values, self.min_size, self._every
-        n, rows = x.size, beta.size
+        n = x.size
+        # highest penalty first: the penalties that prune least (and so keep the oldest
+        # candidates) come together, and a group of them is a slice of rows
+        order = np.argsort(-penalties, kind="stable")
+        beta = penalties[order]
+        rows = beta.size
         inf = np.inf
         best = np.full((rows, n + 1), inf)
         best[:, 0] = -beta
@@ -101,84 +109,80 @@ class MeanVarPelt:
         alive[:, 0] = -beta
         beaten = np.zeros((rows, n + 1), dtype=bool)
         pen = beta[:, None]
-        oldest = np.zeros(rows, dtype=np.intp)  # per penalty, its lowest live candidate
+        oldest = [0] * rows  # per penalty, its lowest live candidate
         first = 0  # the lowest over all penalties
         for start in range(0, n, self._block):
             stop = min(start + self._block, n)  # steps start+1 .. stop
+            steps = stop - start
+            half = min(every, steps)  # steps up to the check in the middle of the block
             old_hi = max(start + 2 - ms, 1)  # candidates that entered before the block
             in_lo = max(start + 2 - ms, ms)  # candidates that enter inside it
             in_hi = stop + 1 - ms
             costs = self._segment_costs(start, stop, first, max(in_hi, old_hi))
-            # the candidates from before the block, for all its steps at once, in groups of
-            # penalties whose oldest live candidates are alike (not all at the widest's width)
-            steps = stop - start
-            half = min(every, steps)  # steps up to the check in the middle of the block
+            # the candidates from before the block, for all its steps at once, by groups of
+            # penalties (each from its group's oldest live candidate, not from the oldest of all)
             old_min = np.empty((rows, steps))
             old_arg = np.empty((rows, steps), dtype=np.intp)
             groups = []
-            for group, lo in _groups(oldest, old_hi):
-                f = alive[group, lo:old_hi]
+            for top, end, lo in _row_groups(oldest, old_hi, steps):
+                f = alive[top:end, lo:old_hi]
                 c = costs[:, lo - first : old_hi - first]
-                old = np.empty((group.size, steps, old_hi - lo))
+                old = np.empty((end - top, steps, old_hi - lo))
                 np.add(f[:, None, :], c[None, :half], out=old[:, :half])
-                # those beaten at the block's first check leave at the check in its middle
-                gone = beaten[group, lo:old_hi]
-                late = np.where(gone, inf, f) if gone.any() else f
                 if half < steps:
+                    # those beaten at the block's first check leave at the check in its middle
+                    gone = beaten[top:end, lo:old_hi]
+                    late = np.where(gone, inf, f) if gone.any() else f
                     np.add(late[:, None, :], c[None, half:], out=old[:, half:])
-                arg = old.argmin(axis=2)
-                flat = arg.ravel() + np.arange(0, old.size, old.shape[2])
-                old_min[group] = old.reshape(-1)[flat].reshape(arg.shape)
-                old_arg[group] = arg + lo
-                groups.append((group, lo, old, late))
+                old_min[top:end] = old.min(axis=2)
+                old_arg[top:end] = old.argmin(axis=2) + lo
+                groups.append((top, end, lo, old))
             value = old_min + pen
-            # the candidates that enter inside the block: fixed point of the recursion
-            width = in_hi - in_lo
+            # the candidates that enter inside the block: the fixed point of the recursion
             inner = np.empty((rows, steps, 0))
-            if width > 0:
+            if in_hi > in_lo:
                 in_costs = costs[None, :, in_lo - first :]
-                known = max(0, min(start + 1, in_hi) - in_lo)
-                in_f = np.empty((rows, width))
+                known = max(0, min(start + 1, in_hi) - in_lo)  # those that entered before
+                in_f = np.empty((rows, in_hi - in_lo))
                 in_f[:, :known] = best[:, in_lo : in_lo + known]
                 fresh = slice(in_lo + known - start - 1, in_hi - start - 1)
-                in_f[:, known:] = value[:, fresh]
+                guess = in_f[:, known:]
+                guess[:] = value[:, fresh]
                 while True:
                     inner = in_f[:, None, :] + in_costs
                     in_min = inner.min(axis=2)
-                    value = np.minimum(old_min, in_min) + pen
-                    if np.array_equal(value[:, fresh], in_f[:, known:]):
+                    value = np.minimum(old_min, in_min)
+                    value += pen
+                    if (value[:, fresh] == guess).all():
                         break
-                    in_f[:, known:] = value[:, fresh]
+                    guess[:] = value[:, fresh]
                 # earlier candidates win ties: an inner one only when strictly lower
                 inside = in_min < old_min
-                step_prev = np.where(inside, in_lo + inner.argmin(axis=2), old_arg)
-            else:
-                step_prev = old_arg
+                old_arg[inside] = in_lo + inner.argmin(axis=2)[inside]
             best[:, start + 1 : stop + 1] = value
-            previous[:, start + 1 : stop + 1] = step_prev
-            enter = slice(max(in_lo, ms), stop + 2 - ms)
+            previous[:, start + 1 : stop + 1] = old_arg
+            enter = slice(in_lo, stop + 2 - ms)
             alive[:, enter] = best[:, enter]
             # PELT's checks: drop what the last check found beaten, mark what is beaten now
+            # (the mark on a candidate just dropped is never read: it is +inf from now on)
             for t in (start + every, start + 2 * every):
                 if not ms <= t <= stop:
                     continue
                 j = t - start - 1
                 at = best[:, t, None]
-                for group, lo, old, late in groups:
-                    gone = beaten[group, lo:old_hi]
-                    if j < half:
-                        alive[group, lo:old_hi] = late
-                    else:
-                        alive[group, lo:old_hi] = np.where(gone, inf, alive[group, lo:old_hi])
-                    beaten[group, lo:old_hi] = (old[:, j, :] > at[group]) & ~gone
-                top = t - ms + 1
-                if top > in_lo:
-                    gone = beaten[:, in_lo:top]
-                    np.copyto(alive[:, in_lo:top], inf, where=gone)
-                    beaten[:, in_lo:top] = (inner[:, j, : top - in_lo] > at) & ~gone
-            oldest = first + np.isfinite(alive[:, first : stop + 2 - ms]).argmax(axis=1)
-            first = int(oldest.min())
-        out = []
+                for top, end, lo, old in groups:
+                    flags = beaten[top:end, lo:old_hi]
+                    np.copyto(alive[top:end, lo:old_hi], inf, where=flags)
+                    np.greater(old[:, j, :], at[top:end], out=flags)
+                last = t - ms + 1
+                if last > in_lo:
+                    flags = beaten[:, in_lo:last]
+                    np.copyto(alive[:, in_lo:last], inf, where=flags)
+                    np.greater(inner[:, j, : last - in_lo], at, out=flags)
+            live = np.isfinite(alive[:, first : stop + 2 - ms])
+            oldest = (live.argmax(axis=1) + first).tolist()
+            first = min(oldest)
+        out: list[PeltResult] = [PeltResult(changepoints=[], cost=0.0, penalty=0.0)] * rows
         for r in range(rows):
             cuts: list[int] = []
             t = n
@@ -188,23 +192,26 @@ class MeanVarPelt:
                     cuts.append(t)
             cuts.reverse()
             b = float(beta[r])
-            out.append(
-                PeltResult(changepoints=cuts, cost=float(best[r, n]) - b * len(cuts), penalty=b)
-            )
+            cost = float(best[r, n]) - b * len(cuts)
+            out[int(order[r])] = PeltResult(changepoints=cuts, cost=cost, penalty=b)
         return out
 
 
-def _groups(oldest: np.ndarray, top: int) -> list[tuple[np.ndarray, int]]:
-    """Penalties in groups whose widths (top - oldest live candidate) are within a factor 2,
-    each with its lowest candidate: the work of a group is its size times its widest."""
-    order = np.argsort(oldest, kind="stable")
-    lows = oldest[order].tolist()
-    out: list[tuple[np.ndarray, int]] = []
-    begin = 0
-    for i in range(1, len(lows) + 1):
-        if i == len(lows) or 2 * (top - lows[i]) < top - lows[begin]:
-            out.append((order[begin:i], lows[begin]))
-            begin = i
+def _row_groups(oldest: list[int], top: int, steps: int) -> list[tuple[int, int, int]]:
+    """Consecutive rows in groups (first row, end, lowest candidate), a new group where the
+    rows from there on are at most half as wide as the group so far and leaving out the
+    difference saves more than a group's fixed cost of numpy calls."""
+    out = []
+    begin, lo = 0, oldest[0]
+    rows = len(oldest)
+    for r in range(1, rows):
+        o = oldest[r]
+        if 2 * (top - o) < top - lo and (rows - r) * (o - lo) * steps >= SPLIT_GAIN:
+            out.append((begin, r, lo))
+            begin, lo = r, o
+        elif o < lo:
+            lo = o
+    out.append((begin, rows, lo))
     return out
 
 
