@@ -181,3 +181,14 @@ def test_the_crops_path_is_the_one_of_one_pelt_per_penalty(
     fast = crops(x, 4 * log_n, 1e5 * log_n)
     monkeypatch.setattr(crops_module, "MeanVarPelt", _OnePeltEach)
     assert fast == crops(x, 4 * log_n, 1e5 * log_n)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3, 5, 6])
+def test_a_penalty_no_change_point_can_pay_for_is_answered_without_the_search(seed: int) -> None:
+    # CROPS's top penalty, 1e5 log n: the proof that the start stays the strict minimum holds,
+    # and its answer is the plain loop's, float for float; a low penalty is left to the search
+    x = np.concatenate([_series(seed), _series(seed + 7)])
+    solver = MeanVarPelt(x)
+    top = 1e5 * math.log(x.size)
+    assert solver._unsegmented(top) == pelt_meanvar(x, top)
+    assert solver._unsegmented(4 * math.log(x.size)) is None

@@ -22,6 +22,8 @@ gives the same optimum, float for float and tie for tie, with three changes of b
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from pilot_sys.stats.pelt import (
@@ -37,6 +39,9 @@ MANY_CHUNK = 64
 # Totals (penalties x steps x candidates) a separate group of penalties must save to be worth
 # its own numpy calls (each group costs some tens of microseconds of calls).
 SPLIT_GAIN = 20_000
+# relative slack for rounding in a proof that no change point pays (float sums of n terms
+# are off by far less)
+ROUNDING = 1e-9
 
 
 class MeanVarPelt:
@@ -57,17 +62,54 @@ class MeanVarPelt:
         self._block = 2 * self._every
         # per block start: (first candidate column, costs of steps x candidates from there)
         self._costs: dict[int, tuple[int, np.ndarray]] = {}
+        # the costs of one segment from the start to each step, and the bound they are held to
+        self._whole: tuple[np.ndarray, np.ndarray, float] | None = None
 
     def solve(self, penalties: list[float]) -> list[PeltResult]:
         """``pelt_meanvar(values, p, min_size)`` for each p in ``penalties``."""
         x = self.values
         if x.size < 2 * self.min_size:
             return [pelt_meanvar(x, p, self.min_size) for p in penalties]
-        out: list[PeltResult] = []
-        for i in range(0, len(penalties), MANY_CHUNK):
-            chunk = np.asarray(penalties[i : i + MANY_CHUNK], dtype=np.float64)
-            out += self._solve_chunk(chunk)
-        return out
+        out: list[PeltResult | None] = [self._unsegmented(float(p)) for p in penalties]
+        todo = [i for i, r in enumerate(out) if r is None]
+        for i in range(0, len(todo), MANY_CHUNK):
+            rows = todo[i : i + MANY_CHUNK]
+            chunk = np.array([penalties[r] for r in rows], dtype=np.float64)
+            for r, result in zip(rows, self._solve_chunk(chunk), strict=True):
+                out[r] = result
+        return [r for r in out if r is not None]
+
+    def _unsegmented(self, penalty: float) -> PeltResult | None:
+        """The answer for a penalty no change point can pay for, without the search; None
+        when that is not proven.
+
+        Each segment of a segmentation costs at least its length times log(floor), and each
+        change point adds the penalty, so every candidate but the start scores at least
+        t log(floor) at step t. Where the start alone (one segment, less the penalty) scores
+        lower at every step, with a margin for rounding, it is the strict minimum at every
+        step: never pruned, and the search ends with no change point and the same floats."""
+        if not penalty > 0.0:
+            return None
+        if self._whole is None:
+            ms, s1, s2 = self.min_size, self._s1, self._s2
+            t = np.arange(ms, self.values.size + 1)
+            m = t.astype(np.float64)
+            d1 = (s1[t] - s1[0]) / m
+            whole = (s2[t] - s2[0]) / m - d1 * d1
+            np.maximum(whole, self._floor, out=whole)
+            np.log(whole, out=whole)
+            whole *= m
+            spread = float(np.ptp(self.values))
+            low = math.log(self._floor)
+            scale = max(abs(low), abs(math.log(max(spread * spread, self._floor))))
+            self._whole = (whole, t * low, t.size * scale)
+        whole, bound, scale = self._whole
+        total = -penalty + whole  # the start's total at each step, as the search adds it
+        margin = ROUNDING * total.size * (penalty + scale)
+        if not (total < bound - margin).all():
+            return None
+        cost = float(total[-1] + penalty)
+        return PeltResult(changepoints=[], cost=cost, penalty=penalty)
 
     def _segment_costs(self, start: int, stop: int, lo: int, hi: int) -> np.ndarray:
         """Costs of the segments [c, t) for t in (start, stop], c in [lo, hi), +inf where
@@ -79,7 +121,7 @@ class MeanVarPelt:
         top = hi if cached is None else cached[0]
         t = np.arange(start + 1, stop + 1)[:, None]
         c = np.arange(lo, top)[None, :]
-        m = t - c
+        m = (t - c).astype(np.float64)  # the same quotients and products as by the integers
         s1, s2 = self._s1, self._s2
         with np.errstate(divide="ignore", invalid="ignore"):
             d1 = (s1[t] - s1[c]) / m
@@ -127,16 +169,10 @@ class MeanVarPelt:
             for top, end, lo in _row_groups(oldest, old_hi, steps):
                 f = alive[top:end, lo:old_hi]
                 c = costs[:, lo - first : old_hi - first]
-                old = np.empty((end - top, steps, old_hi - lo))
-                np.add(f[:, None, :], c[None, :half], out=old[:, :half])
-                if half < steps:
-                    # those beaten at the block's first check leave at the check in its middle
-                    gone = beaten[top:end, lo:old_hi]
-                    late = np.where(gone, inf, f) if gone.any() else f
-                    np.add(late[:, None, :], c[None, half:], out=old[:, half:])
-                old_min[top:end] = old.min(axis=2)
-                old_arg[top:end] = old.argmin(axis=2) + lo
-                groups.append((top, end, lo, old))
+                gone = beaten[top:end, lo:old_hi]
+                old_min[top:end], arg, totals = _scores(f, gone, c, half)
+                old_arg[top:end] = arg + lo
+                groups.append((top, end, lo, totals))
             value = old_min + pen
             # the candidates that enter inside the block: the fixed point of the recursion
             inner = np.empty((rows, steps, 0))
@@ -170,10 +206,10 @@ class MeanVarPelt:
                     continue
                 j = t - start - 1
                 at = best[:, t, None]
-                for top, end, lo, old in groups:
+                for top, end, lo, totals in groups:
                     flags = beaten[top:end, lo:old_hi]
                     np.copyto(alive[top:end, lo:old_hi], inf, where=flags)
-                    np.greater(old[:, j, :], at[top:end], out=flags)
+                    np.greater(totals[j], at[top:end], out=flags)
                 last = t - ms + 1
                 if last > in_lo:
                     flags = beaten[:, in_lo:last]
@@ -195,6 +231,33 @@ class MeanVarPelt:
             cost = float(best[r, n]) - b * len(cuts)
             out[int(order[r])] = PeltResult(changepoints=cuts, cost=cost, penalty=b)
         return out
+
+
+def _scores(
+    f: np.ndarray, gone: np.ndarray, costs: np.ndarray, half: int
+) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
+    """Min and first argmin of F(c) + cost(c, t) over the candidates at every step of the
+    block (those ``gone`` leave after the middle check), and the totals at its two checks."""
+    steps, width = costs.shape
+    rows = f.shape[0]
+    if steps == 2 * half:
+        # F before the middle check and after it, each added to its half of the steps at once
+        phases = np.empty((rows, 2, width))
+        phases[:, 0] = f
+        np.copyto(phases[:, 1], f)
+        np.copyto(phases[:, 1], np.inf, where=gone)
+        split = costs.reshape(2, half, width)
+        old = (phases[:, :, None, :] + split[None]).reshape(rows, steps, width)
+    else:  # the last block, shorter
+        old = np.empty((rows, steps, width))
+        np.add(f[:, None, :], costs[None, :half], out=old[:, :half])
+        if half < steps:
+            late = np.where(gone, np.inf, f)
+            np.add(late[:, None, :], costs[None, half:], out=old[:, half:])
+    arg = old.argmin(axis=2)
+    flat = arg.ravel() + np.arange(0, old.size, width)
+    mins = old.reshape(-1)[flat].reshape(rows, steps)
+    return mins, arg, {half - 1: old[:, half - 1, :], steps - 1: old[:, steps - 1, :]}
 
 
 def _row_groups(oldest: list[int], top: int, steps: int) -> list[tuple[int, int, int]]:
