@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import pilot_sys.stats.crops as crops_module
+import pilot_sys.stats.pelt_many as pelt_many
 from pilot_sys.stats.crops import crops
 from pilot_sys.stats.pelt import (
     PeltResult,
@@ -192,3 +193,15 @@ def test_a_penalty_no_change_point_can_pay_for_is_answered_without_the_search(se
     top = 1e5 * math.log(x.size)
     assert solver._unsegmented(top) == pelt_meanvar(x, top)
     assert solver._unsegmented(4 * math.log(x.size)) is None
+
+
+def test_a_series_too_long_to_keep_its_costs_gets_the_same_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pelt_many, "KEEP_COSTS_UP_TO", 50)
+    x = _series(5)
+    assert x.size > 50
+    solver = MeanVarPelt(x)
+    for penalties in ([3.0, 40.0], [1e4, 12.0]):
+        assert solver.solve(penalties) == [pelt_meanvar(x, p) for p in penalties]
+    assert not solver._costs

@@ -3,7 +3,7 @@
 ``pelt_meanvar`` walks the series one step at a time: a few numpy calls per step over the
 surviving candidates. A CROPS path needs that walk 9-10 times over the same series, with tens
 of penalties at once, and then the per-step calls and the logarithms dominate. This solver
-gives the same optimum, float for float and tie for tie, with three changes of bookkeeping:
+gives the same optimum, float for float and tie for tie, with these changes of bookkeeping:
 
 - Steps go in blocks of two pruning intervals. Which candidates a step may use is known at the
   start of its block: PELT's delayed pruning drops at one check only what the check before
@@ -17,7 +17,11 @@ gives the same optimum, float for float and tie for tie, with three changes of b
   penalties of the path (``MeanVarPelt`` holds them; one CROPS path reuses one solver).
 - Candidates live in a dense table (index = candidate) with +inf once pruned, so a step's
   argmin runs over them in ascending order, as the plain loop's compacted list does, and a
-  tie goes to the earliest candidate in both.
+  tie goes to the earliest candidate in both. Penalties are scored in groups, each from its
+  own oldest live candidate: a high penalty prunes little and keeps candidates from the start,
+  a low one only recent ones, and one width for all would score the low ones at the high one's.
+- A penalty so high that no change point can pay for itself (CROPS's top one) is answered
+  from the one-segment costs, where a bound proves the search would end there.
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ MANY_CHUNK = 64
 # Totals (penalties x steps x candidates) a separate group of penalties must save to be worth
 # its own numpy calls (each group costs some tens of microseconds of calls).
 SPLIT_GAIN = 20_000
+# Series length up to which the segment costs are kept for later penalties (they take up to
+# 4 n^2 bytes: 36 MB at settle's 3,000 block means); longer ones are computed again per pass.
+KEEP_COSTS_UP_TO = 5000
 # relative slack for rounding in a proof that no change point pays (float sums of n terms
 # are off by far less)
 ROUNDING = 1e-9
@@ -114,7 +121,7 @@ class MeanVarPelt:
     def _segment_costs(self, start: int, stop: int, lo: int, hi: int) -> np.ndarray:
         """Costs of the segments [c, t) for t in (start, stop], c in [lo, hi), +inf where
         the segment is shorter than min_size; the floats of ``pelt_meanvar``'s loop."""
-        cached = self._costs.get(start)
+        cached = self._costs.get(start) if self.values.size <= KEEP_COSTS_UP_TO else None
         if cached is not None and cached[0] <= lo:
             first, table = cached
             return table[:, lo - first : hi - first]
@@ -131,7 +138,8 @@ class MeanVarPelt:
             cost *= m
         cost[m < self.min_size] = np.inf
         table = cost if cached is None else np.concatenate((cost, cached[1]), axis=1)
-        self._costs[start] = (lo, table)
+        if self.values.size <= KEEP_COSTS_UP_TO:
+            self._costs[start] = (lo, table)
         return table[:, : hi - lo]
 
     def _solve_chunk(self, penalties: np.ndarray) -> list[PeltResult]:
