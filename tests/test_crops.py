@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from pilot_sys.stats.crops import CropsStep, crops, crops_elbow
-from pilot_sys.stats.pelt import pelt_meanvar, pelt_meanvar_many
+from pilot_sys.stats.pelt import pelt_meanvar
+from pilot_sys.stats.pelt_many import pelt_meanvar_many
 
 
 def _series(seed: int, n: int = 300) -> np.ndarray:

@@ -6,7 +6,7 @@ range of penalties", 2017) finds every segmentation that is optimal for some pen
 points cost the same at penalty ``(cost1 - cost0) / (m0 - m1)``; PELT at that penalty either
 returns one of the two (nothing lies between them) or a new segmentation between them, and the
 search goes on in both halves. Here every round's new penalties run in one pass of
-``pelt_meanvar_many``.
+``pilot_sys.stats.pelt_many.MeanVarPelt``, which keeps the segment costs for the later rounds.
 
 The elbow is where Traini et al. 2022 ("Towards effective assessment of steady state
 performance in Java software: Are we there yet?") took each series' penalty: the Kneedle rule
@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from pilot_sys.stats.pelt import DEFAULT_MIN_SIZE, PeltResult, pelt_meanvar_many
+from pilot_sys.stats.pelt import DEFAULT_MIN_SIZE, PeltResult
+from pilot_sys.stats.pelt_many import MeanVarPelt
 
 
 class CropsStep(BaseModel):
@@ -39,10 +40,11 @@ def crops(
 ) -> list[CropsStep]:
     """Every segmentation optimal for a penalty in [low, high], most change points first."""
     x = np.asarray(values, dtype=np.float64)
+    solver = MeanVarPelt(x, min_size)  # one series: its segment costs serve every round
     runs: dict[float, PeltResult] = {}
     todo = [low, high] if high > low else [low]
     while todo:
-        runs.update(zip(todo, pelt_meanvar_many(x, todo, min_size), strict=True))
+        runs.update(zip(todo, solver.solve(todo), strict=True))
         tried = sorted(runs)
         todo = []
         for b0, b1 in zip(tried[:-1], tried[1:], strict=True):

@@ -8,9 +8,8 @@ near-linear when changes are frequent (quadratic at worst, on one long stationar
 Why a hand-written loop: ruptures' ``Pelt(model="normal")`` computes the same optimum with one
 Python cost call per candidate pair, which makes a 3,000-point series take minutes; here each
 step is one vectorised numpy expression over the surviving candidates (prefix sums make the
-cost of any segment O(1)). ``pelt_meanvar_many`` runs the recursion for many penalties in one
-pass over the series: a segment's cost does not depend on the penalty, so it is computed once
-per step for all of them, which is what makes a whole CROPS path affordable.
+cost of any segment O(1)). ``pilot_sys.stats.pelt_many`` gives the same optimum for many
+penalties at once, which is what makes a whole CROPS path affordable.
 
 A segment of identical readings has zero variance and an unbounded likelihood; its variance is
 floored at the quantisation noise of the data (``resolution**2 / 12``, the variance of a reading
@@ -48,7 +47,7 @@ def variance_floor(values: np.ndarray) -> float:
     return max(step * step / 12.0, 1e-12 * spread, np.finfo(np.float64).tiny)
 
 
-def _prefix_sums(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def prefix_sums(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     centred = values - np.median(values)  # less cancellation in sum(x^2) - sum(x)^2 / m
     s1 = np.concatenate(([0.0], np.cumsum(centred)))
     s2 = np.concatenate(([0.0], np.cumsum(centred * centred)))
@@ -82,7 +81,7 @@ def pelt_meanvar(
             changepoints=[], cost=segment_cost(x, 0, n) if n >= 2 else 0.0, penalty=penalty
         )
     floor = variance_floor(x)
-    s1, s2 = _prefix_sums(x)
+    s1, s2 = prefix_sums(x)
     best = np.empty(n + 1)
     best[0] = -penalty
     previous = np.zeros(n + 1, dtype=np.intp)
@@ -127,87 +126,3 @@ def pelt_meanvar(
     cuts.reverse()
     cost = float(best[n]) - penalty * len(cuts)
     return PeltResult(changepoints=cuts, cost=cost, penalty=penalty)
-
-
-# Penalties per pass of ``pelt_meanvar_many``: bounds its (penalties x n) work arrays.
-MANY_CHUNK = 64
-
-
-def pelt_meanvar_many(
-    values: np.ndarray, penalties: list[float], min_size: int = DEFAULT_MIN_SIZE
-) -> list[PeltResult]:
-    """``pelt_meanvar`` for each of ``penalties``, in one pass over the series per chunk of them.
-
-    The same optimum as one ``pelt_meanvar`` call per penalty, ties included: candidates are
-    kept in ascending order and each penalty prunes its own (a candidate leaves the shared list
-    once every penalty has pruned it).
-    """
-    x = np.asarray(values, dtype=np.float64)
-    if x.ndim != 1:
-        raise ValueError(f"expected a 1-D series, got shape {x.shape}")
-    if min_size < 2:
-        raise ValueError("min_size must be at least 2 (a variance needs two readings)")
-    if x.size < 2 * min_size:
-        return [pelt_meanvar(x, p, min_size) for p in penalties]
-    out: list[PeltResult] = []
-    for i in range(0, len(penalties), MANY_CHUNK):
-        out += _pelt_chunk(x, np.asarray(penalties[i : i + MANY_CHUNK], dtype=np.float64), min_size)
-    return out
-
-
-def _pelt_chunk(x: np.ndarray, penalty: np.ndarray, min_size: int) -> list[PeltResult]:
-    n, rows = x.size, penalty.size
-    floor = variance_floor(x)
-    s1, s2 = _prefix_sums(x)
-    best = np.empty((rows, n + 1))
-    best[:, 0] = -penalty
-    previous = np.zeros((rows, n + 1), dtype=np.intp)
-    slots = np.zeros(n + 1, dtype=np.intp)  # candidates, ascending, shared by all penalties
-    alive = np.full((rows, n + 1), np.inf)  # F(candidate) per penalty, inf once pruned there
-    beaten = np.zeros((rows, n + 1), dtype=bool)
-    alive[:, 0] = best[:, 0]
-    size = 1
-    every = max(min_size - 1, 8)
-    row = np.arange(rows)
-    for t in range(min_size, n + 1):
-        c = slots[:size]
-        m = t - c
-        d1 = (s1[t] - s1[c]) / m
-        cost = (s2[t] - s2[c]) / m - d1 * d1
-        np.maximum(cost, floor, out=cost)
-        np.log(cost, out=cost)
-        cost *= m
-        total = alive[:, :size] + cost
-        i = total.argmin(axis=1)
-        best[:, t] = total[row, i] + penalty
-        previous[:, t] = c[i]
-        if t % every == 0:  # the same delayed pruning as pelt_meanvar, per penalty
-            live = alive[:, :size]
-            gone = beaten[:, :size]
-            live[gone] = np.inf
-            now = (total > best[:, t, None]) & ~gone
-            keep = np.isfinite(live).any(axis=0)
-            size = int(keep.sum())
-            slots[:size] = c[keep]
-            alive[:, :size] = live[:, keep]
-            beaten[:, :size] = now[:, keep]
-        new = t + 1 - min_size
-        if new >= min_size:
-            slots[size] = new
-            alive[:, size] = best[:, new]
-            beaten[:, size] = False
-            size += 1
-    out = []
-    for r in range(rows):
-        cuts: list[int] = []
-        t = n
-        while t > 0:
-            t = int(previous[r, t])
-            if t > 0:
-                cuts.append(t)
-        cuts.reverse()
-        beta = float(penalty[r])
-        out.append(
-            PeltResult(changepoints=cuts, cost=float(best[r, n]) - beta * len(cuts), penalty=beta)
-        )
-    return out
