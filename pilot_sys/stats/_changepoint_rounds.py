@@ -1,0 +1,416 @@
+"""Binary segmentation of many short segments at once: one round of tests per numpy pass.
+
+A series with many change points (a random walk, a slow sine) ends in thousands of tests of
+short segments, each of which costs a hundred small numpy calls (selection, indicators, CUSUM,
+dependence, three rounds of re-placement): the fixed cost of those calls, not the arithmetic,
+is most of the detection. Here the segments that binary segmentation would test one by one are
+tested together, one bisection depth at a time, as the ranges of flat arrays: every step is one
+call over all of them, with the same floating-point operations on the same numbers, so every
+scan, split, statistic and p-value is identical to the one-by-one path (``_Scans.test``).
+
+Each round keeps its segments' readings sorted (with their positions); a split segment's
+pieces get theirs by a stable partition of that order, so a reading is sorted once, when its
+segment first enters, instead of at every depth. Segments with tied readings are left to the
+one-by-one path (ties need the tie-break keys; no segment with distinct readings does), as is
+the re-placement of a change of spread.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from pilot_sys.stats._changepoint_dependence import dependence_factor
+from pilot_sys.stats._changepoint_result import ChangeKind, _Split
+from pilot_sys.stats._changepoint_segment import (
+    _best_split,
+    _decide,
+    _decisive,
+    _ScanResult,
+)
+
+# Segments shorter than this are tested in rounds; both pieces of any split of one are shorter
+# than the 40,000 readings above which ``_refine_split`` thins a side, so a piece's sorted
+# readings are exactly the merge ``_merged_cut`` makes.
+ROUND_MAX = 1 << 15
+
+_Scan = tuple[ChangeKind, int, float, float | None]
+
+
+@dataclass
+class _Extremes:
+    """Per segment: count of ones, first argmax/argmin split of the bridge and its values."""
+
+    ones: np.ndarray
+    top: np.ndarray
+    peak: np.ndarray
+    bottom: np.ndarray
+    trough: np.ndarray
+    counts: np.ndarray  # each segment's running count, flat (local: from 0 at its start)
+
+
+class _Round:
+    """The segments of one bisection depth as ranges of flat arrays.
+
+    ``order``: each segment's absolute positions sorted by value (segments one after another);
+    ``ordered``: the values in that order; ``inline``: the values in position order.
+    """
+
+    def __init__(
+        self,
+        values: np.ndarray,
+        begins: np.ndarray,
+        ends: np.ndarray,
+        order: np.ndarray,
+        min_size: int,
+    ) -> None:
+        self.values = values
+        self.begins, self.ends = begins, ends
+        self.sizes = ends - begins
+        self.starts = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
+        self.order = order
+        self.ordered = values[order]
+        self.min_size = min_size
+        total = int(self.sizes.sum())
+        self.count_type = np.int32 if total < np.iinfo(np.int32).max else np.int64
+        shift = np.repeat(begins - self.starts, self.sizes)
+        self.inline = values[shift + np.arange(total)]
+        self.local = np.arange(1, total + 1, dtype=np.int64) - np.repeat(self.starts, self.sizes)
+        self.positions = self.local.astype(np.float64)  # k = local + 1: readings up to here
+        # the bridge is scanned over min_size <= k <= m - min_size
+        self.first_valid = self.starts + (min_size - 1)
+        self.bounds = np.stack([self.first_valid, self.starts + self.sizes - min_size], 1).ravel()
+
+    @classmethod
+    def enter(cls, values: np.ndarray, segments: list[tuple[int, int]], min_size: int) -> _Round:
+        """Segments entering from the one-by-one path: each sorted once here."""
+        begins = np.array([b for b, _ in segments], dtype=np.int64)
+        ends = np.array([e for _, e in segments], dtype=np.int64)
+        order = np.concatenate([np.argsort(values[b:e]) + b for b, e in segments])
+        return cls(values, begins, ends, order, min_size)
+
+    def tied(self) -> np.ndarray:
+        """Per segment: whether two of its readings are equal."""
+        equal = np.empty(self.ordered.size, dtype=bool)
+        equal[0] = False
+        np.equal(self.ordered[1:], self.ordered[:-1], out=equal[1:])
+        equal[self.starts] = False
+        return np.logical_or.reduceat(equal, self.starts)
+
+    def _spread(self, per_segment: np.ndarray) -> np.ndarray:
+        """One value per segment, repeated over its readings."""
+        return np.repeat(per_segment, self.sizes)
+
+    def _running(self, indicator: np.ndarray) -> np.ndarray:
+        """Running count of ``indicator`` over the flat arrays (32 bits when it fits: several
+        times faster than 64), and the count before each segment's start."""
+        return np.cumsum(indicator, dtype=self.count_type)
+
+    def extremes(self, indicator: np.ndarray) -> _Extremes:
+        """``_bridge_extremes`` of every segment's running count of ``indicator``: the bridge
+        C_k - k p formed by the same float operations, its first argmax and argmin."""
+        running = self._running(indicator)
+        last = self.starts + self.sizes - 1
+        before = np.zeros(self.sizes.size, dtype=running.dtype)
+        before[1:] = running[self.starts[1:] - 1]
+        ones = running[last] - before
+        running -= self._spread(before)
+        p = ones / self.sizes
+        padded = np.empty(running.size + 1)  # reduceat needs every bound inside the array
+        padded[-1] = 0.0
+        bridge = padded[:-1]
+        np.multiply(self.positions, self._spread(-p), out=bridge)
+        bridge += running
+        peak = np.maximum.reduceat(padded, self.bounds)[::2]
+        trough = np.minimum.reduceat(padded, self.bounds)[::2]
+        top = self._first(bridge == self._spread(peak))
+        bottom = self._first(bridge == self._spread(trough))
+        return _Extremes(ones, top, peak, bottom, trough, running)
+
+    def _first(self, hits: np.ndarray) -> np.ndarray:
+        """Per segment: the split k of the first hit in its scanned range."""
+        at = np.flatnonzero(hits)
+        first = at[np.searchsorted(at, self.first_valid)]
+        return first - self.starts + 1
+
+    def children(self, splits: list[int | None], min_len: int) -> _Round | None:
+        """The pieces of the split segments at least ``min_len`` long, their sorted order the
+        parents' partitioned stably at the split (no sort)."""
+        accepted = np.array([s is not None for s in splits])
+        if not accepted.any():
+            return None
+        at = np.array([0 if s is None else s for s in splits], dtype=np.int64)
+        parents = np.flatnonzero(accepted)
+        kid_begins = np.stack([self.begins[parents], at[parents]], 1).ravel()
+        kid_ends = np.stack([at[parents], self.ends[parents]], 1).ravel()
+        wanted = kid_ends - kid_begins >= min_len
+        if not wanted.any():
+            return None
+        rank = np.cumsum(accepted) - 1
+        right = self.order >= self._spread(at)
+        kid = 2 * self._spread(rank) + right
+        keep = self._spread(accepted)
+        keep[keep] = wanted[kid[keep]]
+        kid, right = kid[keep], right[keep]
+        order = self.order[keep]
+        sizes = np.bincount(kid, minlength=kid_begins.size)
+        kid_starts = np.cumsum(sizes) - sizes
+        # a reading's rank among its piece's: pieces of one side (left or right) follow each
+        # other in the flat order, so count that side's readings before it and before its piece
+        same_before = np.where(right, self._running(right), self._running(~right)) - 1
+        side_sizes = sizes.reshape(-1, 2)
+        side_before = (np.cumsum(side_sizes, axis=0) - side_sizes).ravel()
+        destination = kid_starts[kid] + same_before - side_before[kid]
+        sorted_order = np.empty_like(order)
+        sorted_order[destination] = order
+        return _Round(
+            self.values, kid_begins[wanted], kid_ends[wanted], sorted_order, self.min_size
+        )
+
+    def subset(self, chosen: np.ndarray) -> _Round:
+        """The segments ``chosen`` (ascending indices) as a round of their own."""
+        flag = np.zeros(self.sizes.size, dtype=bool)
+        flag[chosen] = True
+        order = self.order[self._spread(flag)]
+        return _Round(self.values, self.begins[chosen], self.ends[chosen], order, self.min_size)
+
+    def medians(self) -> np.ndarray:
+        """``_median_of_sorted`` of every segment (signed zeros aside: callers skip zeros)."""
+        half = self.starts + self.sizes // 2
+        upper = self.ordered[half]
+        lower = self.ordered[half - 1]
+        return np.where(self.sizes % 2 == 1, upper, (lower + upper) / 2.0)
+
+
+def _split_of(ext: _Extremes, i: int, m: int) -> tuple[int, float, float, float] | None:
+    """(split, high, low, p) of segment i as ``_cusum_scan`` chooses it; None when p is 0 or 1."""
+    p = int(ext.ones[i]) / m
+    if p <= 0.0 or p >= 1.0:
+        return None
+    high, low = max(0.0, float(ext.peak[i])), min(0.0, float(ext.trough[i]))
+    top, bottom = int(ext.top[i]), int(ext.bottom[i])
+    return (top if high >= -low else bottom), high, low, p
+
+
+def _cusum_scans(
+    rnd: _Round, indicator: np.ndarray, base_penalty: float, dependence: bool, rows: list[int]
+) -> dict[int, tuple[int, float, float | None, np.ndarray]]:
+    """``_cusum_scan`` plus the dependence factor (``factor_of``) for segments ``rows``: split,
+    statistic, factor, and the running count (a view)."""
+    ext = rnd.extremes(indicator)
+    out: dict[int, tuple[int, float, float | None, np.ndarray]] = {}
+    for i in rows:
+        m = int(rnd.sizes[i])
+        start = int(rnd.starts[i])
+        counts = ext.counts[start : start + m]
+        chosen = _split_of(ext, i, m)
+        if chosen is None:
+            out[i] = (m // 2, 0.0, None, counts)  # factor_of(0.0) is None: 0 never passes
+            continue
+        split, high, low, p = chosen
+        top, bottom = int(ext.top[i]), int(ext.bottom[i])
+        cuts = tuple(sorted({top if high > 0 else split, bottom if low < 0 else split}))
+        stat = (high - low) / math.sqrt(m * p * (1.0 - p))
+        factor = dependence_factor(counts, cuts) if dependence and stat > base_penalty else None
+        out[i] = (split, stat, factor, counts)
+    return out
+
+
+def _refine_locations(rnd: _Round, rows: list[int], splits: list[int], rounds: int = 3) -> None:
+    """``_refine_split`` (location, whole sides) of segments ``rows`` from ``splits``, in place.
+
+    Both sides of a segment with distinct readings, sorted and merged stably, are the segment's
+    sorted readings with each labelled by its side, so ``_merged_cut``'s counts are one running
+    count of the labels; the indicator split is the scan's bridge. Once the segments still
+    moving hold less than half the readings, the round is narrowed to them.
+    """
+    previous: dict[int, float] = {}
+    active = list(range(len(rows)))  # indices into rows and splits
+    cur, at_row = rnd, list(rows)  # the round being read, each active row's segment in it
+    for _ in range(rounds):
+        if not active:
+            return
+        held_sizes = sum(int(rnd.sizes[rows[j]]) for j in active)
+        if 2 * held_sizes < int(cur.sizes.sum()):
+            chosen = np.array(sorted(rows[j] for j in active), dtype=np.int64)
+            cur = rnd.subset(chosen)
+            place = {int(i): n for n, i in enumerate(chosen.tolist())}
+            at_row = [place.get(i, -1) for i in rows]
+        at = cur.sizes // 2  # any split inside: segments no longer refined are not read
+        for j in active:
+            at[at_row[j]] = splits[j]
+        left = cur.order < cur._spread(cur.begins + at)
+        from_a = cur._running(left)
+        before = np.zeros(cur.sizes.size, dtype=from_a.dtype)
+        before[1:] = from_a[cur.starts[1:] - 1]
+        from_a -= cur._spread(before)
+        from_b = cur.local - from_a
+        gap = from_a / cur._spread(at)
+        gap -= from_b / cur._spread(cur.sizes - at)
+        np.abs(gap, out=gap)
+        best = cur._spread(np.maximum.reduceat(gap, cur.starts))
+        hits = gap == best
+        held = np.flatnonzero(hits & left)
+        anywhere = np.flatnonzero(hits)
+        first_held = np.searchsorted(held, cur.starts)
+        first_any = anywhere[np.searchsorted(anywhere, cur.starts)]
+        cut_at = np.zeros(cur.sizes.size, dtype=np.float64)
+        moving: list[int] = []
+        for j in active:
+            i = at_row[j]
+            k = int(first_held[i])
+            end = int(cur.starts[i] + cur.sizes[i])
+            run = int(held[k]) if k < held.size and held[k] < end else int(first_any[i])
+            cut = float(cur.ordered[run])
+            if previous.get(j) == cut:
+                continue
+            previous[j] = cut
+            cut_at[i] = cut
+            moving.append(j)
+        if not moving:
+            return
+        ext = cur.extremes(cur.inline > cur._spread(cut_at))
+        active = []
+        for j in moving:
+            i = at_row[j]
+            m = int(cur.sizes[i])
+            chosen_split = _split_of(ext, i, m)
+            moved = m // 2 if chosen_split is None else chosen_split[0]
+            if moved != splits[j]:
+                splits[j] = moved
+                active.append(j)
+
+
+@dataclass
+class RoundOutcome:
+    """What one round decided: the tests, the scans, and the pieces left unsplit."""
+
+    tests: list[_Split]
+    scans: dict[tuple[int, int], _ScanResult]
+    medians: dict[tuple[int, int], float]
+    unsplit: list[tuple[int, int]]
+    indicators: dict[tuple[int, int], list[tuple[ChangeKind, np.ndarray]]]
+
+
+def bisect_rounds(
+    values: np.ndarray,
+    segments: list[tuple[int, int]],
+    *,
+    min_size: int,
+    penalty: float,
+    scale: bool,
+    dependence: bool,
+    keep: bool,
+    one_by_one: Callable[[int, int], _Split],
+) -> RoundOutcome:
+    """Binary segmentation of ``segments`` (each shorter than ``ROUND_MAX``, none holding an
+    end of the series) at ``penalty``, as ``_Detection.bisect`` makes it; segments with tied
+    readings are tested by ``one_by_one``. ``keep``: return the unsplit segments' indicators."""
+    out = RoundOutcome([], {}, {}, [], {})
+    rnd: _Round | None = _Round.enter(values, segments, min_size)
+    while rnd is not None:
+        k = rnd.sizes.size
+        tied = rnd.tied()
+        rows = np.flatnonzero(~tied).tolist()
+        splits: list[int | None] = [None] * k
+        for i in np.flatnonzero(tied).tolist():
+            b, e = int(rnd.begins[i]), int(rnd.ends[i])
+            result = one_by_one(b, e)
+            out.tests.append(result)
+            splits[i] = result.index
+        if rows:
+            _decide_round(rnd, rows, out, splits, min_size, penalty, scale, dependence, keep)
+        for i, split in enumerate(splits):
+            if split is None:
+                out.unsplit.append((int(rnd.begins[i]), int(rnd.ends[i])))
+            else:
+                for piece in ((int(rnd.begins[i]), split), (split, int(rnd.ends[i]))):
+                    if piece[1] - piece[0] < 2 * min_size:
+                        out.unsplit.append(piece)
+        rnd = rnd.children(splits, 2 * min_size)
+    return out
+
+
+def _decide_round(
+    rnd: _Round,
+    rows: list[int],
+    out: RoundOutcome,
+    splits: list[int | None],
+    min_size: int,
+    penalty: float,
+    scale: bool,
+    dependence: bool,
+    keep: bool,
+) -> None:
+    """Scan, decide and re-place the segments ``rows`` (distinct readings) of one round."""
+    sizes, starts, ordered = rnd.sizes, rnd.starts, rnd.ordered
+    decisive = _decisive(penalty, 1.0)
+    cut_half = ordered[starts + sizes - sizes // 2]
+    half = rnd.inline >= rnd._spread(cut_half)
+    location = _cusum_scans(rnd, half, penalty, dependence, rows)
+    scans: dict[int, list[_Scan]] = {}
+    partial: dict[int, bool] = {}
+    whole: list[int] = []
+    for i in rows:
+        split, stat, factor, _ = location[i]
+        scans[i] = [("location", split, stat, factor)]
+        partial[i] = False
+        if not scale:
+            continue
+        if decisive(stat, factor):
+            scans[i].append(("scale", int(sizes[i]) // 2, math.nan, None))
+            partial[i] = True
+        else:
+            whole.append(i)
+    outside: np.ndarray | None = None
+    if whole:
+        # outside the interquartile range: among the top quarter, or not among the top 3/4
+        cut_top = ordered[starts + sizes - sizes // 4]
+        cut_middle = ordered[starts + sizes // 4]
+        outside = rnd.inline >= rnd._spread(cut_top)
+        outside |= rnd.inline < rnd._spread(cut_middle)
+        spread = _cusum_scans(rnd, outside, penalty, dependence, whole)
+        for i in whole:
+            split, stat, factor, _ = spread[i]
+            scans[i].append(("scale", split, stat, factor))
+    results = {
+        i: _ScanResult(
+            begin=int(rnd.begins[i]),
+            end=int(rnd.ends[i]),
+            statistic_kind="sign",
+            scans=scans[i],
+            partial=partial[i],
+        )
+        for i in rows
+    }
+    refine: list[int] = []
+    start_splits: list[int] = []
+    for i in rows:
+        stat, split, kind = _best_split(results[i], penalty, 1.0)
+        if stat > penalty and kind == "location":
+            refine.append(i)
+            start_splits.append(split)
+    if refine:
+        _refine_locations(rnd, refine, start_splits)
+        for i, split in zip(refine, start_splits, strict=True):
+            results[i].refined["location"] = split
+    medians = rnd.medians()
+    for i in rows:
+        scan = results[i]
+        key = (scan.begin, scan.end)
+        result = _decide(rnd.values, scan, penalty=penalty, floor=1.0, min_size=min_size)
+        out.tests.append(result)
+        out.scans[key] = scan
+        median = float(medians[i])
+        if median != 0.0:
+            out.medians[key] = median
+        splits[i] = result.index
+        if keep and result.index is None:
+            start, stop = int(starts[i]), int(starts[i] + sizes[i])
+            made: list[tuple[ChangeKind, np.ndarray]] = [("location", half[start:stop])]
+            if scale and outside is not None:
+                made.append(("scale", outside[start:stop]))
+            out.indicators[key] = made
