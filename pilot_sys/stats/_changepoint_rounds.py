@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pilot_sys.stats._changepoint_dependence import dependence_factor
 from pilot_sys.stats._changepoint_result import ChangeKind, _Split
 from pilot_sys.stats._changepoint_segment import (
     _best_split,
@@ -36,6 +35,11 @@ from pilot_sys.stats._changepoint_segment import (
 # than the 40,000 readings above which ``_refine_split`` thins a side, so a piece's sorted
 # readings are exactly the merge ``_merged_cut`` makes.
 ROUND_MAX = 1 << 15
+
+# Segments are tested in groups of at most this many readings: every flat array of a group,
+# and every temporary, stays in cache and is allocated again from memory already mapped (a
+# fresh array of the whole series' length costs more in page faults than in arithmetic).
+ROUND_READINGS = 1 << 16
 
 _Scan = tuple[ChangeKind, int, float, float | None]
 
@@ -66,18 +70,24 @@ class _Round:
         ends: np.ndarray,
         order: np.ndarray,
         min_size: int,
+        *,
+        ordered: np.ndarray | None = None,
+        inline: np.ndarray | None = None,
     ) -> None:
         self.values = values
         self.begins, self.ends = begins, ends
         self.sizes = ends - begins
         self.starts = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
         self.order = order
-        self.ordered = values[order]
+        self.ordered = values[order] if ordered is None else ordered
         self.min_size = min_size
         total = int(self.sizes.sum())
         self.count_type = np.int32 if total < np.iinfo(np.int32).max else np.int64
-        shift = np.repeat(begins - self.starts, self.sizes)
-        self.inline = values[shift + np.arange(total)]
+        if inline is None:
+            inline = np.concatenate(
+                [values[b:e] for b, e in zip(begins.tolist(), ends.tolist(), strict=True)]
+            )
+        self.inline = inline
         self.local = np.arange(1, total + 1, dtype=np.int64) - np.repeat(self.starts, self.sizes)
         self.positions = self.local.astype(np.float64)  # k = local + 1: readings up to here
         # the bridge is scanned over min_size <= k <= m - min_size
@@ -138,36 +148,45 @@ class _Round:
 
     def children(self, splits: list[int | None], min_len: int) -> _Round | None:
         """The pieces of the split segments at least ``min_len`` long, their sorted order the
-        parents' partitioned stably at the split (no sort)."""
+        parents' partitioned stably at the split (no sort).
+
+        Each parent's readings stay in its range of the flat arrays: those left of the split
+        first, in their order, then those right of it. The pieces' readings in position order
+        are the parents' as they are.
+        """
         accepted = np.array([s is not None for s in splits])
-        if not accepted.any():
-            return None
-        at = np.array([0 if s is None else s for s in splits], dtype=np.int64)
-        parents = np.flatnonzero(accepted)
-        kid_begins = np.stack([self.begins[parents], at[parents]], 1).ravel()
-        kid_ends = np.stack([at[parents], self.ends[parents]], 1).ravel()
-        wanted = kid_ends - kid_begins >= min_len
+        ends = self.ends
+        at = np.array([e if s is None else s for s, e in zip(splits, ends.tolist(), strict=True)])
+        kid_begins = np.stack([self.begins, at], 1).ravel()
+        kid_ends = np.stack([at, ends], 1).ravel()
+        kid_sizes = kid_ends - kid_begins
+        wanted = (kid_sizes >= min_len) & np.repeat(accepted, 2)
         if not wanted.any():
             return None
-        rank = np.cumsum(accepted) - 1
         right = self.order >= self._spread(at)
-        kid = 2 * self._spread(rank) + right
-        keep = self._spread(accepted)
-        keep[keep] = wanted[kid[keep]]
-        kid, right = kid[keep], right[keep]
-        order = self.order[keep]
-        sizes = np.bincount(kid, minlength=kid_begins.size)
-        kid_starts = np.cumsum(sizes) - sizes
-        # a reading's rank among its piece's: pieces of one side (left or right) follow each
-        # other in the flat order, so count that side's readings before it and before its piece
-        same_before = np.where(right, self._running(right), self._running(~right)) - 1
-        side_sizes = sizes.reshape(-1, 2)
-        side_before = (np.cumsum(side_sizes, axis=0) - side_sizes).ravel()
-        destination = kid_starts[kid] + same_before - side_before[kid]
-        sorted_order = np.empty_like(order)
-        sorted_order[destination] = order
+        rights = self._running(right)
+        rights -= right  # right of the split among the readings before this one in the flat order
+        rights -= self._spread(rights[self.starts])  # ... and in its parent
+        destination = np.where(
+            right, self._spread(at - self.begins) + rights, self.local - 1 - rights
+        )
+        destination += self._spread(self.starts)
+        order = np.empty_like(self.order)
+        order[destination] = self.order
+        ordered = np.empty_like(self.ordered)
+        ordered[destination] = self.ordered
+        inline = self.inline
+        if not wanted.all():
+            held = np.repeat(wanted, kid_sizes)
+            order, ordered, inline = order[held], ordered[held], inline[held]
         return _Round(
-            self.values, kid_begins[wanted], kid_ends[wanted], sorted_order, self.min_size
+            self.values,
+            kid_begins[wanted],
+            kid_ends[wanted],
+            order,
+            self.min_size,
+            ordered=ordered,
+            inline=inline,
         )
 
     def subset(self, chosen: np.ndarray) -> _Round:
@@ -202,6 +221,7 @@ def _cusum_scans(
     statistic, factor, and the running count (a view)."""
     ext = rnd.extremes(indicator)
     out: dict[int, tuple[int, float, float | None, np.ndarray]] = {}
+    wanted: dict[int, tuple[int, ...]] = {}
     for i in rows:
         m = int(rnd.sizes[i])
         start = int(rnd.starts[i])
@@ -214,8 +234,73 @@ def _cusum_scans(
         top, bottom = int(ext.top[i]), int(ext.bottom[i])
         cuts = tuple(sorted({top if high > 0 else split, bottom if low < 0 else split}))
         stat = (high - low) / math.sqrt(m * p * (1.0 - p))
-        factor = dependence_factor(counts, cuts) if dependence and stat > base_penalty else None
+        if dependence and stat > base_penalty:
+            wanted[i] = cuts
+        out[i] = (split, stat, None, counts)
+    for i, factor in _dependence_factors(rnd, ext.counts, wanted).items():
+        split, stat, _, counts = out[i]
         out[i] = (split, stat, factor, counts)
+    return out
+
+
+def _dependence_factors(
+    rnd: _Round, counts: np.ndarray, wanted: dict[int, tuple[int, ...]]
+) -> dict[int, float]:
+    """``dependence_factor`` of segments ``wanted`` (with their cuts) from their running
+    ``counts`` (flat, local): the centred window sums of all of them formed in a few passes
+    (the same integers, the same subtractions), each segment's sum of squares by the same
+    ``einsum`` over its own windows."""
+    out: dict[int, float] = {}
+    plans: list[tuple[int, int, int, float, int]] = []  # segment, batch, windows, variance, m
+    heads: list[int] = []  # where each segment's first window ends in ``counts``
+    expected: list[float] = []
+    spans: list[int] = []
+    for i, cuts in wanted.items():
+        m = int(rnd.sizes[i])
+        start = int(rnd.starts[i])
+        batch = int(4.0 * (m / 100.0) ** (2.0 / 9.0))
+        if batch < 2 or m < 4 * batch:
+            out[i] = 1.0
+            continue
+        bounds = [0, *sorted(c for c in cuts if 0 < c < m), m]
+        windows = m - batch + 1
+        variance = 0.0
+        previous = 0
+        pieces: list[tuple[int, float]] = []
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            if b <= a:
+                continue
+            ones = int(counts[start + b - 1]) - previous
+            previous = int(counts[start + b - 1])
+            q = ones / (b - a)
+            variance += (b - a) * q * (1.0 - q)
+            pieces.append((max(a, min(b, windows)) - a, batch * q))
+        if variance <= 0.0:
+            out[i] = 1.0
+            continue
+        plans.append((i, batch, windows, variance, m))
+        heads.append(start + batch - 1)
+        for span, value in pieces:
+            spans.append(span)
+            expected.append(value)
+    if not plans:
+        return out
+    windows_of = np.array([w for _, _, w, _, _ in plans], dtype=np.int64)
+    first = np.cumsum(windows_of) - windows_of
+    batches = np.array([b for _, b, _, _, _ in plans], dtype=np.int64)
+    # window j of a segment sums its indicator over [j, j + batch): C[j + batch - 1] - C[j - 1]
+    upper = np.repeat(np.asarray(heads, dtype=np.int64) - first, windows_of)
+    upper += np.arange(int(windows_of.sum()))
+    sums = counts[upper].astype(np.float64)
+    sums[1:] -= counts[upper[1:] - np.repeat(batches, windows_of)[1:]]
+    sums[first] = counts[upper[first]]  # the first window has nothing before it
+    sums -= np.repeat(np.asarray(expected), np.asarray(spans, dtype=np.int64))
+    for (i, batch, windows, variance, m), at in zip(plans, first.tolist(), strict=True):
+        block = sums[at : at + windows]
+        # einsum's own loop, as ``dependence_factor`` sums it
+        total = float(np.einsum("i,i->", block, block))
+        obm = total / (batch * windows)
+        out[i] = max(1.0, obm / (variance / m))
     return out
 
 
@@ -310,6 +395,36 @@ def bisect_rounds(
     end of the series) at ``penalty``, as ``_Detection.bisect`` makes it; segments with tied
     readings are tested by ``one_by_one``. ``keep``: return the unsplit segments' indicators."""
     out = RoundOutcome([], {}, {}, [], {})
+    for group in _groups(segments):
+        _bisect_group(values, group, out, min_size, penalty, scale, dependence, keep, one_by_one)
+    return out
+
+
+def _groups(segments: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """Consecutive segments holding at most ``ROUND_READINGS`` readings together (or one)."""
+    groups: list[list[tuple[int, int]]] = []
+    held = ROUND_READINGS
+    for b, e in segments:
+        if held + (e - b) > ROUND_READINGS:
+            groups.append([])
+            held = 0
+        groups[-1].append((b, e))
+        held += e - b
+    return groups
+
+
+def _bisect_group(
+    values: np.ndarray,
+    segments: list[tuple[int, int]],
+    out: RoundOutcome,
+    min_size: int,
+    penalty: float,
+    scale: bool,
+    dependence: bool,
+    keep: bool,
+    one_by_one: Callable[[int, int], _Split],
+) -> None:
+    """``bisect_rounds`` of one group: its pieces never hold more readings than it does."""
     rnd: _Round | None = _Round.enter(values, segments, min_size)
     while rnd is not None:
         k = rnd.sizes.size
@@ -331,7 +446,6 @@ def bisect_rounds(
                     if piece[1] - piece[0] < 2 * min_size:
                         out.unsplit.append(piece)
         rnd = rnd.children(splits, 2 * min_size)
-    return out
 
 
 def _decide_round(
