@@ -12,6 +12,7 @@ import pytest
 
 from pilot_sys.stats import _changepoint_rounds as rounds
 from pilot_sys.stats import _changepoint_search as search
+from pilot_sys.stats._changepoint_dependence import dependence_factor
 from pilot_sys.stats._changepoint_statistic import (
     _bridge_extremes,
     _cumsum,
@@ -169,3 +170,31 @@ def test_refined_locations_match_on_many_segments() -> None:
         for (b, e), start in zip(segments, starts, strict=True)
     ]
     assert splits == expected
+
+
+def test_dependence_factors_are_dependence_factor() -> None:
+    """Autocorrelated indicators of many lengths, with one or two cuts (an epidemic change),
+    some too short for a batch: each factor exactly ``dependence_factor``'s."""
+    rng = np.random.default_rng(9)
+    lengths = [int(m) for m in rng.integers(30, 20_000, 120)]
+    segments, at = [], 0
+    for m in lengths:
+        segments.append((at, at + m))
+        at += m
+    noise = rng.normal(size=at)
+    ar = np.empty(at)
+    ar[0] = noise[0]
+    for t in range(1, at):  # AR(1), so the factors are well above 1
+        ar[t] = 0.8 * ar[t - 1] + noise[t]
+    rnd = _round_of(ar, segments, 8)
+    indicator = rnd.inline > 0.0
+    counts = rnd.extremes(indicator).counts
+    wanted = {}
+    for i, m in enumerate(lengths):
+        cut = int(rng.integers(1, m))
+        wanted[i] = (cut,) if i % 2 else (min(cut, m - cut), max(cut, m - cut))
+    factors = rounds._dependence_factors(rnd, counts, wanted)
+    for i, (b, e) in enumerate(segments):
+        expected = dependence_factor(_cumsum(ar[b:e] > 0.0), wanted[i])
+        assert factors[i] == expected
+    assert max(factors.values()) > 2.0
