@@ -13,9 +13,11 @@ import pytest
 from pilot_sys.stats import _changepoint_rounds as rounds
 from pilot_sys.stats import _changepoint_search as search
 from pilot_sys.stats._changepoint_dependence import dependence_factor
+from pilot_sys.stats._changepoint_plan import _plan
 from pilot_sys.stats._changepoint_statistic import (
     _bridge_extremes,
     _cumsum,
+    _indicators,
     _LazyKeys,
     _refine_split,
 )
@@ -113,8 +115,11 @@ def test_children_hold_each_piece_sorted() -> None:
     x = rng.normal(size=6_000)
     segments = [(0, 1_000), (1_000, 3_000), (3_000, 6_000)]
     rnd = _round_of(x, segments, 10)
-    kids = rnd.children([400, None, 3_015], min_len=20)
+    kids, short = rnd.children([400, None, 3_015], 20, np.ones(3, dtype=bool))
     assert kids is not None
+    assert [(b, e) for b, e, _, _ in short] == [(3_000, 3_015)]
+    assert np.array_equal(short[0][2], np.sort(x[3_000:3_015]))
+    assert np.array_equal(short[0][3], x[3_000:3_015])
     # (3000, 3015) is shorter than min_len: left out; the unsplit segment has no pieces
     pieces = [(0, 400), (400, 1_000), (3_015, 6_000)]
     assert list(zip(kids.begins.tolist(), kids.ends.tolist(), strict=True)) == pieces
@@ -198,3 +203,46 @@ def test_dependence_factors_are_dependence_factor() -> None:
         expected = dependence_factor(_cumsum(ar[b:e] > 0.0), wanted[i])
         assert factors[i] == expected
     assert max(factors.values()) > 2.0
+
+
+@pytest.mark.parametrize("scale", [True, False])
+def test_recorded_medians_and_indicators_are_the_plain_ones(scale: bool) -> None:
+    """Every median and indicator a round records (tested segments and pieces too short to
+    test) is what ``np.median`` and ``_indicators`` give for that segment."""
+    x = _walk(20_000, 3)
+    x[9_000:13_000] = np.round(x[9_000:13_000])  # one segment tied: tested one by one
+    segments = [(b, b + 4_000) for b in range(1_000, 13_001, 4_000)]
+    plain = search._Detection(
+        x,
+        _plan(  # the one-by-one test of tied segments
+            x.size,
+            min_size=16,
+            penalty=None,
+            significance=0.01,
+            scale=scale,
+            dependence=True,
+            statistic="sign",
+            median_scan=None,
+            seeded=True,
+            edges=True,
+        ),
+        None,
+    )
+    out = rounds.bisect_rounds(
+        x,
+        segments,
+        min_size=16,
+        penalty=plain.plan.threshold,
+        scale=scale,
+        dependence=True,
+        keep=True,
+        one_by_one=lambda b, e: plain.scans.test(b, e, plain.plan.threshold),
+    )
+    assert len(out.indicators) > 20 and len(out.medians) > 20
+    for (b, e), median in out.medians.items():
+        assert median == float(np.median(x[b:e]))
+    for (b, e), made in out.indicators.items():
+        expected = _indicators(x[b:e], _LazyKeys(b, e), scale)
+        assert [k for k, _ in made] == [k for k, _ in expected]
+        for (_, got), (_, want) in zip(made, expected, strict=True):
+            assert np.array_equal(got, want)

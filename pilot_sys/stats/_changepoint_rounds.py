@@ -146,23 +146,27 @@ class _Round:
         first = at[np.searchsorted(at, self.first_valid)]
         return first - self.starts + 1
 
-    def children(self, splits: list[int | None], min_len: int) -> _Round | None:
+    def children(
+        self, splits: list[int | None], min_len: int, distinct: np.ndarray
+    ) -> tuple[_Round | None, list[tuple[int, int, np.ndarray, np.ndarray]]]:
         """The pieces of the split segments at least ``min_len`` long, their sorted order the
-        parents' partitioned stably at the split (no sort).
+        parents' partitioned stably at the split (no sort); and the shorter pieces of parents
+        with ``distinct`` readings: (begin, end, readings sorted, readings in position order).
 
         Each parent's readings stay in its range of the flat arrays: those left of the split
         first, in their order, then those right of it. The pieces' readings in position order
         are the parents' as they are.
         """
         accepted = np.array([s is not None for s in splits])
+        if not accepted.any():
+            return None, []
         ends = self.ends
         at = np.array([e if s is None else s for s, e in zip(splits, ends.tolist(), strict=True)])
         kid_begins = np.stack([self.begins, at], 1).ravel()
         kid_ends = np.stack([at, ends], 1).ravel()
         kid_sizes = kid_ends - kid_begins
-        wanted = (kid_sizes >= min_len) & np.repeat(accepted, 2)
-        if not wanted.any():
-            return None
+        split_kid = np.repeat(accepted, 2)
+        wanted = (kid_sizes >= min_len) & split_kid
         right = self.order >= self._spread(at)
         rights = self._running(right)
         rights -= right  # right of the split among the readings before this one in the flat order
@@ -176,10 +180,19 @@ class _Round:
         ordered = np.empty_like(self.ordered)
         ordered[destination] = self.ordered
         inline = self.inline
+        short: list[tuple[int, int, np.ndarray, np.ndarray]] = []
+        kid_starts = (np.cumsum(kid_sizes) - kid_sizes).tolist()
+        pieces = np.flatnonzero(split_kid & ~wanted & np.repeat(distinct, 2) & (kid_sizes > 0))
+        for j in pieces.tolist():
+            a, m = kid_starts[j], int(kid_sizes[j])
+            b = int(kid_begins[j])
+            short.append((b, b + m, ordered[a : a + m], inline[a : a + m]))
+        if not wanted.any():
+            return None, short
         if not wanted.all():
             held = np.repeat(wanted, kid_sizes)
             order, ordered, inline = order[held], ordered[held], inline[held]
-        return _Round(
+        kids = _Round(
             self.values,
             kid_begins[wanted],
             kid_ends[wanted],
@@ -188,6 +201,7 @@ class _Round:
             ordered=ordered,
             inline=inline,
         )
+        return kids, short
 
     def subset(self, chosen: np.ndarray) -> _Round:
         """The segments ``chosen`` (ascending indices) as a round of their own."""
@@ -445,7 +459,36 @@ def _bisect_group(
                 for piece in ((int(rnd.begins[i]), split), (split, int(rnd.ends[i]))):
                     if piece[1] - piece[0] < 2 * min_size:
                         out.unsplit.append(piece)
-        rnd = rnd.children(splits, 2 * min_size)
+        rnd, short = rnd.children(splits, 2 * min_size, ~tied)
+        for b, e, ordered, inline in short:
+            _record_short(out, (b, e), ordered, inline, scale, keep)
+
+
+def _record_short(
+    out: RoundOutcome,
+    key: tuple[int, int],
+    ordered: np.ndarray,
+    inline: np.ndarray,
+    scale: bool,
+    keep: bool,
+) -> None:
+    """What the result and the series-wide dependence floor read of a piece too short to test
+    (distinct readings): its median (``_median_of_sorted``; zeros left to ``np.median``) and,
+    with ``keep``, its indicators as ``_indicators`` forms them."""
+    m = ordered.size
+    half = m // 2
+    median = float(ordered[half]) if m % 2 else float((ordered[half - 1] + ordered[half]) / 2.0)
+    if median != 0.0:
+        out.medians[key] = median
+    if not keep or m < 4:
+        return
+    quarter = m // 4
+    made: list[tuple[ChangeKind, np.ndarray]] = [("location", inline >= ordered[m - half])]
+    if scale:
+        top = inline >= ordered[m - quarter] if quarter > 0 else np.zeros(m, dtype=bool)
+        middle = inline >= ordered[quarter]  # the m - quarter largest
+        made.append(("scale", top | ~middle))
+    out.indicators[key] = made
 
 
 def _decide_round(
