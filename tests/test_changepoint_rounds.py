@@ -19,6 +19,7 @@ from pilot_sys.stats._changepoint_statistic import (
     _cumsum,
     _indicators,
     _LazyKeys,
+    _merged_cut,
     _refine_split,
 )
 from pilot_sys.stats.changepoint import detect
@@ -145,7 +146,8 @@ def test_refined_locations_are_refine_split() -> None:
         assert split == expected
 
 
-def test_refined_locations_match_on_many_segments() -> None:
+@pytest.mark.parametrize("decimals", [None, 1], ids=["distinct", "tied"])
+def test_refined_locations_match_on_many_segments(decimals: int | None) -> None:
     """Segments of every length with a shift, a change of spread or a trend, split in the
     middle (equal sides often tie the best cut between the two sides) or anywhere: each
     re-placed exactly as ``_refine_split`` places it (about 2% of these need the third round,
@@ -167,6 +169,8 @@ def test_refined_locations_match_on_many_segments() -> None:
         segments.append((at, at + m))
         at += m
     x = np.concatenate(pieces)
+    if decimals is not None:  # runs of equal readings, some of them zeros of either sign
+        x = np.round(x, decimals)
     rnd = _round_of(x, segments, 16)
     splits = list(starts)
     rounds._refine_locations(rnd, list(range(len(segments))), splits)
@@ -212,31 +216,20 @@ def test_recorded_medians_and_indicators_are_the_plain_ones(scale: bool) -> None
     x = _walk(20_000, 3)
     x[9_000:13_000] = np.round(x[9_000:13_000])  # one segment tied: tested one by one
     segments = [(b, b + 4_000) for b in range(1_000, 13_001, 4_000)]
-    plain = search._Detection(
-        x,
-        _plan(  # the one-by-one test of tied segments
-            x.size,
-            min_size=16,
-            penalty=None,
-            significance=0.01,
-            scale=scale,
-            dependence=True,
-            statistic="sign",
-            median_scan=None,
-            seeded=True,
-            edges=True,
-        ),
-        None,
-    )
-    out = rounds.bisect_rounds(
-        x,
-        segments,
+    plan = _plan(
+        x.size,
         min_size=16,
-        penalty=plain.plan.threshold,
+        penalty=None,
+        significance=0.01,
         scale=scale,
         dependence=True,
-        keep=True,
-        one_by_one=lambda b, e: plain.scans.test(b, e, plain.plan.threshold),
+        statistic="sign",
+        median_scan=None,
+        seeded=True,
+        edges=True,
+    )
+    out = rounds.bisect_rounds(
+        x, segments, min_size=16, penalty=plan.threshold, scale=scale, dependence=True, keep=True
     )
     assert len(out.indicators) > 20 and len(out.medians) > 20
     for (b, e), median in out.medians.items():
@@ -246,3 +239,19 @@ def test_recorded_medians_and_indicators_are_the_plain_ones(scale: bool) -> None
         assert [k for k, _ in made] == [k for k, _ in expected]
         for (_, got), (_, want) in zip(made, expected, strict=True):
             assert np.array_equal(got, want)
+
+
+def test_merged_cuts_when_neighbouring_segments_share_a_value() -> None:
+    """Runs of equal readings end at each segment's end even when the next segment (in the flat
+    arrays) starts with the same value: every cut is ``_merged_cut``'s of its own segment."""
+    rng = np.random.default_rng(11)
+    low = np.minimum(np.round(rng.normal(0.0, 1.0, 300), 1), 1.0)  # its largest: 1.0, tied
+    high = np.maximum(np.round(rng.normal(2.0, 1.0, 300), 1), 1.0)  # its smallest: 1.0, tied
+    x = np.concatenate([low, high, low[::-1]])
+    segments = [(0, 300), (300, 600), (600, 900)]
+    rnd = _round_of(x, segments, 16)
+    at = np.array([100, 150, 200])
+    cuts = rounds._merged_cuts(rnd, at)
+    for (b, e), split, cut in zip(segments, at.tolist(), cuts, strict=True):
+        expected = _merged_cut(np.sort(x[b : b + split]), np.sort(x[b + split : e]))
+        assert float(rnd.ordered[cut]) == expected

@@ -10,15 +10,14 @@ scan, split, statistic and p-value is identical to the one-by-one path (``_Scans
 
 Each round keeps its segments' readings sorted (with their positions); a split segment's
 pieces get theirs by a stable partition of that order, so a reading is sorted once, when its
-segment first enters, instead of at every depth. Segments with tied readings are left to the
-one-by-one path (ties need the tie-break keys; no segment with distinct readings does), as is
-the re-placement of a change of spread.
+segment first enters, instead of at every depth. Readings tied at a cut are split by their
+position keys segment by segment, as ``_top_masks`` does; the re-placement of a change of
+spread is left to ``_refine_split``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +29,7 @@ from pilot_sys.stats._changepoint_segment import (
     _decisive,
     _ScanResult,
 )
+from pilot_sys.stats._changepoint_statistic import _LazyKeys, _top_masks
 
 # Segments shorter than this are tested in rounds; both pieces of any split of one are shorter
 # than the 40,000 readings above which ``_refine_split`` thins a side, so a piece's sorted
@@ -88,6 +88,7 @@ class _Round:
                 [values[b:e] for b, e in zip(begins.tolist(), ends.tolist(), strict=True)]
             )
         self.inline = inline
+        self._runs: tuple[np.ndarray, ...] | None = None
         self.local = np.arange(1, total + 1, dtype=np.int64) - np.repeat(self.starts, self.sizes)
         self.positions = self.local.astype(np.float64)  # k = local + 1: readings up to here
         # the bridge is scanned over min_size <= k <= m - min_size
@@ -101,6 +102,23 @@ class _Round:
         ends = np.array([e for _, e in segments], dtype=np.int64)
         order = np.concatenate([np.argsort(values[b:e]) + b for b, e in segments])
         return cls(values, begins, ends, order, min_size)
+
+    def runs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Runs of equal readings in each segment's sorted order: the flat index of each run's
+        last reading, where each segment's runs start among them, and how many it has; None
+        when every reading is distinct."""
+        if self._runs is None:
+            last = np.ones(self.ordered.size, dtype=bool)
+            np.not_equal(self.ordered[1:], self.ordered[:-1], out=last[:-1])
+            last[self.starts[1:] - 1] = True
+            if last.all():
+                self._runs = ()
+            else:
+                ends = np.flatnonzero(last)
+                first = np.searchsorted(ends, self.starts)
+                count = np.diff(np.append(first, ends.size))
+                self._runs = (ends, first, count)
+        return self._runs or None
 
     def tied(self) -> np.ndarray:
         """Per segment: whether two of its readings are equal."""
@@ -321,10 +339,8 @@ def _dependence_factors(
 def _refine_locations(rnd: _Round, rows: list[int], splits: list[int], rounds: int = 3) -> None:
     """``_refine_split`` (location, whole sides) of segments ``rows`` from ``splits``, in place.
 
-    Both sides of a segment with distinct readings, sorted and merged stably, are the segment's
-    sorted readings with each labelled by its side, so ``_merged_cut``'s counts are one running
-    count of the labels; the indicator split is the scan's bridge. Once the segments still
-    moving hold less than half the readings, the round is narrowed to them.
+    The cut is ``_merged_cuts``'s, the indicator split the scan's bridge. Once the segments
+    still moving hold less than half the readings, the round is narrowed to them.
     """
     previous: dict[int, float] = {}
     active = list(range(len(rows)))  # indices into rows and splits
@@ -341,29 +357,12 @@ def _refine_locations(rnd: _Round, rows: list[int], splits: list[int], rounds: i
         at = cur.sizes // 2  # any split inside: segments no longer refined are not read
         for j in active:
             at[at_row[j]] = splits[j]
-        left = cur.order < cur._spread(cur.begins + at)
-        from_a = cur._running(left)
-        before = np.zeros(cur.sizes.size, dtype=from_a.dtype)
-        before[1:] = from_a[cur.starts[1:] - 1]
-        from_a -= cur._spread(before)
-        from_b = cur.local - from_a
-        gap = from_a / cur._spread(at)
-        gap -= from_b / cur._spread(cur.sizes - at)
-        np.abs(gap, out=gap)
-        best = cur._spread(np.maximum.reduceat(gap, cur.starts))
-        hits = gap == best
-        held = np.flatnonzero(hits & left)
-        anywhere = np.flatnonzero(hits)
-        first_held = np.searchsorted(held, cur.starts)
-        first_any = anywhere[np.searchsorted(anywhere, cur.starts)]
+        starts_of_cut = _merged_cuts(cur, at)
         cut_at = np.zeros(cur.sizes.size, dtype=np.float64)
         moving: list[int] = []
         for j in active:
             i = at_row[j]
-            k = int(first_held[i])
-            end = int(cur.starts[i] + cur.sizes[i])
-            run = int(held[k]) if k < held.size and held[k] < end else int(first_any[i])
-            cut = float(cur.ordered[run])
+            cut = float(cur.ordered[starts_of_cut[i]])
             if previous.get(j) == cut:
                 continue
             previous[j] = cut
@@ -381,6 +380,53 @@ def _refine_locations(rnd: _Round, rows: list[int], splits: list[int], rounds: i
             if moved != splits[j]:
                 splits[j] = moved
                 active.append(j)
+
+
+def _merged_cuts(rnd: _Round, at: np.ndarray) -> list[int]:
+    """Per segment split at ``at``: the flat index (in ``ordered``) of ``_merged_cut``'s value.
+
+    The two sides sorted and merged stably are the segment's sorted readings, each labelled by
+    its side; the empirical CDFs step at the last reading of each run of equal values, where
+    the running count of the left side's labels gives them. Of the runs with the largest
+    difference the first one holding a left reading is taken, else the first; its first
+    reading is the cut (equal readings: only a zero's sign could differ, which no indicator
+    sees).
+    """
+    left = rnd.order < rnd._spread(rnd.begins + at)
+    from_a = rnd._running(left)
+    before = np.zeros(rnd.sizes.size, dtype=from_a.dtype)
+    before[1:] = from_a[rnd.starts[1:] - 1]
+    from_a -= rnd._spread(before)
+    runs = rnd.runs()
+    if runs is None:  # every reading its own run
+        ends, first, count = None, rnd.starts, rnd.sizes
+        seen, from_b = from_a, rnd.local - from_a
+    else:
+        ends, first, count = runs
+        seen = from_a[ends]
+        from_b = rnd.local[ends] - seen
+    gap = seen / np.repeat(at, count)
+    gap -= from_b / np.repeat(rnd.sizes - at, count)
+    np.abs(gap, out=gap)
+    hits = gap == np.repeat(np.maximum.reduceat(gap, first), count)
+    # a run holds a left reading when the left count grew over it
+    grew = np.empty(seen.size, dtype=bool)
+    np.greater(seen[1:], seen[:-1], out=grew[1:])
+    grew[first] = seen[first] > 0
+    held = np.flatnonzero(hits & grew)
+    anywhere = np.flatnonzero(hits)
+    first_held = np.searchsorted(held, first).tolist()
+    first_any = anywhere[np.searchsorted(anywhere, first)].tolist()
+    out: list[int] = []
+    for i, (f, c) in enumerate(zip(first.tolist(), count.tolist(), strict=True)):
+        k = first_held[i]
+        run = held[k] if k < held.size and held[k] < f + c else first_any[i]
+        run = int(run)
+        if ends is None:
+            out.append(run)
+        else:
+            out.append(int(rnd.starts[i]) if run == f else int(ends[run - 1]) + 1)
+    return out
 
 
 @dataclass
@@ -403,14 +449,13 @@ def bisect_rounds(
     scale: bool,
     dependence: bool,
     keep: bool,
-    one_by_one: Callable[[int, int], _Split],
 ) -> RoundOutcome:
     """Binary segmentation of ``segments`` (each shorter than ``ROUND_MAX``, none holding an
-    end of the series) at ``penalty``, as ``_Detection.bisect`` makes it; segments with tied
-    readings are tested by ``one_by_one``. ``keep``: return the unsplit segments' indicators."""
+    end of the series) at ``penalty``, as ``_Detection.bisect`` makes it. ``keep``: return the
+    unsplit segments' indicators."""
     out = RoundOutcome([], {}, {}, [], {})
     for group in _groups(segments):
-        _bisect_group(values, group, out, min_size, penalty, scale, dependence, keep, one_by_one)
+        _bisect_group(values, group, out, min_size, penalty, scale, dependence, keep)
     return out
 
 
@@ -436,22 +481,14 @@ def _bisect_group(
     scale: bool,
     dependence: bool,
     keep: bool,
-    one_by_one: Callable[[int, int], _Split],
 ) -> None:
     """``bisect_rounds`` of one group: its pieces never hold more readings than it does."""
     rnd: _Round | None = _Round.enter(values, segments, min_size)
     while rnd is not None:
         k = rnd.sizes.size
         tied = rnd.tied()
-        rows = np.flatnonzero(~tied).tolist()
         splits: list[int | None] = [None] * k
-        for i in np.flatnonzero(tied).tolist():
-            b, e = int(rnd.begins[i]), int(rnd.ends[i])
-            result = one_by_one(b, e)
-            out.tests.append(result)
-            splits[i] = result.index
-        if rows:
-            _decide_round(rnd, rows, out, splits, min_size, penalty, scale, dependence, keep)
+        _decide_round(rnd, list(range(k)), out, splits, min_size, penalty, scale, dependence, keep)
         for i, split in enumerate(splits):
             if split is None:
                 out.unsplit.append((int(rnd.begins[i]), int(rnd.ends[i])))
@@ -491,6 +528,26 @@ def _record_short(
     out.indicators[key] = made
 
 
+def _top(rnd: _Round, counts: np.ndarray) -> np.ndarray:
+    """``_top_masks``: per segment, its ``count`` largest readings (ties at the cut broken by
+    position keys, in the segments that have them), flat in position order."""
+    cut = rnd.ordered[rnd.starts + rnd.sizes - counts]
+    mask = rnd.inline >= rnd._spread(cut)
+    if rnd.runs() is None:  # distinct readings: the cut's reading alone is at the cut
+        return mask
+    held = rnd._running(mask)
+    last = held[rnd.starts + rnd.sizes - 1]
+    before = np.zeros_like(last)
+    before[1:] = last[:-1]
+    for i in np.flatnonzero(last - before != counts).tolist():
+        b, e = int(rnd.begins[i]), int(rnd.ends[i])
+        start, stop = int(rnd.starts[i]), int(rnd.starts[i] + rnd.sizes[i])
+        mask[start:stop] = _top_masks(
+            rnd.inline[start:stop], _LazyKeys(b, e), [int(counts[i])], rnd.ordered[start:stop]
+        )[0]
+    return mask
+
+
 def _decide_round(
     rnd: _Round,
     rows: list[int],
@@ -502,11 +559,10 @@ def _decide_round(
     dependence: bool,
     keep: bool,
 ) -> None:
-    """Scan, decide and re-place the segments ``rows`` (distinct readings) of one round."""
-    sizes, starts, ordered = rnd.sizes, rnd.starts, rnd.ordered
+    """Scan, decide and re-place the segments ``rows`` of one round."""
+    sizes, starts = rnd.sizes, rnd.starts
     decisive = _decisive(penalty, 1.0)
-    cut_half = ordered[starts + sizes - sizes // 2]
-    half = rnd.inline >= rnd._spread(cut_half)
+    half = _top(rnd, sizes // 2)
     location = _cusum_scans(rnd, half, penalty, dependence, rows)
     scans: dict[int, list[_Scan]] = {}
     partial: dict[int, bool] = {}
@@ -525,10 +581,8 @@ def _decide_round(
     outside: np.ndarray | None = None
     if whole:
         # outside the interquartile range: among the top quarter, or not among the top 3/4
-        cut_top = ordered[starts + sizes - sizes // 4]
-        cut_middle = ordered[starts + sizes // 4]
-        outside = rnd.inline >= rnd._spread(cut_top)
-        outside |= rnd.inline < rnd._spread(cut_middle)
+        outside = _top(rnd, sizes // 4)
+        outside |= ~_top(rnd, sizes - sizes // 4)
         spread = _cusum_scans(rnd, outside, penalty, dependence, whole)
         for i in whole:
             split, stat, factor, _ = spread[i]

@@ -339,7 +339,6 @@ class _Detection:
                 scale=self.plan.scale,
                 dependence=self.plan.dependence,
                 keep=keep,
-                one_by_one=lambda b, e: self.scans.test(b, e, self.plan.threshold, keep=keep),
             )
             self.scans.absorb(outcome)
             self.tests += outcome.tests
@@ -357,6 +356,7 @@ class _Detection:
             and self.scans.fresh
             and p.median_scan is None
             and e - b < ROUND_MAX
+            and p.min_size >= 4  # every quarter of a segment holds a reading
             and not (self.edges.enabled and (b == 0 or e == p.n))
         )
 
