@@ -1,4 +1,5 @@
-"""Short segments tested in rounds (``_changepoint_rounds``) against the one-by-one path.
+"""Short segments tested in rounds (``_changepoint_rounds``, ``_changepoint_flat``) against
+the one-by-one path.
 
 The rounds are a fast path only: every change point, statistic, p-value, kind and segment
 median must be exactly what testing the segments one at a time (``_Scans.test``) gives, on
@@ -10,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pilot_sys.stats import _changepoint_flat as flat
 from pilot_sys.stats import _changepoint_rounds as rounds
 from pilot_sys.stats import _changepoint_search as search
 from pilot_sys.stats._changepoint_dependence import dependence_factor
@@ -90,8 +92,8 @@ def test_rounds_match_under_each_option(options: dict) -> None:
     assert fast == plain
 
 
-def _round_of(x: np.ndarray, segments: list[tuple[int, int]], min_size: int) -> rounds._Round:
-    return rounds._Round.enter(x, segments, min_size)
+def _round_of(x: np.ndarray, segments: list[tuple[int, int]], min_size: int) -> flat._Round:
+    return flat._Round.enter(x, segments, min_size)
 
 
 def test_extremes_are_the_bridge_extremes_of_each_segment() -> None:
@@ -251,7 +253,7 @@ def test_merged_cuts_when_neighbouring_segments_share_a_value() -> None:
     segments = [(0, 300), (300, 600), (600, 900)]
     rnd = _round_of(x, segments, 16)
     at = np.array([100, 150, 200])
-    cuts = rounds._merged_cuts(rnd, at)
+    cuts = flat._merged_cuts(rnd, at)
     for (b, e), split, cut in zip(segments, at.tolist(), cuts, strict=True):
         expected = _merged_cut(np.sort(x[b : b + split]), np.sort(x[b + split : e]))
         assert float(rnd.ordered[cut]) == expected

@@ -46,8 +46,8 @@ statistics (``_changepoint_bound``, exact cuts from blocks sorted once, the walk
 step), and only those whose bound could pass are scanned, so the decisions are unchanged. For
 the same reason binary segmentation tests the short segments away from the series' ends
 together, one bisection depth at a time (``_changepoint_rounds``), with identical results: a
-series with thousands of change points would otherwise spend most of its time in the fixed
-cost of thousands of small tests.
+series with thousands of change points makes thousands of such tests, and together they share
+one sort of each reading and one numpy call per step instead of one per segment.
 
 Neither stage sees a short stretch at an end of the series (a warm-up of 5-10% of a round): a
 stretch of k readings moves a segment's CUSUM by about k/2 against a noise of sqrt(m)/2, so
@@ -72,7 +72,8 @@ input and assembles the result: ``_changepoint_result`` (the models), ``_changep
 dependence factor), ``_changepoint_segment`` (scanning and deciding a segment),
 ``_changepoint_plan`` (min size, critical value, interval layouts, Bonferroni family),
 ``_changepoint_edges`` (the edge tests), ``_changepoint_search`` (binary segmentation and the
-seeded search; ``_changepoint_rounds`` its short segments in rounds), and below them
+seeded search; ``_changepoint_rounds`` its short segments in rounds, on the flat arrays of
+``_changepoint_flat``), and below them
 ``_changepoint_ranks``, ``_changepoint_null``, ``_changepoint_batch`` and ``_changepoint_bound``.
 """
 
