@@ -226,6 +226,7 @@ class _EdgeTests:
             )
             self._scans.update(((scan.begin, scan.end), scan) for scan in both)
         self._rejected: set[tuple[int, int]] = set()
+        self._placed: dict[tuple[int, int, int, ChangeKind, tuple[int, int]], int] = {}
 
     @property
     def enabled(self) -> bool:
@@ -283,9 +284,19 @@ class _EdgeTests:
         return found
 
     def place(self, c: _EdgeCandidate, b: int, e: int) -> int:
-        """Absolute position of an accepted edge split, placed with segment [b, e)'s readings."""
+        """Absolute position of an accepted edge split, placed with segment [b, e)'s readings.
+
+        Remembered by what it depends on (the interval, its split and kind, the readings it
+        reads): binary segmentation peeling a long series from one end tests every remaining
+        segment on the same edge intervals, whose readings at the other end stay the same.
+        """
         reach = _edge_reach((b, e), c.scan.begin == 0, self._reach)
-        return _place_edge(self._values, c, reach, self._plan.min_size)
+        key = (c.scan.begin, c.scan.end, c.split, c.kind, reach)
+        if c.index is None and key in self._placed:
+            c.index = self._placed[key]
+        placed = _place_edge(self._values, c, reach, self._plan.min_size)
+        self._placed[key] = placed
+        return placed
 
     def select(self, found: list[_EdgeCandidate], b: int, e: int) -> list[_Split]:
         """The edge splits to take in [b, e), most significant first, each placed only when an

@@ -17,6 +17,7 @@ from pilot_sys.stats._changepoint_dependence import _SeriesDependence
 from pilot_sys.stats._changepoint_edges import _EdgeTests
 from pilot_sys.stats._changepoint_plan import _Plan, critical_value
 from pilot_sys.stats._changepoint_result import ChangeKind, _Split
+from pilot_sys.stats._changepoint_rounds import ROUND_MAX, RoundOutcome, bisect_rounds
 from pilot_sys.stats._changepoint_segment import (
     _decide,
     _Decisive,
@@ -87,6 +88,14 @@ class _Scans:
         self._kept_sorted = (begin, end, ordered)
         return ordered
 
+    def absorb(self, outcome: RoundOutcome) -> None:
+        """Keep what a round of tests (``bisect_rounds``) made, as ``test`` keeps its own."""
+        self._used.update(outcome.scans)
+        self.medians.update(outcome.medians)
+        self.unsplit_indicators.update(outcome.indicators)
+        for key in outcome.scans:
+            self._presorted.pop(key, None)
+
     def forget_sorted(self) -> None:
         self._kept_sorted = None
         self._presorted.clear()
@@ -103,6 +112,11 @@ class _Scans:
         if self._bounds is None:
             self._bounds = SeededBounds(self._values, p.min_size)
         return self._bounds
+
+    @property
+    def fresh(self) -> bool:
+        """No earlier run's scans to reuse (no ``IncrementalEDM`` cache)."""
+        return self._cache is None
 
     def _lookup(self, key: tuple[int, int]) -> _ScanResult | None:
         return self._used.get(key) or (self._cache.get(key) if self._cache is not None else None)
@@ -261,7 +275,10 @@ def _cuts(splits: list[_Split]) -> list[int]:
 class _Detection:
     """One run of the detector over a series: binary segmentation with edge tests, then the
     seeded search inside the segments it could not split. ``tests`` collects every decided
-    split (accepted or not) in the order made; ``_assemble`` turns them into the result."""
+    split (accepted or not); ``_assemble`` turns them into the result. Short segments not at an
+    end of the series are tested in rounds (``bisect_rounds``) when ``rounds`` is set."""
+
+    rounds = True
 
     def __init__(self, values: np.ndarray, plan: _Plan, cache: _ScanCache | None) -> None:
         self.values = values
@@ -286,10 +303,14 @@ class _Detection:
         size = self.plan.min_size
         finals: list[tuple[int, int]] = []
         pending = [(begin, end)]
+        short: list[tuple[int, int]] = []  # tested together after the others
         while pending:
             b, e = pending.pop()
             if e - b < 2 * size:
                 finals.append((b, e))
+                continue
+            if self._in_rounds(b, e):
+                short.append((b, e))
                 continue
             found = self.edges.candidates(b, e) if self.edges.enabled else []
             result = self.scans.test(b, e, self.plan.threshold, keep=keep)
@@ -309,7 +330,35 @@ class _Detection:
                 finals.append((b, e))
             else:
                 pending.extend([(b, result.index), (result.index, e)])
+        if short:
+            outcome = bisect_rounds(
+                self.values,
+                short,
+                min_size=size,
+                penalty=self.plan.threshold,
+                scale=self.plan.scale,
+                dependence=self.plan.dependence,
+                keep=keep,
+            )
+            self.scans.absorb(outcome)
+            self.tests += outcome.tests
+            finals += outcome.unsplit
+            # the order the one-by-one path leaves them in (it takes the later piece first)
+            finals.sort(reverse=True)
         return finals
+
+    def _in_rounds(self, b: int, e: int) -> bool:
+        """Whether [b, e) is tested in rounds: short, not at an end of the series when the
+        edge tests look there, and with nothing to reuse from an earlier run."""
+        p = self.plan
+        return (
+            self.rounds
+            and self.scans.fresh
+            and p.median_scan is None
+            and e - b < ROUND_MAX
+            and p.min_size >= 4  # every quarter of a segment holds a reading
+            and not (self.edges.enabled and (b == 0 or e == p.n))
+        )
 
     def search_seeded(self, finals: list[tuple[int, int]]) -> None:
         """Inside each segment binary segmentation could not split, take the most significant

@@ -204,6 +204,20 @@ def _may_accept(scan: _ScanResult, penalty: float, floor: float = 1.0) -> bool:
     return any(stat / root > penalty for _, _, stat, _ in scan.scans)
 
 
+def _best_split(scan: _ScanResult, penalty: float, floor: float) -> tuple[float, int, ChangeKind]:
+    """The scan ``_decide`` judges: (dependence-adjusted statistic, split, kind)."""
+    scored: list[tuple[float, int, ChangeKind]] = []
+    for kind, split, stat, factor in scan.scans:
+        if factor is not None:
+            stat /= math.sqrt(max(floor, factor))
+        elif floor > 1.0:
+            stat /= math.sqrt(floor)
+        scored.append((stat, split, kind))
+    # A level shift moves the spread indicator too; name it a location change whenever the
+    # location scan alone is significant, so the sharper location refinement places it.
+    return max(scored, key=lambda c: (c[2] == "location" and c[0] > penalty, c[0]))
+
+
 def _decide(
     values: np.ndarray,
     scan: _ScanResult,
@@ -220,18 +234,9 @@ def _decide(
     intervals whose own estimate is too noisy). ``sides``: filled with the two pieces' values
     sorted when the split is re-placed here and its last round sorted them whole.
     """
-    scored: list[tuple[float, int, ChangeKind]] = []
-    for kind, split, stat, factor in scan.scans:
-        if factor is not None:
-            stat /= math.sqrt(max(floor, factor))
-        elif floor > 1.0:
-            stat /= math.sqrt(floor)
-        scored.append((stat, split, kind))
-    # A level shift moves the spread indicator too; name it a location change whenever the
-    # location scan alone is significant, so the sharper location refinement places it.
-    stat, split, kind = max(scored, key=lambda c: (c[2] == "location" and c[0] > penalty, c[0]))
+    stat, split, kind = _best_split(scan, penalty, floor)
     tail = kuiper_sf if scan.statistic_kind == "sign" else kolmogorov_sf
-    p_value = min(1.0, len(scored) * tail(stat))
+    p_value = min(1.0, len(scan.scans) * tail(stat))
     accepted = stat > penalty
     if accepted and scan.statistic_kind == "sign":
         if kind not in scan.refined:

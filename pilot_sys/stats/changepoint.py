@@ -43,7 +43,11 @@ intervals of one scale share their length and are scanned together as the rows o
 scale instead of one per interval, which would otherwise dominate the cost of a round. On a long
 series most intervals are far from significant: each first gets an upper bound of both its
 statistics (``_changepoint_bound``, exact cuts from blocks sorted once, the walk 16 readings per
-step), and only those whose bound could pass are scanned, so the decisions are unchanged.
+step), and only those whose bound could pass are scanned, so the decisions are unchanged. For
+the same reason binary segmentation tests the short segments away from the series' ends
+together, one bisection depth at a time (``_changepoint_rounds``), with identical results: a
+series with thousands of change points makes thousands of such tests, and together they share
+one sort of each reading and one numpy call per step instead of one per segment.
 
 Neither stage sees a short stretch at an end of the series (a warm-up of 5-10% of a round): a
 stretch of k readings moves a segment's CUSUM by about k/2 against a noise of sqrt(m)/2, so
@@ -68,8 +72,9 @@ input and assembles the result: ``_changepoint_result`` (the models), ``_changep
 dependence factor), ``_changepoint_segment`` (scanning and deciding a segment),
 ``_changepoint_plan`` (min size, critical value, interval layouts, Bonferroni family),
 ``_changepoint_edges`` (the edge tests), ``_changepoint_search`` (binary segmentation and the
-seeded search), and below them ``_changepoint_ranks``, ``_changepoint_null``,
-``_changepoint_batch`` and ``_changepoint_bound``.
+seeded search; ``_changepoint_rounds`` its short segments in rounds, on the flat arrays of
+``_changepoint_flat``), and below them
+``_changepoint_ranks``, ``_changepoint_null``, ``_changepoint_batch`` and ``_changepoint_bound``.
 """
 
 from __future__ import annotations
