@@ -16,10 +16,10 @@ from pilot_sys.stats.pelt import (
     PeltResult,
     pelt_meanvar,
     prefix_sums,
-    segment_cost,
     variance_floor,
 )
 from pilot_sys.stats.pelt_many import MeanVarPelt, pelt_meanvar_many
+from tests.optimal_partition import optimal_partition
 
 
 def _series(seed: int) -> np.ndarray:
@@ -96,23 +96,6 @@ def test_more_penalties_than_one_chunk() -> None:
     assert MeanVarPelt(x).solve(penalties) == [pelt_meanvar(x, p) for p in penalties]
 
 
-def _optimal_partition(x: np.ndarray, penalty: float, min_size: int) -> list[int]:
-    """Optimal partitioning by brute force (every last change point, no pruning)."""
-    n, floor = x.size, variance_floor(x)
-    best, prev = [-penalty] + [math.inf] * n, [0] * (n + 1)
-    for t in range(min_size, n + 1):
-        for tau in [0, *range(min_size, t - min_size + 1)]:
-            cost = best[tau] + segment_cost(x, tau, t, floor) + penalty
-            if cost < best[t]:
-                best[t], prev[t] = cost, tau
-    cuts, t = [], n
-    while t > 0:
-        t = prev[t]
-        if t > 0:
-            cuts.append(t)
-    return cuts[::-1]
-
-
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("min_size", [2, 4])
 def test_many_penalties_equal_brute_force_optimal_partitioning(seed: int, min_size: int) -> None:
@@ -120,7 +103,7 @@ def test_many_penalties_equal_brute_force_optimal_partitioning(seed: int, min_si
     x = np.concatenate([rng.normal(0, 1, 30), rng.normal(3, 1, 25), rng.normal(3, 4, 35)])
     penalties = [3.0, 8.0, 20.0, 60.0]
     for p, got in zip(penalties, MeanVarPelt(x, min_size).solve(penalties), strict=True):
-        assert got.changepoints == _optimal_partition(x, p, min_size)
+        assert got.changepoints == optimal_partition(x, p, min_size)
 
 
 def _unpruned(x: np.ndarray, penalty: float) -> list[int]:

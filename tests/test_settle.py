@@ -12,7 +12,7 @@ import pytest
 
 from pilot_sys.errors import InsufficientData
 from pilot_sys.stats.outliers import guard_length, guarded_outliers, window_outliers
-from pilot_sys.stats.pelt import pelt_meanvar, segment_cost, variance_floor
+from pilot_sys.stats.pelt import pelt_meanvar
 from pilot_sys.stats.settle import (
     differs,
     dominant_run,
@@ -22,23 +22,7 @@ from pilot_sys.stats.settle import (
     settled_start,
 )
 from pilot_sys.stats.steady import detect_steady_state
-
-
-def _optimal_partition(x: np.ndarray, penalty: float, min_size: int) -> list[int]:
-    """Brute-force optimal partitioning (no pruning), the reference PELT must equal."""
-    n, floor = x.size, variance_floor(x)
-    best, prev = [-penalty] + [math.inf] * n, [0] * (n + 1)
-    for t in range(min_size, n + 1):
-        for tau in [0, *range(min_size, t - min_size + 1)]:
-            cost = best[tau] + segment_cost(x, tau, t, floor) + penalty
-            if cost < best[t]:
-                best[t], prev[t] = cost, tau
-    cuts, t = [], n
-    while t > 0:
-        t = prev[t]
-        if t > 0:
-            cuts.append(t)
-    return cuts[::-1]
+from tests.optimal_partition import optimal_partition
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -49,7 +33,7 @@ def test_pelt_equals_brute_force_optimal_partitioning(
 ) -> None:
     rng = np.random.default_rng(seed)
     x = np.concatenate([rng.normal(0, 1, 50), rng.normal(2, 1, 40), rng.normal(2, 3, 60)])
-    assert pelt_meanvar(x, penalty, min_size).changepoints == _optimal_partition(
+    assert pelt_meanvar(x, penalty, min_size).changepoints == optimal_partition(
         x, penalty, min_size
     )
 
