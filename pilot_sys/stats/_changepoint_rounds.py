@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,6 +31,7 @@ from pilot_sys.stats._changepoint_segment import (
     _decisive,
     _ScanResult,
 )
+from pilot_sys.stats._changepoint_statistic import _median_of_sorted
 
 # Segments shorter than this are tested in rounds; both pieces of any split of one are shorter
 # than the 40,000 readings above which ``_refine_split`` thins a side, so a piece's sorted
@@ -191,6 +193,16 @@ class RoundOutcome:
     indicators: dict[tuple[int, int], list[tuple[ChangeKind, np.ndarray]]]
 
 
+class _Options(NamedTuple):
+    """What one detection asks of every round (``bisect_rounds``'s keywords)."""
+
+    min_size: int
+    penalty: float
+    scale: bool
+    dependence: bool
+    keep: bool
+
+
 def bisect_rounds(
     values: np.ndarray,
     segments: list[tuple[int, int]],
@@ -205,8 +217,9 @@ def bisect_rounds(
     end of the series) at ``penalty``, as ``_Detection.bisect`` makes it. ``keep``: return the
     unsplit segments' indicators."""
     out = RoundOutcome([], {}, {}, [], {})
+    options = _Options(min_size, penalty, scale, dependence, keep)
     for group in _groups(segments):
-        _bisect_group(values, group, out, min_size, penalty, scale, dependence, keep)
+        _bisect_group(values, group, out, options)
     return out
 
 
@@ -224,22 +237,16 @@ def _groups(segments: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
 
 
 def _bisect_group(
-    values: np.ndarray,
-    segments: list[tuple[int, int]],
-    out: RoundOutcome,
-    min_size: int,
-    penalty: float,
-    scale: bool,
-    dependence: bool,
-    keep: bool,
+    values: np.ndarray, segments: list[tuple[int, int]], out: RoundOutcome, options: _Options
 ) -> None:
     """``bisect_rounds`` of one group: its pieces never hold more readings than it does."""
+    min_size = options.min_size
     rnd: _Round | None = _Round.enter(values, segments, min_size)
     while rnd is not None:
         k = rnd.sizes.size
         tied = rnd.tied()
         splits: list[int | None] = [None] * k
-        _decide_round(rnd, list(range(k)), out, splits, min_size, penalty, scale, dependence, keep)
+        _decide_round(rnd, list(range(k)), out, splits, options)
         for i, split in enumerate(splits):
             if split is None:
                 out.unsplit.append((int(rnd.begins[i]), int(rnd.ends[i])))
@@ -249,7 +256,7 @@ def _bisect_group(
                         out.unsplit.append(piece)
         rnd, short = rnd.children(splits, 2 * min_size, ~tied)
         for b, e, ordered, inline in short:
-            _record_short(out, (b, e), ordered, inline, scale, keep)
+            _record_short(out, (b, e), ordered, inline, options.scale, options.keep)
 
 
 def _record_short(
@@ -265,7 +272,7 @@ def _record_short(
     with ``keep``, its indicators as ``_indicators`` forms them."""
     m = ordered.size
     half = m // 2
-    median = float(ordered[half]) if m % 2 else float((ordered[half - 1] + ordered[half]) / 2.0)
+    median = _median_of_sorted(ordered)
     if median != 0.0:
         out.medians[key] = median
     if not keep or m < 4:
@@ -280,17 +287,10 @@ def _record_short(
 
 
 def _decide_round(
-    rnd: _Round,
-    rows: list[int],
-    out: RoundOutcome,
-    splits: list[int | None],
-    min_size: int,
-    penalty: float,
-    scale: bool,
-    dependence: bool,
-    keep: bool,
+    rnd: _Round, rows: list[int], out: RoundOutcome, splits: list[int | None], options: _Options
 ) -> None:
     """Scan, decide and re-place the segments ``rows`` of one round."""
+    min_size, penalty, scale, dependence, keep = options
     sizes, starts = rnd.sizes, rnd.starts
     decisive = _decisive(penalty, 1.0)
     half = _top(rnd, sizes // 2)

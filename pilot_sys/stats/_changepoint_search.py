@@ -27,6 +27,7 @@ from pilot_sys.stats._changepoint_segment import (
     _scan_segment,
     _ScanResult,
 )
+from pilot_sys.stats._changepoint_statistic import _median_of_sorted
 
 #: Scans by segment [begin, end), kept by ``IncrementalEDM`` from one update to the next.
 _ScanCache = dict[tuple[int, int], _ScanResult]
@@ -241,13 +242,6 @@ class _Scans:
         if self._cache is not None:
             self._cache.clear()
             self._cache.update(self._used)
-
-
-def _median_of_sorted(ordered: np.ndarray) -> float:
-    """``np.median`` of sorted values: its two middle order statistics and their mean."""
-    half = ordered.size // 2
-    odd = ordered.size % 2
-    return float(np.mean(ordered[half - 1 + odd : half + 1]))
 
 
 def _select_seeded(found: list[_Split], b: int, e: int, plan: _Plan) -> list[_Split]:

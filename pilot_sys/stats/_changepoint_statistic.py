@@ -49,6 +49,13 @@ class _LazyKeys:
         return keys_at(offsets + self._range[0])
 
 
+def _median_of_sorted(ordered: np.ndarray) -> float:
+    """``np.median`` of sorted values: its two middle order statistics and their mean."""
+    half = ordered.size // 2
+    odd = ordered.size % 2
+    return float(np.mean(ordered[half - 1 + odd : half + 1]))
+
+
 def _cumsum(indicator: np.ndarray, axis: int = -1) -> np.ndarray:
     """Running count of a 0/1 indicator, in 32 bits when it fits (half the memory traffic)."""
     fits = indicator.shape[axis] < np.iinfo(np.int32).max
