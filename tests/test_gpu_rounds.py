@@ -45,8 +45,8 @@ def _rounds(case: str) -> list:
 def test_each_round_start_up_is_judged_apart(case: str, part: str) -> None:
     rounds = _rounds(case)
     together = combined_trace(_Journal(rounds), set(range(1, ROUNDS + 1)))
-    found = gpu_startup.startup(together, [GPU])
-    alone = gpu_startup.startup(rounds[0], [GPU])
+    found = gpu_startup.startup(together)
+    alone = gpu_startup.startup(rounds[0])
     assert found is not None and alone is not None
     assert found.launches == ROUNDS and len(found.stretches) == ROUNDS
     (begin, end, _), *_ = alone.stretches
@@ -63,14 +63,14 @@ def test_each_round_start_up_is_judged_apart(case: str, part: str) -> None:
 
 def test_a_cpu_workload_has_no_start_up_in_any_round() -> None:
     together = combined_trace(_Journal(_rounds("cpu_only")), set(range(1, ROUNDS + 1)))
-    assert gpu_startup.startup(together, [GPU]) is None
+    assert gpu_startup.startup(together) is None
     hidden = {(h.component, h.direction) for h in assess(together).hidden_bottlenecks}
     assert ("cpu:host", "single core") in hidden
 
 
 def test_a_trace_without_launches_is_one_launch() -> None:
     trace = replay_trace("membw")
-    found = gpu_startup.startup(trace, [GPU])
+    found = gpu_startup.startup(trace)
     assert found is not None and found.launches == 1 and len(found.stretches) == 1
     note = gpu_startup.startup_note(trace, found)
     assert note.startswith("start-up judged apart: the first ")
@@ -115,10 +115,8 @@ def test_a_rounds_processes_are_the_workload_for_the_gpu_plugin() -> None:
 
 def test_each_round_shut_down_is_judged_apart_too() -> None:
     rounds = _rounds("matmul")
-    alone = gpu_startup.startup(rounds[0], [GPU])
-    together = gpu_startup.startup(
-        combined_trace(_Journal(rounds), set(range(1, ROUNDS + 1))), [GPU]
-    )
+    alone = gpu_startup.startup(rounds[0])
+    together = gpu_startup.startup(combined_trace(_Journal(rounds), set(range(1, ROUNDS + 1))))
     assert alone is not None and together is not None
     assert len(alone.shutdowns) == 1 and 0 < alone.shutdowns[0] < 1.0
     assert together.shutdowns == pytest.approx(alone.shutdowns * ROUNDS)
@@ -133,7 +131,7 @@ def test_a_cpu_phase_after_the_last_kernel_longer_than_the_start_up_stays_judged
             series[key] = [*series[key][:keep], *([0.0] * 30)]
     series["cpu:host/busiest_core"] = [*series["cpu:host/busiest_core"][:keep], *([1.0] * 30)]
     trace = trace.model_copy(update={"series": series})
-    found = gpu_startup.startup(trace, [GPU])
+    found = gpu_startup.startup(trace)
     assert found is not None and found.shutdowns == []
     hidden = {(h.component, h.direction) for h in assess(trace).hidden_bottlenecks}
     assert ("cpu:host", "single core") in hidden

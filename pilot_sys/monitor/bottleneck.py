@@ -175,7 +175,7 @@ def assess(
         weights[1:] = np.diff(t)
     notes: list[str] = []
     # a GPU workload's start-up is judged apart, in each launch (bottleneck_gpu_startup)
-    startup = gpu_startup.startup(trace, accelerator.accelerators(trace))
+    startup = gpu_startup.startup(trace)
     skip = startup.apart if startup is not None else np.zeros(t.size, dtype=bool)
     if startup is not None:
         weights[skip] = 0.0

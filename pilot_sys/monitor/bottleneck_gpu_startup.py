@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pilot_sys.monitor.bottleneck_accelerator import _workload_on, accelerators
 from pilot_sys.monitor.bottleneck_model import _pct, _series
 from pilot_sys.monitor.trace import MonitorTrace
 
@@ -56,17 +57,15 @@ def _launch_bounds(trace: MonitorTrace, size: int) -> list[int]:
     return [*starts, size]
 
 
-def startup(trace: MonitorTrace, gpus: list[str]) -> Startup | None:
-    """The start-ups of the workload's launches on ``gpus`` (None: no launch had one)."""
+def startup(trace: MonitorTrace) -> Startup | None:
+    """The start-ups of the workload's launches on its GPUs (None: no launch had one)."""
     t = np.asarray(trace.timestamps, dtype=np.float64)
-    first_kernel = []  # per GPU: samples in which the workload was on it and it ran a kernel
-    for gpu in gpus:
+    kernels = []  # per GPU: samples in which the workload was on it and it ran a kernel
+    for gpu in accelerators(trace):
         kernel = np.nan_to_num(_series(trace, f"{gpu}/busy"), nan=0.0) > 0
-        own = _series(trace, f"{gpu}/workload_processes")
-        if kernel.size != t.size or own.size != t.size:
-            continue
-        first_kernel.append((gpu, kernel & (np.nan_to_num(own, nan=0.0) > 0)))
-    if not first_kernel:
+        if kernel.size == t.size:
+            kernels.append((gpu, kernel & _workload_on(trace, gpu, t.size)))
+    if not kernels:
         return None
     bounds = _launch_bounds(trace, t.size)
     apart = np.zeros(t.size, dtype=bool)
@@ -75,7 +74,7 @@ def startup(trace: MonitorTrace, gpus: list[str]) -> Startup | None:
     for begin, end in zip(bounds, bounds[1:], strict=False):
         found: tuple[int, str] | None = None
         last = -1  # the launch's last sample with a kernel of the workload, on any GPU
-        for gpu, on in first_kernel:
+        for gpu, on in kernels:
             hits = np.flatnonzero(on[begin:end])
             if hits.size:
                 last = max(last, int(hits[-1]) + begin)
