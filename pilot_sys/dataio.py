@@ -41,6 +41,7 @@ import numpy as np
 
 from pilot_sys.errors import BadInput
 from pilot_sys.limits import DATA_BYTES, DATA_LINE, read_stream_bounded
+from pilot_sys.plain_decimal import decimal_lines
 from pilot_sys.plain_numbers import NUMPY_BYTES, one_number_a_line
 from pilot_sys.quantity import Quantity, conversion_factor, parse_unit
 
@@ -818,14 +819,30 @@ def _one_number_a_line(src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap]
     return values, LineMap(lay.data_line, np.zeros(0, dtype=np.int64), values.size)
 
 
+def _plain_decimals(src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | None:
+    """The column by the exact vectorised parser (``pilot_sys.plain_decimal``) when every line
+    after the header is one short plain decimal; None otherwise. Its values are the ones
+    ``float`` gives, and so the ones numpy's or pandas' reader gave before it."""
+    if lay.width != 1 or lay.delimiter != " " or lay.decimal != ".":
+        return None
+    with src.open() as handle:
+        values = decimal_lines(handle, lay.data_line - 1)
+    if values is None:
+        return None
+    return values, LineMap(lay.data_line, np.zeros(0, dtype=np.int64), values.size)
+
+
 def _fast(src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | None:
-    """The column read by numpy's text reader (a mid-sized file of one number a line) or
-    pandas' C parser: in one call when the bytes allow, else chunk by chunk with the irregular
-    lines read exactly; None when only the exact reader can split the lines, or when the input
-    is small enough that importing pandas would cost more than the exact reader."""
+    """The column read by the plain-decimal parser (one short number a line), numpy's text
+    reader (a mid-sized file of one number a line) or pandas' C parser: in one call when the
+    bytes allow, else chunk by chunk with the irregular lines read exactly; None when only the
+    exact reader can split the lines, or when the input is small enough that importing pandas
+    would cost more than the exact reader."""
     size = len(src.data) if src.data is not None else src.path.stat().st_size if src.path else 0
     if size < _EXACT_BYTES:
         return None
+    if (read := _plain_decimals(src, lay)) is not None:
+        return read
     if size < NUMPY_BYTES and (read := _one_number_a_line(src, lay)) is not None:
         return read
     import pandas as pd

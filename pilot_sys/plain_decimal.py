@@ -1,0 +1,232 @@
+"""Plain decimal numbers, one a line, parsed exactly by vectorised integer arithmetic.
+
+The library readers are the slow part of reading a million readings: numpy's text reader spends
+~0.25 s of CPU on a million lines (``pilot_sys.plain_numbers``), and pandas costs ~0.2 s to
+import before its parser starts. Most number files hold short decimals as printf writes them
+(``99.7279``, ``-1.5e-07``), and those have an exact answer that needs no library: Clinger's
+fast path. When the digits without the point form an integer M <= 2**53 (exact in float64) and
+the decimal exponent E (the written one less the digits after the point) has |E| <= 22 (10**|E|
+is exact in float64), M * 10**E or M / 10**-E is one IEEE operation, hence correctly rounded:
+bit for bit what Python's ``float`` returns, and numpy's reader. pandas' C parser, which read
+files above ``NUMPY_BYTES`` before, gives ``float``'s value for these cells too (checked in
+tests/test_plain_decimal.py), so no value read at any size changes.
+
+Every line must be ``[blanks][+|-]digits[.digits][(e|E)[+|-]digits][blanks][CR]LF`` (blanks:
+spaces and tabs) inside those bounds, with at most 24 digits (leading zeros included) in the
+mantissa and in the exponent. Anything else anywhere (a blank line, a second cell, ``nan``,
+``1_000``, hex, a longer mantissa, a larger exponent, any other byte) returns None and the
+caller's readers decide, so this module never decides what a file means. It parses
+``_BLOCK_BYTES`` of whole lines at a time, so its temporaries stay a few MiB whatever the
+number of lines.
+"""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+import numpy as np
+
+# This is the hand-written hot path: every pass below is one numpy call over a block's bytes,
+# its tokens (the bytes that are not digits) or its lines, never a Python loop over lines.
+
+_BLOCK_BYTES = 1 << 17  # bytes parsed at a time (whole lines): bounds the temporaries
+_LONGEST_LINE = 1 << 16  # longer lines (blanks around a number) are left to the other readers
+_MAX_DIGITS = 24  # digits of a run, leading zeros included: three 8-byte words
+_EXACT_INTEGER = 1 << 53  # every integer up to 2**53 is exact in float64
+_EXACT_POWER = 22  # 10**22 is the largest power of ten exact in float64
+
+# Byte classes: digits are 0, so np.flatnonzero finds the tokens between the digit runs.
+_DIGIT, _POINT, _EXP, _PLUS, _MINUS, _LF, _SPACE, _OTHER = range(8)
+_CLASS_TABLE = bytearray([_OTHER]) * 256
+for _byte in b"0123456789":
+    _CLASS_TABLE[_byte] = _DIGIT
+for _byte, _kind in ((b".", _POINT), (b"e", _EXP), (b"E", _EXP), (b"+", _PLUS), (b"-", _MINUS)):
+    _CLASS_TABLE[_byte[0]] = _kind
+_CLASS_TABLE[ord("\n")] = _LF
+for _byte in b" \t\r":  # a CR is only ever read just before a LF (checked per block)
+    _CLASS_TABLE[_byte] = _SPACE
+_CLASSES = bytes(_CLASS_TABLE)
+
+# Tokens of a line in grammar order: the line start (the LF before it), a leading sign, the
+# point, the exponent mark, the exponent's sign. A sign is leading after a LF, the exponent's
+# after an e, anything else after any other token.
+_START, _SIGN, _DOT, _MARK, _EXP_SIGN, _BAD = range(6)
+_TOKEN_KIND = np.full(8, _BAD, dtype=np.uint8)
+_TOKEN_KIND[[_POINT, _EXP, _LF]] = [_DOT, _MARK, _START]
+# _FOLLOWS[(a << 4) | (b << 1) | digits]: may token b follow token a with (1) or without (0)
+# digits between them
+_FOLLOWS = np.zeros(128, dtype=bool)
+for _a, _b, _runs_allowed in (
+    (_START, _SIGN, (0,)),
+    (_START, _DOT, (0, 1)),  # integer digits, or none (".5"): the mantissa is checked per line
+    (_START, _MARK, (1,)),
+    (_START, _START, (1,)),  # a plain integer; an empty line is no number
+    (_SIGN, _DOT, (0, 1)),
+    (_SIGN, _MARK, (1,)),
+    (_SIGN, _START, (1,)),
+    (_DOT, _MARK, (0, 1)),  # "5.e3" is a number for float()
+    (_DOT, _START, (0, 1)),
+    (_MARK, _EXP_SIGN, (0,)),
+    (_MARK, _START, (1,)),
+    (_EXP_SIGN, _START, (1,)),
+):
+    for _digits in _runs_allowed:
+        _FOLLOWS[(_a << 4) | (_b << 1) | _digits] = True
+
+_ALL = (1 << 64) - 1
+# keep the last n bytes of a little-endian word (the last n characters), as digit values 0..9
+_KEEP_LAST = np.array(
+    [(_ALL << (8 * (8 - n))) & _ALL & 0x0F0F0F0F0F0F0F0F for n in range(9)], dtype=np.uint64
+)
+_POWERS = 10.0 ** np.arange(_EXACT_POWER + 1)  # each exact in float64
+_FRONT = b"0" * 15 + b"\n"  # room for the words before the first line, and the LF opening it
+_BACK = b"0" * 8  # room for the word that ends at the last LF
+_U = np.uint64
+
+
+def _eight_digits(words: np.ndarray) -> np.ndarray:
+    """The numbers written by 8 digit values (0..9) per word, the first character in the lowest
+    byte: pairs, then quadruples, then the whole, by multiplications that never carry across."""
+    pairs = words * _U(10) + (words >> _U(8))
+    low = pairs & _U(0x000000FF000000FF)
+    high = (pairs >> _U(16)) & _U(0x000000FF000000FF)
+    return (low * _U(100 + (1000000 << 32)) + high * _U(1 + (10000 << 32))) >> _U(32)
+
+
+def _runs(words: np.ndarray, ends: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:
+    """The integers written by the digit runs of ``lengths`` <= 24 digits that end (exclusive)
+    at byte ``ends``, eight digits at a time from the last (``words[i]`` holds bytes i..i+7);
+    None when a digit before the last 16 is not 0 (the integer could exceed 2**53)."""
+    value = _eight_digits(words[ends - 8] & _KEEP_LAST[np.minimum(lengths, 8)])
+    if (lengths > 8).any():
+        part = words[ends - 16] & _KEEP_LAST[np.clip(lengths - 8, 0, 8)]
+        value += _eight_digits(part) * _U(10**8)
+    if (lengths > 16).any() and (words[ends - 24] & _KEEP_LAST[np.clip(lengths - 16, 0, 8)]).any():
+        return None
+    return value
+
+
+def _spaces_only_around(cls: np.ndarray) -> bool:
+    """Whether every run of spaces, tabs and CRs starts or ends a line: one between two other
+    bytes of a line splits it into two cells."""
+    space = np.concatenate(([False], cls == _SPACE, [False])).view(np.int8)
+    edges = np.diff(space)
+    first, after = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    return not ((cls[first - 1] != _LF) & (cls[after] != _LF)).any()  # _FRONT ends in a LF
+
+
+def _block(data: bytes) -> np.ndarray | None:
+    """The values of a block of whole lines, each ending in LF; None if any line is not a plain
+    decimal number inside Clinger's fast path."""
+    if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
+        return None
+    buf = _FRONT + data + _BACK
+    cls = np.frombuffer(buf.translate(_CLASSES), dtype=np.uint8)
+    if cls.max() == _OTHER:
+        return None
+    if b" " in data or b"\t" in data or b"\r" in data:
+        if not _spaces_only_around(cls):
+            return None
+        buf = buf.translate(None, b" \t\r")  # then parsed as if written without them
+        cls = np.frombuffer(buf.translate(_CLASSES), dtype=np.uint8)
+    # tokens: the bytes that are not digits; the grammar holds if every pair of neighbours may
+    # follow each other with (or without) the digits between them
+    at = np.flatnonzero(cls)
+    token = cls[at]
+    kind = _TOKEN_KIND[token]
+    signs = b"-" in data or b"+" in data
+    if signs:
+        sign = (token == _PLUS) | (token == _MINUS)
+        kind[1:][sign[1:] & (kind[:-1] == _MARK)] = _EXP_SIGN
+        kind[1:][sign[1:] & (kind[:-1] == _START)] = _SIGN
+    pairs = (kind[:-1] << 4) | (kind[1:] << 1) | (np.diff(at) > 1).view(np.uint8)
+    if not _FOLLOWS[pairs].all():
+        return None
+    # per line: the token that opens it (its LF, or its leading sign), the point, the mark
+    starts = np.flatnonzero(kind == _START)
+    head, tail = starts[:-1], starts[1:]  # tail: the LF that ends the line
+    lead, negative = head, None
+    if signs:
+        signed = kind[head + 1] == _SIGN
+        negative = signed & (token[head + 1] == _MINUS)
+        lead = head + signed
+    dot, dotted = lead, None
+    if b"." in data:
+        dotted = kind[lead + 1] == _DOT
+        dot = lead + dotted
+    end = at[dot + 1]  # the byte after the mantissa: its e, or the LF
+    written = end - at[lead] - 1
+    fraction = 0
+    if dotted is not None:
+        written -= dotted
+        fraction = (end - at[dot] - 1) * dotted
+        if not written.all():
+            return None  # "." or "-.e5": a point without digits
+        # without its points the mantissa is one run: every line before has one point or none
+        buf = buf.translate(None, b".")
+        moved = np.cumsum(dotted)
+        end = end - moved
+    if written.max(initial=0) > _MAX_DIGITS:
+        return None
+    words = np.ndarray((len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
+    mantissa = _runs(words, end, written)
+    if mantissa is None or mantissa.max(initial=0) > _EXACT_INTEGER:
+        return None
+    power = -fraction
+    if b"e" in data or b"E" in data:
+        marked = kind[dot + 1] == _MARK
+        digits = np.where(marked, at[tail] - at[tail - 1] - 1, 0)
+        exponent_end = at[tail] if dotted is None else at[tail] - moved
+        written_exponent = (
+            None if digits.max() > _MAX_DIGITS else _runs(words, exponent_end, digits)
+        )
+        if written_exponent is None:
+            return None
+        exponent = written_exponent.astype(np.int64)  # < 10**16
+        if signs:
+            after_mark = token[np.minimum(dot + 2, token.size - 1)]
+            exponent[marked & (after_mark == _MINUS)] *= -1
+        power = power + exponent
+    values = mantissa.astype(np.float64)
+    if isinstance(power, np.ndarray) and power.size:
+        if power.max() > _EXACT_POWER or power.min() < -_EXACT_POWER:
+            return None
+        if power.max() <= 0:
+            values /= _POWERS[-power]  # dividing by 10**0 = 1 is exact
+        else:
+            up = power > 0
+            np.multiply(values, _POWERS[np.maximum(power, 0)], out=values, where=up)
+            np.divide(values, _POWERS[np.maximum(-power, 0)], out=values, where=~up)
+    if negative is not None:
+        np.negative(values, out=values, where=negative)  # after rounding: "-0" is -0.0
+    return values
+
+
+def decimal_lines(handle: BinaryIO, skip: int) -> np.ndarray | None:
+    """The numbers of the lines after the first ``skip`` of ``handle``, one plain decimal a line,
+    each the value ``float`` gives; None when any line is anything else."""
+    for _ in range(skip):
+        line = handle.readline()
+        if line.count(b"\r") != line.count(b"\r\n"):
+            return None  # a lone CR ends a line for the exact reader, not for readline
+    parts: list[np.ndarray] = []
+    carry = b""
+    while True:
+        block = handle.read(_BLOCK_BYTES)
+        data = carry + block
+        if not data:
+            break
+        cut = data.rfind(b"\n") + 1 if block else len(data)
+        if cut == 0:  # no whole line yet
+            if len(data) > _LONGEST_LINE:
+                return None
+            carry = data
+            continue
+        data, carry = data[:cut], data[cut:]
+        if not data.endswith(b"\n"):
+            data += b"\n"
+        values = _block(data)
+        if values is None:
+            return None
+        parts.append(values)
+    return np.concatenate(parts) if parts else None
