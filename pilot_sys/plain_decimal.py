@@ -29,7 +29,7 @@ import numpy as np
 # This is the hand-written hot path: every pass below is one numpy call over a block's bytes,
 # its tokens (the bytes that are not digits) or its lines, never a Python loop over lines.
 
-_BLOCK_BYTES = 1 << 17  # bytes parsed at a time (whole lines): bounds the temporaries
+_BLOCK_BYTES = 1 << 18  # bytes parsed at a time (whole lines): bounds the temporaries
 _LONGEST_LINE = 1 << 16  # longer lines (blanks around a number) are left to the other readers
 _MAX_DIGITS = 24  # digits of a run, leading zeros included: three 8-byte words
 _EXACT_INTEGER = 1 << 53  # every integer up to 2**53 is exact in float64
@@ -131,7 +131,7 @@ def _block(data: bytes) -> np.ndarray | None:
         cls = np.frombuffer(buf.translate(_CLASSES), dtype=np.uint8)
     # tokens: the bytes that are not digits; the grammar holds if every pair of neighbours may
     # follow each other with (or without) the digits between them
-    at = np.flatnonzero(cls)
+    at = np.flatnonzero(cls != _DIGIT)
     token = cls[at]
     kind = _TOKEN_KIND[token]
     signs = b"-" in data or b"+" in data
