@@ -7,10 +7,12 @@ file can be found without guessing. Line and column numbers are 1-based characte
 as compilers and editors print them.
 
 The exact reader splits each line in Python and knows where every cell starts: it defines
-what a file means and names bad cells, but costs a microsecond or more a line. Large files go
-to pandas' C parser instead (or, a mid-sized file of one plain number a line, to numpy's, whose
-import costs less than pandas': ``pilot_sys.plain_numbers``), in one of two ways that give the
-exact reader's answer:
+what a file means and names bad cells, but costs a microsecond or more a line. A file of one
+short plain decimal a line (up to ``DECIMAL_BYTES``) is parsed exactly by vectorised integer
+arithmetic (``pilot_sys.plain_decimal``), with no library reader at all; any other file of one
+plain number a line under ``NUMPY_BYTES`` goes to numpy's text reader, whose import costs less
+than pandas' (``pilot_sys.plain_numbers``). Other large files go to pandas' C parser, in one
+of two ways that give the exact reader's answer:
 
 - in one call, when whole-buffer searches show plain text (UTF-8, no NUL, no lone CR; in CSV
   every row with the header's cell count) and pandas returns one finite value per line;
@@ -41,7 +43,7 @@ import numpy as np
 
 from pilot_sys.errors import BadInput
 from pilot_sys.limits import DATA_BYTES, DATA_LINE, read_stream_bounded
-from pilot_sys.plain_decimal import decimal_lines
+from pilot_sys.plain_decimal import DECIMAL_BYTES, decimal_lines
 from pilot_sys.plain_numbers import NUMPY_BYTES, one_number_a_line
 from pilot_sys.quantity import Quantity, conversion_factor, parse_unit
 
@@ -841,7 +843,7 @@ def _fast(src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | None:
     size = len(src.data) if src.data is not None else src.path.stat().st_size if src.path else 0
     if size < _EXACT_BYTES:
         return None
-    if (read := _plain_decimals(src, lay)) is not None:
+    if size < DECIMAL_BYTES and (read := _plain_decimals(src, lay)) is not None:
         return read
     if size < NUMPY_BYTES and (read := _one_number_a_line(src, lay)) is not None:
         return read

@@ -29,6 +29,9 @@ import numpy as np
 # This is the hand-written hot path: every pass below is one numpy call over a block's bytes,
 # its tokens (the bytes that are not digits) or its lines, never a Python loop over lines.
 
+# Above this size pandas' C parser, cheaper per line, repays its import (~0.2 s of CPU): the
+# two cross near 6 million readings of 8 bytes (benchmarks/results/load22b-reader.md).
+DECIMAL_BYTES = 32 << 20
 _BLOCK_BYTES = 1 << 18  # bytes parsed at a time (whole lines): bounds the temporaries
 _LONGEST_LINE = 1 << 16  # longer lines (blanks around a number) are left to the other readers
 _MAX_DIGITS = 24  # digits of a run, leading zeros included: three 8-byte words
@@ -142,64 +145,84 @@ def _block(data: bytes) -> np.ndarray | None:
     pairs = (kind[:-1] << 4) | (kind[1:] << 1) | (np.diff(at) > 1).view(np.uint8)
     if not _FOLLOWS[pairs].all():
         return None
-    # per line: the token that opens it (its LF, or its leading sign), the point, the mark
+    # per line, from the LF that ends the line before it: its leading sign, its point, the
+    # byte after its mantissa (its e, or its LF)
     starts = np.flatnonzero(kind == _START)
-    head, tail = starts[:-1], starts[1:]  # tail: the LF that ends the line
-    lead, negative = head, None
+    lf = at[starts]
+    first = starts[:-1] + 1  # the line's first token
+    opening, negative = lf[:-1], None  # the byte before the mantissa
     if signs:
-        signed = kind[head + 1] == _SIGN
-        negative = signed & (token[head + 1] == _MINUS)
-        lead = head + signed
-    dot, dotted = lead, None
+        signed = kind[first] == _SIGN
+        negative = signed & (token[first] == _MINUS)
+        opening = np.where(signed, at[first], opening)
+        first = first + signed
+    dotted, after = None, first  # after: the token after the mantissa
     if b"." in data:
-        dotted = kind[lead + 1] == _DOT
-        dot = lead + dotted
-    end = at[dot + 1]  # the byte after the mantissa: its e, or the LF
-    written = end - at[lead] - 1
-    fraction = 0
+        dotted = kind[first] == _DOT
+        after = first + dotted
+    marks = b"e" in data or b"E" in data
+    end = at[after] if marks else lf[1:]
+    written = end - opening - 1
+    fraction = None
     if dotted is not None:
         written -= dotted
-        fraction = (end - at[dot] - 1) * dotted
+        fraction = end - at[first] - dotted  # without a point at[first] is end: 0
         if not written.all():
             return None  # "." or "-.e5": a point without digits
         # without its points the mantissa is one run: every line before has one point or none
         buf = buf.translate(None, b".")
         moved = np.cumsum(dotted)
-        end = end - moved
+        end = end - moved  # a new array: end may be a view of lf
     if written.max(initial=0) > _MAX_DIGITS:
         return None
     words = np.ndarray((len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
     mantissa = _runs(words, end, written)
     if mantissa is None or mantissa.max(initial=0) > _EXACT_INTEGER:
         return None
-    power = -fraction
-    if b"e" in data or b"E" in data:
-        marked = kind[dot + 1] == _MARK
-        digits = np.where(marked, at[tail] - at[tail - 1] - 1, 0)
-        exponent_end = at[tail] if dotted is None else at[tail] - moved
-        written_exponent = (
-            None if digits.max() > _MAX_DIGITS else _runs(words, exponent_end, digits)
-        )
-        if written_exponent is None:
-            return None
-        exponent = written_exponent.astype(np.int64)  # < 10**16
-        if signs:
-            after_mark = token[np.minimum(dot + 2, token.size - 1)]
-            exponent[marked & (after_mark == _MINUS)] *= -1
-        power = power + exponent
     values = mantissa.astype(np.float64)
-    if isinstance(power, np.ndarray) and power.size:
-        if power.max() > _EXACT_POWER or power.min() < -_EXACT_POWER:
+    if marks:
+        power = _exponents(words, kind, token, at, after, lf, None if dotted is None else moved)
+        if power is None:
             return None
-        if power.max() <= 0:
-            values /= _POWERS[-power]  # dividing by 10**0 = 1 is exact
-        else:
-            up = power > 0
-            np.multiply(values, _POWERS[np.maximum(power, 0)], out=values, where=up)
-            np.divide(values, _POWERS[np.maximum(-power, 0)], out=values, where=~up)
+        if fraction is not None:
+            power -= fraction
+        if power.max(initial=0) > _EXACT_POWER or power.min(initial=0) < -_EXACT_POWER:
+            return None
+        up = power > 0
+        np.multiply(values, _POWERS[np.maximum(power, 0)], out=values, where=up)
+        np.divide(values, _POWERS[np.maximum(-power, 0)], out=values, where=~up)
+    elif fraction is not None:
+        if fraction.max(initial=0) > _EXACT_POWER:
+            return None
+        values /= _POWERS[fraction]  # dividing by 10**0 = 1 is exact
     if negative is not None:
         np.negative(values, out=values, where=negative)  # after rounding: "-0" is -0.0
     return values
+
+
+def _exponents(
+    words: np.ndarray,
+    kind: np.ndarray,
+    token: np.ndarray,
+    at: np.ndarray,
+    after: np.ndarray,
+    lf: np.ndarray,
+    moved: np.ndarray | None,
+) -> np.ndarray | None:
+    """The written exponent of each line (0 without one); None beyond 24 digits or 10**16."""
+    marked = kind[after] == _MARK
+    last = at[np.minimum(after + 1, at.size - 1)]  # the exponent's sign, or its LF
+    signed = marked & (token[np.minimum(after + 1, at.size - 1)] != _LF)
+    start = np.where(signed, last, at[after])  # the byte before the exponent's digits
+    digits = np.where(marked, lf[1:] - start - 1, 0)
+    if digits.max(initial=0) > _MAX_DIGITS:
+        return None
+    written = _runs(words, lf[1:] if moved is None else lf[1:] - moved, digits)
+    if written is None:
+        return None
+    power = written.astype(np.int64)  # < 10**16
+    power[signed & (token[np.minimum(after + 1, at.size - 1)] == _MINUS)] *= -1
+    return power
 
 
 def decimal_lines(handle: BinaryIO, skip: int) -> np.ndarray | None:

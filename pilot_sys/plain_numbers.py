@@ -1,13 +1,15 @@
 """One number a line, parsed by numpy's own text reader: a mid-sized file without pandas.
 
-Importing pandas costs ~0.2 s of CPU before it reads a byte; its C parser then reads a
-megabyte of plain numbers in ~0.01 s, where ``np.loadtxt`` (with the byte scan before it) takes
-~0.03 s. The two cross near 10 MB (a million readings); below ``NUMPY_BYTES``, under that
-crossover, numpy's reader is the cheaper (benchmarks/results/fast1e6-series.md). It parses every
-cell as Python's ``float`` does (correctly rounded); anything it refuses, or reads otherwise
-than one value a line (a blank line it skips, a second cell), makes the caller fall back to the
-readers that name the cell, so it never decides what a file means.
-"""
+Most such files never get here: short plain decimals are parsed exactly, without a library
+reader, by ``pilot_sys.plain_decimal``; this reader takes the rest (longer mantissas such as
+``%.17g``, exponents beyond Clinger's fast path). Importing pandas costs ~0.2 s of CPU before it
+reads a byte; its C parser then reads a megabyte of plain numbers in ~0.01 s, where
+``np.loadtxt`` (with the byte scan before it) takes ~0.03 s. The two cross near 10 MB (a
+million readings); below ``NUMPY_BYTES``, under that crossover, numpy's reader is the cheaper
+(benchmarks/results/fast1e6-series.md). It parses every cell as Python's ``float`` does
+(correctly rounded); anything it refuses, or reads otherwise than one value a line (a blank
+line it skips, a second cell), makes the caller fall back to the readers that name the cell,
+so it never decides what a file means."""
 
 from __future__ import annotations
 

@@ -230,3 +230,28 @@ def test_read_table_column_reads_what_it_read_before(
 def _source_layout(path: Path) -> tuple[object, object]:
     src = dataio._open_source(str(path))
     return src, dataio._layout(src, None, None)[0]
+
+
+def test_plain_decimals_are_read_without_numpys_reader_or_pandas(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below DECIMAL_BYTES a file of short decimals never reaches the library readers; above
+    it (pandas' parser, cheaper per line, repays its import) this parser is not asked."""
+    import sys
+
+    rng = random.Random(2)
+    cells = [f"{rng.gauss(100, 2):.6g}" for _ in range(20_000)]
+    path = tmp_path / "plain.txt"
+    path.write_text("value\n" + "\n".join(cells) + "\n")
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("not this reader")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(dataio, "one_number_a_line", refuse)
+        patch.setitem(sys.modules, "pandas", None)  # importing pandas fails
+        col = dataio.read_table_column(str(path))
+    assert bits(col.values) == float_of(cells) and col.where(0) == f"{path}:2"
+    monkeypatch.setattr(dataio, "DECIMAL_BYTES", 0)
+    monkeypatch.setattr(dataio, "decimal_lines", refuse)
+    assert bits(dataio.read_table_column(str(path)).values) == float_of(cells)
