@@ -38,24 +38,14 @@ _MAX_DIGITS = 24  # digits of a run, leading zeros included: three 8-byte words
 _EXACT_INTEGER = 1 << 53  # every integer up to 2**53 is exact in float64
 _EXACT_POWER = 22  # 10**22 is the largest power of ten exact in float64
 
-# Byte classes: digits are 0, so np.flatnonzero finds the tokens between the digit runs.
-_DIGIT, _POINT, _EXP, _PLUS, _MINUS, _LF, _SPACE, _OTHER = range(8)
-_CLASS_TABLE = bytearray([_OTHER]) * 256
-for _byte in b"0123456789":
-    _CLASS_TABLE[_byte] = _DIGIT
-for _byte, _kind in ((b".", _POINT), (b"e", _EXP), (b"E", _EXP), (b"+", _PLUS), (b"-", _MINUS)):
-    _CLASS_TABLE[_byte[0]] = _kind
-_CLASS_TABLE[ord("\n")] = _LF
-for _byte in b" \t\r":  # a CR is only ever read just before a LF (checked per block)
-    _CLASS_TABLE[_byte] = _SPACE
-_CLASSES = bytes(_CLASS_TABLE)
-
-# Tokens of a line in grammar order: the line start (the LF before it), a leading sign, the
-# point, the exponent mark, the exponent's sign. A sign is leading after a LF, the exponent's
-# after an e, anything else after any other token.
+# Tokens are the bytes that are not digits. In grammar order a line holds: its start (the LF
+# before it), a leading sign, the point, the exponent mark, the exponent's sign. A sign is
+# leading after a LF, the exponent's after an e; any other byte, or a sign elsewhere, is bad.
 _START, _SIGN, _DOT, _MARK, _EXP_SIGN, _BAD = range(6)
-_TOKEN_KIND = np.full(8, _BAD, dtype=np.uint8)
-_TOKEN_KIND[[_POINT, _EXP, _LF]] = [_DOT, _MARK, _START]
+_KIND_OF_BYTE = np.full(256, _BAD, dtype=np.uint8)
+_KIND_OF_BYTE[[ord("\n"), ord("."), ord("e"), ord("E")]] = [_START, _DOT, _MARK, _MARK]
+_PLUS, _MINUS, _LF = ord("+"), ord("-"), ord("\n")
+_ZERO, _NINE = np.uint8(ord("0")), np.uint8(9)
 # _FOLLOWS[(a << 4) | (b << 1) | digits]: may token b follow token a with (1) or without (0)
 # digits between them
 _FOLLOWS = np.zeros(128, dtype=bool)
@@ -109,13 +99,13 @@ def _runs(words: np.ndarray, ends: np.ndarray, lengths: np.ndarray) -> np.ndarra
     return value
 
 
-def _spaces_only_around(cls: np.ndarray) -> bool:
-    """Whether every run of spaces, tabs and CRs starts or ends a line: one between two other
-    bytes of a line splits it into two cells."""
-    space = np.concatenate(([False], cls == _SPACE, [False])).view(np.int8)
-    edges = np.diff(space)
+def _spaces_only_around(a: np.ndarray) -> bool:
+    """Whether every run of spaces, tabs and CRs (the bytes ``a``) starts or ends a line: one
+    between two other bytes of a line splits it into two cells."""
+    blank = (a == ord(" ")) | (a == ord("\t")) | (a == ord("\r"))
+    edges = np.diff(np.concatenate(([False], blank, [False])).view(np.int8))
     first, after = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-    return not ((cls[first - 1] != _LF) & (cls[after] != _LF)).any()  # _FRONT ends in a LF
+    return not ((a[first - 1] != _LF) & (a[after] != _LF)).any()  # _FRONT ends in a LF
 
 
 def _block(data: bytes) -> np.ndarray | None:
@@ -124,19 +114,16 @@ def _block(data: bytes) -> np.ndarray | None:
     if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
         return None
     buf = _FRONT + data + _BACK
-    cls = np.frombuffer(buf.translate(_CLASSES), dtype=np.uint8)
-    if cls.max() == _OTHER:
-        return None
     if b" " in data or b"\t" in data or b"\r" in data:
-        if not _spaces_only_around(cls):
+        if not _spaces_only_around(np.frombuffer(buf, dtype=np.uint8)):
             return None
         buf = buf.translate(None, b" \t\r")  # then parsed as if written without them
-        cls = np.frombuffer(buf.translate(_CLASSES), dtype=np.uint8)
-    # tokens: the bytes that are not digits; the grammar holds if every pair of neighbours may
-    # follow each other with (or without) the digits between them
-    at = np.flatnonzero(cls != _DIGIT)
-    token = cls[at]
-    kind = _TOKEN_KIND[token]
+    # the grammar holds if every pair of neighbouring tokens may follow each other with (or
+    # without) the digits between them; a token of any other byte is _BAD and follows nothing
+    a = np.frombuffer(buf, dtype=np.uint8)
+    at = np.flatnonzero((a - _ZERO) > _NINE)
+    token = a[at]
+    kind = _KIND_OF_BYTE[token]
     signs = b"-" in data or b"+" in data
     if signs:
         sign = (token == _PLUS) | (token == _MINUS)
