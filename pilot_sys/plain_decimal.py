@@ -22,6 +22,8 @@ number of lines.
 
 from __future__ import annotations
 
+import io
+import re
 from typing import BinaryIO
 
 import numpy as np
@@ -66,6 +68,7 @@ for _a, _b, _runs_allowed in (
     for _digits in _runs_allowed:
         _FOLLOWS[(_a << 4) | (_b << 1) | _digits] = True
 
+_BLANK_END = re.compile(rb"\n[ \t\r]*\n[ \t\r\n]*\Z")  # a blank line, then only blank lines
 _ALL = (1 << 64) - 1
 # keep the last n bytes of a little-endian word (the last n characters), as digit values 0..9
 _KEEP_LAST = np.array(
@@ -212,6 +215,21 @@ def _exponents(
     return power
 
 
+def _blank_at_the_end(handle: BinaryIO) -> bool:
+    """Whether the last line is blank (a newline too many: common, and fatal to this parser)."""
+    start = handle.seek(0, io.SEEK_CUR)
+    end = handle.seek(0, io.SEEK_END)
+    handle.seek(max(start, end - 64))
+    tail = handle.read()
+    handle.seek(start)
+    if end - 64 > start:  # read from the middle of a line: only from its end on
+        newline = tail.find(b"\n")
+        tail = tail[newline:] if newline >= 0 else b""
+    else:
+        tail = b"\n" + tail  # the first line starts there
+    return _BLANK_END.search(tail) is not None
+
+
 def decimal_lines(handle: BinaryIO, skip: int) -> np.ndarray | None:
     """The numbers of the lines after the first ``skip`` of ``handle``, one plain decimal a line,
     each the value ``float`` gives; None when any line is anything else."""
@@ -219,6 +237,8 @@ def decimal_lines(handle: BinaryIO, skip: int) -> np.ndarray | None:
         line = handle.readline()
         if line.count(b"\r") != line.count(b"\r\n"):
             return None  # a lone CR ends a line for the exact reader, not for readline
+    if _blank_at_the_end(handle):
+        return None  # found before parsing the lines above it, in vain
     parts: list[np.ndarray] = []
     carry = b""
     while True:

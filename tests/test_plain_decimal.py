@@ -255,3 +255,19 @@ def test_plain_decimals_are_read_without_numpys_reader_or_pandas(
     monkeypatch.setattr(dataio, "DECIMAL_BYTES", 0)
     monkeypatch.setattr(dataio, "decimal_lines", refuse)
     assert bits(dataio.read_table_column(str(path)).values) == float_of(cells)
+
+
+@pytest.mark.parametrize("end", ["\n", "  \n", "\r\n", "\n\n \t\n"])
+def test_a_blank_last_line_is_declined_before_any_line_is_parsed(
+    monkeypatch: pytest.MonkeyPatch, end: str
+) -> None:
+    """A newline too many is common: seen in the last bytes, without parsing the lines above."""
+    text = "".join(f"{i}.5\n" for i in range(1000)) + end
+
+    def parsed(data: bytes) -> None:
+        raise AssertionError("parsed in vain")
+
+    assert decimal_lines(io.BytesIO(text.removesuffix(end).encode()), 0) is not None
+    monkeypatch.setattr(plain_decimal, "_block", parsed)
+    assert decimal_lines(io.BytesIO(text.encode()), 0) is None
+    assert decimal_lines(io.BytesIO(b"head\n" + text.encode()), 1) is None
