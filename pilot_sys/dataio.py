@@ -834,6 +834,18 @@ def _plain_decimals(src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | 
     return values, LineMap(lay.data_line, np.zeros(0, dtype=np.int64), values.size)
 
 
+def _lone_cr_above_data(src: _Source, lay: _Layout) -> bool:
+    """Whether the lines above the data hold a lone CR. It ends a line for the exact reader
+    (``_lines``), which counted ``lay.data_line`` so, but not for ``readline``, with which the
+    fast readers skip those lines: they would skip a data line too and misnumber the rest."""
+    with src.open() as handle:
+        for _ in range(lay.data_line - 1):
+            line = handle.readline()
+            if line.count(b"\r") != line.count(b"\r\n"):
+                return True
+    return False
+
+
 def _fast(src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | None:
     """The column read by the plain-decimal parser (one short number a line), numpy's text
     reader (a mid-sized file of one number a line) or pandas' C parser: in one call when the
@@ -841,7 +853,7 @@ def _fast(src: _Source, lay: _Layout) -> tuple[np.ndarray, LineMap] | None:
     exact reader can split the lines, or when the input is small enough that importing pandas
     would cost more than the exact reader."""
     size = len(src.data) if src.data is not None else src.path.stat().st_size if src.path else 0
-    if size < _EXACT_BYTES:
+    if size < _EXACT_BYTES or _lone_cr_above_data(src, lay):
         return None
     if size < DECIMAL_BYTES and (read := _plain_decimals(src, lay)) is not None:
         return read

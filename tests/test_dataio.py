@@ -297,6 +297,22 @@ def test_stdin_bom_and_old_mac_line_ends(tmp_path: Path, monkeypatch: pytest.Mon
     assert mixed.values.tolist() == [1, 2] and mixed.where(1).endswith(":3")
 
 
+
+@pytest.mark.parametrize("body", ["{n}\n", "{n}.25\n", "{n}.25e-3\n"])
+def test_a_lone_cr_above_the_data_of_a_large_file_loses_no_reading(
+    tmp_path: Path, body: str
+) -> None:
+    """Line 1 holds a lone CR, so the header is line 2 and the data start at line 3. The fast
+    readers skipped the lines above the data with readline, which does not end a line at a
+    lone CR: the first reading was lost and every line number was one off."""
+    rows = 20_000  # above the size the exact reader reads alone
+    text = "# note\rvalue\n" + "".join(body.format(n=n) for n in range(1, rows + 1))
+    col = read_table_column(write(tmp_path, text))
+    expected = [float(body.format(n=n)) for n in range(1, rows + 1)]
+    assert col.name == "value"
+    assert col.values.tolist() == expected
+    assert col.where(0).endswith(":3") and col.where(rows - 1).endswith(f":{rows + 2}")
+
 def test_a_named_pipe_is_read_once(tmp_path: Path) -> None:
     """bash's <(command) hands over a pipe: it cannot be opened a second time."""
     fifo = tmp_path / "pipe"
