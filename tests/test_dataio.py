@@ -297,7 +297,6 @@ def test_stdin_bom_and_old_mac_line_ends(tmp_path: Path, monkeypatch: pytest.Mon
     assert mixed.values.tolist() == [1, 2] and mixed.where(1).endswith(":3")
 
 
-
 @pytest.mark.parametrize("body", ["{n}\n", "{n}.25\n", "{n}.25e-3\n"])
 def test_a_lone_cr_above_the_data_of_a_large_file_loses_no_reading(
     tmp_path: Path, body: str
@@ -312,6 +311,7 @@ def test_a_lone_cr_above_the_data_of_a_large_file_loses_no_reading(
     assert col.name == "value"
     assert col.values.tolist() == expected
     assert col.where(0).endswith(":3") and col.where(rows - 1).endswith(f":{rows + 2}")
+
 
 def test_a_named_pipe_is_read_once(tmp_path: Path) -> None:
     """bash's <(command) hands over a pipe: it cannot be opened a second time."""
