@@ -118,7 +118,7 @@ def test_children_hold_each_piece_sorted() -> None:
     x = rng.normal(size=6_000)
     segments = [(0, 1_000), (1_000, 3_000), (3_000, 6_000)]
     rnd = _round_of(x, segments, 10)
-    kids, short = rnd.children([400, None, 3_015], 20, np.ones(3, dtype=bool))
+    kids, short = rnd.children([400, None, 3_015], 20)
     assert kids is not None
     assert [(b, e) for b, e, _, _ in short] == [(3_000, 3_015)]
     assert np.array_equal(short[0][2], np.sort(x[3_000:3_015]))
