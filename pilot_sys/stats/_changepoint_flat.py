@@ -132,10 +132,10 @@ class _Round:
 
     def children(
         self, splits: list[int | None], min_len: int
-    ) -> tuple[_Round | None, list[tuple[int, int, np.ndarray, np.ndarray]]]:
-        """The pieces of the split segments at least ``min_len`` long, their sorted order the
-        parents' partitioned stably at the split (no sort); and the shorter pieces: (begin,
-        end, readings sorted, readings in position order).
+    ) -> tuple[_Round | None, _Round | None]:
+        """The pieces of the split segments at least ``min_len`` long, and the shorter ones
+        (not tested again: ``_changepoint_rounds`` records their medians and indicators), each
+        as a round whose sorted order is the parents' partitioned stably at the split (no sort).
 
         Each parent's readings stay in its range of the flat arrays: those left of the split
         first, in their order, then those right of it. The pieces' readings in position order
@@ -143,7 +143,7 @@ class _Round:
         """
         accepted = np.array([s is not None for s in splits])
         if not accepted.any():
-            return None, []
+            return None, None
         ends = self.ends
         at = np.array([e if s is None else s for s, e in zip(splits, ends.tolist(), strict=True)])
         kid_begins = np.stack([self.begins, at], 1).ravel()
@@ -163,29 +163,25 @@ class _Round:
         order[destination] = self.order
         ordered = np.empty_like(self.ordered)
         ordered[destination] = self.ordered
-        inline = self.inline
-        short: list[tuple[int, int, np.ndarray, np.ndarray]] = []
-        kid_starts = (np.cumsum(kid_sizes) - kid_sizes).tolist()
-        pieces = np.flatnonzero(split_kid & ~wanted & (kid_sizes > 0))
-        for j in pieces.tolist():
-            a, m = kid_starts[j], int(kid_sizes[j])
-            b = int(kid_begins[j])
-            short.append((b, b + m, ordered[a : a + m], inline[a : a + m]))
-        if not wanted.any():
-            return None, short
-        if not wanted.all():
-            held = np.repeat(wanted, kid_sizes)
-            order, ordered, inline = order[held], ordered[held], inline[held]
-        kids = _Round(
-            self.values,
-            kid_begins[wanted],
-            kid_ends[wanted],
-            order,
-            self.min_size,
-            ordered=ordered,
-            inline=inline,
-        )
-        return kids, short
+
+        def pieces(chosen: np.ndarray) -> _Round | None:
+            if not chosen.any():
+                return None
+            flat = (order, ordered, self.inline)
+            if not chosen.all():
+                held = np.repeat(chosen, kid_sizes)
+                flat = (order[held], ordered[held], self.inline[held])
+            return _Round(
+                self.values,
+                kid_begins[chosen],
+                kid_ends[chosen],
+                flat[0],
+                self.min_size,
+                ordered=flat[1],
+                inline=flat[2],
+            )
+
+        return pieces(wanted), pieces(split_kid & ~wanted & (kid_sizes > 0))
 
     def subset(self, chosen: np.ndarray) -> _Round:
         """The segments ``chosen`` (ascending indices) as a round of their own."""

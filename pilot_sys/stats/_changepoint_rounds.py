@@ -33,7 +33,6 @@ from pilot_sys.stats._changepoint_segment import (
     _decisive,
     _ScanResult,
 )
-from pilot_sys.stats._changepoint_statistic import _indicators, _LazyKeys, _median_of_sorted
 
 # Segments shorter than this are tested in rounds; both pieces of any split of one are shorter
 # than the 40,000 readings above which ``_refine_split`` thins a side, so a piece's sorted
@@ -256,26 +255,35 @@ def _bisect_group(
                     if piece[1] - piece[0] < 2 * min_size:
                         out.unsplit.append(piece)
         rnd, short = rnd.children(splits, 2 * min_size)
-        for b, e, ordered, inline in short:
-            _record_short(out, (b, e), ordered, inline, options.scale, options.keep)
+        if short is not None:
+            _record_short(out, short, options.scale, options.keep)
 
 
-def _record_short(
-    out: RoundOutcome,
-    key: tuple[int, int],
-    ordered: np.ndarray,
-    inline: np.ndarray,
-    scale: bool,
-    keep: bool,
-) -> None:
-    """What the result and the series-wide dependence floor read of a piece too short to test:
-    its median (``_median_of_sorted``; zeros left to ``np.median``) and, with ``keep``, its
-    indicators as ``_indicators`` forms them (from the piece's sorted readings, no sort)."""
-    median = _median_of_sorted(ordered)
-    if median != 0.0:
-        out.medians[key] = median
+def _record_short(out: RoundOutcome, short: _Round, scale: bool, keep: bool) -> None:
+    """What the result and the series-wide dependence floor read of the pieces too short to
+    test: their medians (``_median_of_sorted``; zeros left to ``np.median``) and, with ``keep``,
+    their indicators as ``_indicators`` forms them (``_top``, from their sorted readings)."""
+    sizes = short.sizes
+    half: np.ndarray | None = None
+    outside: np.ndarray | None = None
     if keep:
-        out.indicators[key] = _indicators(inline, _LazyKeys(*key), scale, ordered)
+        half = _top(short, sizes // 2)
+        if scale:  # outside the interquartile range, as in ``_decide_round``
+            outside = _top(short, sizes // 4)
+            outside |= ~_top(short, sizes - sizes // 4)
+    medians = short.medians().tolist()
+    starts = short.starts.tolist()
+    for b, e, start, median in zip(
+        short.begins.tolist(), short.ends.tolist(), starts, medians, strict=True
+    ):
+        key = (b, e)
+        if median != 0.0:
+            out.medians[key] = median
+        if half is not None:
+            made: list[tuple[ChangeKind, np.ndarray]] = [("location", half[start : start + e - b])]
+            if outside is not None:
+                made.append(("scale", outside[start : start + e - b]))
+            out.indicators[key] = made
 
 
 def _decide_round(
