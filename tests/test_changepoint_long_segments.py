@@ -17,6 +17,7 @@ from pilot_sys.stats._changepoint_edges import _EdgeTests
 from pilot_sys.stats._changepoint_plan import _plan
 from pilot_sys.stats._changepoint_ranks import position_keys
 from pilot_sys.stats._changepoint_search import _copy_index
+from pilot_sys.stats._changepoint_segment import _decisive, _scan_segment
 from pilot_sys.stats._changepoint_statistic import _LazyKeys, _top_masks
 from pilot_sys.stats.changepoint import detect
 
@@ -51,6 +52,42 @@ def test_top_masks_from_sorted_values_are_the_ranking(seed: int) -> None:
             masks = _top_masks(x, keys, wanted, ordered)
             for count, mask in zip(wanted, masks, strict=True):
                 assert np.array_equal(mask, _top_by_rank(x, begin, count)), (count, m)
+
+
+@pytest.mark.parametrize("seed", range(16))
+@pytest.mark.parametrize("penalty", [0.5, 3.0, 1e9])
+def test_scan_from_sorted_values_is_the_scan_that_selects(seed: int, penalty: float) -> None:
+    """With sorted values the spread masks are made only when the scale scan is needed; the
+    scan (statistics, splits, factors, partial or whole) and its indicators are the same."""
+    x = _tied(seed)
+    rng = np.random.default_rng(seed)
+    x[x.size // 3 :] += rng.normal(0.0, 2.0)  # a shift, often decisive alone
+    begin, m = 1_000 * seed, x.size
+    values = np.concatenate([np.zeros(begin), x])
+    if m < 40:
+        return
+    scans = []
+    for ordered in (np.sort(x), None):
+        made: list = []
+        scan = _scan_segment(
+            values,
+            begin,
+            begin + m,
+            min_size=8,
+            base_penalty=0.5,
+            scale=True,
+            dependence=True,
+            median_scan=None,
+            indicators=made,
+            ordered=ordered,
+            decisive=_decisive(penalty, 1.0),
+        )
+        scans.append((scan, made))
+    (fast, fast_made), (plain, plain_made) = scans
+    assert repr(fast) == repr(plain)
+    assert [k for k, _ in fast_made] == [k for k, _ in plain_made]
+    for (_, a), (_, b) in zip(fast_made, plain_made, strict=True):
+        assert np.array_equal(a, b)
 
 
 @pytest.mark.parametrize("seed", range(20))
