@@ -118,11 +118,12 @@ def test_children_hold_each_piece_sorted() -> None:
     x = rng.normal(size=6_000)
     segments = [(0, 1_000), (1_000, 3_000), (3_000, 6_000)]
     rnd = _round_of(x, segments, 10)
-    kids, short = rnd.children([400, None, 3_015], 20, np.ones(3, dtype=bool))
-    assert kids is not None
-    assert [(b, e) for b, e, _, _ in short] == [(3_000, 3_015)]
-    assert np.array_equal(short[0][2], np.sort(x[3_000:3_015]))
-    assert np.array_equal(short[0][3], x[3_000:3_015])
+    kids, short = rnd.children([400, None, 3_015], 20)
+    assert kids is not None and short is not None
+    assert list(zip(short.begins.tolist(), short.ends.tolist(), strict=True)) == [(3_000, 3_015)]
+    assert np.array_equal(short.ordered, np.sort(x[3_000:3_015]))
+    assert np.array_equal(short.inline, x[3_000:3_015])
+    assert sorted(short.order.tolist()) == list(range(3_000, 3_015))
     # (3000, 3015) is shorter than min_len: left out; the unsplit segment has no pieces
     pieces = [(0, 400), (400, 1_000), (3_015, 6_000)]
     assert list(zip(kids.begins.tolist(), kids.ends.tolist(), strict=True)) == pieces

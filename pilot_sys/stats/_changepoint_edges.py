@@ -227,10 +227,21 @@ class _EdgeTests:
             self._scans.update(((scan.begin, scan.end), scan) for scan in both)
         self._rejected: set[tuple[int, int]] = set()
         self._placed: dict[tuple[int, int, int, ChangeKind, tuple[int, int]], int] = {}
+        self._near: dict[tuple[int, int], _SeriesDependence] = {}
 
     @property
     def enabled(self) -> bool:
         return bool(self._scans)
+
+    def _dependence(self, near: tuple[int, int]) -> _SeriesDependence | None:
+        """The dependence of the readings ``near`` an end, kept by their range: binary
+        segmentation peeling a long series from one end tests every remaining segment on the
+        same readings at the other end (its indicators and each centring are made once)."""
+        if not self._plan.dependence:
+            return None
+        if near not in self._near:
+            self._near[near] = _SeriesDependence(self._values, [near], self._plan.scale)
+        return self._near[near]
 
     def candidates(self, b: int, e: int) -> list[_EdgeCandidate]:
         """Accepted tests of the edge intervals inside [b, e) (none already rejected in a parent).
@@ -251,8 +262,7 @@ class _EdgeTests:
         for at_start in (True, False):
             if (b if at_start else p.n - e) != 0:
                 continue  # only the ends of the series are anchored
-            near = _edge_reach((b, e), at_start, self._reach)
-            own = _SeriesDependence(self._values, [near], p.scale) if p.dependence else None
+            own = self._dependence(_edge_reach((b, e), at_start, self._reach))
             spans = [
                 (b, b + L) if at_start else (e - L, e) for L in p.edge_lengths if L <= (e - b) // 2
             ]

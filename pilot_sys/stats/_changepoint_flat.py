@@ -3,9 +3,10 @@
 One numpy call over the flat arrays does for every segment what a call per segment would:
 running counts of an indicator, the bridge's first argmax and argmin (the same floating-point
 operations on the same numbers as ``_bridge_extremes``), the readings tied at a cut split by
-position keys (``_top_masks``), the merged cut of a split's two sides (``_merged_cut``), and
-the pieces of split segments with their readings still sorted (a stable partition). Separate
-from the rounds' driver, which decides and records what these arrays compute.
+position keys (``_top_masks``, all segments in one sort), the merged cut of a split's two
+sides (``_merged_cut``), and the pieces of split segments with their readings still sorted (a
+stable partition). Separate from the rounds' driver, which decides and records what these
+arrays compute.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pilot_sys.stats._changepoint_statistic import _LazyKeys, _top_masks
+from pilot_sys.stats._changepoint_ranks import keys_at
 
 
 @dataclass
@@ -93,14 +94,6 @@ class _Round:
                 self._runs = (ends, first, count)
         return self._runs or None
 
-    def tied(self) -> np.ndarray:
-        """Per segment: whether two of its readings are equal."""
-        equal = np.empty(self.ordered.size, dtype=bool)
-        equal[0] = False
-        np.equal(self.ordered[1:], self.ordered[:-1], out=equal[1:])
-        equal[self.starts] = False
-        return np.logical_or.reduceat(equal, self.starts)
-
     def _spread(self, per_segment: np.ndarray) -> np.ndarray:
         """One value per segment, repeated over its readings."""
         return np.repeat(per_segment, self.sizes)
@@ -138,11 +131,11 @@ class _Round:
         return first - self.starts + 1
 
     def children(
-        self, splits: list[int | None], min_len: int, distinct: np.ndarray
-    ) -> tuple[_Round | None, list[tuple[int, int, np.ndarray, np.ndarray]]]:
-        """The pieces of the split segments at least ``min_len`` long, their sorted order the
-        parents' partitioned stably at the split (no sort); and the shorter pieces of parents
-        with ``distinct`` readings: (begin, end, readings sorted, readings in position order).
+        self, splits: list[int | None], min_len: int
+    ) -> tuple[_Round | None, _Round | None]:
+        """The pieces of the split segments at least ``min_len`` long, and the shorter ones
+        (not tested again: ``_changepoint_rounds`` records their medians and indicators), each
+        as a round whose sorted order is the parents' partitioned stably at the split (no sort).
 
         Each parent's readings stay in its range of the flat arrays: those left of the split
         first, in their order, then those right of it. The pieces' readings in position order
@@ -150,7 +143,7 @@ class _Round:
         """
         accepted = np.array([s is not None for s in splits])
         if not accepted.any():
-            return None, []
+            return None, None
         ends = self.ends
         at = np.array([e if s is None else s for s, e in zip(splits, ends.tolist(), strict=True)])
         kid_begins = np.stack([self.begins, at], 1).ravel()
@@ -170,29 +163,25 @@ class _Round:
         order[destination] = self.order
         ordered = np.empty_like(self.ordered)
         ordered[destination] = self.ordered
-        inline = self.inline
-        short: list[tuple[int, int, np.ndarray, np.ndarray]] = []
-        kid_starts = (np.cumsum(kid_sizes) - kid_sizes).tolist()
-        pieces = np.flatnonzero(split_kid & ~wanted & np.repeat(distinct, 2) & (kid_sizes > 0))
-        for j in pieces.tolist():
-            a, m = kid_starts[j], int(kid_sizes[j])
-            b = int(kid_begins[j])
-            short.append((b, b + m, ordered[a : a + m], inline[a : a + m]))
-        if not wanted.any():
-            return None, short
-        if not wanted.all():
-            held = np.repeat(wanted, kid_sizes)
-            order, ordered, inline = order[held], ordered[held], inline[held]
-        kids = _Round(
-            self.values,
-            kid_begins[wanted],
-            kid_ends[wanted],
-            order,
-            self.min_size,
-            ordered=ordered,
-            inline=inline,
-        )
-        return kids, short
+
+        def pieces(chosen: np.ndarray) -> _Round | None:
+            if not chosen.any():
+                return None
+            flat = (order, ordered, self.inline)
+            if not chosen.all():
+                held = np.repeat(chosen, kid_sizes)
+                flat = (order[held], ordered[held], self.inline[held])
+            return _Round(
+                self.values,
+                kid_begins[chosen],
+                kid_ends[chosen],
+                flat[0],
+                self.min_size,
+                ordered=flat[1],
+                inline=flat[2],
+            )
+
+        return pieces(wanted), pieces(split_kid & ~wanted & (kid_sizes > 0))
 
     def subset(self, chosen: np.ndarray) -> _Round:
         """The segments ``chosen`` (ascending indices) as a round of their own."""
@@ -221,21 +210,38 @@ def _split_of(ext: _Extremes, i: int, m: int) -> tuple[int, float, float, float]
 
 def _top(rnd: _Round, counts: np.ndarray) -> np.ndarray:
     """``_top_masks``: per segment, its ``count`` largest readings (ties at the cut broken by
-    position keys, in the segments that have them), flat in position order."""
-    cut = rnd.ordered[rnd.starts + rnd.sizes - counts]
-    mask = rnd.inline >= rnd._spread(cut)
-    if rnd.runs() is None:  # distinct readings: the cut's reading alone is at the cut
+    position keys, in the segments that have them), flat in position order.
+
+    Where more readings than ``count`` reach the cut, the run of readings equal to it (its
+    positions are a range of ``order``) keeps those whose key is at least the key
+    ``_top_masks`` selects, for all such segments in one sort by (segment, key).
+    """
+    at = rnd.starts + rnd.sizes - counts  # flat index of the cut in ``ordered``
+    mask = rnd.inline >= rnd._spread(rnd.ordered[at])
+    runs = rnd.runs()
+    if runs is None:  # distinct readings: the cut's reading alone is at the cut
         return mask
-    held = rnd._running(mask)
-    last = held[rnd.starts + rnd.sizes - 1]
-    before = np.zeros_like(last)
-    before[1:] = last[:-1]
-    for i in np.flatnonzero(last - before != counts).tolist():
-        b, e = int(rnd.begins[i]), int(rnd.ends[i])
-        start, stop = int(rnd.starts[i]), int(rnd.starts[i] + rnd.sizes[i])
-        mask[start:stop] = _top_masks(
-            rnd.inline[start:stop], _LazyKeys(b, e), [int(counts[i])], rnd.ordered[start:stop]
-        )[0]
+    ends = runs[0]
+    run = np.searchsorted(ends, at)  # the run holding the cut (runs end at segment ends)
+    last = ends[run]
+    first = np.where(run > 0, ends[np.maximum(run, 1) - 1] + 1, 0)
+    above = rnd.starts + rnd.sizes - 1 - last  # readings above the cut
+    tied = last - first + 1
+    over = np.flatnonzero(above + tied != counts)
+    if not over.size:
+        return mask
+    lengths = tied[over]
+    segment = np.repeat(over, lengths)
+    within = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    positions = rnd.order[np.repeat(first[over], lengths) + within]
+    keys = keys_at(positions)
+    by_key = np.lexsort((keys, segment))
+    # the key at (tied - need) among each segment's tied keys, ascending, need = count - above
+    skip = tied[over] - (counts[over] - above[over])
+    key_cut = keys[by_key[np.cumsum(lengths) - lengths + skip]]
+    dropped = keys < np.repeat(key_cut, lengths)
+    flat = positions[dropped] - rnd.begins[segment[dropped]] + rnd.starts[segment[dropped]]
+    mask[flat] = False
     return mask
 
 

@@ -11,8 +11,10 @@ p-value is identical to the one-by-one path (``_Scans.test``).
 Each round keeps its segments' readings sorted (with their positions); a split segment's
 pieces get theirs by a stable partition of that order, so a reading is sorted once, when its
 segment first enters, instead of at every depth. Readings tied at a cut are split by their
-position keys segment by segment, as ``_top_masks`` does; the re-placement of a change of
-spread is left to ``_refine_split``.
+position keys, as ``_top_masks`` does, for all segments of a round in one sort; the pieces too
+short to test get their median and indicators from their sorted readings (the series-wide
+dependence floor reads them), tied or not. The re-placement of a change of spread is left to
+``_refine_split``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from pilot_sys.stats._changepoint_segment import (
     _decisive,
     _ScanResult,
 )
-from pilot_sys.stats._changepoint_statistic import _median_of_sorted
 
 # Segments shorter than this are tested in rounds; both pieces of any split of one are shorter
 # than the 40,000 readings above which ``_refine_split`` thins a side, so a piece's sorted
@@ -244,7 +245,6 @@ def _bisect_group(
     rnd: _Round | None = _Round.enter(values, segments, min_size)
     while rnd is not None:
         k = rnd.sizes.size
-        tied = rnd.tied()
         splits: list[int | None] = [None] * k
         _decide_round(rnd, list(range(k)), out, splits, options)
         for i, split in enumerate(splits):
@@ -254,36 +254,36 @@ def _bisect_group(
                 for piece in ((int(rnd.begins[i]), split), (split, int(rnd.ends[i]))):
                     if piece[1] - piece[0] < 2 * min_size:
                         out.unsplit.append(piece)
-        rnd, short = rnd.children(splits, 2 * min_size, ~tied)
-        for b, e, ordered, inline in short:
-            _record_short(out, (b, e), ordered, inline, options.scale, options.keep)
+        rnd, short = rnd.children(splits, 2 * min_size)
+        if short is not None:
+            _record_short(out, short, options.scale, options.keep)
 
 
-def _record_short(
-    out: RoundOutcome,
-    key: tuple[int, int],
-    ordered: np.ndarray,
-    inline: np.ndarray,
-    scale: bool,
-    keep: bool,
-) -> None:
-    """What the result and the series-wide dependence floor read of a piece too short to test
-    (distinct readings): its median (``_median_of_sorted``; zeros left to ``np.median``) and,
-    with ``keep``, its indicators as ``_indicators`` forms them."""
-    m = ordered.size
-    half = m // 2
-    median = _median_of_sorted(ordered)
-    if median != 0.0:
-        out.medians[key] = median
-    if not keep or m < 4:
-        return
-    quarter = m // 4
-    made: list[tuple[ChangeKind, np.ndarray]] = [("location", inline >= ordered[m - half])]
-    if scale:
-        top = inline >= ordered[m - quarter] if quarter > 0 else np.zeros(m, dtype=bool)
-        middle = inline >= ordered[quarter]  # the m - quarter largest
-        made.append(("scale", top | ~middle))
-    out.indicators[key] = made
+def _record_short(out: RoundOutcome, short: _Round, scale: bool, keep: bool) -> None:
+    """What the result and the series-wide dependence floor read of the pieces too short to
+    test: their medians (``_median_of_sorted``; zeros left to ``np.median``) and, with ``keep``,
+    their indicators as ``_indicators`` forms them (``_top``, from their sorted readings)."""
+    sizes = short.sizes
+    half: np.ndarray | None = None
+    outside: np.ndarray | None = None
+    if keep:
+        half = _top(short, sizes // 2)
+        if scale:  # outside the interquartile range, as in ``_decide_round``
+            outside = _top(short, sizes // 4)
+            outside |= ~_top(short, sizes - sizes // 4)
+    medians = short.medians().tolist()
+    starts = short.starts.tolist()
+    for b, e, start, median in zip(
+        short.begins.tolist(), short.ends.tolist(), starts, medians, strict=True
+    ):
+        key = (b, e)
+        if median != 0.0:
+            out.medians[key] = median
+        if half is not None:
+            made: list[tuple[ChangeKind, np.ndarray]] = [("location", half[start : start + e - b])]
+            if outside is not None:
+                made.append(("scale", outside[start : start + e - b]))
+            out.indicators[key] = made
 
 
 def _decide_round(

@@ -41,6 +41,16 @@ _SORT_REUSE_MIN = 1 << 16
 _BOUND_MIN_READINGS = 1 << 15
 
 
+def _copy_index(ordered: np.ndarray) -> np.ndarray:
+    """Per entry of sorted ``ordered``: how many equal values come before it (its offset from
+    ``np.searchsorted(ordered, ordered, "left")``, from one comparison of neighbours)."""
+    at = np.arange(ordered.size)
+    first = np.zeros(ordered.size, dtype=at.dtype)
+    starts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+    first[starts] = starts
+    return at - np.maximum.accumulate(first)
+
+
 class _Scans:
     """Segment scans of one detection: made here, or reused from an earlier run's ``cache``.
 
@@ -81,7 +91,7 @@ class _Scans:
             if (e - b) - (end - begin) <= (end - begin) // 4:
                 removed = np.sort(np.concatenate([self._values[b:begin], self._values[end:e]]))
                 # the i-th copy of a value in ``removed`` deletes the i-th copy in ``parent``
-                copy = np.arange(removed.size) - np.searchsorted(removed, removed, "left")
+                copy = _copy_index(removed)
                 ordered = np.delete(parent, np.searchsorted(parent, removed, "left") + copy)
                 self._kept_sorted = (begin, end, ordered)
                 return ordered

@@ -81,8 +81,9 @@ def _scan_segment(
     """Scan one segment. The dependence factor (never below 1) is computed only for a scan whose
     raw statistic beats ``base_penalty``, the smallest penalty any decision will use. The sign
     form's indicators are appended to ``indicators`` when given; ``ordered`` is the segment's
-    values sorted, when the caller has them. With ``decisive``, the scale scan is skipped when
-    the location scan alone is accepted (a ``partial`` result)."""
+    values sorted, when the caller has them. With ``decisive``, the scale scan (and, from
+    sorted values, its masks) is skipped when the location scan alone is accepted (a
+    ``partial`` result)."""
     segment = values[begin:end]
     keys = _LazyKeys(begin, end)
     kind_of: Statistic = "sign" if median_scan is None else "median"
@@ -98,11 +99,13 @@ def _scan_segment(
             scans.append((kind, split, stat, factor_of(stat, _cumsum(indicator), (split,))))
         return _ScanResult(begin=begin, end=end, statistic_kind=kind_of, scans=scans)
     m = segment.size
-    if scale:
-        quarter = m // 4
-        half, top, middle = _top_masks(segment, keys, [m // 2, quarter, m - quarter], ordered)
-    else:
-        half = _top_masks(segment, keys, [m // 2], ordered)[0]
+    quarter = m // 4
+    spread_cuts = [quarter, m - quarter] if scale else []
+    # From sorted values each mask is made alone, so the spread masks wait until the scale scan
+    # is known to be needed; a selection makes all cut values at once.
+    later = ordered is not None and decisive is not None
+    masks = _top_masks(segment, keys, [m // 2] + ([] if later else spread_cuts), ordered)
+    half = masks[0]
     counts = _cumsum(half)
     split, stat, cuts = _cusum_scan(counts, min_size)
     scans.append(("location", split, stat, factor_of(stat, counts, cuts)))
@@ -113,6 +116,7 @@ def _scan_segment(
     if decisive is not None and decisive(stat, scans[0][3]):
         scans.append(("scale", m // 2, math.nan, None))
         return _ScanResult(begin=begin, end=end, statistic_kind=kind_of, scans=scans, partial=True)
+    top, middle = _top_masks(segment, keys, spread_cuts, ordered) if later else masks[1:]
     outside = top | ~middle  # outside the interquartile range, as ``_indicators`` forms it
     if indicators is not None:
         indicators.extend([("location", half), ("scale", outside)])

@@ -76,10 +76,12 @@ def _top_masks(
     """Masks of the ``count`` largest values for each count, ties broken by key.
 
     The cut values come from one selection or sort (or ``ordered``, the values already sorted);
-    keys are computed for tied readings only.
+    keys are computed for tied readings only. From sorted values, two binary searches count the
+    readings above and at a cut, so a mask is one pass over the values, or three with ties.
     """
     m = values.size
     kth = sorted({m - c for c in counts if 0 < c <= m})
+    whole = ordered is not None or len(kth) > 1  # a full sort, not a selection
     if ordered is None:
         ordered = _order_statistics(values, kth)
     masks = []
@@ -88,15 +90,25 @@ def _top_masks(
             masks.append(np.zeros(m, dtype=bool))
             continue
         cut = ordered[m - count]
-        at_least = values >= cut
-        if np.count_nonzero(at_least) == count:  # no reading tied at the cut is left out
-            masks.append(at_least)
-            continue
-        tied = values == cut
-        above = at_least ^ tied
-        need = count - int(np.count_nonzero(above))
-        n_tied = int(np.count_nonzero(tied))
-        tied_at = np.flatnonzero(tied)
+        if whole:
+            below = int(np.searchsorted(ordered, cut, "left"))
+            if m - below == count:  # no reading tied at the cut is left out
+                masks.append(values >= cut)
+                continue
+            not_above = int(np.searchsorted(ordered, cut, "right"))
+            above = values > cut
+            need = count - (m - not_above)
+            n_tied = not_above - below
+        else:
+            at_least = values >= cut
+            if np.count_nonzero(at_least) == count:
+                masks.append(at_least)
+                continue
+            tied = values == cut
+            above = at_least ^ tied
+            need = count - int(np.count_nonzero(above))
+            n_tied = int(np.count_nonzero(tied))
+        tied_at = np.flatnonzero(values == cut)
         tied_keys = keys.at(tied_at)
         key_cut = np.partition(tied_keys, n_tied - need)[n_tied - need]
         above[tied_at[tied_keys >= key_cut]] = True
