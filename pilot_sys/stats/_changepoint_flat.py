@@ -100,8 +100,9 @@ class _Round:
 
     def _running(self, indicator: np.ndarray) -> np.ndarray:
         """Running count of ``indicator`` over the flat arrays (32 bits when it fits: several
-        times faster than 64), and the count before each segment's start."""
-        return np.cumsum(indicator, dtype=self.count_type)
+        times faster than 64); converted first and summed in place (``_cumsum``)."""
+        counts = indicator.astype(self.count_type)
+        return np.cumsum(counts, out=counts)
 
     def extremes(self, indicator: np.ndarray) -> _Extremes:
         """``_bridge_extremes`` of every segment's running count of ``indicator``: the bridge

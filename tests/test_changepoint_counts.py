@@ -1,0 +1,58 @@
+"""Running counts of the detector's indicators against numpy's plain 64-bit running sum.
+
+``_cumsum`` and the rounds' ``_running`` convert an indicator to integers first and sum in
+place, and ``_indicator_split`` carries the count of earlier chunks into each chunk's first
+entry: each must give exactly the integers (and so the splits) of ``np.cumsum`` in 64 bits,
+across chunk boundaries and on arrays long enough for numpy's buffered casting.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pilot_sys.stats import _changepoint_flat as flat
+from pilot_sys.stats._changepoint_statistic import _cumsum, _cusum_scan, _indicator_split
+
+
+def _plain(indicator: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.cumsum(indicator.astype(np.int64), axis=axis)
+
+
+@pytest.mark.parametrize("n", [1, 2, 8_191, 65_536, 65_537, 300_001])
+def test_cumsum_is_the_plain_running_count(n: int) -> None:
+    rng = np.random.default_rng(n)
+    indicator = rng.random(n) < rng.random()
+    counts = _cumsum(indicator)
+    assert counts.dtype == np.int32
+    assert np.array_equal(counts, _plain(indicator))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_cumsum_along_an_axis_is_the_plain_running_count(axis: int) -> None:
+    indicators = np.random.default_rng(5).random((3, 70_001)) < 0.4
+    if axis == 0:
+        indicators = np.ascontiguousarray(indicators.T)
+    assert np.array_equal(_cumsum(indicators, axis=axis), _plain(indicators, axis=axis))
+
+
+@pytest.mark.parametrize(
+    ("n", "min_size", "share"),
+    [(40, 4, 0.5), (65_536, 8, 0.3), (65_600, 5, 0.5), (200_003, 16, 0.1), (262_144, 4, 0.9)],
+)
+def test_indicator_split_is_the_scan_of_the_plain_counts(
+    n: int, min_size: int, share: float
+) -> None:
+    rng = np.random.default_rng(n)
+    shift = rng.integers(min_size, n - min_size)
+    indicator = rng.random(n) < np.where(np.arange(n) < shift, share, 1.0 - share)
+    assert _indicator_split(indicator, min_size) == _cusum_scan(_plain(indicator), min_size)[0]
+    drifting = rng.random(n) < np.linspace(0.2, 0.8, n)  # a weak change: the extremes wander
+    assert _indicator_split(drifting, min_size) == _cusum_scan(_plain(drifting), min_size)[0]
+
+
+def test_round_running_count_is_the_plain_one() -> None:
+    x = np.random.default_rng(9).normal(size=70_000)
+    rnd = flat._Round.enter(x, [(0, 30_000), (30_000, 69_000), (69_000, 70_000)], 8)
+    indicator = rnd.inline > 0.2
+    assert np.array_equal(rnd._running(indicator), _plain(indicator))
