@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pilot_sys.stats import _changepoint_blocks
 from pilot_sys.stats import _changepoint_flat as flat
 from pilot_sys.stats._changepoint_statistic import _cumsum, _cusum_scan, _indicator_split
 
@@ -56,3 +57,56 @@ def test_round_running_count_is_the_plain_one() -> None:
     rnd = flat._Round.enter(x, [(0, 30_000), (30_000, 69_000), (69_000, 70_000)], 8)
     indicator = rnd.inline > 0.2
     assert np.array_equal(rnd._running(indicator), _plain(indicator))
+
+
+def _plain_bridge(indicator: np.ndarray, min_size: int) -> np.ndarray:
+    """The bridge at every split min_size <= k <= m - min_size, in one array."""
+    m = indicator.size
+    counts = _plain(indicator)
+    p = float(counts[-1]) / m
+    k = np.arange(min_size, m - min_size + 1)
+    bridge = k.astype(np.float64) * -p
+    bridge += counts[k - 1]
+    return bridge
+
+
+def _indicators(seed: int) -> tuple[np.ndarray, int]:
+    """A steep change, a weak one, none, an epidemic one, or p = 1/2 (many equal extremes)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(50, 60_000))
+    min_size = int(rng.integers(2, 40))
+    shape = seed % 5
+    if shape == 0:
+        probability = np.where(np.arange(n) < rng.integers(0, n), 0.2, 0.8)
+    elif shape == 1:
+        probability = np.linspace(0.45, 0.55, n)
+    elif shape == 2:
+        probability = np.full(n, rng.random())
+    elif shape == 3:
+        a, b = sorted(rng.integers(0, n, 2))
+        probability = np.where((np.arange(n) >= a) & (np.arange(n) < b), 0.9, 0.3)
+    else:
+        return np.tile([True, False], n // 2 + 1)[:n], min_size
+    return rng.random(n) < probability, min_size
+
+
+@pytest.mark.parametrize("block", [8, 64, 512])
+@pytest.mark.parametrize("seed", range(20))
+def test_bridge_ranges_hold_every_extreme_and_the_split_is_the_plain_one(
+    seed: int, block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_changepoint_blocks, "BLOCK", block)
+    indicator, min_size = _indicators(seed)
+    m = indicator.size
+    if m < 2 * min_size + 1:
+        return
+    bridge = _plain_bridge(indicator, min_size)
+    p = float(np.count_nonzero(indicator)) / m
+    if 0.0 < p < 1.0:
+        ranges = _changepoint_blocks.bridge_ranges(indicator, min_size, p, m - min_size + 1)
+        inside = np.zeros(bridge.size, dtype=bool)
+        for first, last in ranges:
+            inside[first - min_size : last - min_size] = True
+        assert inside[bridge == bridge.max()].all()
+        assert inside[bridge == bridge.min()].all()
+    assert _indicator_split(indicator, min_size) == _cusum_scan(_plain(indicator), min_size)[0]

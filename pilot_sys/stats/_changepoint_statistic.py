@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from pilot_sys.stats._changepoint_blocks import bridge_ranges
 from pilot_sys.stats._changepoint_ranks import (
     keys_at,
     position_keys,
@@ -173,7 +174,8 @@ def _bridge_extremes(counts: np.ndarray, min_size: int, p: float) -> tuple[int, 
 
 def _indicator_split(indicator: np.ndarray, min_size: int) -> int:
     """``_cusum_scan(_cumsum(indicator), min_size)[0]`` without a counts array: the running
-    count is formed chunk by chunk with the bridge (the same integers, the same floats)."""
+    count is formed chunk by chunk with the bridge (the same integers, the same floats), only
+    over the stretches that can hold the bridge's extremes (``bridge_ranges``)."""
     m = indicator.size
     ones = int(np.count_nonzero(indicator))
     p = float(ones) / m
@@ -181,16 +183,21 @@ def _indicator_split(indicator: np.ndarray, min_size: int) -> int:
         return m // 2
     stop = m - min_size + 1
     positions = _positions(stop)
-    before = int(np.count_nonzero(indicator[: min_size - 1]))  # C at k = min_size - 1
     # 32-bit running counts when they fit: the same integers, several times faster
     count_type = np.int32 if m < np.iinfo(np.int32).max else np.int64
     top, peak, bottom, trough = 0, -math.inf, 0, math.inf
-    for first in range(min_size, stop, _BRIDGE_CHUNK):
-        last = min(stop, first + _BRIDGE_CHUNK)
+    chunks = [
+        (first, min(last, first + _BRIDGE_CHUNK))
+        for start, last in bridge_ranges(indicator, min_size, p, stop)
+        for first in range(start, last, _BRIDGE_CHUNK)
+    ]
+    counted_to, counted = 0, 0  # the ones among indicator[:counted_to]
+    for first, last in chunks:
+        counted += int(np.count_nonzero(indicator[counted_to : first - 1]))  # C at first - 1
         counts = indicator[first - 1 : last - 1].astype(count_type)
-        counts[0] += before  # the count so far carried in: the same integers, one pass fewer
+        counts[0] += counted  # the count so far carried in: the same integers, one pass fewer
         np.cumsum(counts, out=counts)
-        before = int(counts[-1])
+        counted_to, counted = last - 1, int(counts[-1])
         bridge = positions[first:last] * -p
         bridge += counts
         hi, lo = int(np.argmax(bridge)), int(np.argmin(bridge))
