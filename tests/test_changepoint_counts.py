@@ -1,9 +1,11 @@
-"""Running counts of the detector's indicators against numpy's plain 64-bit running sum.
+"""Running counts and bridge scans of the detector's indicators against plain forms.
 
 ``_cumsum`` and the rounds' ``_running`` convert an indicator to integers first and sum in
 place, and ``_indicator_split`` carries the count of earlier chunks into each chunk's first
 entry: each must give exactly the integers (and so the splits) of ``np.cumsum`` in 64 bits,
-across chunk boundaries and on arrays long enough for numpy's buffered casting.
+across chunk boundaries and on arrays long enough for numpy's buffered casting. The bridge
+scans form values only in the blocks ``_changepoint_blocks`` keeps: those blocks must hold
+every copy of the whole bridge's extremes, and the scans give its first argmax and argmin.
 """
 
 from __future__ import annotations
@@ -13,7 +15,12 @@ import pytest
 
 from pilot_sys.stats import _changepoint_blocks
 from pilot_sys.stats import _changepoint_flat as flat
-from pilot_sys.stats._changepoint_statistic import _cumsum, _cusum_scan, _indicator_split
+from pilot_sys.stats._changepoint_statistic import (
+    _bridge_extremes,
+    _cumsum,
+    _cusum_scan,
+    _indicator_split,
+)
 
 
 def _plain(indicator: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -109,4 +116,11 @@ def test_bridge_ranges_hold_every_extreme_and_the_split_is_the_plain_one(
             inside[first - min_size : last - min_size] = True
         assert inside[bridge == bridge.max()].all()
         assert inside[bridge == bridge.min()].all()
+        from_counts = _changepoint_blocks.counts_ranges(
+            _plain(indicator), min_size, p, m - min_size + 1
+        )
+        assert from_counts == ranges
+        top, peak, bottom, trough = _bridge_extremes(_cumsum(indicator), min_size, p)
+        assert (top, peak) == (int(np.argmax(bridge)), float(bridge.max()))
+        assert (bottom, trough) == (int(np.argmin(bridge)), float(bridge.min()))
     assert _indicator_split(indicator, min_size) == _cusum_scan(_plain(indicator), min_size)[0]

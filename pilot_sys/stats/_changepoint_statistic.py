@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pilot_sys.stats._changepoint_blocks import bridge_ranges
+from pilot_sys.stats._changepoint_blocks import bridge_ranges, counts_ranges
 from pilot_sys.stats._changepoint_ranks import (
     keys_at,
     position_keys,
@@ -155,13 +155,18 @@ _BRIDGE_CHUNK = 1 << 16  # bridge values formed at a time: they stay in cache un
 def _bridge_extremes(counts: np.ndarray, min_size: int, p: float) -> tuple[int, float, int, float]:
     """First argmax and argmin (offsets from min_size) of the bridge C_k - k p over
     min_size <= k <= m - min_size, and its values there: chunk by chunk, so a long segment never
-    holds a second array of its length, with each value formed as a whole-array pass would."""
+    holds a second array of its length, with each value formed as a whole-array pass would, and
+    only over the stretches that can hold the extremes (``counts_ranges``)."""
     m = counts.size
     stop = m - min_size + 1
     positions = _positions(stop)
     top, peak, bottom, trough = 0, -math.inf, 0, math.inf
-    for first in range(min_size, stop, _BRIDGE_CHUNK):
-        last = min(stop, first + _BRIDGE_CHUNK)
+    chunks = [
+        (first, min(last, first + _BRIDGE_CHUNK))
+        for start, last in counts_ranges(counts, min_size, p, stop)
+        for first in range(start, last, _BRIDGE_CHUNK)
+    ]
+    for first, last in chunks:
         bridge = positions[first:last] * -p
         bridge += counts[first - 1 : last - 1]
         hi, lo = int(np.argmax(bridge)), int(np.argmin(bridge))
