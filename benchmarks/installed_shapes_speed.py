@@ -30,7 +30,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from series_shapes_speed import TARGET_SECONDS, shape  # noqa: E402
+from series_shapes_speed import SHAPES, TARGET_SECONDS, shape  # noqa: E402
 
 COMMANDS = ("changepoints", "analyze")
 
@@ -65,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     venvs: list[Path] = args.venv
     names = args.shapes.split(",")
+    if unknown := [name for name in names if name not in SHAPES]:
+        parser.error(f"--shapes: no shape {', '.join(unknown)}; the shapes are {', '.join(SHAPES)}")
     runs: dict[tuple[str, str, Path], list[tuple[float, float, int, bytes]]] = {}
     with tempfile.TemporaryDirectory() as folder:
         files = {}
