@@ -43,6 +43,7 @@ import numpy as np
 
 from pilot_sys.errors import BadInput
 from pilot_sys.limits import DATA_BYTES, DATA_LINE, read_stream_bounded
+from pilot_sys.line_blocks import LineTooLong, whole_lines
 from pilot_sys.plain_decimal import DECIMAL_BYTES, decimal_lines
 from pilot_sys.plain_numbers import NUMPY_BYTES, one_number_a_line
 from pilot_sys.quantity import Quantity, conversion_factor, parse_unit
@@ -511,22 +512,13 @@ def _chunks(src: _Source, lay: _Layout) -> Iterator[tuple[int, int, bytes]]:
         while line < lay.data_line:
             offset += len(handle.readline())
             line += 1
-        carry = b""
-        while True:
-            block = handle.read(_CHUNK_BYTES)
-            data = carry + block
-            if not data:
-                return
-            cut = data.rfind(b"\n") + 1 if block else len(data)
-            if cut == 0:  # no newline yet in a very long line: read on
-                if len(data) > DATA_LINE.value():
-                    raise DATA_LINE.refuse(f"{src.name}:{line}")
-                carry = data
-                continue
-            chunk, carry = data[:cut], data[cut:]
-            yield line, offset, chunk
-            line += chunk.count(b"\n") + (not chunk.endswith(b"\n"))
-            offset += len(chunk)
+        try:
+            for chunk in whole_lines(handle, _CHUNK_BYTES, DATA_LINE.value()):
+                yield line, offset, chunk
+                line += chunk.count(b"\n") + (not chunk.endswith(b"\n"))
+                offset += len(chunk)
+        except LineTooLong:
+            raise DATA_LINE.refuse(f"{src.name}:{line}") from None
 
 
 def _line_starts(chunk: bytes) -> np.ndarray:

@@ -28,6 +28,8 @@ from typing import BinaryIO
 
 import numpy as np
 
+from pilot_sys.line_blocks import LineTooLong, whole_lines
+
 # This is the hand-written hot path: every pass below is one numpy call over a block's bytes,
 # its tokens (the bytes that are not digits) or its lines, never a Python loop over lines.
 
@@ -240,23 +242,12 @@ def decimal_lines(handle: BinaryIO, skip: int) -> np.ndarray | None:
     if _blank_at_the_end(handle):
         return None  # found before parsing the lines above it, in vain
     parts: list[np.ndarray] = []
-    carry = b""
-    while True:
-        block = handle.read(_BLOCK_BYTES)
-        data = carry + block
-        if not data:
-            break
-        cut = data.rfind(b"\n") + 1 if block else len(data)
-        if cut == 0:  # no whole line yet
-            if len(data) > _LONGEST_LINE:
+    try:
+        for data in whole_lines(handle, _BLOCK_BYTES, _LONGEST_LINE):
+            values = _block(data if data.endswith(b"\n") else data + b"\n")
+            if values is None:
                 return None
-            carry = data
-            continue
-        data, carry = data[:cut], data[cut:]
-        if not data.endswith(b"\n"):
-            data += b"\n"
-        values = _block(data)
-        if values is None:
-            return None
-        parts.append(values)
+            parts.append(values)
+    except LineTooLong:
+        return None
     return np.concatenate(parts) if parts else None

@@ -1,11 +1,10 @@
 """The modules of pilot_sys import one another only downwards, and never in a circle.
 
-Layers, lowest first: base (errors, units, quantity, palette, dataio, plain_numbers,
-plain_decimal, limits, safefile, plugin_loader, redaction, credentials) < stats < topology =
-workload < monitor = plugins < session < report < cli. A module may import its own layer or any
-lower one. Every import counts, wherever it is written: at module level, inside a function (a
-lazy import still ties the two modules together), or under ``if TYPE_CHECKING`` (a type is a
-dependency too).
+Layers, lowest first: base (errors, units, quantity, palette, dataio, plain_numbers, plain_decimal,
+line_blocks, limits, safefile, plugin_loader, redaction, credentials) < stats < topology = workload
+< monitor = plugins < session < report < cli. A module may import its own layer or any lower one.
+Every import counts, wherever it is written: at module level, inside a function (a lazy import still
+ties the two modules together), or under ``if TYPE_CHECKING`` (a type is a dependency too).
 The repository's top-level ``plugins/`` folder is the package ``pilot_sys.plugins``
 (pyproject's ``package-dir``).
 
@@ -39,6 +38,7 @@ LAYERS: dict[str, int] = {
     "pilot_sys.dataio": BASE,
     "pilot_sys.plain_numbers": BASE,
     "pilot_sys.plain_decimal": BASE,
+    "pilot_sys.line_blocks": BASE,
     "pilot_sys.limits": BASE,
     "pilot_sys.safefile": BASE,
     "pilot_sys.plugin_loader": BASE,

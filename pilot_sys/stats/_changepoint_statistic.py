@@ -106,6 +106,7 @@ def _top_masks(
             above = values > cut
             need = count - (m - not_above)
             n_tied = not_above - below
+            tied_at = np.flatnonzero(values == cut)
         else:
             at_least = values >= cut
             if np.count_nonzero(at_least) == count:
@@ -115,7 +116,7 @@ def _top_masks(
             above = at_least ^ tied
             need = count - int(np.count_nonzero(above))
             n_tied = int(np.count_nonzero(tied))
-        tied_at = np.flatnonzero(values == cut)
+            tied_at = np.flatnonzero(tied)
         tied_keys = keys.at(tied_at)
         key_cut = np.partition(tied_keys, n_tied - need)[n_tied - need]
         above[tied_at[tied_keys >= key_cut]] = True
