@@ -339,6 +339,17 @@ def _parse_number(cell: str, decimal: str = ".") -> float | None:
         return None
 
 
+_SHOWN_CHARACTERS = 40  # of a bad cell in an error: the line and column say where the rest is
+
+
+def _shown(cell: str) -> str:
+    """A cell as an error line quotes it: whole when short, else its start and its length (a
+    cell of thousands of digits would make the one line a screenful)."""
+    if len(cell) <= _SHOWN_CHARACTERS:
+        return repr(cell)
+    return f"{cell[:_SHOWN_CHARACTERS]!r}... ({len(cell)} characters)"
+
+
 def _value(row: _Row, lay: _Layout) -> float:
     """The chosen cell of a data row as a finite number, or a BadInput naming the cell."""
     index, width, named = lay.index, lay.width, lay.named
@@ -366,11 +377,11 @@ def _value(row: _Row, lay: _Layout) -> float:
             hint = " (a decimal comma? read the file with --decimal ,)"
         elif lay.decimal == "," and "." in cell:
             hint = " (the file is read with decimal commas)"
-        raise BadInput(where, f"{cell!r} in column {lay.label} is not a number{hint}")
+        raise BadInput(where, f"{_shown(cell)} in column {lay.label} is not a number{hint}")
     if not math.isfinite(value):
         raise BadInput(
             where,
-            f"{cell!r} in column {lay.label} is not a finite number (NaN and infinities "
+            f"{_shown(cell)} in column {lay.label} is not a finite number (NaN and infinities "
             "cannot be averaged; remove the line or fix the program that wrote it)",
         )
     return value

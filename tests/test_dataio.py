@@ -313,6 +313,15 @@ def test_a_lone_cr_above_the_data_of_a_large_file_loses_no_reading(
     assert col.where(0).endswith(":3") and col.where(rows - 1).endswith(f":{rows + 2}")
 
 
+@pytest.mark.parametrize("cell", ["2" * 5000, "x" * 5000])
+def test_a_huge_bad_cell_is_quoted_short(tmp_path: Path, cell: str) -> None:
+    """The error stays one readable line: the cell's start and its length, not 5,000 characters."""
+    with pytest.raises(BadInput) as caught:
+        read_table_column(write(tmp_path, f"a,b\n1,2\n1,{cell}\n3,4\n"), "b")
+    assert caught.value.where.endswith(":3:3")
+    assert "(5000 characters)" in caught.value.problem and len(caught.value.problem) < 250
+
+
 def test_a_named_pipe_is_read_once(tmp_path: Path) -> None:
     """bash's <(command) hands over a pipe: it cannot be opened a second time."""
     fifo = tmp_path / "pipe"
